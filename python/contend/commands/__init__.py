@@ -1,0 +1,1 @@
+"""Sub-commands of the ``contend`` CLI, one module per verb (see ``contend.cli``)."""
