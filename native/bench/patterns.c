@@ -1,0 +1,29 @@
+/* The table of patterns contend-bench knows. Each pattern lives in its own file. */
+#include "harness.h"
+
+int run_pingpong(bench *b);
+int run_put(bench *b);
+int run_get(bench *b);
+int run_msgrate(bench *b);
+int run_incast(bench *b);
+int run_outcast(bench *b);
+int run_loggp(bench *b);
+int run_master(bench *b);
+int run_pairs(bench *b);
+int run_hops(bench *b);
+int run_noise(bench *b);
+
+const pattern patterns[] = {
+    {"pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, 0, run_pingpong},
+    {"put", "one-sided put latency and bandwidth, passive target, flush", 2, 0, run_put},
+    {"get", "one-sided get latency and bandwidth, passive target, flush", 2, 0, run_get},
+    {"msgrate", "message rate and bandwidth of disjoint pairs streaming windows", 2, 1, run_msgrate},
+    {"incast", "n-into-1: ranks 1..P-1 stream into rank 0, share per sender", 2, 0, run_incast},
+    {"outcast", "1-into-n: rank 0 streams to ranks 1..P-1, share per receiver", 2, 0, run_outcast},
+    {"loggp", "LogGP parameters by parametrised round trips (Netgauge method)", 2, 0, run_loggp},
+    {"master", "Bhatele-Kale Benchmark I: master to each rank in turn", 2, 0, run_master},
+    {"pairs", "Bhatele-Kale Benchmark II: all pairs at once, neighbour or random", 2, 1, run_pairs},
+    {"hops", "Bhatele-Kale Benchmark III: all pairs n hops apart on one dimension", 2, 1, run_hops},
+    {"noise", "selfish-detour OS noise per rank", 1, 0, run_noise},
+    {0},
+};

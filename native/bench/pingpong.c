@@ -1,0 +1,31 @@
+/* Ping-pong between ranks 0 and 1 over all sizes; the other ranks wait at the barrier.
+ * One sample = half of one timed round trip (the one-way time of a message). */
+#include <stdlib.h>
+
+#include "harness.h"
+
+int run_pingpong(bench *b)
+{
+    void *buf = alloc_buffer(largest_size(b));
+    int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
+    double *samples = malloc(sizeof(double) * iters_max);
+    int active = b->rank < 2, initiator = b->rank == 0;
+
+    for (int k = 0; k < b->opt.nsizes; k++) {
+        int64_t bytes = b->opt.sizes[k];
+        int iters = iterations_for(b, bytes);
+        MPI_Barrier(b->comm);
+        if (active) {
+            for (int i = 0; i < b->opt.warmup; i++)
+                round_trip(b, buf, bytes, 1 - b->rank, initiator);
+            for (int i = 0; i < iters; i++)
+                samples[i] = round_trip(b, buf, bytes, 1 - b->rank, initiator) / 2;
+        }
+        result r = result_init("latency", bytes, 0, 1, samples, iters);
+        report(b, initiator ? &r : NULL);
+        progress(b, k + 1, b->opt.nsizes);
+    }
+    free(samples);
+    free(buf);
+    return 0;
+}

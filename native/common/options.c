@@ -1,0 +1,217 @@
+#include "options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char options_help[] =
+    "  --sizes LIST      message sizes: 1,8,4K,1M or a power-of-two range 1:1M (default 1:1M by x4)\n"
+    "  --iters N         timed repetitions per size (default 200)\n"
+    "  --iters-large N   timed repetitions for sizes >= 64 KiB (default iters/10, at least 5)\n"
+    "  --warmup N        untimed repetitions first (default 10)\n"
+    "  --window N        messages in flight per peer (default 16)\n"
+    "  --prtt-n N        loggp: messages per parametrised round trip (default 16)\n"
+    "  --mode nn|random  pairs: nearest-neighbour or random partner (default nn)\n"
+    "  --seed N          pairs --mode random: seed of the pairing (default 1)\n"
+    "  --dims AxBxC      hops: topology map, rank = x + A*(y + B*z) (default: ranks in a line)\n"
+    "  --dim D           hops: dimension to pair along, 0 is x (default 0)\n"
+    "  --hops N          hops: partner distance (default 1)\n"
+    "  --duration S      noise: seconds of selfish-detour loop (default 1)\n"
+    "  --threshold NS    noise: detour threshold (default 10 x measured resolution)\n"
+    "  --max-detours N   noise: detours kept per rank (default 10000)\n";
+
+static int64_t parse_bytes(const char *text, int *ok)
+{
+    char *end;
+    errno = 0;
+    long long value = strtoll(text, &end, 10);
+    int64_t scale = 1;
+    if (*end == 'K' || *end == 'k')
+        scale = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        scale = 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        scale = 1024 * 1024 * 1024, end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    *ok = errno == 0 && end != text && *end == '\0' && value >= 0;
+    return (int64_t)value * scale;
+}
+
+/* The largest message a pattern may use: MPI counts are int, and a buffer must fit in memory. */
+#define MAX_MESSAGE (1LL << 30)
+
+static int parse_sizes(const char *text, options *opt, char *why, size_t whylen)
+{
+    int ok1 = 0, ok2 = 0;
+    const char *colon = strchr(text, ':');
+    opt->nsizes = 0;
+    if (colon) {
+        char first[64];
+        size_t len = (size_t)(colon - text);
+        if (len >= sizeof first)
+            len = sizeof first - 1;
+        memcpy(first, text, len);
+        first[len] = '\0';
+        int64_t lo = parse_bytes(first, &ok1), hi = parse_bytes(colon + 1, &ok2);
+        if (!ok1 || !ok2 || lo < 1 || hi < lo) {
+            snprintf(why, whylen, "bad size range '%s' (want LOW:HIGH with 1 <= LOW <= HIGH)", text);
+            return -1;
+        }
+        for (int64_t s = lo; s <= hi && opt->nsizes < MAX_SIZES; s *= 2)
+            opt->sizes[opt->nsizes++] = s;
+    } else {
+        char copy[1024];
+        snprintf(copy, sizeof copy, "%s", text);
+        for (char *item = strtok(copy, ","); item; item = strtok(NULL, ",")) {
+            int ok;
+            int64_t s = parse_bytes(item, &ok);
+            if (!ok) {
+                snprintf(why, whylen, "bad message size '%s' (want a byte count like 8, 4K, 1M)", item);
+                return -1;
+            }
+            if (opt->nsizes == MAX_SIZES) {
+                snprintf(why, whylen, "too many sizes (at most %d)", MAX_SIZES);
+                return -1;
+            }
+            opt->sizes[opt->nsizes++] = s;
+        }
+    }
+    for (int i = 0; i < opt->nsizes; i++) {
+        if (opt->sizes[i] > MAX_MESSAGE) {
+            snprintf(why, whylen, "message size %lld is larger than 1 GiB", (long long)opt->sizes[i]);
+            return -1;
+        }
+    }
+    if (opt->nsizes == 0) {
+        snprintf(why, whylen, "no message sizes in '%s'", text);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_dims(const char *text, options *opt, char *why, size_t whylen)
+{
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", text);
+    opt->ndims = 0;
+    for (char *item = strtok(copy, "x"); item; item = strtok(NULL, "x")) {
+        char *end;
+        long d = strtol(item, &end, 10);
+        if (*end != '\0' || d < 1 || opt->ndims == MAX_DIMS) {
+            snprintf(why, whylen, "bad --dims '%s' (want up to %d positive extents like 4x2x2)", text,
+                     MAX_DIMS);
+            return -1;
+        }
+        opt->dims[opt->ndims++] = (int)d;
+    }
+    if (opt->ndims == 0) {
+        snprintf(why, whylen, "bad --dims '%s' (want extents like 4x2x2)", text);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_count(const char *name, const char *text, long lo, long hi, int *out, char *why,
+                       size_t whylen)
+{
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || *end != '\0' || end == text || value < lo || value > hi) {
+        snprintf(why, whylen, "bad %s '%s' (want an integer from %ld to %ld)", name, text, lo, hi);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
+static int parse_real(const char *name, const char *text, double lo, double hi, double *out,
+                      char *why, size_t whylen)
+{
+    char *end;
+    double value = strtod(text, &end);
+    if (*end != '\0' || end == text || !(value >= lo && value <= hi)) {
+        snprintf(why, whylen, "bad %s '%s' (want a number from %g to %g)", name, text, lo, hi);
+        return -1;
+    }
+    *out = value;
+    return 0;
+}
+
+int parse_options(int argc, char **argv, int first, options *opt, char *why, size_t whylen)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->iters = 200;
+    opt->iters_large = -1;
+    opt->warmup = 10;
+    opt->window = 16;
+    opt->prtt_n = 16;
+    opt->seed = 1;
+    opt->hops = 1;
+    opt->duration_s = 1.0;
+    opt->max_detours = 10000;
+    if (parse_sizes("1,4,16,64,256,1K,4K,16K,64K,256K,1M", opt, why, whylen))
+        return -1;
+
+    for (int i = first; i < argc; i++) {
+        const char *name = argv[i];
+        if (strncmp(name, "--", 2) != 0) {
+            snprintf(why, whylen, "unexpected argument '%s'", name);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            snprintf(why, whylen, "option %s needs a value", name);
+            return -1;
+        }
+        const char *value = argv[++i];
+        int rc, seed = 0;
+        if (!strcmp(name, "--sizes"))
+            rc = parse_sizes(value, opt, why, whylen);
+        else if (!strcmp(name, "--iters"))
+            rc = parse_count(name, value, 1, 100000000, &opt->iters, why, whylen);
+        else if (!strcmp(name, "--iters-large"))
+            rc = parse_count(name, value, 1, 100000000, &opt->iters_large, why, whylen);
+        else if (!strcmp(name, "--warmup"))
+            rc = parse_count(name, value, 0, 100000000, &opt->warmup, why, whylen);
+        else if (!strcmp(name, "--window"))
+            rc = parse_count(name, value, 1, 4096, &opt->window, why, whylen);
+        else if (!strcmp(name, "--prtt-n"))
+            rc = parse_count(name, value, 2, 4096, &opt->prtt_n, why, whylen);
+        else if (!strcmp(name, "--seed")) {
+            rc = parse_count(name, value, 0, 2147483647, &seed, why, whylen);
+            opt->seed = (unsigned)seed;
+        } else if (!strcmp(name, "--mode")) {
+            rc = 0;
+            if (!strcmp(value, "nn"))
+                opt->random_pairs = 0;
+            else if (!strcmp(value, "random"))
+                opt->random_pairs = 1;
+            else {
+                snprintf(why, whylen, "bad --mode '%s' (want nn or random)", value);
+                rc = -1;
+            }
+        } else if (!strcmp(name, "--dims"))
+            rc = parse_dims(value, opt, why, whylen);
+        else if (!strcmp(name, "--dim"))
+            rc = parse_count(name, value, 0, MAX_DIMS - 1, &opt->dim, why, whylen);
+        else if (!strcmp(name, "--hops"))
+            rc = parse_count(name, value, 1, 1 << 20, &opt->hops, why, whylen);
+        else if (!strcmp(name, "--duration"))
+            rc = parse_real(name, value, 0.001, 3600, &opt->duration_s, why, whylen);
+        else if (!strcmp(name, "--threshold"))
+            rc = parse_real(name, value, 0, 1e9, &opt->threshold_ns, why, whylen);
+        else if (!strcmp(name, "--max-detours"))
+            rc = parse_count(name, value, 0, 10000000, &opt->max_detours, why, whylen);
+        else {
+            snprintf(why, whylen, "unknown option %s", name);
+            rc = -1;
+        }
+        if (rc)
+            return -1;
+    }
+    if (opt->iters_large < 0)
+        opt->iters_large = opt->iters / 10 > 5 ? opt->iters / 10 : (opt->iters < 5 ? opt->iters : 5);
+    return 0;
+}
