@@ -1,0 +1,44 @@
+"""Outputs that appear whole or not at all: write to a temporary file beside the target, then rename."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from contend.errors import UserError
+
+
+def check_writable(target: str | os.PathLike, what: str) -> Path:
+    """Fail early, before any long computation, when ``target`` cannot be created."""
+    path = Path(target)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError(f"{what}: directory {str(parent)!r} does not exist")
+    if path.is_dir():
+        raise UserError(f"{what}: {str(path)!r} is a directory")
+    if not os.access(parent, os.W_OK):
+        raise UserError(f"{what}: directory {str(parent)!r} is not writable")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path in the target's directory; rename it to ``target`` if the block succeeds.
+
+    The temporary name keeps the target's suffixes (``.goal.gz`` stays ``.gz``) because some writers
+    choose the format from the name. On any exception the temporary file is removed.
+    """
+    path = Path(target)
+    suffix = "".join(path.suffixes)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise

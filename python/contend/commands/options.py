@@ -1,0 +1,41 @@
+"""Command-line options shared by ``contend sim`` and ``contend goal``.
+
+Numbers are taken as strings and checked by contend itself, so a bad value is one UserError line
+(exit 2) rather than argparse's usage dump.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_collective_options(parser: argparse.ArgumentParser, required: bool) -> None:
+    """--collective NAME --ranks P --bytes S [--root R] [--seed N]."""
+    group = parser.add_argument_group("generated collective")
+    group.add_argument("--collective", metavar="NAME", required=required,
+                       help="pattern to generate, e.g. binomial-bcast, dissemination, allreduce-ring, incast")
+    group.add_argument("--ranks", metavar="P", required=required, help="number of ranks (e.g. 1024 or 2^20)")
+    group.add_argument("--bytes", metavar="S", required=required, help="message size (e.g. 8, 64KiB, 1MB)")
+    group.add_argument("--root", metavar="R", default="0", help="root rank of rooted collectives (default 0)")
+    group.add_argument("--seed", metavar="N", default="0", help="seed of random patterns (default 0)")
+
+
+def add_parameter_options(parser: argparse.ArgumentParser) -> None:
+    """--machine and the LogGOPS parameters; explicit values override the machine file."""
+    group = parser.add_argument_group(
+        "LogGOPS parameters",
+        "Defaults are LogGOPSim's (L=2500 o=1500 g=1000 G=6 O=0 S=65535; ns, ns/byte, bytes). "
+        "Times take units (3us, 1500ns, 800ps); bare numbers are ns.",
+    )
+    group.add_argument("--machine", metavar="NAME|FILE.toml",
+                       help="machine preset or file providing the parameters (see docs/formats.md)")
+    group.add_argument("-L", metavar="TIME", help="latency")
+    group.add_argument("-o", metavar="TIME", help="CPU overhead per message")
+    group.add_argument("-g", metavar="TIME", help="NIC gap per message")
+    group.add_argument("-G", metavar="TIME/B", help="NIC gap per byte: 6, 6ns, 80ps or a bandwidth (12.5GB/s)")
+    group.add_argument("-O", metavar="TIME/B", help="CPU overhead per byte")
+    group.add_argument("-S", metavar="BYTES", help="eager/rendezvous threshold: size <= S is eager")
+
+
+def parameter_overrides(args: argparse.Namespace) -> dict[str, str | None]:
+    return {key: getattr(args, key) for key in ("L", "o", "g", "G", "O", "S")}

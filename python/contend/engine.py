@@ -1,0 +1,46 @@
+"""The boundary to the Rust engine (``contend._engine``): load it, and turn its errors into user errors.
+
+Everything the Python fronts ask of the simulator goes through ``engine()`` inside ``user_errors()``, so a
+malformed GOAL file, a bad parameter or an unreadable path reaches the user as one ``UserError`` line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import ModuleType
+from typing import Iterator
+
+from contend.errors import UserError
+
+
+def engine() -> ModuleType:
+    """The compiled engine module; a UserError telling how to build it when it is missing."""
+    try:
+        from contend import _engine
+    except ImportError as exc:  # a source checkout without `make build`
+        raise UserError(f"the simulation engine is not built ({exc}); run `make build`") from None
+    return _engine
+
+
+@contextlib.contextmanager
+def user_errors(context: str = "") -> Iterator[None]:
+    """Re-raise the engine's GoalError / ValueError / OSError as a one-line UserError.
+
+    GoalError messages already read "path:line:col: problem" and pass through unchanged; ``context``
+    (e.g. "--collective") prefixes the others so the user knows which input was wrong.
+    """
+    prefix = f"{context}: " if context else ""
+    try:
+        yield
+    except UserError:
+        raise
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else prefix
+        raise UserError(f"{where}{exc.strerror or exc}") from None
+    except ValueError as exc:  # GoalError is a ValueError whose text already names file:line:col
+        goal_error = getattr(engine(), "GoalError", None)
+        if goal_error is not None and isinstance(exc, goal_error):
+            raise UserError(str(exc)) from None
+        raise UserError(f"{prefix}{exc}") from None
+    except OverflowError as exc:  # PyO3 raises it when a Python int does not fit the Rust integer
+        raise UserError(f"{prefix}number too large ({exc})") from None

@@ -1,0 +1,214 @@
+"""Machine files: TOML descriptions of a machine, the source of the LogGOPS parameters of a simulation.
+
+A machine file has a ``[machine]`` table (name, description, source) and a ``[loggops]`` table::
+
+    [machine]
+    name = "example"
+    source = "where the numbers come from"
+
+    [loggops]
+    L = "3us"          # latency: a time, bare numbers are ns
+    o = "1.5us"        # CPU overhead per message
+    g = "1us"          # NIC gap per message
+    G = "12.5GB/s"     # NIC gap per byte: a time per byte ("6ns", "80ps") or a bandwidth
+    O = "0"            # CPU overhead per byte
+    S = 65535          # eager/rendezvous threshold in bytes (size <= S is eager)
+
+Other keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[topology]``, ``[nic]``, ...) are
+kept in ``Machine.document`` for the models that read them. Presets ship in ``contend/machines/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from contend.engine import engine, user_errors
+from contend.errors import UserError
+from contend.quantities import parse_bytes
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.9 / 3.10
+    import tomli as tomllib
+
+PRESET_DIR = Path(__file__).parent / "machines"
+DEFAULT_MACHINE = "loggopsim-default"
+
+TIME_KEYS = ("L", "o", "g")
+PER_BYTE_KEYS = ("G", "O")
+PARAMETER_KEYS = TIME_KEYS + PER_BYTE_KEYS + ("S",)
+# S is stored by the engine as a u64, but no message is larger than this in practice.
+MAX_THRESHOLD = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A loaded, validated machine file.
+
+    ``params`` are the engine's LogGOPS parameters: L, o, g in picoseconds, G, O in picoseconds per
+    byte, S in bytes. ``loggops`` keeps the values as written, ``document`` the whole parsed file.
+    """
+
+    name: str
+    description: str
+    source: str
+    params: Mapping[str, int]
+    loggops: Mapping[str, Any]
+    document: Mapping[str, Any] = field(repr=False)
+    path: str = ""
+
+
+def preset_names() -> list[str]:
+    """Names of the machine files shipped with contend.
+
+    >>> "loggopsim-default" in preset_names()
+    True
+    """
+    return sorted(p.stem for p in PRESET_DIR.glob("*.toml"))
+
+
+def load_machine(spec: str | os.PathLike) -> Machine:
+    """Load a preset by name (``"bgp-intrepid"``) or a machine file by path (``"my.toml"``)."""
+    text_spec = os.fspath(spec)
+    looks_like_path = text_spec.endswith(".toml") or os.sep in text_spec or Path(text_spec).is_file()
+    if looks_like_path:
+        path = Path(text_spec)
+    else:
+        path = PRESET_DIR / f"{text_spec}.toml"
+        if not path.is_file():
+            raise UserError(
+                f"unknown machine {text_spec!r}: not a file, and the presets are {', '.join(preset_names())}"
+            )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{text_spec}: cannot read machine file ({getattr(exc, 'strerror', None) or exc})") from None
+    return parse_machine(text, str(path))
+
+
+def parse_machine(text: str, origin: str = "<machine>") -> Machine:
+    """Parse and validate the text of a machine file; errors name ``origin``, the line and the key."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(_decode_error_message(origin, exc)) from None
+    locate = _KeyLocator(text, origin)
+
+    header = document.get("machine", {})
+    if not isinstance(header, dict):
+        raise UserError(f"{locate('', 'machine')}: 'machine' must be a table")
+    for key in ("name", "description", "source"):
+        if key in header and not isinstance(header[key], str):
+            raise UserError(f"{locate('machine', key)}: [machine] {key} must be a string")
+
+    loggops = document.get("loggops")
+    if not isinstance(loggops, dict):
+        raise UserError(f"{origin}: missing [loggops] table (L, o, g, G, O, S)")
+    missing = [key for key in PARAMETER_KEYS if key not in loggops]
+    if missing:
+        raise UserError(f"{locate('', 'loggops')}: [loggops] is missing {', '.join(missing)}")
+    params = {
+        key: _parameter(key, loggops[key], lambda k=key: f"{locate('loggops', k)}: [loggops] {k}")
+        for key in PARAMETER_KEYS
+    }
+
+    default_name = Path(origin).stem if origin.endswith(".toml") else origin
+    return Machine(
+        name=header.get("name", default_name),
+        description=header.get("description", ""),
+        source=header.get("source", ""),
+        params=params,
+        loggops=dict(loggops),
+        document=document,
+        path=origin,
+    )
+
+
+def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrides: Any) -> dict[str, int]:
+    """The engine parameters: LogGOPSim's defaults, replaced by a machine's, replaced by ``overrides``.
+
+    Overrides are strings with units (``L="3us"``, ``G="12.5GB/s"``) or numbers in ns (per byte for G
+    and O; bytes for S); ``None`` means "not given".
+
+    >>> loggops_params(L="3us", G=6)
+    {'L': 3000000, 'o': 1500000, 'g': 1000000, 'G': 6000, 'O': 0, 'S': 65535}
+    """
+    unknown = sorted(set(overrides) - set(PARAMETER_KEYS))
+    if unknown:
+        raise UserError(f"unknown LogGOPS parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMETER_KEYS)}")
+    if machine is None:
+        machine = DEFAULT_MACHINE
+    if not isinstance(machine, Machine):
+        machine = load_machine(machine)
+    params = dict(machine.params)
+    for key, value in overrides.items():
+        if value is not None:
+            params[key] = _parameter(key, value, lambda k=key: f"parameter {k}")
+    return params
+
+
+def _parameter(key: str, value: Any, where) -> int:
+    """One LogGOPS parameter as an engine integer; ``where()`` names it in error messages."""
+    if isinstance(value, bool):
+        raise UserError(f"{where()}: expected a number or a string with a unit, got {value!r}")
+    if key == "S":
+        if isinstance(value, str):  # the CLI's -S, which also takes units: 64KiB
+            value = parse_bytes(value, where())
+        if not isinstance(value, int) or not 0 <= value <= MAX_THRESHOLD:
+            raise UserError(f"{where()}: expected an integer number of bytes in [0, 2^63), got {value!r}")
+        return value
+    if isinstance(value, float):
+        value = f"{value:.3f}"  # the engine's resolution is 1 ps = 0.001 ns
+    elif isinstance(value, int):
+        value = str(value)
+    if not isinstance(value, str):
+        raise UserError(f"{where()}: expected a number or a string with a unit, got {value!r}")
+    if value.strip().startswith("-"):
+        raise UserError(f"{where()}: must not be negative, got {value!r}")
+    parse = engine().parse_time if key in TIME_KEYS else engine().parse_per_byte
+    with user_errors(where()):
+        return parse(value)
+
+
+class _KeyLocator:
+    """Finds the line of ``key = ...`` inside ``[table]`` so errors can say file:line.
+
+    tomllib gives positions only for syntax errors; a plain scan is enough for the flat tables of a
+    machine file. Falls back to the file name alone when the key is not found on a line of its own.
+    """
+
+    _HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-]+)\s*\]")
+
+    def __init__(self, text: str, origin: str):
+        self._lines = text.splitlines()
+        self._origin = origin
+
+    def __call__(self, table: str, key: str) -> str:
+        current = ""
+        assignment = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        for number, line in enumerate(self._lines, start=1):
+            header = self._HEADER.match(line)
+            if header:
+                current = header.group(1)
+                if not table and current == key:
+                    return f"{self._origin}:{number}"
+            elif current == table and assignment.match(line):
+                return f"{self._origin}:{number}"
+        return self._origin
+
+
+def _decode_error_message(origin: str, exc: Exception) -> str:
+    """tomllib says "Invalid value (at line 3, column 5)"; we say "file:3:5: Invalid value"."""
+    text = str(exc)
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", text)
+    if match:
+        return f"{origin}:{match.group(1)}:{match.group(2)}: {text[: match.start()]}"
+    match = re.search(r"\s*\(at end of document\)$", text)
+    if match:
+        return f"{origin}: {text[: match.start()]} at end of file"
+    return f"{origin}: {text}"

@@ -1,0 +1,1 @@
+"""Reports: terminal tables (rich), plots (matplotlib) and a static HTML page, from plain data."""

@@ -1,0 +1,74 @@
+"""Plots for reports, drawn with matplotlib's non-interactive backend and saved as PNG files."""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+from contend.atomic import atomic_path
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: reports are files
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def line_plot(
+    path: str | os.PathLike,
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    logx: bool = True,
+    logy: bool = True,
+) -> None:
+    """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for label, (xs, ys) in series.items():
+        axes.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, label=label)
+    if logx:
+        axes.set_xscale("log", base=2)
+    if logy:
+        axes.set_yscale("log")
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize="small", ncol=2)
+    _save(figure, path)
+
+
+def stacked_bars(
+    path: str | os.PathLike,
+    categories: Sequence[str],
+    parts: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    ylabel: str,
+) -> None:
+    """Vertical bars, one per category, stacked from ``parts`` (name -> one value per category)."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
+    bottom = [0.0] * len(categories)
+    for name, values in parts.items():
+        axes.bar(categories, values, bottom=bottom, label=name)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    axes.set_title(title)
+    axes.set_ylabel(ylabel)
+    axes.legend(fontsize="small")
+    axes.grid(True, axis="y", alpha=0.3)
+    _save(figure, path)
+
+
+def _save(figure, path: str | os.PathLike) -> None:
+    plt = _pyplot()
+    figure.tight_layout()
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png")
+    plt.close(figure)

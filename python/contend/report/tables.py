@@ -1,0 +1,89 @@
+"""Terminal tables with rich: the summary of one simulation and generic row tables for the demo."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from rich.table import Table
+
+from contend.result import SimulationResult, parameters_ns
+
+# Up to this many ranks, the summary lists every rank's finish time.
+PER_RANK_LIMIT = 16
+
+
+def format_time(ns: int | float) -> str:
+    """A time in ns with thousands separators and, above 1 us, a readable unit.
+
+    >>> format_time(18000), format_time(1.5), format_time(2377278)
+    ('18,000 ns (18 us)', '1.5 ns', '2,377,278 ns (2.377 ms)')
+    """
+    exact = f"{ns:,} ns" if isinstance(ns, int) else f"{ns:,.3f}".rstrip("0").rstrip(".") + " ns"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(ns) >= scale:
+            return f"{exact} ({ns / scale:.4g} {unit})"
+    return exact
+
+
+def describe_workload(workload: dict[str, Any]) -> str:
+    if "schedule" in workload:
+        return f"GOAL schedule {workload['schedule']}"
+    text = f"{workload['collective']}, {workload['ranks']:,} ranks, {workload['bytes']:,} bytes"
+    if workload.get("root"):
+        text += f", root {workload['root']}"
+    if workload.get("seed"):
+        text += f", seed {workload['seed']}"
+    return text
+
+
+def describe_params(params: dict[str, int]) -> str:
+    values = parameters_ns(params)
+    return (f"L={values['L']} o={values['o']} g={values['g']} G={values['G']} O={values['O']} "
+            f"(ns, ns/byte) S={values['S']} bytes")
+
+
+def result_table(result: SimulationResult, title: str = "simulation") -> Table:
+    """Makespan, per-rank spread, counts and engine speed of one simulation."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("quantity", style="bold")
+    table.add_column("value")
+    stats = result.rank_statistics()
+    table.add_row("workload", describe_workload(dict(result.workload)))
+    table.add_row("parameters", describe_params(dict(result.params)))
+    table.add_row("makespan", format_time(result.makespan))
+    table.add_row("rank finish min / median / max",
+                  " / ".join(format_time(stats[k]).split(" (")[0] for k in ("min", "median", "max")))
+    table.add_row("ranks / ops / messages", f"{result.num_ranks:,} / {result.ops:,} / {result.messages:,}")
+    speed = result.events / result.wall_seconds if result.wall_seconds > 0 else float("inf")
+    table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s)")
+    if result.deadlock is not None:
+        table.add_row("deadlock", f"[red]{result.deadlock.count:,} blocked ops on ranks "
+                                  f"{_rank_list(result.deadlock.ranks())}[/red]")
+    if result.num_ranks <= PER_RANK_LIMIT:
+        table.add_row("finish time per rank", " ".join(str(t) for t in result.ranks.tolist()))
+    return table
+
+
+def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    """A plain table of already formatted rows."""
+    table = Table(title=title, title_justify="left")
+    first = rows[0] if rows else [None] * len(columns)
+    for column, sample in zip(columns, first):
+        numeric = isinstance(sample, (int, float)) and not isinstance(sample, bool)
+        table.add_column(column, justify="right" if numeric else "left")
+    for row in rows:
+        table.add_row(*(_cell(value) for value in row))
+    return table
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.6g}"
+    return str(value)
+
+
+def _rank_list(ranks: list[int], limit: int = 12) -> str:
+    shown = ", ".join(str(r) for r in ranks[:limit])
+    return shown + (f", ... ({len(ranks)} ranks)" if len(ranks) > limit else "")

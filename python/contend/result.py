@@ -1,0 +1,210 @@
+"""The result of one simulation, in the schedule's time unit (ns), as Python users and ``--json`` see it.
+
+The engine counts integer picoseconds; a GOAL schedule counts nanoseconds. Times are reported in ns:
+an ``int`` when the value is a whole number of ns (always, when all parameters are whole ns), else a
+``float``. Per-message records and timeline rows stay as the engine's exact integer-ps columns in
+``record_columns`` / ``timeline_columns``; ``records`` / ``timeline`` are pandas views in float ns.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+PS_PER_NS = 1000
+
+
+def ps_to_ns(value: int) -> int | float:
+    """Picoseconds to the schedule's unit: an int when exact.
+
+    >>> ps_to_ns(18_000_000), ps_to_ns(1500)
+    (18000, 1.5)
+    """
+    whole, rest = divmod(int(value), PS_PER_NS)
+    return whole if rest == 0 else value / PS_PER_NS
+
+
+def ps_array_to_ns(values: np.ndarray) -> np.ndarray:
+    """A picosecond array in ns: int64 when every value is a whole ns, else float64."""
+    values = np.asarray(values)
+    if values.size and np.any(values % PS_PER_NS):
+        return values / PS_PER_NS
+    return (values // PS_PER_NS).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Deadlock:
+    """Why a schedule could not finish: blocked operations by rank and op index.
+
+    ``count`` is the total number of blocked operations; the three lists hold at most 100 items each,
+    dicts with rank, op (index in the rank's program), label, kind, peer, tag, bytes.
+    """
+
+    count: int
+    unmatched_recvs: tuple[Mapping[str, Any], ...]
+    unmatched_sends: tuple[Mapping[str, Any], ...]
+    never_started: tuple[Mapping[str, Any], ...]
+
+    @classmethod
+    def from_engine(cls, raw: Mapping[str, Any]) -> "Deadlock":
+        return cls(
+            count=int(raw["count"]),
+            unmatched_recvs=tuple(raw.get("unmatched_recvs", ())),
+            unmatched_sends=tuple(raw.get("unmatched_sends", ())),
+            never_started=tuple(raw.get("never_started", ())),
+        )
+
+    def ranks(self) -> list[int]:
+        """The ranks with a blocked operation (among the reported ones), sorted."""
+        items = self.unmatched_recvs + self.unmatched_sends + self.never_started
+        return sorted({int(item["rank"]) for item in items})
+
+    def describe(self, limit: int = 10) -> list[str]:
+        """Human-readable lines, one per blocked operation, at most ``limit`` per category."""
+        lines = []
+        for title, items in (
+            ("receive never matched", self.unmatched_recvs),
+            ("send never matched", self.unmatched_sends),
+            ("never started", self.never_started),
+        ):
+            for item in items[:limit]:
+                lines.append(f"rank {item['rank']} op {item['op']}{_label(item)}: {_operation(item)}: {title}")
+            if len(items) > limit:
+                lines.append(f"... {len(items) - limit} more {title}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "ranks": self.ranks(),
+            "unmatched_recvs": [dict(i) for i in self.unmatched_recvs],
+            "unmatched_sends": [dict(i) for i in self.unmatched_sends],
+            "never_started": [dict(i) for i in self.never_started],
+        }
+
+
+def _label(item: Mapping[str, Any]) -> str:
+    return f" ({item['label']})" if item.get("label") else ""
+
+
+def _operation(item: Mapping[str, Any]) -> str:
+    kind = item.get("kind", "op")
+    if kind == "recv":
+        peer = "any source" if item.get("peer") == -1 else f"from {item.get('peer')}"
+        return f"recv {item.get('bytes')}b {peer} tag {item.get('tag')}"
+    if kind == "send":
+        return f"send {item.get('bytes')}b to {item.get('peer')} tag {item.get('tag')}"
+    return str(kind)
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """What ``contend.simulate`` returns. Times are in ns (the GOAL time unit).
+
+    Attributes: ``makespan`` (latest finish time of any rank), ``ranks`` (numpy array of each rank's
+    finish time), ``num_ranks``, ``events`` (ops plus messages the engine processed), ``ops``,
+    ``messages``, ``wall_seconds`` (engine time, not a model quantity), ``deadlock`` (``None`` or a
+    ``Deadlock``), ``params`` (LogGOPS parameters used, engine units: ps, ps/byte, bytes),
+    ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``).
+    """
+
+    makespan: int | float
+    ranks: np.ndarray = field(repr=False)
+    num_ranks: int
+    events: int
+    ops: int
+    messages: int
+    wall_seconds: float
+    deadlock: Deadlock | None
+    params: Mapping[str, int]
+    workload: Mapping[str, Any]
+    record_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
+    timeline_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, int], workload: Mapping[str, Any]):
+        """Wrap the engine's result dict (integer ps, raw little-endian column buffers)."""
+        dtypes = raw.get("dtypes") or {}
+
+        def columns(name: str) -> dict[str, np.ndarray] | None:
+            buffers = raw.get(name)
+            if buffers is None:
+                return None
+            return {col: np.frombuffer(buf, dtype=dtypes[col]) for col, buf in buffers.items()}
+
+        return cls(
+            makespan=ps_to_ns(raw["makespan_ps"]),
+            ranks=ps_array_to_ns(np.asarray(raw["ranks_ps"], dtype=np.uint64)),
+            num_ranks=int(raw["num_ranks"]),
+            events=int(raw["events"]),
+            ops=int(raw["ops"]),
+            messages=int(raw["messages"]),
+            wall_seconds=float(raw["wall_seconds"]),
+            deadlock=Deadlock.from_engine(raw["deadlock"]) if raw.get("deadlock") else None,
+            params=dict(params),
+            workload=dict(workload),
+            record_columns=columns("records"),
+            timeline_columns=columns("timeline"),
+        )
+
+    @property
+    def finished(self) -> bool:
+        """False when the schedule deadlocked."""
+        return self.deadlock is None
+
+    @functools.cached_property
+    def records(self):
+        """Per-message records as a pandas DataFrame (times in float ns), or None if not requested."""
+        from contend.records import records_frame
+
+        return None if self.record_columns is None else records_frame(self.record_columns)
+
+    @functools.cached_property
+    def timeline(self):
+        """CPU activity (rank, cpu, kind, start, end; times in float ns), or None if not requested."""
+        from contend.records import timeline_frame
+
+        return None if self.timeline_columns is None else timeline_frame(self.timeline_columns)
+
+    def to_dict(self, include_ranks: bool = True) -> dict[str, Any]:
+        """The JSON summary of ``contend sim --json``: plain Python types, times in ns."""
+        summary = {
+            "makespan": self.makespan,
+            "time_unit": "ns",
+            "num_ranks": self.num_ranks,
+            "events": self.events,
+            "ops": self.ops,
+            "messages": self.messages,
+            "wall_seconds": self.wall_seconds,
+            "deadlock": None if self.deadlock is None else self.deadlock.to_dict(),
+            "params": parameters_ns(self.params),
+            "workload": dict(self.workload),
+        }
+        if include_ranks:
+            summary["ranks"] = self.ranks.tolist()
+        return summary
+
+    def to_json(self, indent: int | None = None) -> str:
+        """``to_dict()`` as a JSON string."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def rank_statistics(self) -> dict[str, int | float]:
+        """Minimum, median and maximum of the per-rank finish times (ns)."""
+        if self.ranks.size == 0:
+            return {"min": 0, "median": 0, "max": 0}
+        median = np.median(self.ranks)
+        return {
+            "min": self.ranks.min().item(),
+            "median": int(median) if float(median).is_integer() else float(median),
+            "max": self.ranks.max().item(),
+        }
+
+
+def parameters_ns(params: Mapping[str, int]) -> dict[str, int | float]:
+    """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes."""
+    return {key: (value if key == "S" else ps_to_ns(value)) for key, value in params.items()}
+
