@@ -1,0 +1,11 @@
+//! contend's engine: simulates parallel schedules under the LogGOPS model, exactly.
+//!
+//! - [`time`]: picosecond clock and unit parsing.
+//! - [`schedule`]: GOAL reading and writing, compact op storage, collective generators.
+//! - [`sim`]: the event queue and the LogGOPS endpoint model.
+//! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
+
+pub mod record;
+pub mod schedule;
+pub mod sim;
+pub mod time;

@@ -1,0 +1,76 @@
+//! Schedules: what each rank does, as a dependency graph of send, recv and calc operations.
+//!
+//! A schedule reaches the simulator through the [`Program`] trait, implemented both by the compact
+//! store of a parsed GOAL file ([`store::GoalProgram`]) and by the collective generators
+//! ([`collectives::Collective`]), which compute every operation from its (rank, index) on demand so
+//! that memory stays O(ranks).
+
+pub mod collectives;
+pub mod goal;
+pub mod store;
+pub mod writer;
+
+/// Wildcard peer or tag (`-1` in GOAL): matches any source or any tag.
+pub const ANY: u32 = u32::MAX;
+
+/// The three operation kinds. The discriminant order is the order in which operations that become
+/// ready together are issued (sends, then receives, then computation), as in LogGOPSim v1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum OpKind {
+    Send = 0,
+    Recv = 1,
+    Calc = 2,
+}
+
+/// One operation of one rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Op {
+    pub kind: OpKind,
+    /// Destination (send) or source (recv, may be [`ANY`]); unused for calc.
+    pub peer: u32,
+    /// Bytes for send/recv; duration in schedule time units for calc.
+    pub size: u64,
+    /// Message tag (may be [`ANY`]); unused for calc.
+    pub tag: u32,
+    pub cpu: u8,
+    pub nic: u8,
+}
+
+impl Op {
+    pub fn send(peer: u32, size: u64, tag: u32) -> Op {
+        Op { kind: OpKind::Send, peer, size, tag, cpu: 0, nic: 0 }
+    }
+    pub fn recv(peer: u32, size: u64, tag: u32) -> Op {
+        Op { kind: OpKind::Recv, peer, size, tag, cpu: 0, nic: 0 }
+    }
+    pub fn calc(duration: u64) -> Op {
+        Op { kind: OpKind::Calc, peer: 0, size: duration, tag: 0, cpu: 0, nic: 0 }
+    }
+}
+
+/// A schedule as the simulator reads it. Operations are addressed by (rank, index in the rank's
+/// program order). Dependencies: "A requires B" (A starts after B completes) and "A irequires B"
+/// (A starts after B starts). Dependents are listed in the order their statements were written,
+/// which decides the issue order of operations that become ready together.
+pub trait Program {
+    fn num_ranks(&self) -> u32;
+    /// CPUs per host (1 + the largest cpu index used).
+    fn num_cpus(&self) -> u32;
+    /// NICs per host (1 + the largest nic index used).
+    fn num_nics(&self) -> u32;
+    fn num_ops(&self, rank: u32) -> u32;
+    fn op(&self, rank: u32, index: u32) -> Op;
+    /// Number of requires + irequires statements naming `index` as the dependent.
+    fn dep_count(&self, rank: u32, index: u32) -> u32;
+    /// Appends the operations without dependencies, in program order.
+    fn roots(&self, rank: u32, out: &mut Vec<u32>);
+    /// Appends the operations that require `index` (wait for its completion).
+    fn after_done(&self, rank: u32, index: u32, out: &mut Vec<u32>);
+    /// Appends the operations that irequire `index` (wait for its start).
+    fn after_start(&self, rank: u32, index: u32, out: &mut Vec<u32>);
+    /// Where the operation comes from, for error reports (a GOAL line number), if known.
+    fn source_line(&self, _rank: u32, _index: u32) -> Option<u32> {
+        None
+    }
+}

@@ -1,0 +1,560 @@
+//! The LogGOPS endpoint model with LogGOPSim v1's event semantics (see docs/models.md).
+//!
+//! State per host: `nexto[cpu]` (CPU free), `nextgs[nic]`, `nextgr[nic]` (NIC free to send /
+//! receive), a posted-receive queue and an unexpected-message queue, both matched first-match-wins
+//! in arrival order with wildcards on either side. Events are ordered by (time, key); keys are
+//! issued in creation order, and an operation that must wait for its CPU or NIC is re-queued with
+//! its old key. Operations that become ready in one event are issued host by host (ascending),
+//! each host's in a stable order: sends, receives, calcs, and among equals the order in which they
+//! became ready. This stable rule is where `contend` departs from v1, whose unstable sort scrambles
+//! more than 16 simultaneously ready operations.
+
+use std::collections::HashMap;
+
+use crate::record::{MessageTimes, Records, SpanKind, Timeline};
+use crate::schedule::{Op, OpKind, Program, ANY};
+use crate::sim::queue::{Entry, EventQueue};
+use crate::time::Time;
+
+/// LogGOPS parameters in picoseconds (G and O per byte) and the schedule's time unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_snake_case)]
+pub struct Params {
+    pub L: Time,
+    pub o: Time,
+    pub g: Time,
+    pub G: Time,
+    pub O: Time,
+    /// Eager/rendezvous threshold: messages of at most S bytes are eager.
+    pub S: u64,
+    /// Picoseconds per schedule time unit (calc durations): 1000 for nanoseconds.
+    pub unit: Time,
+}
+
+impl Params {
+    /// LogGOPSim's defaults: L=2500 o=1500 g=1000 G=6 O=0 (ns), S=65535.
+    pub fn loggopsim_defaults() -> Params {
+        Params { L: 2_500_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000 }
+    }
+}
+
+/// What to collect besides finish times.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub records: bool,
+    pub timeline: bool,
+}
+
+/// One operation or message left over when the simulation ran out of events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    pub rank: u32,
+    pub op: u32,
+    pub kind: OpKind,
+    pub peer: u32,
+    pub tag: u32,
+    pub bytes: u64,
+    pub line: Option<u32>,
+}
+
+/// A schedule that cannot finish: receives never matched, messages never received, operations
+/// whose dependencies never completed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deadlock {
+    pub unmatched_recvs: Vec<Pending>,
+    pub unmatched_sends: Vec<Pending>,
+    pub never_started: Vec<Pending>,
+    /// Totals (the lists above are capped at [`Deadlock::LIST_CAP`] entries each).
+    pub unmatched_recv_count: u64,
+    pub unmatched_send_count: u64,
+    pub never_started_count: u64,
+}
+
+impl Deadlock {
+    pub const LIST_CAP: usize = 100;
+
+    pub fn count(&self) -> u64 {
+        self.unmatched_recv_count + self.unmatched_send_count + self.never_started_count
+    }
+}
+
+#[derive(Debug)]
+pub struct SimResult {
+    pub num_ranks: u32,
+    /// Finishing time of each rank: max over its CPUs of the time the CPU became free.
+    pub finish: Vec<Time>,
+    pub makespan: Time,
+    pub ops: u64,
+    pub messages: u64,
+    /// ops + messages, the event count LogGOPSim reports.
+    pub events: u64,
+    /// Times an event had to wait for a busy CPU or NIC and was queued again.
+    pub requeues: u64,
+    pub peak_queue: usize,
+    pub deadlock: Option<Deadlock>,
+    pub records: Option<Records>,
+    pub timeline: Option<Timeline>,
+}
+
+/// A posted receive waiting for its message.
+#[derive(Clone, Copy)]
+struct Posted {
+    src: u32,
+    tag: u32,
+    op: u32,
+}
+
+/// A message in flight or waiting in an unexpected queue.
+#[derive(Clone, Copy, Default)]
+struct Message {
+    src: u32,
+    dst: u32,
+    send_op: u32,
+    tag: u32,
+    size: u64,
+    cpu: u8,
+    nic: u8,
+    posted: Time,
+    injected: Time,
+    received: Time,
+}
+
+const MSG_FLAG: u32 = 1 << 31;
+/// Placeholder event standing for all initially ready operations of a rank.
+const ROOTS: u32 = u32::MAX;
+
+#[inline]
+fn matches(src_a: u32, tag_a: u32, src_b: u32, tag_b: u32) -> bool {
+    (src_a == ANY || src_b == ANY || src_a == src_b) && (tag_a == ANY || tag_b == ANY || tag_a == tag_b)
+}
+
+struct Sim<'p, P: Program> {
+    prog: &'p P,
+    par: Params,
+    cpus: usize,
+    nics: usize,
+    nexto: Vec<Time>,
+    nextgs: Vec<Time>,
+    nextgr: Vec<Time>,
+    posted: Vec<Vec<Posted>>,
+    unexpected: Vec<Vec<u32>>,
+    msgs: Vec<Message>,
+    free_msgs: Vec<u32>,
+    /// Remaining dependency counts of operations partly satisfied (key: rank << 32 | op).
+    waiting: HashMap<u64, u32, std::hash::BuildHasherDefault<MixHasher>>,
+    queue: EventQueue,
+    next_key: u64,
+    /// Operations that became ready during the current event, in the order they did.
+    ready: Vec<(u32, u32)>,
+    issue: Vec<(u32, OpKind, u32, Op)>,
+    deps: Vec<u32>,
+    started: Vec<u32>,
+    messages: u64,
+    requeues: u64,
+    records: Option<Records>,
+    /// Ready time of sends not yet started (records only).
+    send_ready_at: HashMap<u64, Time, std::hash::BuildHasherDefault<MixHasher>>,
+    timeline: Option<Timeline>,
+}
+
+/// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
+pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult {
+    let n = prog.num_ranks() as usize;
+    let cpus = prog.num_cpus().max(1) as usize;
+    let nics = prog.num_nics().max(1) as usize;
+    let mut sim = Sim {
+        prog,
+        par: *par,
+        cpus,
+        nics,
+        nexto: vec![0; n * cpus],
+        nextgs: vec![0; n * nics],
+        nextgr: vec![0; n * nics],
+        posted: (0..n).map(|_| Vec::new()).collect(),
+        unexpected: (0..n).map(|_| Vec::new()).collect(),
+        msgs: Vec::new(),
+        free_msgs: Vec::new(),
+        waiting: HashMap::default(),
+        queue: EventQueue::new(),
+        next_key: (n as u64) << 32,
+        ready: Vec::new(),
+        issue: Vec::new(),
+        deps: Vec::new(),
+        started: vec![0; n],
+        messages: 0,
+        requeues: 0,
+        records: opts.records.then(Records::default),
+        send_ready_at: HashMap::default(),
+        timeline: opts.timeline.then(Timeline::default),
+    };
+    for rank in 0..n as u32 {
+        sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
+    }
+    sim.run();
+    sim.finish()
+}
+
+impl<P: Program> Sim<'_, P> {
+    fn run(&mut self) {
+        while let Some((t, e)) = self.queue.pop() {
+            if e.data == ROOTS {
+                self.expand_roots(e.host);
+                continue;
+            }
+            if e.data & MSG_FLAG != 0 {
+                self.message(t, e);
+            } else {
+                self.operation(t, e);
+            }
+            if !self.ready.is_empty() {
+                self.issue_ready();
+            }
+        }
+    }
+
+    /// Issues the operations of `rank` that have no dependencies, at time 0, keyed just above
+    /// the placeholder (so before anything created later, as v1 queues them all up front).
+    fn expand_roots(&mut self, rank: u32) {
+        let mut roots = std::mem::take(&mut self.deps);
+        roots.clear();
+        self.prog.roots(rank, &mut roots);
+        let prog = self.prog;
+        roots.sort_by_key(|&i| prog.op(rank, i).kind);
+        let base = (rank as u64) << 32;
+        if self.records.is_some() {
+            for &i in &roots {
+                if prog.op(rank, i).kind == OpKind::Send {
+                    self.send_ready_at.insert(base | i as u64, 0);
+                }
+            }
+        }
+        self.queue.push_front_now(roots.iter().enumerate().map(|(k, &i)| Entry { key: base + k as u64, host: rank, data: i }));
+        self.deps = roots;
+    }
+
+    #[inline]
+    fn requeue(&mut self, time: Time, e: Entry) {
+        self.requeues += 1;
+        self.queue.push(time, e);
+    }
+
+    fn operation(&mut self, t: Time, e: Entry) {
+        let (h, i) = (e.host, e.data);
+        let op = self.prog.op(h, i);
+        let c = h as usize * self.cpus + op.cpu as usize;
+        match op.kind {
+            OpKind::Calc => {
+                if self.nexto[c] > t {
+                    return self.requeue(self.nexto[c], e);
+                }
+                self.start(h, i);
+                let end = t + op.size * self.par.unit;
+                self.nexto[c] = end;
+                if let Some(tl) = &mut self.timeline {
+                    tl.push(h, op.cpu as u32, SpanKind::Calc, t, end);
+                }
+                self.done(h, i);
+            }
+            OpKind::Send => {
+                let n = h as usize * self.nics + op.nic as usize;
+                let free = self.nexto[c].max(self.nextgs[n]);
+                if free > t {
+                    return self.requeue(free, e);
+                }
+                self.start(h, i);
+                let extra = op.size.saturating_sub(1);
+                self.nexto[c] = t + self.par.o + extra * self.par.O;
+                self.nextgs[n] = t + self.par.g + extra * self.par.G;
+                if let Some(tl) = &mut self.timeline {
+                    tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.nexto[c]);
+                }
+                let posted = if self.records.is_some() { self.send_ready_at.remove(&((h as u64) << 32 | i as u64)).unwrap_or(t) } else { 0 };
+                let m = Message { src: h, dst: op.peer, send_op: i, tag: op.tag, size: op.size, cpu: op.cpu, nic: op.nic, posted, injected: t, received: 0 };
+                let id = match self.free_msgs.pop() {
+                    Some(id) => {
+                        self.msgs[id as usize] = m;
+                        id
+                    }
+                    None => {
+                        self.msgs.push(m);
+                        self.msgs.len() as u32 - 1
+                    }
+                };
+                let key = self.new_key();
+                self.queue.push(t + self.par.o + self.par.L, Entry { key, host: op.peer, data: MSG_FLAG | id });
+                if op.size <= self.par.S {
+                    self.done(h, i);
+                }
+            }
+            OpKind::Recv => {
+                self.start(h, i);
+                let uq = &self.unexpected[h as usize];
+                let msgs = &self.msgs;
+                let found = uq.iter().position(|&id| {
+                    let m = &msgs[id as usize];
+                    matches(op.peer, op.tag, m.src, m.tag)
+                });
+                match found {
+                    Some(pos) => {
+                        let id = self.unexpected[h as usize].remove(pos);
+                        self.deliver(id, i, t, t);
+                        self.done(h, i);
+                    }
+                    None => self.posted[h as usize].push(Posted { src: op.peer, tag: op.tag, op: i }),
+                }
+            }
+        }
+    }
+
+    fn message(&mut self, t: Time, e: Entry) {
+        let id = e.data & !MSG_FLAG;
+        let m = self.msgs[id as usize];
+        let h = m.dst as usize;
+        let c = h * self.cpus + m.cpu as usize;
+        let n = h * self.nics + m.nic as usize;
+        let free = self.nexto[c].max(self.nextgr[n]);
+        if free > t {
+            return self.requeue(free, e);
+        }
+        self.messages += 1;
+        let extra = m.size.saturating_sub(1);
+        self.nexto[c] = t + self.par.o + extra * self.par.O.max(self.par.G);
+        self.nextgr[n] = t + self.par.g + extra * self.par.G;
+        if let Some(tl) = &mut self.timeline {
+            tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.nexto[c]);
+        }
+        self.msgs[id as usize].received = t;
+        let rq = &self.posted[h];
+        match rq.iter().position(|p| matches(p.src, p.tag, m.src, m.tag)) {
+            Some(pos) => {
+                let p = self.posted[h].remove(pos);
+                self.deliver(id, p.op, t, t);
+                self.done(m.dst, p.op);
+            }
+            None => self.unexpected[h].push(id),
+        }
+    }
+
+    /// A message meets its receive at time `t`: completes a rendezvous send, records the message
+    /// and frees it. `matched` is when the match happened.
+    fn deliver(&mut self, id: u32, recv_op: u32, t: Time, matched: Time) {
+        let m = self.msgs[id as usize];
+        let rendezvous = m.size > self.par.S;
+        if rendezvous {
+            // The sender learns of the match at once (no control message, as in v1): its CPU and
+            // NIC are busy until then and the send completes now.
+            let c = m.src as usize * self.cpus + m.cpu as usize;
+            let n = m.src as usize * self.nics + m.nic as usize;
+            self.nexto[c] = self.nexto[c].max(t);
+            self.nextgs[n] = self.nextgs[n].max(t);
+            self.done(m.src, m.send_op);
+        }
+        if let Some(rec) = &mut self.records {
+            let times = MessageTimes {
+                posted: m.posted,
+                injected: m.injected,
+                arrived: m.injected + self.par.o + self.par.L,
+                received: m.received,
+                matched,
+                receive_cost: self.par.o + m.size.saturating_sub(1) * self.par.O.max(self.par.G),
+            };
+            rec.push(m.src, m.dst, m.size, m.tag, m.send_op, recv_op, rendezvous, &times);
+        }
+        self.free_msgs.push(id);
+    }
+
+    #[inline]
+    fn new_key(&mut self) -> u64 {
+        let k = self.next_key;
+        self.next_key += 1;
+        k
+    }
+
+    /// Marks an operation started: satisfies its irequires dependents.
+    #[inline]
+    fn start(&mut self, h: u32, i: u32) {
+        self.started[h as usize] += 1;
+        let mut deps = std::mem::take(&mut self.deps);
+        deps.clear();
+        self.prog.after_start(h, i, &mut deps);
+        for &a in &deps {
+            self.satisfy(h, a);
+        }
+        self.deps = deps;
+    }
+
+    /// Marks an operation complete: satisfies its requires dependents.
+    #[inline]
+    fn done(&mut self, h: u32, i: u32) {
+        let mut deps = std::mem::take(&mut self.deps);
+        deps.clear();
+        self.prog.after_done(h, i, &mut deps);
+        for &a in &deps {
+            self.satisfy(h, a);
+        }
+        self.deps = deps;
+    }
+
+    #[inline]
+    fn satisfy(&mut self, h: u32, a: u32) {
+        let needed = self.prog.dep_count(h, a);
+        if needed <= 1 {
+            self.ready.push((h, a));
+            return;
+        }
+        let key = (h as u64) << 32 | a as u64;
+        let left = self.waiting.entry(key).or_insert(needed);
+        *left -= 1;
+        if *left == 0 {
+            self.waiting.remove(&key);
+            self.ready.push((h, a));
+        }
+    }
+
+    /// Queues the operations that became ready: by host, then sends, receives, calcs, each group
+    /// in the order its members became ready (a stable sort). Each starts when its CPU (and for a
+    /// send its NIC) is free, as in v1.
+    fn issue_ready(&mut self) {
+        let mut issue = std::mem::take(&mut self.issue);
+        issue.clear();
+        for &(h, i) in &self.ready {
+            let op = self.prog.op(h, i);
+            issue.push((h, op.kind, i, op));
+        }
+        self.ready.clear();
+        if issue.len() > 1 {
+            issue.sort_by_key(|&(h, kind, _, _)| (h, kind));
+        }
+        for &(h, _, i, op) in &issue {
+            let c = h as usize * self.cpus + op.cpu as usize;
+            let time = if op.kind == OpKind::Send {
+                let t = self.nexto[c].max(self.nextgs[h as usize * self.nics + op.nic as usize]);
+                if self.records.is_some() {
+                    self.send_ready_at.insert((h as u64) << 32 | i as u64, t);
+                }
+                t
+            } else {
+                self.nexto[c]
+            };
+            let key = self.new_key();
+            self.queue.push(time, Entry { key, host: h, data: i });
+        }
+        self.issue = issue;
+    }
+
+    fn finish(mut self) -> SimResult {
+        let n = self.prog.num_ranks() as usize;
+        let finish: Vec<Time> = (0..n).map(|h| self.nexto[h * self.cpus..(h + 1) * self.cpus].iter().copied().max().unwrap_or(0)).collect();
+        let makespan = finish.iter().copied().max().unwrap_or(0);
+        let ops: u64 = self.started.iter().map(|&s| s as u64).sum();
+        let deadlock = self.find_deadlock();
+        SimResult {
+            num_ranks: n as u32,
+            finish,
+            makespan,
+            ops,
+            messages: self.messages,
+            events: ops + self.messages,
+            requeues: self.requeues,
+            peak_queue: self.queue.peak_len(),
+            deadlock,
+            records: self.records.take(),
+            timeline: self.timeline.take(),
+        }
+    }
+
+    fn pending(&self, rank: u32, op: u32) -> Pending {
+        let o = self.prog.op(rank, op);
+        Pending { rank, op, kind: o.kind, peer: o.peer, tag: o.tag, bytes: o.size, line: self.prog.source_line(rank, op) }
+    }
+
+    fn find_deadlock(&self) -> Option<Deadlock> {
+        let mut d = Deadlock::default();
+        let cap = Deadlock::LIST_CAP;
+        for (h, rq) in self.posted.iter().enumerate() {
+            for p in rq {
+                d.unmatched_recv_count += 1;
+                if d.unmatched_recvs.len() < cap {
+                    d.unmatched_recvs.push(self.pending(h as u32, p.op));
+                }
+            }
+        }
+        for uq in &self.unexpected {
+            for &id in uq {
+                let m = &self.msgs[id as usize];
+                d.unmatched_send_count += 1;
+                if d.unmatched_sends.len() < cap {
+                    d.unmatched_sends.push(self.pending(m.src, m.send_op));
+                }
+            }
+        }
+        for h in 0..self.prog.num_ranks() {
+            let total = self.prog.num_ops(h);
+            if self.started[h as usize] < total {
+                d.never_started_count += (total - self.started[h as usize]) as u64;
+                if d.never_started.len() < cap {
+                    self.list_never_started(h, &mut d.never_started, cap);
+                }
+            }
+        }
+        (d.count() > 0).then_some(d)
+    }
+
+    /// Lists operations of `h` that never started: those not reachable by replaying the rank's
+    /// dependencies from its roots (started ops are exactly the reachable ones in a finished run,
+    /// so the replay needs no per-op state during the simulation).
+    fn list_never_started(&self, h: u32, out: &mut Vec<Pending>, cap: usize) {
+        let n = self.prog.num_ops(h) as usize;
+        let mut remaining: Vec<u32> = (0..n as u32).map(|i| self.prog.dep_count(h, i)).collect();
+        let mut started = vec![false; n];
+        let mut stack = Vec::new();
+        self.prog.roots(h, &mut stack);
+        let mut deps = Vec::new();
+        let posted: std::collections::HashSet<u32> = self.posted[h as usize].iter().map(|p| p.op).collect();
+        let unmatched_sends: std::collections::HashSet<u32> =
+            self.unexpected.iter().flatten().map(|&id| &self.msgs[id as usize]).filter(|m| m.src == h).map(|m| m.send_op).collect();
+        while let Some(i) = stack.pop() {
+            if started[i as usize] {
+                continue;
+            }
+            started[i as usize] = true;
+            deps.clear();
+            self.prog.after_start(h, i, &mut deps);
+            // An op completes unless it is a receive still posted or a rendezvous send unmatched.
+            let op = self.prog.op(h, i);
+            let completes = !(posted.contains(&i) || (op.kind == OpKind::Send && op.size > self.par.S && unmatched_sends.contains(&i)));
+            if completes {
+                self.prog.after_done(h, i, &mut deps);
+            }
+            for &a in &deps {
+                remaining[a as usize] -= 1;
+                if remaining[a as usize] == 0 {
+                    stack.push(a);
+                }
+            }
+        }
+        for i in 0..n as u32 {
+            if !started[i as usize] && out.len() < cap {
+                out.push(self.pending(h, i));
+            }
+        }
+    }
+}
+
+/// Multiplicative hashing for the u64 keys of the dependency table.
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0xbf58476d1ce4e5b9);
+    }
+}

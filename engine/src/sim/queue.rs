@@ -1,0 +1,175 @@
+//! The event queue: events ordered by (time, key), smallest first.
+//!
+//! Simulations of collectives put very many events on few distinct times (every rank of a
+//! dissemination round acts at the same instant), so events are kept in one bucket per time:
+//! a `BTreeMap` of times, each bucket a double-ended queue sorted by key. Pushing an event with a
+//! key larger than the bucket's last is O(1) (the usual case: keys are issued in increasing order);
+//! otherwise it is inserted in place (an event re-queued with its old key). Popping is O(1) within
+//! a bucket and O(log buckets) when moving to the next time. Equal (time, key) never occur.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::time::Time;
+
+/// One queued event: its ordering key and two payload words interpreted by the simulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub key: u64,
+    pub host: u32,
+    pub data: u32,
+}
+
+#[derive(Default)]
+pub struct EventQueue {
+    /// Time of `current`.
+    now: Time,
+    current: VecDeque<Entry>,
+    /// Buckets other than `current` (later times, or earlier ones pushed while `current` is open).
+    others: BTreeMap<Time, VecDeque<Entry>>,
+    /// Smallest key of `others`, or Time::MAX.
+    others_min: Time,
+    len: usize,
+    peak_len: usize,
+}
+
+fn insert_sorted(bucket: &mut VecDeque<Entry>, e: Entry) {
+    match bucket.back() {
+        Some(last) if last.key > e.key => {
+            if bucket.front().is_some_and(|f| f.key > e.key) {
+                bucket.push_front(e);
+            } else {
+                let at = bucket.partition_point(|x| x.key < e.key);
+                bucket.insert(at, e);
+            }
+        }
+        _ => bucket.push_back(e),
+    }
+}
+
+impl EventQueue {
+    pub fn new() -> EventQueue {
+        EventQueue { others_min: Time::MAX, ..Default::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Largest number of events queued at once so far.
+    pub fn peak_len(&self) -> usize {
+        self.peak_len
+    }
+
+    #[inline]
+    pub fn push(&mut self, time: Time, e: Entry) {
+        self.len += 1;
+        self.peak_len = self.peak_len.max(self.len);
+        if time == self.now {
+            insert_sorted(&mut self.current, e);
+        } else {
+            insert_sorted(self.others.entry(time).or_default(), e);
+            self.others_min = self.others_min.min(time);
+        }
+    }
+
+    /// Removes and returns the smallest (time, key) event.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(Time, Entry)> {
+        loop {
+            if self.now <= self.others_min {
+                if let Some(e) = self.current.pop_front() {
+                    self.len -= 1;
+                    return Some((self.now, e));
+                }
+            }
+            // Move to the earliest other bucket, parking the current one if it still holds events.
+            let (time, bucket) = self.others.pop_first()?;
+            let old = std::mem::replace(&mut self.current, bucket);
+            if !old.is_empty() {
+                self.others.insert(self.now, old);
+            }
+            self.now = time;
+            self.others_min = self.others.first_key_value().map_or(Time::MAX, |(&t, _)| t);
+        }
+    }
+
+    /// Puts events at the front of the current time's bucket: used to expand a placeholder event
+    /// into the operations it stands for, which carry keys just above the placeholder's.
+    pub fn push_front_now(&mut self, entries: impl DoubleEndedIterator<Item = Entry>) {
+        for e in entries.rev() {
+            debug_assert!(self.current.front().is_none_or(|f| f.key > e.key));
+            self.current.push_front(e);
+            self.len += 1;
+        }
+        self.peak_len = self.peak_len.max(self.len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(key: u64) -> Entry {
+        Entry { key, host: 0, data: 0 }
+    }
+
+    #[test]
+    fn orders_by_time_then_key() {
+        let mut q = EventQueue::new();
+        q.push(5, e(3));
+        q.push(0, e(9));
+        q.push(5, e(1));
+        q.push(0, e(2));
+        q.push(3, e(7));
+        let got: Vec<(Time, u64)> = std::iter::from_fn(|| q.pop()).map(|(t, e)| (t, e.key)).collect();
+        assert_eq!(got, vec![(0, 2), (0, 9), (3, 7), (5, 1), (5, 3)]);
+    }
+
+    #[test]
+    fn earlier_time_pushed_while_draining_comes_first() {
+        let mut q = EventQueue::new();
+        q.push(10, e(1));
+        q.push(10, e(2));
+        assert_eq!(q.pop().unwrap(), (10, e(1)));
+        q.push(4, e(8));
+        q.push(10, e(5));
+        assert_eq!(q.pop().unwrap(), (4, e(8)));
+        assert_eq!(q.pop().unwrap(), (10, e(2)));
+        assert_eq!(q.pop().unwrap(), (10, e(5)));
+        assert!(q.pop().is_none());
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn matches_a_reference_priority_set() {
+        // Pseudo-random pushes (some with old, smaller keys) interleaved with pops: every pop must
+        // return the minimum of what is queued, as a BTreeSet would.
+        let mut q = EventQueue::new();
+        let mut reference = std::collections::BTreeSet::new();
+        let mut state = 12345u64;
+        let mut rnd = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let mut now = 0;
+        for n in 0..20000u64 {
+            let t = now + rnd() % 40;
+            let k = if rnd() % 4 == 0 { (rnd() % (n + 1)) * 100_000 + n } else { n * 100_000 };
+            q.push(t, e(k));
+            reference.insert((t, k));
+            while rnd() % 2 == 0 {
+                let Some((t, x)) = q.pop() else { break };
+                assert_eq!(Some((t, x.key)), reference.pop_first());
+                now = t;
+            }
+        }
+        while let Some((t, x)) = q.pop() {
+            assert_eq!(Some((t, x.key)), reference.pop_first());
+        }
+        assert!(reference.is_empty());
+    }
+}
