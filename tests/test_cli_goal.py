@@ -1,0 +1,58 @@
+"""`contend goal write` and `contend goal check`."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from contend.cli import main
+
+COLLECTIVES = ["binomial-bcast", "binomial-reduce", "dissemination", "scatter", "gather", "alltoall-linear",
+               "alltoall-pairwise", "alltoall-bruck", "allreduce-recdoub", "allreduce-ring", "incast",
+               "pingpong", "random-pairs", "neighbour-pairs"]
+
+
+def check_json(capsys, path) -> dict:
+    assert main(["goal", "check", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_write_then_check_then_simulate(capsys, tmp_path, collective):
+    ranks = 2 if collective == "pingpong" else 8
+    path = tmp_path / f"{collective}.goal"
+    assert main(["goal", "write", "--collective", collective, "--ranks", str(ranks), "--bytes", "64", "-o", str(path)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    summary = check_json(capsys, path)
+    assert summary["num_ranks"] == ranks
+    assert summary["ops"] == summary["sends"] + summary["recvs"] + summary["calcs"]
+    assert summary["sends"] == summary["recvs"]  # every generated pattern is matched
+    assert main(["sim", str(path), "--json"]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert main(["sim", "--collective", collective, "--ranks", str(ranks), "--bytes", "64", "--json"]) == 0
+    generated = json.loads(capsys.readouterr().out)
+    assert from_file["makespan"] == generated["makespan"] and from_file["ranks"] == generated["ranks"]
+    assert from_file["messages"] == summary["sends"]
+
+
+def test_gzip_output(capsys, tmp_path):
+    plain, packed = tmp_path / "b.goal", tmp_path / "b.goal.gz"
+    for path in (plain, packed):
+        assert main(["goal", "write", "--collective", "binomial-bcast", "--ranks", "16", "--bytes", "1", "-o", str(path)]) == 0
+    capsys.readouterr()
+    assert gzip.decompress(packed.read_bytes()).decode() == plain.read_text()
+    assert check_json(capsys, packed)["num_ranks"] == 16
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.goal", "b.goal.gz"], "no temporary files left"
+
+
+def test_check_prints_a_table(capsys, tmp_path):
+    path = tmp_path / "s.goal"
+    path.write_text("num_ranks 2 // two ranks\nrank 0 {\n  send 8b to 1 tag 3 /* a comment */\n}\n"
+                    "rank 1 {\n  r: recv 8b from -1 tag -1\n  c: calc 100 cpu 1\n  c requires r\n}\n")
+    assert main(["goal", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "OK" in out and "num_ranks" in out
+    summary = check_json(capsys, path)
+    assert (summary["sends"], summary["recvs"], summary["calcs"], summary["cpus"]) == (1, 1, 1, 2)
