@@ -6,7 +6,8 @@
 #include <string.h>
 
 const char options_help[] =
-    "  --sizes LIST      message sizes: 1,8,4K,1M or a power-of-two range 1:1M (default 1:1M by x4)\n"
+    "  --sizes LIST      message sizes: 1,8,4KiB,1MiB or a power-of-two range 1:1MiB\n"
+    "                    (default 1 to 1 MiB in steps of x4)\n"
     "  --iters N         timed repetitions per size (default 200)\n"
     "  --iters-large N   timed repetitions for sizes >= 64 KiB (default iters/10, at least 5)\n"
     "  --warmup N        untimed repetitions first (default 10)\n"
@@ -21,22 +22,29 @@ const char options_help[] =
     "  --threshold NS    noise: detour threshold (default 10 x measured resolution)\n"
     "  --max-detours N   noise: detours kept per rank (default 10000)\n";
 
+/* A byte count as contend writes them everywhere: 65536, 64KiB, 1MiB (binary), 1kB, 1MB (decimal). */
 static int64_t parse_bytes(const char *text, int *ok)
 {
+    static const struct {
+        const char *suffix;
+        int64_t scale;
+    } units[] = {{"", 1},          {"B", 1},          {"KiB", 1LL << 10}, {"MiB", 1LL << 20},
+                 {"GiB", 1LL << 30}, {"k", 1000},       {"kB", 1000},       {"K", 1000},
+                 {"KB", 1000},     {"M", 1000000},    {"MB", 1000000},    {"G", 1000000000},
+                 {"GB", 1000000000}};
     char *end;
     errno = 0;
     long long value = strtoll(text, &end, 10);
-    int64_t scale = 1;
-    if (*end == 'K' || *end == 'k')
-        scale = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        scale = 1024 * 1024, end++;
-    else if (*end == 'G' || *end == 'g')
-        scale = 1024 * 1024 * 1024, end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    *ok = errno == 0 && end != text && *end == '\0' && value >= 0;
-    return (int64_t)value * scale;
+    *ok = 0;
+    if (errno || end == text || value < 0)
+        return 0;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (!strcmp(end, units[i].suffix)) {
+            *ok = value <= (1LL << 40);
+            return (int64_t)value * units[i].scale;
+        }
+    }
+    return 0;
 }
 
 /* The largest message a pattern may use: MPI counts are int, and a buffer must fit in memory. */
@@ -68,7 +76,7 @@ static int parse_sizes(const char *text, options *opt, char *why, size_t whylen)
             int ok;
             int64_t s = parse_bytes(item, &ok);
             if (!ok) {
-                snprintf(why, whylen, "bad message size '%s' (want a byte count like 8, 4K, 1M)", item);
+                snprintf(why, whylen, "bad message size '%s' (want a byte count like 8, 4KiB, 1MiB)", item);
                 return -1;
             }
             if (opt->nsizes == MAX_SIZES) {
@@ -152,7 +160,7 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
     opt->hops = 1;
     opt->duration_s = 1.0;
     opt->max_detours = 10000;
-    if (parse_sizes("1,4,16,64,256,1K,4K,16K,64K,256K,1M", opt, why, whylen))
+    if (parse_sizes("1,4,16,64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", opt, why, whylen))
         return -1;
 
     for (int i = first; i < argc; i++) {

@@ -1,0 +1,87 @@
+"""The benchmarks ``contend bench`` knows: one entry per pattern of the native harness.
+
+The native table (``native/bench/patterns.c``) and this one must agree; a test checks it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contend.errors import UserError
+
+KiB, MiB = 1024, 1024 * 1024
+POWERS_OF_4 = tuple(4**k for k in range(11))  # 1 B .. 1 MiB
+
+# Harness options a benchmark may take besides sizes/iterations (CLI name -> harness flag).
+PATTERN_OPTIONS = {
+    "window": "--window",
+    "mode": "--mode",
+    "seed": "--seed",
+    "dims": "--dims",
+    "dim": "--dim",
+    "hops": "--hops",
+    "prtt_n": "--prtt-n",
+    "duration": "--duration",
+    "threshold": "--threshold",
+}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A pattern of ``contend-bench`` and how ``contend bench run`` uses it by default."""
+
+    name: str
+    summary: str
+    min_ranks: int
+    even_ranks: bool
+    default_ranks: int
+    default_sizes: tuple[int, ...]
+    plot: str  # "latency" or "bandwidth" against size, "per_rank" latency, "noise" detours
+    options: tuple[str, ...] = ()  # keys of PATTERN_OPTIONS it accepts
+
+    def check_ranks(self, ranks: int) -> None:
+        """A UserError when this benchmark cannot run on that many ranks."""
+        if ranks < self.min_ranks:
+            raise UserError(f"{self.name} needs at least {self.min_ranks} ranks, got --np {ranks}")
+        if self.even_ranks and ranks % 2:
+            raise UserError(f"{self.name} pairs ranks: --np must be even, got {ranks}")
+
+
+_ALL = (
+    Benchmark("pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, False, 2,
+              POWERS_OF_4, "latency"),
+    Benchmark("put", "one-sided put latency and bandwidth, passive target, flush", 2, False, 2,
+              POWERS_OF_4, "latency", ("window",)),
+    Benchmark("get", "one-sided get latency and bandwidth, passive target, flush", 2, False, 2,
+              POWERS_OF_4, "latency", ("window",)),
+    Benchmark("msgrate", "message rate and bandwidth of disjoint pairs streaming windows", 2, True, 2,
+              POWERS_OF_4, "bandwidth", ("window",)),
+    Benchmark("incast", "n-into-1: ranks 1..P-1 stream into rank 0, share per sender", 2, False, 4,
+              (1 * KiB, 64 * KiB, 1 * MiB), "bandwidth", ("window",)),
+    Benchmark("outcast", "1-into-n: rank 0 streams to ranks 1..P-1, share per receiver", 2, False, 4,
+              (1 * KiB, 64 * KiB, 1 * MiB), "bandwidth", ("window",)),
+    Benchmark("loggp", "LogGP parameters by parametrised round trips (Netgauge method)", 2, False, 2,
+              POWERS_OF_4, "latency", ("prtt_n",)),
+    Benchmark("master", "Bhatele-Kale Benchmark I: master to each rank in turn", 2, False, 4,
+              (8, 1 * KiB, 64 * KiB), "per_rank"),
+    Benchmark("pairs", "Bhatele-Kale Benchmark II: all pairs at once, neighbour or random", 2, True, 4,
+              (8, 1 * KiB, 64 * KiB), "per_rank", ("mode", "seed")),
+    Benchmark("hops", "Bhatele-Kale Benchmark III: all pairs n hops apart on one dimension", 2, True, 4,
+              (8, 1 * KiB, 64 * KiB), "per_rank", ("dims", "dim", "hops")),
+    Benchmark("noise", "selfish-detour OS noise per rank", 1, False, 2, (0,), "noise",
+              ("duration", "threshold")),
+)
+
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in _ALL}
+
+
+def benchmark(name: str) -> Benchmark:
+    """The benchmark called name; a UserError listing the known ones otherwise.
+
+    >>> benchmark("pingpong").default_ranks
+    2
+    """
+    try:
+        return BENCHMARKS[name]
+    except KeyError:
+        raise UserError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}") from None

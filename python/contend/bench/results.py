@@ -1,0 +1,128 @@
+"""The output of one benchmark run: parsed from the harness's JSON lines, kept as pandas, stored as Parquet.
+
+A run is four things: ``meta`` (library, ranks, nodes, host names, options; plus what the launcher adds,
+such as the fabric), ``results`` (one row per measured quantity), ``tallies`` (bytes and messages each
+rank really moved) and ``detours`` (noise runs only). One Parquet file holds the results as rows and
+meta and tallies as file metadata; detours, when there are any, go to ``<name>.detours.parquet``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# Meta fields copied onto every result row, so a table of many runs still says where each row came from.
+META_COLUMNS = ("mpi_library", "ranks", "nodes", "ranks_per_node", "loadavg_1min", "started")
+_META_KEY = b"contend.meta"
+_TALLIES_KEY = b"contend.tallies"
+
+
+@dataclass
+class RunResult:
+    """One run of one benchmark."""
+
+    meta: dict[str, Any]
+    results: pd.DataFrame
+    tallies: pd.DataFrame
+    detours: pd.DataFrame = field(default_factory=pd.DataFrame)
+    complete: bool = True  # the harness wrote its closing line
+
+    @property
+    def pattern(self) -> str:
+        return str(self.meta.get("pattern", ""))
+
+
+def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) -> RunResult:
+    """Build a RunResult from the harness's stdout lines (blank lines ignored).
+
+    >>> run = parse_lines([
+    ...     '{"type":"meta","pattern":"pingpong","ranks":2,"nodes":1,"hosts":["a"],"node_of_rank":[0,0]}',
+    ...     '{"type":"result","pattern":"pingpong","metric":"latency","bytes":8,"rank":0,"peer":1,"t_p50_ns":900}',
+    ...     '{"type":"tally","rank":0,"node":0,"host":"a","bytes_sent":8,"bytes_received":8}',
+    ...     '{"type":"end","elapsed_s":0.1}'])
+    >>> run.results.loc[0, "t_p50_ns"], run.results.loc[0, "host"], run.complete
+    (900, 'a', True)
+    """
+    meta: dict[str, Any] = {}
+    rows: dict[str, list[dict[str, Any]]] = {"result": [], "tally": [], "detour": []}
+    complete = False
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"harness output line {number} is not JSON ({exc}): {line[:80]!r}") from None
+        kind = record.pop("type", None)
+        if kind == "meta":
+            meta = record
+        elif kind in rows:
+            rows[kind].append(record)
+        elif kind == "end":
+            complete = True
+            meta["elapsed_s"] = record.get("elapsed_s")
+    meta.update(extra_meta or {})
+    results = pd.DataFrame(rows["result"])
+    if not results.empty:
+        hosts, node_of_rank = meta.get("hosts", []), meta.get("node_of_rank", [])
+        for key in META_COLUMNS:
+            if key in meta:
+                results[key] = meta[key]
+        results["node"] = [node_of_rank[r] if r < len(node_of_rank) else -1 for r in results["rank"]]
+        results["host"] = [hosts[n] if 0 <= n < len(hosts) else "" for n in results["node"]]
+    return RunResult(
+        meta=meta,
+        results=results,
+        tallies=pd.DataFrame(rows["tally"]),
+        detours=pd.DataFrame(rows["detour"]),
+        complete=complete,
+    )
+
+
+def _detours_path(path: Path) -> Path:
+    return path.with_name(path.stem + ".detours.parquet")
+
+
+def _write_atomically(table: pa.Table, path: Path) -> None:
+    """Write to a temporary file beside path, then rename: a reader never sees half a file."""
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    try:
+        pq.write_table(table, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def write_run(run: RunResult, path: str | os.PathLike) -> Path:
+    """Store the run as Parquet at path (and its detours beside it); returns the path."""
+    path = Path(path)
+    table = pa.Table.from_pandas(run.results, preserve_index=False)
+    metadata = dict(table.schema.metadata or {})
+    metadata[_META_KEY] = json.dumps(run.meta).encode()
+    metadata[_TALLIES_KEY] = run.tallies.to_json(orient="records").encode()
+    _write_atomically(table.replace_schema_metadata(metadata), path)
+    if not run.detours.empty:
+        _write_atomically(pa.Table.from_pandas(run.detours, preserve_index=False), _detours_path(path))
+    return path
+
+
+def read_run(path: str | os.PathLike) -> RunResult:
+    """Load a run stored by write_run."""
+    path = Path(path)
+    table = pq.read_table(path)
+    metadata = table.schema.metadata or {}
+    meta = json.loads(metadata.get(_META_KEY, b"{}"))
+    tallies = pd.DataFrame(json.loads(metadata.get(_TALLIES_KEY, b"[]")))
+    detours_file = _detours_path(path)
+    detours = pq.read_table(detours_file).to_pandas() if detours_file.is_file() else pd.DataFrame()
+    return RunResult(meta=meta, results=table.to_pandas(), tallies=tallies, detours=detours)

@@ -1,0 +1,133 @@
+"""Is a run physically sane? The checks ``contend bench run`` applies and the tests assert.
+
+Each check returns a list of problems (empty means sane), so callers can print them all at once:
+- the run finished and every row is well formed (times positive, percentiles ordered);
+- no bandwidth beats what can carry it: a link's rate on the emulated fabric, or on one host the
+  speed of copying the same number of bytes in memory (an MPI message is at least one copy);
+- all bytes are accounted for: what all ranks sent equals what all ranks received, counted from MPI
+  statuses; data moved one-sided was checked byte by byte;
+- the nodes are what the launcher made: one host name per node, K ranks on each.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from contend.bench.results import RunResult
+
+TIME_COLUMNS = ("t_min_ns", "t_p50_ns", "t_p90_ns", "t_p99_ns", "t_max_ns")
+ONE_SIDED = ("put", "get")
+NO_TRAFFIC = ("noise",)
+# Timing noise margin on the copy bound: a copy timed here and a message timed there differ by more
+# than their physics when the machine is shared.
+COPY_MARGIN = 1.5
+
+
+def copy_bandwidth(nbytes: int, repeats: int = 7) -> float:
+    """Best observed bytes/s of copying an nbytes buffer (numpy, one core)."""
+    nbytes = max(int(nbytes), 4096)
+    source = np.ones(nbytes, dtype=np.uint8)
+    target = np.empty_like(source)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter_ns()
+        np.copyto(target, source)
+        best = min(best, time.perf_counter_ns() - start)
+    return nbytes / (max(best, 1) * 1e-9)
+
+
+def check_rows(run: RunResult) -> list[str]:
+    """Well-formed rows: finished run, positive ordered times, sample counts as asked."""
+    problems = []
+    if not run.complete:
+        problems.append("the run did not finish (no closing line)")
+    rows = run.results
+    if rows.empty:
+        return problems + ["no results"]
+    timed = rows[rows["metric"] != "noise"]
+    for column in TIME_COLUMNS:
+        if (timed[column] <= 0).any():
+            problems.append(f"{column} is not positive in {int((timed[column] <= 0).sum())} rows")
+    times = rows[list(TIME_COLUMNS)].to_numpy()
+    if (np.diff(times, axis=1) < 0).any():
+        problems.append("percentiles out of order (min <= p50 <= p90 <= p99 <= max)")
+    if ((rows["t_mean_ns"] < rows["t_min_ns"]) | (rows["t_mean_ns"] > rows["t_max_ns"])).any():
+        problems.append("mean outside [min, max]")
+    if (timed["samples"] < 1).any():
+        problems.append("rows without samples")
+    return problems
+
+
+def check_bandwidth(run: RunResult) -> list[str]:
+    """No row faster than its carrier (link on the fabric, memory copy on one host)."""
+    rows = run.results
+    if rows.empty or run.pattern in NO_TRAFFIC:
+        return []
+    fabric = run.meta.get("fabric")
+    problems = []
+    for size, group in rows.groupby("bytes"):
+        if size == 0:
+            continue
+        fastest = float(group["bandwidth_Bps"].max())
+        if fabric:
+            limit = float(fabric["link_Bps"]) * 1.05  # tbf lets a burst through above the rate
+            carrier = f"the {fabric['link']} link"
+        else:
+            limit = copy_bandwidth(int(size)) * COPY_MARGIN
+            carrier = "a memory copy"
+        if fastest > limit:
+            problems.append(
+                f"{size} B: {fastest / 1e9:.2f} GB/s is faster than {carrier} ({limit / 1e9:.2f} GB/s)"
+            )
+    return problems
+
+
+def check_accounting(run: RunResult) -> list[str]:
+    """All bytes accounted for, from the ranks' own counts."""
+    t = run.tallies
+    if t.empty:
+        return ["no tallies"]
+    problems = []
+    if len(t) != run.meta.get("ranks"):
+        problems.append(f"{len(t)} tallies for {run.meta.get('ranks')} ranks")
+    if run.pattern in ONE_SIDED:
+        if int(t["rma_bytes"].sum()) <= 0:
+            problems.append("no one-sided bytes moved")
+        if (t["verified"] == 0).any() or not (t["verified"] == 1).any():
+            problems.append("one-sided data was not verified correct")
+        return problems
+    if run.pattern in NO_TRAFFIC:
+        return problems
+    sent, received = int(t["bytes_sent"].sum()), int(t["bytes_received"].sum())
+    if sent != received:
+        problems.append(f"bytes sent {sent} != bytes received {received}")
+    if int(t["messages_sent"].sum()) != int(t["messages_received"].sum()):
+        problems.append("messages sent != messages received")
+    if sent <= 0:
+        problems.append("no bytes moved")
+    return problems
+
+
+def check_nodes(run: RunResult) -> list[str]:
+    """One host name per node; on the fabric, ranks placed K per node in rank order."""
+    meta = run.meta
+    hosts, node_of_rank = meta.get("hosts", []), meta.get("node_of_rank", [])
+    problems = []
+    if len(hosts) != meta.get("nodes") or len(set(hosts)) != len(hosts):
+        problems.append(f"hosts {hosts} do not name {meta.get('nodes')} distinct nodes")
+    fabric = meta.get("fabric")
+    if fabric:
+        ppn = int(fabric["ppn"])
+        expected = [rank // ppn for rank in range(int(meta.get("ranks", 0)))]
+        if node_of_rank != expected:
+            problems.append(f"ranks on nodes {node_of_rank}, expected {expected} ({ppn} per node)")
+        if any(not host.startswith(fabric["host_prefix"]) for host in hosts):
+            problems.append(f"hosts {hosts} are not the fabric's nodes")
+    return problems
+
+
+def problems(run: RunResult) -> list[str]:
+    """Every check at once."""
+    return check_rows(run) + check_bandwidth(run) + check_accounting(run) + check_nodes(run)
