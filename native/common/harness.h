@@ -11,7 +11,8 @@
  * Errors in the command line print one line on stderr and exit with code 2 on every rank.
  *
  * Times are nanoseconds. In a result, t_* summarise the time per message (or per one-sided op);
- * bandwidth_Bps = bytes / t_mean * 1e9 and msg_rate = 1e9 / t_mean. */
+ * bandwidth_Bps = bytes / t_p50 * 1e9 and msg_rate = 1e9 / t_p50: the median, because a shared
+ * host's occasional millisecond stalls would otherwise decide the mean. */
 #ifndef CONTEND_HARNESS_H
 #define CONTEND_HARNESS_H
 

@@ -48,8 +48,8 @@ void report_row(const bench *b, const result *r)
     json_num("t_p99_ns", r->t.p99);
     json_num("t_max_ns", r->t.max);
     json_num("t_mean_ns", r->t.mean);
-    json_num("bandwidth_Bps", r->t.mean > 0 ? (double)r->bytes / r->t.mean * 1e9 : 0.0);
-    json_num("msg_rate", r->t.mean > 0 ? 1e9 / r->t.mean : 0.0);
+    json_num("bandwidth_Bps", r->t.p50 > 0 ? (double)r->bytes / r->t.p50 * 1e9 : 0.0);
+    json_num("msg_rate", r->t.p50 > 0 ? 1e9 / r->t.p50 : 0.0);
     for (int i = 0; i < r->nextras; i++)
         json_num(r->extras[i].key, r->extras[i].value);
     json_end();

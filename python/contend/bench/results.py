@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -18,6 +17,8 @@ from typing import Any, Iterable
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from contend.atomic import atomic_path
 
 # Meta fields copied onto every result row, so a table of many runs still says where each row came from.
 META_COLUMNS = ("mpi_library", "ranks", "nodes", "ranks_per_node", "loadavg_1min", "started")
@@ -91,28 +92,18 @@ def _detours_path(path: Path) -> Path:
     return path.with_name(path.stem + ".detours.parquet")
 
 
-def _write_atomically(table: pa.Table, path: Path) -> None:
-    """Write to a temporary file beside path, then rename: a reader never sees half a file."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(descriptor)
-    try:
-        pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 def write_run(run: RunResult, path: str | os.PathLike) -> Path:
-    """Store the run as Parquet at path (and its detours beside it); returns the path."""
+    """Store the run as Parquet at path (and its detours beside it), each file whole or not at all."""
     path = Path(path)
     table = pa.Table.from_pandas(run.results, preserve_index=False)
     metadata = dict(table.schema.metadata or {})
     metadata[_META_KEY] = json.dumps(run.meta).encode()
     metadata[_TALLIES_KEY] = run.tallies.to_json(orient="records").encode()
-    _write_atomically(table.replace_schema_metadata(metadata), path)
+    with atomic_path(path) as temporary:
+        pq.write_table(table.replace_schema_metadata(metadata), temporary)
     if not run.detours.empty:
-        _write_atomically(pa.Table.from_pandas(run.detours, preserve_index=False), _detours_path(path))
+        with atomic_path(_detours_path(path)) as temporary:
+            pq.write_table(pa.Table.from_pandas(run.detours, preserve_index=False), temporary)
     return path
 
 

@@ -1,0 +1,105 @@
+"""Rich tables of benchmark runs and fits, in the units people read: us, KiB, GB/s."""
+
+from __future__ import annotations
+
+import pandas as pd
+from rich.table import Table
+
+from contend.bench.registry import benchmark
+from contend.bench.results import RunResult
+
+
+def size_text(n: float) -> str:
+    """A byte count for a table.
+
+    >>> size_text(8), size_text(65536), size_text(1048576), size_text(8191)
+    ('8 B', '64 KiB', '1 MiB', '8191 B')
+    """
+    n = int(n)
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def sizes_text(sizes) -> str:
+    """A list of sizes, short when it is a geometric series.
+
+    >>> sizes_text([1, 4, 16, 64]), sizes_text([8, 1024]), sizes_text([0])
+    ('1 B..64 B (x4)', '8 B, 1 KiB', '-')
+    """
+    sizes = [int(s) for s in sizes]
+    if sizes == [0]:
+        return "-"
+    ratios = {b / a for a, b in zip(sizes, sizes[1:]) if a > 0}
+    if len(sizes) > 3 and len(ratios) == 1:
+        return f"{size_text(sizes[0])}..{size_text(sizes[-1])} (x{int(ratios.pop())})"
+    return ", ".join(size_text(s) for s in sizes)
+
+
+def us(ns: float) -> str:
+    return f"{ns / 1000:.3f}"
+
+
+def rate_text(bytes_per_s: float) -> str:
+    """Bandwidth in the unit that fits: GB/s, MB/s or kB/s (decimal, like links)."""
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6)):
+        if bytes_per_s >= scale:
+            return f"{bytes_per_s / scale:.2f} {unit}"
+    return f"{bytes_per_s / 1e3:.2f} kB/s"
+
+
+def count_text(x: float) -> str:
+    """A rate with k/M suffix.
+
+    >>> count_text(527000), count_text(803), count_text(2.5e6)
+    ('527k', '803', '2.50M')
+    """
+    if x >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if x >= 1e3:
+        return f"{x / 1e3:.0f}k"
+    return f"{x:.0f}"
+
+
+def results_table(run: RunResult) -> Table:
+    """One row per result, columns chosen for the benchmark's kind."""
+    kind = benchmark(run.pattern).plot if run.pattern else "latency"
+    meta = run.meta
+    where = f"{meta.get('fabric', {}).get('topology', '')} fabric" if meta.get("fabric") else "shared memory"
+    library = " ".join(str(meta.get("mpi_library", "")).split())
+    table = Table(title=f"{run.pattern}: {meta.get('ranks')} ranks on {meta.get('nodes')} node(s), {where}, "
+                        f"{library}, load {meta.get('loadavg_1min', '?')}")
+    rows = run.results
+    if kind == "noise":
+        for column in ("rank", "host", "resolution ns", "detours", "overhead %", "median detour us",
+                       "max detour us"):
+            table.add_column(column, justify="right")
+        for _, r in rows.iterrows():
+            table.add_row(str(r["rank"]), r["host"], f"{r['resolution_ns']:.0f}", f"{r['detours']:.0f}",
+                          f"{r['overhead_pct']:.2f}", us(r["t_p50_ns"]), us(r["t_max_ns"]))
+        return table
+    show_metric, show_host = rows["metric"].nunique() > 1, rows["host"].nunique() > 1
+    columns = ["size", "ranks"] + ["metric"] * show_metric + ["host"] * show_host
+    for column in columns + ["p50 us", "min us", "p99 us", "bandwidth", "msg/s"]:
+        table.add_column(column, justify="right")
+    for _, r in rows.iterrows():
+        pair = f"{r['rank']}->{r['peer']}" if r["peer"] >= 0 else str(r["rank"])
+        cells = [size_text(r["bytes"]), pair] + [r["metric"]] * show_metric + [r["host"]] * show_host
+        table.add_row(*cells, us(r["t_p50_ns"]), us(r["t_min_ns"]), us(r["t_p99_ns"]),
+                      rate_text(r["bandwidth_Bps"]), count_text(r["msg_rate"]))
+    return table
+
+
+def fit_table(table: pd.DataFrame) -> Table:
+    """Predicted vs measured ping-pong round trips."""
+    out = Table(title="ping-pong round trip: measured vs the fitted model")
+    has_engine = "engine_ns" in table
+    for column in ["size", "regime", "measured us", "model us"] + (["engine us"] if has_engine else []) + ["error %"]:
+        out.add_column(column, justify="right")
+    for _, r in table.iterrows():
+        error = f"{r['error_pct']:+.1f}"
+        cells = [size_text(r["bytes"]), r["regime"], us(r["measured_ns"]), us(r["predicted_ns"])]
+        cells += [us(r["engine_ns"])] if has_engine else []
+        out.add_row(*cells, error if abs(r["error_pct"]) <= 10 else f"[bold red]{error}[/]")
+    return out

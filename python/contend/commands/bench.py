@@ -1,0 +1,210 @@
+"""``contend bench``: run the native MPI benchmarks, and fit a machine file from measurements."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from contend.atomic import check_writable
+from contend.bench import loggp, sanity
+from contend.bench.plot import plot_fit, plot_run
+from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
+from contend.bench.results import read_run, write_run
+from contend.bench.runner import ProgressCallback, run_benchmark
+from contend.bench.sizes import parse_sizes
+from contend.bench.tables import fit_table, results_table, sizes_text
+from contend.errors import UserError
+from contend.quantities import parse_count
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="run native MPI benchmarks; fit LogGP parameters into a machine file",
+        description="Measure this machine with contend's native MPI benchmarks (see docs/measure.md).")
+    actions = parser.add_subparsers(dest="bench_command", metavar="ACTION")
+    actions.required = True
+
+    listing = actions.add_parser("list", help="list the benchmarks")
+    listing.set_defaults(func=run_list)
+
+    run = actions.add_parser("run", help="run one benchmark: Parquet, table and plot")
+    run.add_argument("name", metavar="NAME", help="benchmark (see `contend bench list`)")
+    run.add_argument("--np", metavar="N", help="number of ranks (default: the benchmark's, or the whole fabric)")
+    run.add_argument("--sizes", metavar="LIST", help="message sizes: 1,8,4KiB or a power-of-two range 1:1MiB")
+    run.add_argument("--iters", metavar="N", help="timed repetitions per size (default 200)")
+    run.add_argument("--warmup", metavar="N", help="untimed repetitions per size (default 10)")
+    run.add_argument("--fabric", action="store_true", help="run on the emulated fabric that is up")
+    run.add_argument("--timeout", metavar="S", default="600", help="stop the run after S seconds (default 600)")
+    run.add_argument("-o", "--output", metavar="FILE.parquet", help="results (default NAME.parquet)")
+    run.add_argument("--plot", metavar="FILE.png", help="plot (default: the output with .png)")
+    specific = run.add_argument_group("pattern options (only where they apply)")
+    specific.add_argument("--window", metavar="W", help="messages in flight per peer (msgrate, incast, outcast, put, get)")
+    specific.add_argument("--mode", choices=("nn", "random"), help="pairs: nearest neighbour or random partner")
+    specific.add_argument("--seed", metavar="N", help="pairs --mode random: seed of the pairing")
+    specific.add_argument("--dims", metavar="AxBxC", help="hops: topology map of the ranks")
+    specific.add_argument("--dim", metavar="D", help="hops: dimension to pair along (0 = x)")
+    specific.add_argument("--hops", metavar="N", help="hops: distance between partners")
+    specific.add_argument("--prtt-n", dest="prtt_n", metavar="N", help="loggp: messages per parametrised round trip")
+    specific.add_argument("--duration", metavar="S", help="noise: seconds of selfish-detour loop")
+    specific.add_argument("--threshold", metavar="NS", help="noise: detour threshold in ns")
+    run.set_defaults(func=run_run)
+
+    show = actions.add_parser("show", help="print the table of a stored run")
+    show.add_argument("file", metavar="FILE.parquet")
+    show.add_argument("--plot", metavar="FILE.png", help="also draw its plot")
+    show.set_defaults(func=run_show)
+
+    fit = actions.add_parser(
+        "fit", help="measure LogGP parameters and write a machine file",
+        description="Measure L, o_s, o_r, g, G by parametrised round trips (2 ranks, shared memory), "
+                    "find the eager threshold, check the fit against an independent ping-pong (and "
+                    "`contend sim` when the engine is built) and write a machine file.")
+    fit.add_argument("-o", "--output", metavar="FILE.toml", default="this-host.toml",
+                     help="machine file to write (default this-host.toml); runs and plot go beside it")
+    fit.add_argument("--name", default="this-host", help="machine name in the file")
+    fit.add_argument("--sizes", metavar="LIST", default="1:1MiB", help="sizes to measure (default 1:1MiB)")
+    fit.add_argument("--iters", metavar="N", default="500", help="round trips per size (default 500)")
+    fit.add_argument("--no-refine", action="store_true", help="do not narrow the eager threshold")
+    fit.add_argument("--timeout", metavar="S", default="600", help="stop each run after S seconds")
+    fit.set_defaults(func=run_fit)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    table = Table(title="contend bench: benchmarks")
+    for column in ("name", "what it measures", "ranks", "default sizes", "options"):
+        table.add_column(column)
+    for b in BENCHMARKS.values():
+        ranks = f"{b.default_ranks} (min {b.min_ranks}{', even' if b.even_ranks else ''})"
+        sizes = sizes_text(b.default_sizes)
+        options = " ".join(PATTERN_OPTIONS[o] for o in b.options)
+        table.add_row(b.name, b.summary, ranks, sizes, options)
+    Console().print(table)
+    return 0
+
+
+@contextlib.contextmanager
+def _progress_bar(label: str) -> Iterator[ProgressCallback]:
+    """A rich progress bar advanced by the harness's progress lines."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"--timeout: expected seconds, got {text!r}") from None
+    if not 0 < value <= 86400:
+        raise UserError(f"--timeout: expected 0 < S <= 86400, got {text}")
+    return value
+
+
+def run_run(args: argparse.Namespace) -> int:
+    bench = benchmark(args.name)
+    output = check_writable(args.output or f"{bench.name}.parquet", "-o")
+    plot_path = check_writable(args.plot or output.with_suffix(".png"), "--plot")
+    options = {key: getattr(args, key) for key in PATTERN_OPTIONS}
+    with _progress_bar(f"{bench.name}") as advance:
+        run = run_benchmark(
+            bench.name,
+            ranks=parse_count(args.np, "--np", minimum=1, maximum=4096) if args.np else None,
+            sizes=parse_sizes(args.sizes) if args.sizes else None,
+            iters=parse_count(args.iters, "--iters", minimum=1, maximum=10**8) if args.iters else None,
+            warmup=parse_count(args.warmup, "--warmup", maximum=10**8) if args.warmup else None,
+            options=options,
+            on_fabric=args.fabric,
+            timeout_s=_seconds(args.timeout),
+            progress=advance,
+        )
+    write_run(run, output)
+    plot_run(run, plot_path)
+    console = Console()
+    console.print(results_table(run))
+    console.print(f"results: {output}  plot: {plot_path}")
+    problems = sanity.problems(run)
+    for problem in problems:
+        console.print(f"[bold red]not sane:[/] {problem}")
+    return 1 if problems else 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        run = read_run(path)
+    except Exception as exc:  # pyarrow raises several types for files that are not Parquet
+        raise UserError(f"{path}: not a contend bench result ({exc})") from None
+    Console().print(results_table(run))
+    if args.plot:
+        plot_run(run, check_writable(args.plot, "--plot"))
+    return 0
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    target = check_writable(args.output, "-o")
+    sizes = parse_sizes(args.sizes)
+    if len(sizes) < 3 or min(sizes) < 1:
+        raise UserError("--sizes: the fit needs at least three sizes, all at least 1 byte")
+    iters = parse_count(args.iters, "--iters", minimum=5, maximum=10**7)
+    timeout = _seconds(args.timeout)
+    stem = target.with_suffix("")
+    console = Console()
+
+    def measure(name: str, these: list[int]):
+        with _progress_bar(f"{name} ({len(these)} sizes)") as advance:
+            return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance)
+
+    def pingpong_round_trips(these: list[int]) -> list[float]:
+        run = measure("pingpong", these)
+        return (2 * run.results.sort_values("bytes")["t_p50_ns"]).tolist()
+
+    parameters = measure("loggp", sizes)
+    netgauge = loggp.netgauge_table(parameters)
+    step = loggp.find_step(netgauge["bytes"].tolist(), netgauge["prtt1_ns"].tolist())
+    if step and not args.no_refine:
+        step = loggp.refine_step(step[0], step[1], pingpong_round_trips)
+    fit = loggp.fit_loggp(parameters, step)
+    check = measure("pingpong", sizes)
+
+    table = loggp.compare(fit, check)
+    loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name), target)
+    engine = loggp.engine_round_trips(target, table["bytes"].tolist())
+    if engine is not None:  # the real check: the simulator reading the file we wrote
+        table = loggp.compare(fit, check, engine)
+        loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name), target)
+    write_run(parameters, stem.with_suffix(".loggp.parquet"))
+    write_run(check, stem.with_suffix(".pingpong.parquet"))
+    plot = plot_fit(table, stem.with_suffix(".png"))
+
+    console.print(fit_table(table))
+    console.print(
+        f"L={fit.L:.1f} ns  o={fit.o:.1f} ns (o_s={fit.o_s:.1f}, o_r={fit.o_r:.1f})  g={fit.g:.1f} ns  "
+        f"G={fit.G:.4f} ns/B  O={fit.O:.4f} ns/B  S={fit.S} B"
+    )
+    worst = float(table["error_pct"].abs().max())
+    checked_by = "contend sim" if engine is not None else "the closed form (engine not built)"
+    verdict = "within" if worst <= 100 * loggp.TOLERANCE else "NOT within"
+    console.print(f"predictions by {checked_by} are {verdict} 10% of the measured ping-pong (worst {worst:.1f}%)")
+    for note in fit.notes:
+        console.print(f"note: {note}")
+    if fit.step:
+        console.print(f"note: the round trip jumps between {fit.step[0]} and {fit.step[1]} B; one LogGP line "
+                      f"cannot follow it (best possible line: "
+                      f"{100 * loggp.best_line_error(table['bytes'], table['measured_ns']):.0f}% off)")
+    console.print(f"wrote {target}, {stem.with_suffix('.loggp.parquet')}, "
+                  f"{stem.with_suffix('.pingpong.parquet')}, {plot}")
+    return 0
