@@ -118,6 +118,21 @@ def build_native(mpi: MPI, *, force: bool = False) -> Path:
     return source / build / BENCH_PROGRAM
 
 
+def running_benchmarks() -> list[int]:
+    """Pids of contend-bench processes running on this host (any user): leftovers of a broken run."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:  # the process ended while we looked
+            continue
+        if Path(argv0.decode(errors="replace")).name == BENCH_PROGRAM:
+            pids.append(int(entry.name))
+    return pids
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where ranks run when not all on this host's shared memory: a wrapper that enters a rank's

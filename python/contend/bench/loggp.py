@@ -36,7 +36,7 @@ from contend.errors import UserError
 
 TOLERANCE = 0.10  # the accuracy the issue asks of the fitted ping-pong
 STEP_GROWTH = 0.5  # a protocol step: the round trip grows by half or more between neighbouring sizes...
-STEP_BYTES = 3.0  # ...and by three times what the average time per byte explains
+STEP_BYTES = 2.0  # ...and by twice what the time per byte just above the jump explains
 
 
 def netgauge_table(loggp_run: RunResult) -> pd.DataFrame:
@@ -54,19 +54,21 @@ def netgauge_table(loggp_run: RunResult) -> pd.DataFrame:
 def find_step(sizes: Sequence[int], round_trips: Sequence[float]) -> tuple[int, int] | None:
     """The neighbouring sizes (low, high) between which the round trip jumps, or None.
 
-    >>> find_step([1, 4096, 8192, 1048576], [2500, 3300, 11000, 260000])
+    A jump: the time grows by more than half between two neighbouring sizes, and by more than twice
+    what the time per byte just above it (the next interval's slope) explains. Ties to noise are
+    unlikely: both conditions must hold. The largest such jump wins.
+
+    >>> find_step([1, 2048, 4096, 8192, 16384, 1048576], [2500, 2800, 3300, 11000, 13900, 260000])
     (4096, 8192)
-    >>> find_step([1, 1024, 1048576], [2500, 2600, 260000]) is None
+    >>> find_step([1, 1024, 65536, 1048576], [2500, 2600, 30000, 260000]) is None
     True
     """
     s, y = np.asarray(sizes, dtype=float), np.asarray(round_trips, dtype=float)
-    if len(s) < 3:
-        return None
-    per_byte = (y[-1] - y[0]) / (s[-1] - s[0])
     best, best_ratio = None, 1.0
-    for i in range(len(s) - 1):
+    for i in range(len(s) - 2):
         rise = y[i + 1] - y[i]
-        if rise > STEP_GROWTH * y[i] and rise > STEP_BYTES * per_byte * (s[i + 1] - s[i]):
+        slope_above = max((y[i + 2] - y[i + 1]) / (s[i + 2] - s[i + 1]), 0.0)
+        if rise > STEP_GROWTH * y[i] and rise > STEP_BYTES * slope_above * (s[i + 1] - s[i]):
             if y[i + 1] / y[i] > best_ratio:
                 best, best_ratio = (int(s[i]), int(s[i + 1])), y[i + 1] / y[i]
     return best

@@ -39,4 +39,7 @@ def run_info(args: argparse.Namespace) -> int:
     if binary.exists():
         patterns = subprocess.run([str(binary), "--list"], capture_output=True, text=True).stdout
         print(f"patterns: {len(patterns.splitlines())}")
+    running = mpi.running_benchmarks()
+    if running:
+        print(f"running: contend-bench pids {' '.join(map(str, running))}")
     return 0
