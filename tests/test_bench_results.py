@@ -71,7 +71,8 @@ def test_sanity_catches(change, complaint):
 
 def test_fabric_runs_are_bounded_by_the_link_and_placed_k_per_node():
     run = parse_lines(lines(hosts=("ctd-node0", "ctd-node1"), node_of_rank=(0, 1), bandwidth=2e8),
-                      {"fabric": {"link": "1gbit", "link_Bps": 1.25e8, "ppn": 1, "host_prefix": "ctd-node"}})
+                      {"fabric": {"link": "1gbit", "link_Bps": 1.25e8, "burst_bytes": 16, "ppn": 1,
+                                  "host_prefix": "ctd-node"}})
     problems = sanity.problems(run)
     assert any("faster than the 1gbit link" in p for p in problems), problems
     placed_two_per_node = parse_lines(lines(hosts=("ctd-node0", "ctd-node1"), node_of_rank=(0, 1)),

@@ -17,6 +17,7 @@ removed before the error is reported. ``down`` removes every namespace with the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterator
 
 from contend.errors import UserError
 
@@ -34,6 +36,7 @@ MAX_NODES = 64  # bounded: every node is a namespace, a veth pair and two shaped
 MAX_PPN = 64
 STATE_DIR = Path("/run/contend")
 TBF_BURST = "128kb"  # enough for line rate at 1 Gbit/s with 1500-byte frames, small enough to shape
+TBF_BURST_BYTES = 128 * 1024  # tc's "kb" is KiB
 TBF_LATENCY = "10ms"
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$")
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
@@ -87,7 +90,8 @@ class Fabric:
 
     def describe(self) -> dict:
         """What a benchmark run records about where it ran."""
-        return {**asdict(self), "link_Bps": self.link_Bps, "host_prefix": self.host_prefix}
+        return {**asdict(self), "link_Bps": self.link_Bps, "burst_bytes": TBF_BURST_BYTES,
+                "host_prefix": self.host_prefix}
 
 
 def _state_file(prefix: str) -> Path:
@@ -236,6 +240,16 @@ def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | No
             raise UserError(f"building the fabric failed at `{' '.join(exc.cmd)}`: {reason[0]}") from None
         raise
     return fabric
+
+
+@contextlib.contextmanager
+def session(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None) -> Iterator[Fabric]:
+    """A fabric for the length of a with-block: built on entry, removed on exit, also on errors."""
+    fabric = up(nodes, ppn, link, topology, prefix)
+    try:
+        yield fabric
+    finally:
+        down(fabric.prefix)
 
 
 def _pids_in(namespace: str) -> list[int]:

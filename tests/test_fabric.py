@@ -1,0 +1,154 @@
+"""The emulated fabric (needs root, iproute2): shaped links share as physics says, ranks see one host
+name per node, and nothing is ever left behind: not after `down`, not after a failed build, not after
+a failed or stopped run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import contend
+from contend import fabric, mpi
+from contend.bench import sanity
+from contend.bench.runner import run_benchmark
+from contend.cli import main
+from contend.errors import UserError
+
+PREFIX = "ctdt-"  # tests never touch a fabric the user built (ctd-)
+LINK = "1gbit"
+LINK_Bps = 1e9 / 8
+SHARE_TOLERANCE = 0.15
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "tc", "unshare")),
+    reason="the emulated fabric needs root and iproute2 (ip, tc) and util-linux (unshare)",
+)
+
+
+@pytest.fixture(autouse=True)
+def test_prefix(monkeypatch):
+    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", PREFIX)
+    yield
+    assert fabric.our_namespaces(PREFIX) == [], "a test left namespaces behind"
+    assert mpi.running_benchmarks() == [], "a test left benchmark processes behind"
+
+
+@pytest.fixture
+def star():
+    with fabric.session(4, 1, LINK, "star", PREFIX) as built:
+        yield built
+
+
+def stream(name, ranks, **options):
+    """Streams of 64 KiB messages, 128 in flight: long enough for TCP to settle at the shaped rate."""
+    run = run_benchmark(name, ranks=ranks, sizes=[65536], iters=5, warmup=1, options={"window": 128, **options},
+                        on_fabric=True, timeout_s=120)
+    problems = sanity.problems(run)
+    assert not problems, problems
+    return run
+
+
+def test_shaped_links_share_fairly_and_ranks_see_their_nodes(star):
+    single = stream("msgrate", 2)
+    one_flow = float(single.results["bandwidth_Bps"].iloc[0])
+    assert abs(one_flow / LINK_Bps - 1) < SHARE_TOLERANCE, f"one flow {one_flow * 8 / 1e9:.3f} Gbit/s"
+    assert single.meta["hosts"] == [f"{PREFIX}node0", f"{PREFIX}node1"]
+
+    incast = stream("incast", 4)  # nodes 1, 2, 3 into node 0's link
+    rates = incast.results.set_index("rank")["bandwidth_Bps"]
+    assert sorted(rates.index) == [1, 2, 3]
+    assert abs(rates.sum() / one_flow - 1) < SHARE_TOLERANCE, "together they should fill the one link"
+    for rank, rate in rates.items():
+        share = rate / rates.sum()
+        assert abs(share * 3 - 1) < SHARE_TOLERANCE, f"sender {rank} got {share:.3f} of the link, not 1/3"
+    assert incast.meta["hosts"] == [f"{PREFIX}node{i}" for i in range(4)]
+    assert incast.meta["node_of_rank"] == [0, 1, 2, 3]
+
+    pairs = stream("msgrate", 4)  # 0 -> 2 and 1 -> 3: disjoint links, both at full speed
+    for _, row in pairs.results.iterrows():
+        assert abs(row["bandwidth_Bps"] / one_flow - 1) < SHARE_TOLERANCE, row.to_dict()
+
+
+def test_k_ranks_per_node_share_a_host_name():
+    with fabric.session(2, 2, LINK, "star", PREFIX):
+        run = run_benchmark("pairs", ranks=4, sizes=[8], iters=10, on_fabric=True, timeout_s=60)
+    assert not sanity.problems(run), sanity.problems(run)
+    assert run.meta["node_of_rank"] == [0, 0, 1, 1] and run.meta["ranks_per_node"] == 2
+    assert run.meta["hosts"] == [f"{PREFIX}node0", f"{PREFIX}node1"]
+
+
+def test_pairs_two_hops_apart_contend_on_a_line():
+    """Bhatele's Benchmark III: on a line of routers, pairs 2 hops apart share the middle link."""
+
+    def hops(n):
+        return run_benchmark("hops", ranks=4, sizes=[1 << 20], iters=5, warmup=1, options={"hops": n},
+                             on_fabric=True, timeout_s=120)
+
+    with fabric.session(4, 1, LINK, "line", PREFIX):
+        near, far = hops(1), hops(2)  # (0,1),(2,3) on separate links; (0,2),(1,3) both cross r1-r2
+    for run in (near, far):
+        assert not sanity.problems(run), sanity.problems(run)
+    assert sorted(zip(far.results["rank"], far.results["peer"])) == [(0, 2), (1, 3)]
+    slowdown = far.results["t_p50_ns"].mean() / near.results["t_p50_ns"].mean()
+    assert slowdown > 1.5, f"sharing a link should nearly halve each pair's speed, got x{slowdown:.2f}"
+
+
+def test_a_failed_build_removes_what_it_built(monkeypatch):
+    def broken(self):
+        raise subprocess.CalledProcessError(2, ["ip", "link", "add", "cable"], "", "RTNETLINK answers: pretend")
+
+    monkeypatch.setattr(fabric._Builder, "routers", broken)
+    with pytest.raises(UserError, match="building the fabric failed at `ip link add cable`: RTNETLINK"):
+        fabric.up(3, 1, LINK, "ring", PREFIX)
+    assert fabric.our_namespaces(PREFIX) == [] and fabric.current(PREFIX) is None
+
+
+def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
+    assert main(["fabric", "up", "--nodes", "2", "--ppn", "1", "--link", LINK]) == 0
+    try:
+        assert main(["fabric", "up", "--nodes", "2"]) == 2
+        assert "already up" in capsys.readouterr().err
+        assert main(["bench", "run", "hops", "--fabric", "--np", "2", "--dims", "3"]) == 2  # the harness refuses
+        assert "--dims has 3 positions" in capsys.readouterr().err
+        assert main(["bench", "run", "noise", "--fabric", "--duration", "60", "--timeout", "2"]) == 2
+        assert "was stopped" in capsys.readouterr().err
+        assert mpi.running_benchmarks() == []
+        assert main(["fabric", "status"]) == 0
+        assert f"namespaces {PREFIX}n0, {PREFIX}n1, {PREFIX}sw" in capsys.readouterr().out
+    finally:
+        assert main(["fabric", "down"]) == 0
+    assert "removed 3 namespaces" in capsys.readouterr().out
+    assert main(["fabric", "down"]) == 0
+    assert "nothing was up" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "args, pattern",
+    [
+        (["--nodes", "1"], "--nodes: 1 is out of range"),
+        (["--nodes", "2", "--link", "fast"], "--link: expected a rate"),
+        (["--nodes", "2", "--topology", "torus"], "--topology: expected one of star, line, ring"),
+        (["--nodes", "2", "--ppn", "0"], "--ppn: 0 is out of range"),
+    ],
+)
+def test_bad_fabric_input(capsys, args, pattern):
+    assert main(["fabric", "up"] + args) == 2
+    err = capsys.readouterr().err
+    assert pattern in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv (util-linux) to drop root")
+def test_not_root_is_told_so():
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "contend.cli",
+         "fabric", "up", "--nodes", "2"],
+        capture_output=True, text=True, cwd="/tmp",
+        env={**os.environ, "HOME": "/tmp", "PYTHONPATH": str(Path(contend.__file__).parents[1])},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "needs root" in done.stderr and "Traceback" not in done.stderr
