@@ -1,49 +1,68 @@
 //! The event queue: events ordered by (time, key), smallest first.
 //!
 //! Simulations of collectives put very many events on few distinct times (every rank of a
-//! dissemination round acts at the same instant), so events are kept in one bucket per time:
-//! a `BTreeMap` of times, each bucket a double-ended queue sorted by key. Pushing an event with a
-//! key larger than the bucket's last is O(1) (the usual case: keys are issued in increasing order);
-//! otherwise it is inserted in place (an event re-queued with its old key). Popping is O(1) within
-//! a bucket and O(log buckets) when moving to the next time. Equal (time, key) never occur.
+//! dissemination round acts at the same instant), so events are kept in one bucket per time in a
+//! `BTreeMap`. Within a bucket, events pushed in increasing key order (the usual case: keys are
+//! issued in creation order) go to a FIFO in O(1); events pushed out of order (re-queued with their
+//! old key) go to a small binary heap in O(log n). Popping takes the smaller of the two fronts.
+//! Moving to the next time costs O(log buckets). Equal (time, key) never occur.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use crate::time::Time;
 
 /// One queued event: its ordering key and two payload words interpreted by the simulator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     pub key: u64,
     pub host: u32,
     pub data: u32,
 }
 
+/// The events of one time.
+#[derive(Default)]
+struct Bucket {
+    /// Events pushed in increasing key order.
+    in_order: VecDeque<Entry>,
+    /// Events pushed with a key below the last of `in_order`.
+    out_of_order: BinaryHeap<Reverse<Entry>>,
+}
+
+impl Bucket {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        match self.in_order.back() {
+            Some(last) if last.key > e.key => self.out_of_order.push(Reverse(e)),
+            _ => self.in_order.push_back(e),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry> {
+        match (self.in_order.front(), self.out_of_order.peek()) {
+            (Some(a), Some(Reverse(b))) if b.key < a.key => self.out_of_order.pop().map(|Reverse(e)| e),
+            (Some(_), _) => self.in_order.pop_front(),
+            (None, _) => self.out_of_order.pop().map(|Reverse(e)| e),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.in_order.is_empty() && self.out_of_order.is_empty()
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
     /// Time of `current`.
     now: Time,
-    current: VecDeque<Entry>,
+    current: Bucket,
     /// Buckets other than `current` (later times, or earlier ones pushed while `current` is open).
-    others: BTreeMap<Time, VecDeque<Entry>>,
+    others: BTreeMap<Time, Bucket>,
     /// Smallest key of `others`, or Time::MAX.
     others_min: Time,
     len: usize,
     peak_len: usize,
-}
-
-fn insert_sorted(bucket: &mut VecDeque<Entry>, e: Entry) {
-    match bucket.back() {
-        Some(last) if last.key > e.key => {
-            if bucket.front().is_some_and(|f| f.key > e.key) {
-                bucket.push_front(e);
-            } else {
-                let at = bucket.partition_point(|x| x.key < e.key);
-                bucket.insert(at, e);
-            }
-        }
-        _ => bucket.push_back(e),
-    }
 }
 
 impl EventQueue {
@@ -69,9 +88,9 @@ impl EventQueue {
         self.len += 1;
         self.peak_len = self.peak_len.max(self.len);
         if time == self.now {
-            insert_sorted(&mut self.current, e);
+            self.current.push(e);
         } else {
-            insert_sorted(self.others.entry(time).or_default(), e);
+            self.others.entry(time).or_default().push(e);
             self.others_min = self.others_min.min(time);
         }
     }
@@ -81,7 +100,7 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(Time, Entry)> {
         loop {
             if self.now <= self.others_min {
-                if let Some(e) = self.current.pop_front() {
+                if let Some(e) = self.current.pop() {
                     self.len -= 1;
                     return Some((self.now, e));
                 }
@@ -97,13 +116,18 @@ impl EventQueue {
         }
     }
 
-    /// Puts events at the front of the current time's bucket: used to expand a placeholder event
-    /// into the operations it stands for, which carry keys just above the placeholder's.
+    /// Puts events at the current time whose keys are all below every event queued at this time:
+    /// used to expand a placeholder into the operations it stands for, keyed just above it.
     pub fn push_front_now(&mut self, entries: impl DoubleEndedIterator<Item = Entry>) {
         for e in entries.rev() {
-            debug_assert!(self.current.front().is_none_or(|f| f.key > e.key));
-            self.current.push_front(e);
-            self.len += 1;
+            let below_all = self.current.in_order.front().is_none_or(|f| f.key > e.key)
+                && self.current.out_of_order.peek().is_none_or(|Reverse(f)| f.key > e.key);
+            if below_all && self.now <= self.others_min {
+                self.current.in_order.push_front(e);
+                self.len += 1;
+            } else {
+                self.push(self.now, e);
+            }
         }
         self.peak_len = self.peak_len.max(self.len);
     }
