@@ -94,8 +94,11 @@ def test_pairs_two_hops_apart_contend_on_a_line():
     for run in (near, far):
         assert not sanity.problems(run), sanity.problems(run)
     assert sorted(zip(far.results["rank"], far.results["peer"])) == [(0, 2), (1, 3)]
+    # Both pings cross r1 -> r2 at once (and both pongs r2 -> r1): up to twice as slow. Less in practice,
+    # as the pairs drift out of phase and tbf lets each message's first 128 KiB through as a burst
+    # (measured x1.44..x1.79); without the shared link the ratio is 1.
     slowdown = far.results["t_p50_ns"].mean() / near.results["t_p50_ns"].mean()
-    assert slowdown > 1.5, f"sharing a link should nearly halve each pair's speed, got x{slowdown:.2f}"
+    assert slowdown > 1.3, f"pairs sharing a link should be clearly slower, got x{slowdown:.2f}"
 
 
 def test_a_failed_build_removes_what_it_built(monkeypatch):

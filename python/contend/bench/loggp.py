@@ -294,6 +294,8 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
         f"pingpong_measured_ns = {_toml_list(table['measured_ns'].astype(float).tolist())}",
         f"pingpong_predicted_ns = {_toml_list(table['predicted_ns'].astype(float).tolist())}",
     ]
+    if "engine_ns" in table:
+        lines.append(f"pingpong_engine_ns = {_toml_list(table['engine_ns'].astype(float).tolist())}")
     if rendezvous:
         lines += [
             "",
