@@ -63,3 +63,32 @@ pub fn write_goal<P: Program, W: Write>(prog: &P, out: &mut W) -> io::Result<()>
     }
     Ok(())
 }
+
+/// Writes `prog` to `path` (gzip-compressed when the name ends in `.gz`). The text goes to a
+/// temporary file beside `path` that is renamed into place only when complete, so a failed or
+/// interrupted write leaves nothing half-written.
+pub fn write_goal_file<P: Program>(prog: &P, path: &std::path::Path) -> io::Result<()> {
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = (|| {
+        let file = std::fs::File::create(&tmp)?;
+        let buffered = io::BufWriter::with_capacity(1 << 20, file);
+        if path.extension().is_some_and(|e| e == "gz") {
+            let mut gz = flate2::write::GzEncoder::new(buffered, flate2::Compression::fast());
+            write_goal(prog, &mut gz)?;
+            gz.finish()?.flush()?;
+        } else {
+            let mut out = buffered;
+            write_goal(prog, &mut out)?;
+            out.flush()?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,292 @@
+//! Python bindings of the engine (`contend._engine`): converts arguments and results, nothing else.
+//!
+//! Times cross the boundary as integer picoseconds; record and timeline columns as little-endian
+//! bytes with a numpy dtype string each, so Python builds arrays without copying element by element.
+
+use std::path::Path;
+use std::time::Instant;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use contend_engine::record::{Records, Timeline};
+use contend_engine::schedule::collectives::{Collective, Pattern};
+use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
+use contend_engine::schedule::writer::write_goal_file;
+use contend_engine::schedule::{OpKind, Program, ANY};
+use contend_engine::sim::{simulate, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
+
+create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
+
+fn goal_err(e: EngineGoalError) -> PyErr {
+    if e.line == 0 && e.message.starts_with("cannot read") {
+        PyOSError::new_err(e.to_string())
+    } else {
+        GoalError::new_err(e.to_string())
+    }
+}
+
+/// Parses a duration (`3000` = ns, `3us`, `80ps`) into picoseconds.
+#[pyfunction]
+fn parse_time(text: &str) -> PyResult<u64> {
+    engine_time(text).map_err(PyValueError::new_err)
+}
+
+/// Parses a per-byte cost (`6`, `6ns`, `12.5GB/s`) into picoseconds per byte.
+#[pyfunction]
+fn parse_per_byte(text: &str) -> PyResult<u64> {
+    engine_per_byte(text).map_err(PyValueError::new_err)
+}
+
+/// Names of the generated collectives and patterns.
+#[pyfunction]
+fn collectives() -> Vec<&'static str> {
+    Pattern::ALL.iter().map(|p| p.name()).collect()
+}
+
+fn params_from(d: &Bound<'_, PyDict>) -> PyResult<Params> {
+    let get = |k: &str| -> PyResult<u64> {
+        match d.get_item(k)? {
+            Some(v) => v.extract::<u64>().map_err(|_| PyValueError::new_err(format!("parameter {k} must be a non-negative integer"))),
+            None => Err(PyValueError::new_err(format!("missing parameter {k}"))),
+        }
+    };
+    let par = Params { L: get("L")?, o: get("o")?, g: get("g")?, G: get("G")?, O: get("O")?, S: get("S")?, unit: PS_PER_NS };
+    const LIMIT: u64 = contend_engine::time::MAX_INPUT_PS;
+    for (k, v) in [("L", par.L), ("o", par.o), ("g", par.g), ("G", par.G), ("O", par.O)] {
+        if v > LIMIT {
+            return Err(PyValueError::new_err(format!("parameter {k} = {v} ps is too large")));
+        }
+    }
+    Ok(par)
+}
+
+fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {
+    let pattern = Pattern::from_name(name).map_err(PyValueError::new_err)?;
+    if ranks < 1 || ranks > u32::MAX as i64 {
+        return Err(PyValueError::new_err(format!("ranks must be at least 1, not {ranks}")));
+    }
+    if size < 0 {
+        return Err(PyValueError::new_err(format!("bytes must not be negative, not {size}")));
+    }
+    if root < 0 || root >= ranks {
+        return Err(PyValueError::new_err(format!("root {root} out of range for {ranks} ranks")));
+    }
+    Collective::new(pattern, ranks as u32, size as u64, root as u32, seed).map_err(PyValueError::new_err)
+}
+
+fn le_bytes<T: Copy, const N: usize>(py: Python<'_>, v: &[T], to: fn(T) -> [u8; N]) -> Py<PyBytes> {
+    let mut out = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        out.extend_from_slice(&to(x));
+    }
+    PyBytes::new(py, &out).unbind()
+}
+
+fn records_dict<'py>(py: Python<'py>, r: &Records, dtypes: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let u4 = |d: &Bound<'py, PyDict>, k: &str, v: &[u32]| -> PyResult<()> {
+        d.set_item(k, le_bytes(py, v, u32::to_le_bytes))?;
+        dtypes.set_item(k, "<u4")
+    };
+    let u8_ = |d: &Bound<'py, PyDict>, k: &str, v: &[u64]| -> PyResult<()> {
+        d.set_item(k, le_bytes(py, v, u64::to_le_bytes))?;
+        dtypes.set_item(k, "<u8")
+    };
+    u4(&d, "src", &r.src)?;
+    u4(&d, "dst", &r.dst)?;
+    u8_(&d, "bytes", &r.bytes)?;
+    d.set_item("tag", le_bytes(py, &r.tag, i64::to_le_bytes))?;
+    dtypes.set_item("tag", "<i8")?;
+    u4(&d, "send_op", &r.send_op)?;
+    u4(&d, "recv_op", &r.recv_op)?;
+    d.set_item("protocol", PyBytes::new(py, &r.protocol))?;
+    dtypes.set_item("protocol", "|u1")?;
+    for (k, v) in [
+        ("posted", &r.posted),
+        ("injected", &r.injected),
+        ("arrived", &r.arrived),
+        ("received", &r.received),
+        ("matched", &r.matched),
+        ("completed", &r.completed),
+        ("ideal", &r.ideal),
+        ("nic_queue", &r.nic_queue),
+        ("link", &r.link),
+        ("target_queue", &r.target_queue),
+        ("late_receiver", &r.late_receiver),
+        ("noise", &r.noise),
+    ] {
+        u8_(&d, k, v)?;
+    }
+    Ok(d)
+}
+
+fn timeline_dict<'py>(py: Python<'py>, t: &Timeline, dtypes: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rank", le_bytes(py, &t.rank, u32::to_le_bytes))?;
+    d.set_item("cpu", le_bytes(py, &t.cpu, u32::to_le_bytes))?;
+    d.set_item("kind", PyBytes::new(py, &t.kind))?;
+    d.set_item("start", le_bytes(py, &t.start, u64::to_le_bytes))?;
+    d.set_item("end", le_bytes(py, &t.end, u64::to_le_bytes))?;
+    for (k, v) in [("rank", "<u4"), ("cpu", "<u4"), ("kind", "|u1"), ("start", "<u8"), ("end", "<u8")] {
+        dtypes.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+fn kind_name(k: OpKind) -> &'static str {
+    match k {
+        OpKind::Send => "send",
+        OpKind::Recv => "recv",
+        OpKind::Calc => "calc",
+    }
+}
+
+fn signed(v: u32) -> i64 {
+    if v == ANY {
+        -1
+    } else {
+        v as i64
+    }
+}
+
+fn pending_list<'py>(py: Python<'py>, items: &[Pending]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for p in items {
+        let d = PyDict::new(py);
+        d.set_item("rank", p.rank)?;
+        d.set_item("op", p.op)?;
+        d.set_item("label", "")?;
+        d.set_item("line", p.line)?;
+        d.set_item("kind", kind_name(p.kind))?;
+        d.set_item("peer", if p.kind == OpKind::Calc { None } else { Some(signed(p.peer)) })?;
+        d.set_item("tag", if p.kind == OpKind::Calc { None } else { Some(signed(p.tag)) })?;
+        d.set_item("bytes", p.bytes)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+fn deadlock_dict<'py>(py: Python<'py>, d: &Deadlock) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("count", d.count())?;
+    out.set_item("unmatched_recv_count", d.unmatched_recv_count)?;
+    out.set_item("unmatched_send_count", d.unmatched_send_count)?;
+    out.set_item("never_started_count", d.never_started_count)?;
+    out.set_item("unmatched_recvs", pending_list(py, &d.unmatched_recvs)?)?;
+    out.set_item("unmatched_sends", pending_list(py, &d.unmatched_sends)?)?;
+    out.set_item("never_started", pending_list(py, &d.never_started)?)?;
+    Ok(out)
+}
+
+fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("makespan_ps", r.makespan)?;
+    d.set_item("ranks_ps", r.finish.clone())?;
+    d.set_item("num_ranks", r.num_ranks)?;
+    d.set_item("events", r.events)?;
+    d.set_item("ops", r.ops)?;
+    d.set_item("messages", r.messages)?;
+    d.set_item("requeues", r.requeues)?;
+    d.set_item("peak_queue", r.peak_queue)?;
+    d.set_item("wall_seconds", wall)?;
+    d.set_item("deadlock", r.deadlock.as_ref().map(|x| deadlock_dict(py, x)).transpose()?)?;
+    let dtypes = PyDict::new(py);
+    d.set_item("records", r.records.as_ref().map(|x| records_dict(py, x, &dtypes)).transpose()?)?;
+    d.set_item("timeline", r.timeline.as_ref().map(|x| timeline_dict(py, x, &dtypes)).transpose()?)?;
+    d.set_item("dtypes", dtypes)?;
+    Ok(d)
+}
+
+fn run<P: Program + Sync>(py: Python<'_>, prog: &P, par: Params, records: bool, timeline: bool) -> PyResult<Py<PyDict>> {
+    let opts = Options { records, timeline };
+    let (result, wall) = py.detach(|| {
+        let t0 = Instant::now();
+        let r = simulate(prog, &par, &opts);
+        (r, t0.elapsed().as_secs_f64())
+    });
+    Ok(result_dict(py, &result, wall)?.unbind())
+}
+
+/// Simulates a GOAL file (plain or gzip) with LogGOPS parameters in picoseconds.
+#[pyfunction]
+#[pyo3(signature = (path, params, records=false, timeline=false))]
+fn simulate_goal(py: Python<'_>, path: &str, params: &Bound<'_, PyDict>, records: bool, timeline: bool) -> PyResult<Py<PyDict>> {
+    let par = params_from(params)?;
+    let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
+    run(py, &prog, par, records, timeline)
+}
+
+/// Simulates a generated collective or pattern.
+#[pyfunction]
+#[pyo3(signature = (name, ranks, size, params, root=0, seed=0, records=false, timeline=false))]
+#[allow(clippy::too_many_arguments)]
+fn simulate_collective(
+    py: Python<'_>,
+    name: &str,
+    ranks: i64,
+    size: i64,
+    params: &Bound<'_, PyDict>,
+    root: i64,
+    seed: u64,
+    records: bool,
+    timeline: bool,
+) -> PyResult<Py<PyDict>> {
+    let par = params_from(params)?;
+    let c = collective(name, ranks, size, root, seed)?;
+    run(py, &c, par, records, timeline)
+}
+
+/// Writes a generated collective as GOAL text (gzip when the path ends in .gz).
+#[pyfunction]
+#[pyo3(signature = (name, ranks, size, path, root=0, seed=0))]
+fn write_goal(py: Python<'_>, name: &str, ranks: i64, size: i64, path: &str, root: i64, seed: u64) -> PyResult<()> {
+    let c = collective(name, ranks, size, root, seed)?;
+    py.detach(|| write_goal_file(&c, Path::new(path))).map_err(|e| PyOSError::new_err(format!("{path}: cannot write: {e}")))
+}
+
+/// Parses a GOAL file and summarises it (raises GoalError with path:line:col when malformed).
+#[pyfunction]
+fn goal_summary(py: Python<'_>, path: &str) -> PyResult<Py<PyDict>> {
+    let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
+    let d = PyDict::new(py);
+    let (mut sends, mut recvs, mut calcs, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+    for r in 0..prog.num_ranks() {
+        for i in 0..prog.num_ops(r) {
+            let op = prog.op(r, i);
+            match op.kind {
+                OpKind::Send => {
+                    sends += 1;
+                    bytes += op.size;
+                }
+                OpKind::Recv => recvs += 1,
+                OpKind::Calc => calcs += 1,
+            }
+        }
+    }
+    d.set_item("num_ranks", prog.num_ranks())?;
+    d.set_item("ops", prog.total_ops())?;
+    d.set_item("sends", sends)?;
+    d.set_item("recvs", recvs)?;
+    d.set_item("calcs", calcs)?;
+    d.set_item("bytes_sent", bytes)?;
+    d.set_item("cpus", prog.num_cpus())?;
+    d.set_item("nics", prog.num_nics())?;
+    Ok(d.unbind())
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("GoalError", m.py().get_type::<GoalError>())?;
+    m.add_function(wrap_pyfunction!(parse_time, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_per_byte, m)?)?;
+    m.add_function(wrap_pyfunction!(collectives, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_goal, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_collective, m)?)?;
+    m.add_function(wrap_pyfunction!(write_goal, m)?)?;
+    m.add_function(wrap_pyfunction!(goal_summary, m)?)?;
+    Ok(())
+}
