@@ -19,10 +19,10 @@ by how much (``best_line_error``) and what a second, rendezvous line would be.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -212,19 +212,20 @@ def rendezvous_line(table: pd.DataFrame) -> tuple[float, float] | None:
     return float(intercept), float(slope)
 
 
-def engine_round_trips(machine_file: Path, sizes: Sequence[int], timeout_s: float = 60) -> list[float] | None:
-    """The simulator's ping-pong makespan per size, through ``contend sim``; None if no engine is built."""
+def engine_round_trips(machine_file: Path, sizes: Sequence[int]) -> list[float] | None:
+    """The simulator's ping-pong makespan per size, through the ``contend sim`` command (run in this
+    process); None when the engine is not built or refuses the file."""
+    from contend.cli import main as contend  # the CLI imports this package: import at call time
+
     results = []
     for size in sizes:
-        argv = [sys.executable, "-m", "contend.cli", "sim", "--collective", "pingpong", "--ranks", "2",
-                "--bytes", str(size), "--machine", str(machine_file), "--json"]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+            code = contend(["sim", "--collective", "pingpong", "--ranks", "2", "--bytes", str(size),
+                            "--machine", str(machine_file), "--json"])
+        if code != 0:
             return None
-        if done.returncode != 0:
-            return None
-        results.append(float(json.loads(done.stdout)["makespan"]))
+        results.append(float(json.loads(printed.getvalue())["makespan"]))
     return results
 
 
