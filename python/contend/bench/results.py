@@ -49,7 +49,7 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
     ...     '{"type":"result","pattern":"pingpong","metric":"latency","bytes":8,"rank":0,"peer":1,"t_p50_ns":900}',
     ...     '{"type":"tally","rank":0,"node":0,"host":"a","bytes_sent":8,"bytes_received":8}',
     ...     '{"type":"end","elapsed_s":0.1}'])
-    >>> run.results.loc[0, "t_p50_ns"], run.results.loc[0, "host"], run.complete
+    >>> int(run.results.loc[0, "t_p50_ns"]), run.results.loc[0, "host"], run.complete
     (900, 'a', True)
     """
     meta: dict[str, Any] = {}
