@@ -1,11 +1,14 @@
 """Measure: run contend's native MPI benchmarks, read their results, fit LogGP parameters.
 
+Modules: ``registry`` (the benchmarks), ``runner`` (launch one), ``results`` (JSON lines, pandas,
+Parquet), ``sanity`` (physical checks), ``loggp`` (fit and machine file), ``tables`` and ``plot``.
+Only the registry is imported here, so ``contend`` starts fast; the rest loads pandas and matplotlib.
+
 >>> from contend.bench import BENCHMARKS
 >>> "pingpong" in BENCHMARKS and "loggp" in BENCHMARKS
 True
 """
 
 from contend.bench.registry import BENCHMARKS, Benchmark, benchmark
-from contend.bench.results import RunResult, parse_lines, read_run, write_run
 
-__all__ = ["BENCHMARKS", "Benchmark", "RunResult", "benchmark", "parse_lines", "read_run", "write_run"]
+__all__ = ["BENCHMARKS", "Benchmark", "benchmark"]

@@ -7,19 +7,12 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from contend.atomic import check_writable
-from contend.bench import loggp, sanity
-from contend.bench.plot import plot_fit, plot_run
 from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
-from contend.bench.results import read_run, write_run
-from contend.bench.runner import ProgressCallback, run_benchmark
-from contend.bench.sizes import parse_sizes
-from contend.bench.tables import fit_table, results_table, sizes_text
 from contend.errors import UserError
 from contend.quantities import parse_count
+
+# pandas, pyarrow, matplotlib and rich load inside the actions: `contend sim` should not wait for them.
 
 
 def register(subparsers) -> None:
@@ -75,7 +68,10 @@ def register(subparsers) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from rich.console import Console
     from rich.table import Table
+
+    from contend.bench.tables import sizes_text
 
     table = Table(title="contend bench: benchmarks")
     for column in ("name", "what it measures", "ranks", "default sizes", "options"):
@@ -90,8 +86,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _progress_bar(label: str) -> Iterator[ProgressCallback]:
+def _progress_bar(label: str) -> Iterator:
     """A rich progress bar advanced by the harness's progress lines."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=True) as bar:
         task = bar.add_task(label, total=None)
@@ -113,6 +111,15 @@ def _seconds(text: str) -> float:
 
 
 def run_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from contend.bench import sanity
+    from contend.bench.plot import plot_run
+    from contend.bench.results import write_run
+    from contend.bench.runner import run_benchmark
+    from contend.bench.sizes import parse_sizes
+    from contend.bench.tables import results_table
+
     bench = benchmark(args.name)
     output = check_writable(args.output or f"{bench.name}.parquet", "-o")
     plot_path = check_writable(args.plot or output.with_suffix(".png"), "--plot")
@@ -141,6 +148,12 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from contend.bench.plot import plot_run
+    from contend.bench.results import read_run
+    from contend.bench.tables import results_table
+
     path = Path(args.file)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
@@ -155,6 +168,15 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from contend.bench import loggp
+    from contend.bench.plot import plot_fit
+    from contend.bench.results import write_run
+    from contend.bench.runner import run_benchmark
+    from contend.bench.sizes import parse_sizes
+    from contend.bench.tables import fit_table
+
     target = check_writable(args.output, "-o")
     sizes = parse_sizes(args.sizes)
     if len(sizes) < 3 or min(sizes) < 1:
