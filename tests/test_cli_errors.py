@@ -55,8 +55,8 @@ def test_malformed_goal_names_file_line_column(capsys, tmp_path, case):
 @pytest.mark.parametrize(
     "args,pattern",
     [
-        (["sim", "missing.goal"], r"missing\.goal: No such file"),
-        (["goal", "check", "missing.goal"], r"missing\.goal: No such file"),
+        (["sim", "missing.goal"], r"error: missing\.goal: .*No such file"),
+        (["goal", "check", "missing.goal"], r"error: missing\.goal: .*No such file"),
         (["sim"], r"give a GOAL file or --collective"),
         (["sim", "x.goal", *COLLECTIVE], r"not both"),
         (["sim", "--collective", "no-such-pattern", "--ranks", "4", "--bytes", "8"], r"unknown collective 'no-such-pattern'.*binomial-bcast"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 from rich.console import Console
@@ -51,9 +52,9 @@ def test_tour_checks_and_report(tmp_path):
     assert json.loads((tmp_path / "bcast-p8.trace.json").read_text())["traceEvents"]
     assert len(contend.read_records(tmp_path / "bcast-p8.parquet")) == 7
     write_html(findings, tmp_path / "index.html", 1.0)
-    html = (tmp_path / "index.html").read_text()
+    page = (tmp_path / "index.html").read_text()
     for finding in findings:
-        assert finding.title in html
+        assert html.escape(finding.title) in page
 
 
 def test_ordering_defect_step_small():

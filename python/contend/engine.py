@@ -29,18 +29,24 @@ def user_errors(context: str = "") -> Iterator[None]:
     GoalError messages already read "path:line:col: problem" and pass through unchanged; ``context``
     (e.g. "--collective") prefixes the others so the user knows which input was wrong.
     """
-    prefix = f"{context}: " if context else ""
     try:
         yield
     except UserError:
         raise
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else prefix
-        raise UserError(f"{where}{exc.strerror or exc}") from None
+        where = str(exc.filename) if exc.filename else context
+        raise UserError(_with_context(where, exc.strerror if exc.filename else str(exc))) from None
     except ValueError as exc:  # GoalError is a ValueError whose text already names file:line:col
         goal_error = getattr(engine(), "GoalError", None)
         if goal_error is not None and isinstance(exc, goal_error):
             raise UserError(str(exc)) from None
-        raise UserError(f"{prefix}{exc}") from None
+        raise UserError(_with_context(context, str(exc))) from None
     except OverflowError as exc:  # PyO3 raises it when a Python int does not fit the Rust integer
-        raise UserError(f"{prefix}number too large ({exc})") from None
+        raise UserError(_with_context(context, f"number too large ({exc})")) from None
+
+
+def _with_context(context: str, message: str) -> str:
+    """Prefix ``context`` unless the engine's message already starts with it."""
+    if not context or message.startswith(context):
+        return message
+    return f"{context}: {message}"

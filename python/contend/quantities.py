@@ -19,8 +19,9 @@ _BYTE_UNITS = {
 _SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
 _POWER = re.compile(r"^\s*(\d+)\s*\^\s*(\d+)\s*$")
 
-# Anything larger does not fit the engine's unsigned 64-bit counters.
+# Anything larger does not fit the engine's 64-bit integers (sizes cross the bindings as i64).
 MAX_U64 = 2**64 - 1
+MAX_I64 = 2**63 - 1
 
 
 def parse_count(text: str | int, what: str, *, minimum: int = 0, maximum: int = MAX_U64) -> int:
@@ -56,9 +57,9 @@ def parse_bytes(text: str | int, what: str) -> int:
     (131072, 1000000)
     """
     if isinstance(text, (int, bool)) or _POWER.match(str(text)):
-        return parse_count(text, what)
+        return parse_count(text, what, maximum=MAX_I64)
     match = _SIZE.match(str(text))
     unit = match.group(2).lower() if match else None
     if unit not in _BYTE_UNITS:
         raise UserError(f"{what}: expected a byte count such as 1024, 64KiB or 1MB, got {text!r}")
-    return parse_count(int(match.group(1)) * _BYTE_UNITS[unit], what)
+    return parse_count(int(match.group(1)) * _BYTE_UNITS[unit], what, maximum=MAX_I64)

@@ -41,7 +41,8 @@ class Deadlock:
     """Why a schedule could not finish: blocked operations by rank and op index.
 
     ``count`` is the total number of blocked operations; the three lists hold at most 100 items each,
-    dicts with rank, op (index in the rank's program), label, kind, peer, tag, bytes.
+    dicts with rank, op (index in the rank's program), label, line (in the GOAL file, when known), kind,
+    peer, tag, bytes.
     """
 
     count: int
@@ -88,7 +89,11 @@ class Deadlock:
 
 
 def _label(item: Mapping[str, Any]) -> str:
-    return f" ({item['label']})" if item.get("label") else ""
+    """The op's GOAL label and line, where the engine knows them."""
+    where = [item["label"]] if item.get("label") else []
+    if item.get("line"):
+        where.append(f"line {item['line']}")
+    return f" ({', '.join(where)})" if where else ""
 
 
 def _operation(item: Mapping[str, Any]) -> str:
