@@ -61,3 +61,18 @@ def test_ordering_defect_step_small():
     finding = tour.ordering_defect(None, largest_exponent=17)
     assert finding.ok
     assert [row[1] for row in finding.rows] == [16 * 6000, 17 * 6000]
+
+
+def test_demo_writes_a_complete_report(capsys, tmp_path):
+    from contend.cli import main
+
+    out = tmp_path / "report"
+    assert main(["demo", "-o", str(out)]) == 0
+    assert "report:" in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    assert page.count("<img") >= 2
+    for image in ("sizes.png", "ranks.png", "delay-split.png"):
+        assert (out / image).read_bytes()[:4] == b"\x89PNG" and f'src="{image}"' in page
+    results = json.loads((out / "results.json").read_text())
+    assert all(finding["ok"] for finding in results["findings"])
+    assert not [p.name for p in out.iterdir() if ".tmp" in p.name], "no temporary files left"

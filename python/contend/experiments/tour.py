@@ -80,12 +80,13 @@ def sizes_sweep(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 64) -> 
     collectives = ("binomial-bcast", "dissemination", "allreduce-recdoub", "allreduce-ring",
                    "alltoall-bruck", "alltoall-pairwise", "alltoall-linear")
     sizes = [2**k for k in range(0, 22, 3)]
+    shown = [1, 512, 32768, 2**21]  # the table's columns; the plot has every size
     series, rows = {}, []
     for collective in collectives:
         times = [_us(simulate(collective=collective, ranks=ranks, bytes=s, machine=machine).makespan)
                  for s in sizes]
         series[collective] = (sizes, times)
-        rows.append([collective] + [round(t, 2) for t in times])
+        rows.append([collective] + [round(times[sizes.index(s)], 2) for s in shown])
     plots.line_plot(out / "sizes.png", series, title=f"{ranks} ranks on {machine}",
                     xlabel="message size (bytes)", ylabel="makespan (us)")
     return Finding(
@@ -93,7 +94,7 @@ def sizes_sweep(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 64) -> 
         "Makespan of generated collectives as the message size grows from 1 byte to 2 MiB. Latency-bound "
         "algorithms (binomial, recursive doubling, Bruck) win for small messages; bandwidth terms take over "
         "for large ones, where rendezvous (size > S) also adds synchronisation.",
-        ["collective"] + [f"{_size(s)} (us)" for s in sizes], rows, plot="sizes.png",
+        ["collective"] + [f"{_size(s)} (us)" for s in shown], rows, plot="sizes.png",
     )
 
 
@@ -127,37 +128,70 @@ def machines_compared(out: Path, collective: str = "allreduce-recdoub", ranks: i
                      round(_us(small.makespan), 2), round(_us(large.makespan), 1)])
     return Finding(
         "machines", f"The presets compared ({collective}, {ranks} ranks)",
-        "Every preset machine file on the same collective. The presets' numbers and their sources (or the "
-        "word 'estimate') are in python/contend/machines/*.toml.",
-        ["machine", "L (ns)", "o (ns)", "g (ns)", "G (ns/B)", "S (B)", "8 B (us)", "1 MiB (us)"], rows,
+        "Every preset machine file on the same collective (L, o, g and G in ns). The presets' numbers and "
+        "their sources (or the word 'estimate') are in python/contend/machines/*.toml.",
+        ["machine", "L", "o", "g", "G/byte", "S (bytes)", "8 B (us)", "1 MiB (us)"], rows,
     )
 
 
-def eager_versus_rendezvous(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 16) -> Finding:
+def incast_delay_split(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 16) -> Finding:
     threshold = load_machine(machine).params["S"]
-    sizes = [1024, threshold, threshold + 1, 4 * threshold]
+    sizes = [64, 1024, threshold, 4 * threshold]
     parts = ("ideal", "nic_queue", "target_queue", "late_receiver")
     split = {part: [] for part in parts}
     rows = []
     for size in sizes:
         result = simulate(collective="incast", ranks=ranks, bytes=size, machine=machine, records=True)
-        records = result.records
-        rendezvous = int((records["protocol"] == "rendezvous").sum())
-        means = {part: float(records[part].mean()) / 1000 for part in parts}
+        means = {part: float(result.records[part].mean()) / 1000 for part in parts}
         for part in parts:
             split[part].append(means[part])
-        rows.append([size, "eager" if size <= threshold else "rendezvous", rendezvous,
-                     round(_us(result.makespan), 2)] + [round(means[p], 3) for p in parts])
+        rows.append([size, round(_us(result.makespan), 2)] + [round(means[p], 3) for p in parts])
     plots.stacked_bars(out / "delay-split.png", [_size(s) for s in sizes], split,
-                       title=f"{ranks - 1}-into-1 incast on {machine}: mean delay per message",
-                       ylabel="us")
+                       title=f"{ranks - 1}-into-1 incast on {machine}: mean delay per message", ylabel="us")
     return Finding(
-        "protocols", f"Eager versus rendezvous ({ranks - 1}-into-1 incast, {machine}, S = {threshold} B)",
-        "Messages of at most S bytes go eagerly; larger ones wait for the matching receive (rendezvous). "
-        "The per-message records split each message's delay into its ideal cost and the time it queued at "
-        "the sender's NIC, at the busy target, or waiting for a late receiver.",
-        ["bytes", "protocol", "rendezvous msgs", "makespan (us)"] + [f"{p} (us)" for p in parts], rows,
+        "incast", f"Where a message's time goes: {ranks - 1}-into-1 incast ({machine}, times in us)",
+        "The per-message records split each message's delay (completed - posted) into its ideal cost "
+        "o + L + o + (s-1)max(O,G) and the time it waited: at the sender's NIC, at the busy target, or for a "
+        "late receiver. In an incast almost all of it is queueing at the target.",
+        ["bytes", "makespan", "ideal", "NIC queue", "target queue", "late receiver"], rows,
         plot="delay-split.png",
+    )
+
+
+def late_receiver_goal(size: int, receivers: int = 3, delay_ns: int = 10000) -> str:
+    """Rank 0 sends to ranks 1..n in turn (each send after the previous one completed); rank r computes
+    r * delay before it posts its receive."""
+    sends = "".join(f"  s{r}: send {size}b to {r}\n" for r in range(1, receivers + 1))
+    chain = "".join(f"  s{r} requires s{r - 1}\n" for r in range(2, receivers + 1))
+    blocks = [f"rank 0 {{\n{sends}{chain}}}\n"]
+    for r in range(1, receivers + 1):
+        blocks.append(f"rank {r} {{\n  w: calc {r * delay_ns}\n  v: recv {size}b from 0\n  v requires w\n}}\n")
+    return f"num_ranks {receivers + 1}\n" + "".join(blocks)
+
+
+def eager_versus_rendezvous(out: Path, machine: str = "qdr-ib-fattree") -> Finding:
+    threshold = load_machine(machine).params["S"]
+    rows, files = [], []
+    for size in (threshold, threshold + 1):
+        name = f"late-receivers-{size}.goal"
+        with atomic_path(out / name) as temporary:
+            temporary.write_text(late_receiver_goal(size), encoding="utf-8")
+        files.append((name, f"the schedule with {size}-byte messages"))
+        result = simulate(out / name, machine=machine, records=True)
+        records = result.records
+        last_send = float(records["injected"].max()) / 1000
+        rows.append([size, "eager" if size <= threshold else "rendezvous", round(last_send, 2),
+                     round(_us(result.ranks[0].item()), 2), round(_us(result.makespan), 2)])
+    return Finding(
+        "protocols", f"Eager versus rendezvous with late receivers ({machine}, S = {threshold} B, times in us)",
+        "Rank 0 sends one message to each of ranks 1, 2, 3 in turn; rank r computes r x 10 us before it "
+        "posts its receive. Eager messages (size <= S) leave at once and wait at the receiver, so rank 0 is "
+        "done in microseconds. One byte more and the protocol is rendezvous: each send completes only when "
+        "its receive is matched, so rank 0 is held up by every late receiver in turn. (In the LogGOPS model "
+        "a receiver busy computing cannot process an arrival either, so the records count the wait as "
+        "target queue.)",
+        ["bytes", "protocol", "last send started", "rank 0 done", "makespan"], rows,
+        ok=rows[1][3] > rows[0][3], files=files,
     )
 
 
@@ -188,12 +222,12 @@ def deadlock_caught(out: Path) -> Finding:
                                            ("send never matched", deadlock.unmatched_sends),
                                            ("never started", deadlock.never_started)) for item in group
     ]
-    rows = [[item["rank"], item["op"], item.get("label", ""), item.get("kind", ""), state] for state, item in items]
+    rows = [[item["rank"], item["op"], item.get("line") or "", item.get("kind", ""), state] for state, item in items]
     return Finding(
         "deadlock", "A deadlocked schedule is caught, not hung",
         "deadlock.goal has two ranks that each wait for the other's message before sending theirs. The "
         "simulation ends, names every blocked operation, and `contend sim deadlock.goal` exits with code 3.",
-        ["rank", "op", "label", "kind", "state"], rows, ok=deadlock is not None,
+        ["rank", "op", "line", "kind", "state"], rows, ok=deadlock is not None,
         files=[("deadlock.goal", "the deadlocked schedule")],
     )
 
@@ -226,16 +260,16 @@ def sample_outputs(out: Path) -> Finding:
     metadata = {"params": parameters_ns(result.params), "workload": dict(result.workload)}
     write_records_parquet(result.record_columns, out / "bcast-p8.parquet", metadata)
     write_chrome_trace(result.timeline_columns, result.record_columns, out / "bcast-p8.trace.json", metadata)
-    columns = ["src", "dst", "bytes", "protocol", "posted", "injected", "arrived", "completed", "ideal",
-               "nic_queue", "target_queue", "late_receiver"]
+    columns = ["src", "dst", "posted", "injected", "arrived", "completed", "nic_queue"]
     frame = result.records.sort_values(["posted", "src", "dst"])
     rows = [[_plain(v) for v in row] for row in frame[columns].itertuples(index=False)]
     return Finding(
-        "records", "Per-message records and a Perfetto timeline (binomial broadcast, 8 ranks, 8 KiB)",
-        "Every message of a simulation can be kept: times in ns and the split of its delay. The same run "
-        "is saved as Parquet (exact integer picoseconds) and as a Chrome trace: open bcast-p8.trace.json "
-        "in ui.perfetto.dev to see one track per rank, the CPU overheads and an arrow per message.",
-        [c if c in ("src", "dst", "bytes", "protocol") else f"{c} (ns)" for c in columns], rows,
+        "records", "Per-message records and a Perfetto timeline (binomial broadcast, 8 ranks, 8 KiB, ns)",
+        "Every message of a simulation can be kept: its times and the split of its delay (here only the "
+        "sender's NIC queue is non-zero: the root sends its three messages one after the other). The run is "
+        "saved as Parquet (exact integer picoseconds) and as a Chrome trace: open bcast-p8.trace.json in "
+        "ui.perfetto.dev to see one track per rank, the CPU overheads and an arrow per message.",
+        columns, rows,
         files=[("bcast-p8.parquet", "records (Parquet)"), ("bcast-p8.trace.json", "timeline (Chrome trace)")],
     )
 
@@ -247,6 +281,7 @@ def run_tour(out: Path, full: bool = False, progress: Callable[[str], None] = la
         ("collectives across sizes", sizes_sweep),
         ("scaling with ranks", ranks_sweep),
         ("machine presets", machines_compared),
+        ("incast delay split", incast_delay_split),
         ("eager versus rendezvous", eager_versus_rendezvous),
         ("deadlock", deadlock_caught),
         ("ordering defect", lambda o: ordering_defect(o, 23 if full else 20)),

@@ -30,8 +30,10 @@ def line_plot(
     """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
-    for label, (xs, ys) in series.items():
-        axes.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, label=label)
+    styles = ("-", "--", "-.", ":")  # lines that coincide (equal closed forms) stay visible
+    for number, (label, (xs, ys)) in enumerate(series.items()):
+        axes.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, linestyle=styles[number % len(styles)],
+                  label=label)
     if logx:
         axes.set_xscale("log", base=2)
     if logy:
