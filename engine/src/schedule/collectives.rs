@@ -216,9 +216,11 @@ impl Collective {
         let p = self.ranks;
         let (to, from, size) = match self.pattern {
             Pattern::Dissemination | Pattern::AlltoallBruck => {
-                let d = (1u64 << k) % p as u64;
-                let to = ((rank as u64 + d) % p as u64) as u32;
-                let from = ((rank as u64 + p as u64 - d) % p as u64) as u32;
+                // k < ceil(log2 P), so 2^k < P and one conditional subtraction wraps around.
+                let d = 1u32 << k;
+                let wrap = |x: u32| if x >= p { x - p } else { x };
+                let to = wrap(rank + d);
+                let from = wrap(rank + (p - d));
                 let size = if self.pattern == Pattern::Dissemination { self.bytes } else { self.bruck_bytes(k) };
                 (to, from, size)
             }

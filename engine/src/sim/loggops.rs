@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
-use crate::schedule::{Op, OpKind, Program, ANY};
+use crate::schedule::{Op, OpKind, Program};
+use crate::sim::matching::{MatchQueues, Queue};
 use crate::sim::queue::{Entry, EventQueue};
 use crate::time::Time;
 
@@ -96,14 +97,6 @@ pub struct SimResult {
     pub timeline: Option<Timeline>,
 }
 
-/// A posted receive waiting for its message.
-#[derive(Clone, Copy)]
-struct Posted {
-    src: u32,
-    tag: u32,
-    op: u32,
-}
-
 /// A message in flight or waiting in an unexpected queue.
 #[derive(Clone, Copy, Default)]
 struct Message {
@@ -123,21 +116,16 @@ const MSG_FLAG: u32 = 1 << 31;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
 
-#[inline]
-fn matches(src_a: u32, tag_a: u32, src_b: u32, tag_b: u32) -> bool {
-    (src_a == ANY || src_b == ANY || src_a == src_b) && (tag_a == ANY || tag_b == ANY || tag_a == tag_b)
-}
-
 struct Sim<'p, P: Program> {
     prog: &'p P,
     par: Params,
     cpus: usize,
     nics: usize,
-    nexto: Vec<Time>,
-    nextgs: Vec<Time>,
-    nextgr: Vec<Time>,
-    posted: Vec<Vec<Posted>>,
-    unexpected: Vec<Vec<u32>>,
+    /// Per host, contiguous (one cache line for one CPU and one NIC): nexto[cpus], nextgs[nics],
+    /// nextgr[nics].
+    clock: Vec<Time>,
+    stride: usize,
+    queues: MatchQueues,
     msgs: Vec<Message>,
     free_msgs: Vec<u32>,
     /// Remaining dependency counts of operations partly satisfied (key: rank << 32 | op).
@@ -167,11 +155,9 @@ pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult
         par: *par,
         cpus,
         nics,
-        nexto: vec![0; n * cpus],
-        nextgs: vec![0; n * nics],
-        nextgr: vec![0; n * nics],
-        posted: (0..n).map(|_| Vec::new()).collect(),
-        unexpected: (0..n).map(|_| Vec::new()).collect(),
+        clock: vec![0; n * (cpus + 2 * nics)],
+        stride: cpus + 2 * nics,
+        queues: MatchQueues::new(n),
         msgs: Vec::new(),
         free_msgs: Vec::new(),
         waiting: HashMap::default(),
@@ -195,6 +181,21 @@ pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult
 }
 
 impl<P: Program> Sim<'_, P> {
+    /// Index of nexto[cpu] of host h in `clock`.
+    #[inline]
+    fn o_slot(&self, h: u32, cpu: u8) -> usize {
+        h as usize * self.stride + cpu as usize
+    }
+    /// Index of nextgs[nic] of host h in `clock` (nextgr[nic] follows `nics` slots later).
+    #[inline]
+    fn gs_slot(&self, h: u32, nic: u8) -> usize {
+        h as usize * self.stride + self.cpus + nic as usize
+    }
+    #[inline]
+    fn gr_slot(&self, h: u32, nic: u8) -> usize {
+        self.gs_slot(h, nic) + self.nics
+    }
+
     fn run(&mut self) {
         while let Some((t, e)) = self.queue.pop() {
             if e.data == ROOTS {
@@ -218,18 +219,24 @@ impl<P: Program> Sim<'_, P> {
         let mut roots = std::mem::take(&mut self.deps);
         roots.clear();
         self.prog.roots(rank, &mut roots);
-        let prog = self.prog;
-        roots.sort_by_key(|&i| prog.op(rank, i).kind);
+        let mut issue = std::mem::take(&mut self.issue);
+        issue.clear();
+        issue.extend(roots.iter().map(|&i| {
+            let op = self.prog.op(rank, i);
+            (rank, op.kind, i, op)
+        }));
+        issue.sort_by_key(|&(_, kind, _, _)| kind);
         let base = (rank as u64) << 32;
         if self.records.is_some() {
-            for &i in &roots {
-                if prog.op(rank, i).kind == OpKind::Send {
+            for &(_, kind, i, _) in &issue {
+                if kind == OpKind::Send {
                     self.send_ready_at.insert(base | i as u64, 0);
                 }
             }
         }
-        self.queue.push_front_now(roots.iter().enumerate().map(|(k, &i)| Entry { key: base + k as u64, host: rank, data: i }));
+        self.queue.push_front_now(issue.iter().enumerate().map(|(k, &(_, _, i, _))| Entry { key: base + k as u64, host: rank, data: i }));
         self.deps = roots;
+        self.issue = issue;
     }
 
     #[inline]
@@ -241,32 +248,32 @@ impl<P: Program> Sim<'_, P> {
     fn operation(&mut self, t: Time, e: Entry) {
         let (h, i) = (e.host, e.data);
         let op = self.prog.op(h, i);
-        let c = h as usize * self.cpus + op.cpu as usize;
+        let c = self.o_slot(h, op.cpu);
         match op.kind {
             OpKind::Calc => {
-                if self.nexto[c] > t {
-                    return self.requeue(self.nexto[c], e);
+                if self.clock[c] > t {
+                    return self.requeue(self.clock[c], e);
                 }
                 self.start(h, i);
                 let end = t + op.size * self.par.unit;
-                self.nexto[c] = end;
+                self.clock[c] = end;
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::Calc, t, end);
                 }
                 self.done(h, i);
             }
             OpKind::Send => {
-                let n = h as usize * self.nics + op.nic as usize;
-                let free = self.nexto[c].max(self.nextgs[n]);
+                let n = self.gs_slot(h, op.nic);
+                let free = self.clock[c].max(self.clock[n]);
                 if free > t {
                     return self.requeue(free, e);
                 }
                 self.start(h, i);
                 let extra = op.size.saturating_sub(1);
-                self.nexto[c] = t + self.par.o + extra * self.par.O;
-                self.nextgs[n] = t + self.par.g + extra * self.par.G;
+                self.clock[c] = t + self.par.o + extra * self.par.O;
+                self.clock[n] = t + self.par.g + extra * self.par.G;
                 if let Some(tl) = &mut self.timeline {
-                    tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.nexto[c]);
+                    tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.clock[c]);
                 }
                 let posted = if self.records.is_some() { self.send_ready_at.remove(&((h as u64) << 32 | i as u64)).unwrap_or(t) } else { 0 };
                 let m = Message { src: h, dst: op.peer, send_op: i, tag: op.tag, size: op.size, cpu: op.cpu, nic: op.nic, posted, injected: t, received: 0 };
@@ -288,19 +295,12 @@ impl<P: Program> Sim<'_, P> {
             }
             OpKind::Recv => {
                 self.start(h, i);
-                let uq = &self.unexpected[h as usize];
-                let msgs = &self.msgs;
-                let found = uq.iter().position(|&id| {
-                    let m = &msgs[id as usize];
-                    matches(op.peer, op.tag, m.src, m.tag)
-                });
-                match found {
-                    Some(pos) => {
-                        let id = self.unexpected[h as usize].remove(pos);
+                match self.queues.take_first(h, Queue::Unexpected, op.peer, op.tag) {
+                    Some(id) => {
                         self.deliver(id, i, t, t);
                         self.done(h, i);
                     }
-                    None => self.posted[h as usize].push(Posted { src: op.peer, tag: op.tag, op: i }),
+                    None => self.queues.push(h, Queue::Posted, op.peer, op.tag, i),
                 }
             }
         }
@@ -309,29 +309,26 @@ impl<P: Program> Sim<'_, P> {
     fn message(&mut self, t: Time, e: Entry) {
         let id = e.data & !MSG_FLAG;
         let m = self.msgs[id as usize];
-        let h = m.dst as usize;
-        let c = h * self.cpus + m.cpu as usize;
-        let n = h * self.nics + m.nic as usize;
-        let free = self.nexto[c].max(self.nextgr[n]);
+        let c = self.o_slot(m.dst, m.cpu);
+        let n = self.gr_slot(m.dst, m.nic);
+        let free = self.clock[c].max(self.clock[n]);
         if free > t {
             return self.requeue(free, e);
         }
         self.messages += 1;
         let extra = m.size.saturating_sub(1);
-        self.nexto[c] = t + self.par.o + extra * self.par.O.max(self.par.G);
-        self.nextgr[n] = t + self.par.g + extra * self.par.G;
+        self.clock[c] = t + self.par.o + extra * self.par.O.max(self.par.G);
+        self.clock[n] = t + self.par.g + extra * self.par.G;
         if let Some(tl) = &mut self.timeline {
-            tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.nexto[c]);
+            tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.clock[c]);
         }
         self.msgs[id as usize].received = t;
-        let rq = &self.posted[h];
-        match rq.iter().position(|p| matches(p.src, p.tag, m.src, m.tag)) {
-            Some(pos) => {
-                let p = self.posted[h].remove(pos);
-                self.deliver(id, p.op, t, t);
-                self.done(m.dst, p.op);
+        match self.queues.take_first(m.dst, Queue::Posted, m.src, m.tag) {
+            Some(recv_op) => {
+                self.deliver(id, recv_op, t, t);
+                self.done(m.dst, recv_op);
             }
-            None => self.unexpected[h].push(id),
+            None => self.queues.push(m.dst, Queue::Unexpected, m.src, m.tag, id),
         }
     }
 
@@ -343,10 +340,10 @@ impl<P: Program> Sim<'_, P> {
         if rendezvous {
             // The sender learns of the match at once (no control message, as in v1): its CPU and
             // NIC are busy until then and the send completes now.
-            let c = m.src as usize * self.cpus + m.cpu as usize;
-            let n = m.src as usize * self.nics + m.nic as usize;
-            self.nexto[c] = self.nexto[c].max(t);
-            self.nextgs[n] = self.nextgs[n].max(t);
+            let c = self.o_slot(m.src, m.cpu);
+            let n = self.gs_slot(m.src, m.nic);
+            self.clock[c] = self.clock[c].max(t);
+            self.clock[n] = self.clock[n].max(t);
             self.done(m.src, m.send_op);
         }
         if let Some(rec) = &mut self.records {
@@ -426,15 +423,15 @@ impl<P: Program> Sim<'_, P> {
             issue.sort_by_key(|&(h, kind, _, _)| (h, kind));
         }
         for &(h, _, i, op) in &issue {
-            let c = h as usize * self.cpus + op.cpu as usize;
+            let c = self.o_slot(h, op.cpu);
             let time = if op.kind == OpKind::Send {
-                let t = self.nexto[c].max(self.nextgs[h as usize * self.nics + op.nic as usize]);
+                let t = self.clock[c].max(self.clock[self.gs_slot(h, op.nic)]);
                 if self.records.is_some() {
                     self.send_ready_at.insert((h as u64) << 32 | i as u64, t);
                 }
                 t
             } else {
-                self.nexto[c]
+                self.clock[c]
             };
             let key = self.new_key();
             self.queue.push(time, Entry { key, host: h, data: i });
@@ -444,7 +441,7 @@ impl<P: Program> Sim<'_, P> {
 
     fn finish(mut self) -> SimResult {
         let n = self.prog.num_ranks() as usize;
-        let finish: Vec<Time> = (0..n).map(|h| self.nexto[h * self.cpus..(h + 1) * self.cpus].iter().copied().max().unwrap_or(0)).collect();
+        let finish: Vec<Time> = (0..n).map(|h| self.clock[h * self.stride..h * self.stride + self.cpus].iter().copied().max().unwrap_or(0)).collect();
         let makespan = finish.iter().copied().max().unwrap_or(0);
         let ops: u64 = self.started.iter().map(|&s| s as u64).sum();
         let deadlock = self.find_deadlock();
@@ -471,16 +468,14 @@ impl<P: Program> Sim<'_, P> {
     fn find_deadlock(&self) -> Option<Deadlock> {
         let mut d = Deadlock::default();
         let cap = Deadlock::LIST_CAP;
-        for (h, rq) in self.posted.iter().enumerate() {
-            for p in rq {
+        for h in 0..self.prog.num_ranks() {
+            for op in self.queues.items(h, Queue::Posted) {
                 d.unmatched_recv_count += 1;
                 if d.unmatched_recvs.len() < cap {
-                    d.unmatched_recvs.push(self.pending(h as u32, p.op));
+                    d.unmatched_recvs.push(self.pending(h, op));
                 }
             }
-        }
-        for uq in &self.unexpected {
-            for &id in uq {
+            for id in self.queues.items(h, Queue::Unexpected) {
                 let m = &self.msgs[id as usize];
                 d.unmatched_send_count += 1;
                 if d.unmatched_sends.len() < cap {
@@ -510,9 +505,13 @@ impl<P: Program> Sim<'_, P> {
         let mut stack = Vec::new();
         self.prog.roots(h, &mut stack);
         let mut deps = Vec::new();
-        let posted: std::collections::HashSet<u32> = self.posted[h as usize].iter().map(|p| p.op).collect();
-        let unmatched_sends: std::collections::HashSet<u32> =
-            self.unexpected.iter().flatten().map(|&id| &self.msgs[id as usize]).filter(|m| m.src == h).map(|m| m.send_op).collect();
+        let posted: std::collections::HashSet<u32> = self.queues.items(h, Queue::Posted).collect();
+        let unmatched_sends: std::collections::HashSet<u32> = (0..self.prog.num_ranks())
+            .flat_map(|d| self.queues.items(d, Queue::Unexpected))
+            .map(|id| &self.msgs[id as usize])
+            .filter(|m| m.src == h)
+            .map(|m| m.send_op)
+            .collect();
         while let Some(i) = stack.pop() {
             if started[i as usize] {
                 continue;
