@@ -49,8 +49,7 @@ def run_check(args: argparse.Namespace) -> int:
         key: value for key, value in summary.items() if key not in SUMMARY_KEYS
     }
     if args.json:
-        json.dump({"schedule": args.schedule, **summary}, sys.stdout)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps({"schedule": args.schedule, **summary}) + "\n")
     else:
         from rich.console import Console
 

@@ -66,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         summary = result.to_dict()
         summary["outputs"] = {"records": args.records, "timeline": args.timeline}
-        json.dump(summary, sys.stdout)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(summary) + "\n")  # dumps uses the C encoder; dump would not
     else:
         from rich.console import Console
 
