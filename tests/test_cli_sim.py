@@ -225,3 +225,19 @@ def test_chrome_trace_shows_calc_on_its_cpu(capsys, tmp_path):
     assert [(e["pid"], e["tid"], e["ts"], e["dur"]) for e in calc] == [(0, 1, 0, 0.5)]
     threads = {(e["pid"], e["tid"]) for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {(0, 0), (0, 1), (1, 0)} <= threads
+
+
+def test_large_deadlock_is_capped_but_counted(capsys, tmp_path):
+    ranks = 300  # a ring in which every rank receives before it sends
+    path = tmp_path / "ring.goal"
+    path.write_text(f"num_ranks {ranks}\n" + "".join(
+        f"rank {r} {{\n  r: recv 1b from {(r - 1) % ranks}\n  s: send 1b to {(r + 1) % ranks}\n  s requires r\n}}\n"
+        for r in range(ranks)))
+    deadlock = sim_json(capsys, str(path), expect=3)["deadlock"]
+    assert deadlock["count"] == 2 * ranks
+    assert deadlock["totals"] == {"unmatched_recvs": ranks, "unmatched_sends": 0, "never_started": ranks}
+    assert len(deadlock["unmatched_recvs"]) == len(deadlock["never_started"]) == 100
+    assert deadlock["unmatched_recvs"][0]["line"] == 3  # where rank 0's receive is in the file
+    assert main(["sim", str(path)]) == 3
+    err = capsys.readouterr().err
+    assert f"{2 * ranks} operation(s) blocked" in err and "... 290 more: receive never matched" in err

@@ -49,15 +49,15 @@ class Deadlock:
     unmatched_recvs: tuple[Mapping[str, Any], ...]
     unmatched_sends: tuple[Mapping[str, Any], ...]
     never_started: tuple[Mapping[str, Any], ...]
+    totals: Mapping[str, int] = field(default_factory=dict)  # per list, before the 100-item cap
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any]) -> "Deadlock":
-        return cls(
-            count=int(raw["count"]),
-            unmatched_recvs=tuple(raw.get("unmatched_recvs", ())),
-            unmatched_sends=tuple(raw.get("unmatched_sends", ())),
-            never_started=tuple(raw.get("never_started", ())),
-        )
+        count_keys = {"unmatched_recvs": "unmatched_recv_count", "unmatched_sends": "unmatched_send_count",
+                      "never_started": "never_started_count"}
+        lists = {name: tuple(raw.get(name, ())) for name in count_keys}
+        totals = {name: int(raw.get(key, len(lists[name]))) for name, key in count_keys.items()}
+        return cls(count=int(raw["count"]), totals=totals, **lists)
 
     def ranks(self) -> list[int]:
         """The ranks with a blocked operation (among the reported ones), sorted."""
@@ -67,20 +67,23 @@ class Deadlock:
     def describe(self, limit: int = 10) -> list[str]:
         """Human-readable lines, one per blocked operation, at most ``limit`` per category."""
         lines = []
-        for title, items in (
-            ("receive never matched", self.unmatched_recvs),
-            ("send never matched", self.unmatched_sends),
-            ("never started", self.never_started),
+        for name, title in (
+            ("unmatched_recvs", "receive never matched"),
+            ("unmatched_sends", "send never matched"),
+            ("never_started", "never started"),
         ):
+            items = getattr(self, name)
             for item in items[:limit]:
                 lines.append(f"rank {item['rank']} op {item['op']}{_label(item)}: {_operation(item)}: {title}")
-            if len(items) > limit:
-                lines.append(f"... {len(items) - limit} more {title}")
+            hidden = self.totals.get(name, len(items)) - min(len(items), limit)
+            if hidden > 0:
+                lines.append(f"... {hidden} more: {title}")
         return lines
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "count": self.count,
+            "totals": dict(self.totals),
             "ranks": self.ranks(),
             "unmatched_recvs": [dict(i) for i in self.unmatched_recvs],
             "unmatched_sends": [dict(i) for i in self.unmatched_sends],
