@@ -35,9 +35,6 @@ class HtmlPage:
     def paragraph(self, text: str) -> None:
         self._parts.append(f"<p>{html.escape(text)}</p>")
 
-    def code(self, text: str) -> None:
-        self._parts.append(f"<pre>{html.escape(text)}</pre>")
-
     def table(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
         body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
