@@ -2,10 +2,9 @@
 //!
 //! Simulations of collectives put very many events on few distinct times (every rank of a
 //! dissemination round acts at the same instant), so events are kept in one bucket per time in a
-//! `BTreeMap`. Within a bucket, events pushed in increasing key order (the usual case: keys are
-//! issued in creation order) go to a FIFO in O(1); events pushed out of order (re-queued with their
-//! old key) go to a small binary heap in O(log n). Popping takes the smaller of the two fronts.
-//! Moving to the next time costs O(log buckets). Equal (time, key) never occur.
+//! `BTreeMap`. Within a bucket, pushes and pops are O(1) while keys arrive in increasing order
+//! within each of two runs (see `Bucket`), O(log n) otherwise. Moving to the next time costs
+//! O(log buckets). Equal (time, key) never occur.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -20,35 +19,52 @@ pub struct Entry {
     pub data: u32,
 }
 
-/// The events of one time.
+/// The events of one time, as two sorted runs and a heap. Keys pushed in increasing order go to
+/// `fresh`; events re-queued with old keys mostly arrive in increasing order too (they come from
+/// an earlier bucket drained in key order) and go to `requeued`; anything else goes to the heap.
 #[derive(Default)]
 struct Bucket {
-    /// Events pushed in increasing key order.
-    in_order: VecDeque<Entry>,
-    /// Events pushed with a key below the last of `in_order`.
-    out_of_order: BinaryHeap<Reverse<Entry>>,
+    fresh: VecDeque<Entry>,
+    requeued: VecDeque<Entry>,
+    rest: BinaryHeap<Reverse<Entry>>,
 }
 
 impl Bucket {
     #[inline]
     fn push(&mut self, e: Entry) {
-        match self.in_order.back() {
-            Some(last) if last.key > e.key => self.out_of_order.push(Reverse(e)),
-            _ => self.in_order.push_back(e),
+        if self.fresh.back().is_none_or(|last| last.key < e.key) {
+            self.fresh.push_back(e);
+        } else if self.requeued.back().is_none_or(|last| last.key < e.key) {
+            self.requeued.push_back(e);
+        } else {
+            self.rest.push(Reverse(e));
         }
     }
 
     #[inline]
     fn pop(&mut self) -> Option<Entry> {
-        match (self.in_order.front(), self.out_of_order.peek()) {
-            (Some(a), Some(Reverse(b))) if b.key < a.key => self.out_of_order.pop().map(|Reverse(e)| e),
-            (Some(_), _) => self.in_order.pop_front(),
-            (None, _) => self.out_of_order.pop().map(|Reverse(e)| e),
+        let a = self.fresh.front().map_or(u64::MAX, |e| e.key);
+        let b = self.requeued.front().map_or(u64::MAX, |e| e.key);
+        let c = self.rest.peek().map_or(u64::MAX, |Reverse(e)| e.key);
+        if a < b && a < c {
+            self.fresh.pop_front()
+        } else if b < c {
+            self.requeued.pop_front()
+        } else {
+            self.rest.pop().map(|Reverse(e)| e)
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.in_order.is_empty() && self.out_of_order.is_empty()
+        self.fresh.is_empty() && self.requeued.is_empty() && self.rest.is_empty()
+    }
+
+    /// The smallest key, if any.
+    fn min_key(&self) -> Option<u64> {
+        let a = self.fresh.front().map(|e| e.key);
+        let b = self.requeued.front().map(|e| e.key);
+        let c = self.rest.peek().map(|Reverse(e)| e.key);
+        [a, b, c].into_iter().flatten().min()
     }
 }
 
@@ -120,10 +136,9 @@ impl EventQueue {
     /// used to expand a placeholder into the operations it stands for, keyed just above it.
     pub fn push_front_now(&mut self, entries: impl DoubleEndedIterator<Item = Entry>) {
         for e in entries.rev() {
-            let below_all = self.current.in_order.front().is_none_or(|f| f.key > e.key)
-                && self.current.out_of_order.peek().is_none_or(|Reverse(f)| f.key > e.key);
+            let below_all = self.current.min_key().is_none_or(|k| k > e.key);
             if below_all && self.now <= self.others_min {
-                self.current.in_order.push_front(e);
+                self.current.fresh.push_front(e);
                 self.len += 1;
             } else {
                 self.push(self.now, e);
