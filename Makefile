@@ -38,7 +38,7 @@ test-py: build
 test: test-rust test-py
 
 bench: build
-	$(ACT) python benchmarks/run.py
+	$(ACT) python benchmarks/engine_speed.py
 
 clean:
 	rm -rf target $(VENV) demo-report native/build

@@ -159,7 +159,6 @@ fn pending_list<'py>(py: Python<'py>, items: &[Pending]) -> PyResult<Bound<'py, 
         let d = PyDict::new(py);
         d.set_item("rank", p.rank)?;
         d.set_item("op", p.op)?;
-        d.set_item("label", "")?;
         d.set_item("line", p.line)?;
         d.set_item("kind", kind_name(p.kind))?;
         d.set_item("peer", if p.kind == OpKind::Calc { None } else { Some(signed(p.peer)) })?;

@@ -41,7 +41,7 @@ class Deadlock:
     """Why a schedule could not finish: blocked operations by rank and op index.
 
     ``count`` is the total number of blocked operations; the three lists hold at most 100 items each,
-    dicts with rank, op (index in the rank's program), label, line (in the GOAL file, when known), kind,
+    dicts with rank, op (index in the rank's program), line (in the GOAL file, when known), kind,
     peer, tag, bytes.
     """
 
@@ -92,11 +92,8 @@ class Deadlock:
 
 
 def _label(item: Mapping[str, Any]) -> str:
-    """The op's GOAL label and line, where the engine knows them."""
-    where = [item["label"]] if item.get("label") else []
-    if item.get("line"):
-        where.append(f"line {item['line']}")
-    return f" ({', '.join(where)})" if where else ""
+    """The op's GOAL line, where the engine knows it."""
+    return f" (line {item['line']})" if item.get("line") else ""
 
 
 def _operation(item: Mapping[str, Any]) -> str:

@@ -1,0 +1,113 @@
+"""Engine speed and memory: events per second, peak memory, GOAL parse speed and bytes per op.
+
+Run with `make bench` (or `.venv/bin/python benchmarks/engine_speed.py [--quick]`). Each case runs in
+its own process (`contend-engine-bench`, built from engine/src/bin/bench.rs) so peak RSS is its own.
+The 2^20-rank cases run three times (median and spread reported: the machine is shared and noisy);
+the 2^23-rank dissemination barrier (about 580 M events) runs once.
+
+The baseline is LogGOPSim v1's event loop on this kind of machine, as measured and published in
+shared/reference/loggops.md (binomial 2^20: 0.86 M events/s, 658 MiB; dissemination 2^20: 0.70 M
+events/s, 7.4 GiB): it cannot be rebuilt here, so the ratio is against those figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "target" / "release" / "contend-engine-bench"
+LOGGOPSIM = {  # (events/s, peak RSS bytes) from shared/reference/loggops.md
+    ("binomial-bcast", 1 << 20): (0.86e6, 658 * 2**20),
+    ("dissemination", 1 << 20): (0.70e6, 7.4 * 2**30),
+    ("binomial-bcast", 1 << 23): (0.55e6, 5.0 * 2**30),
+}
+
+
+def probe(*args: str) -> dict:
+    out = subprocess.run([str(PROBE), *args], check=True, capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else {}
+
+
+def repeat(times: int, *args: str) -> list[dict]:
+    return [probe(*args) for _ in range(times)]
+
+
+def spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return ""
+    med = statistics.median(values)
+    return f"±{(max(values) - min(values)) / 2 / med * 100:.0f}%"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="skip the 2^23-rank case and the 2^20 GOAL dissemination file")
+    parser.add_argument("--json", type=Path, help="also write all measurements to this file")
+    args = parser.parse_args()
+
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "contend-engine", "--bin", "contend-engine-bench"], cwd=ROOT, check=True)
+    console = Console(width=None if sys.stdout.isatty() else 170)
+    console.print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; > 1 means another job competes)")
+    rows: list[tuple[str, list[dict]]] = []
+    P20 = 1 << 20
+    with tempfile.TemporaryDirectory(prefix="contend-bench-") as tmp:
+        for pattern in ("dissemination", "binomial-bcast"):
+            with console.status(f"{pattern}, 2^20 ranks, generated"):
+                rows.append((f"{pattern} 2^20 generated", repeat(3, "gen", pattern, str(P20), "1")))
+            if pattern == "dissemination" and args.quick:
+                continue
+            path = Path(tmp) / f"{pattern}.goal"
+            with console.status(f"writing {pattern} 2^20 as GOAL text"):
+                probe("write", pattern, str(P20), "1", str(path))
+            with console.status(f"{pattern}, 2^20 ranks, from GOAL text ({path.stat().st_size / 1e6:.0f} MB)"):
+                rows.append((f"{pattern} 2^20 GOAL", repeat(3, "goal", str(path))))
+            path.unlink()
+        if not args.quick:
+            with console.status("binomial-bcast, 2^23 ranks, generated"):
+                rows.append(("binomial-bcast 2^23 generated", repeat(1, "gen", "binomial-bcast", str(1 << 23), "1")))
+            with console.status("dissemination, 2^23 ranks, generated (about 580 M events)"):
+                rows.append(("dissemination 2^23 generated", repeat(1, "gen", "dissemination", str(1 << 23), "1")))
+
+    table = Table(title="contend engine speed (L=3000 o=1500 g=1000 G=6 O=0 S=65535, 1 byte)")
+    for col in ("case", "events", "sim s", "M events/s", "vs LogGOPSim", "peak RSS", "makespan ns", "parse MB/s", "store B/op", "peak B/op"):
+        table.add_column(col, justify="right" if col != "case" else "left")
+    for name, runs in rows:
+        first = runs[0]
+        eps = [r["events_per_second"] for r in runs]
+        med = statistics.median(eps)
+        pattern, scale = name.split()[0], name.split()[1]
+        ranks = 1 << int(scale.split("^")[1])
+        base = LOGGOPSIM.get((pattern, ranks))
+        rss = max(r["peak_rss_bytes"] for r in runs)
+        parse = [r["parse_mb_per_second"] for r in runs if "parse_mb_per_second" in r]
+        table.add_row(
+            name,
+            f"{first['events'] / 1e6:.1f} M",
+            f"{statistics.median(r['sim_seconds'] for r in runs):.2f}",
+            f"{med / 1e6:.1f} {spread(eps)}",
+            f"{med / base[0]:.0f}x" if base else "",
+            f"{rss / 2**20:.0f} MiB" + (f" ({base[1] / rss:.0f}x less)" if base else ""),
+            str(first["makespan_ns"]),
+            f"{statistics.median(parse):.0f} {spread(parse)}" if parse else "",
+            f"{first['store_bytes_per_op']:.1f}" if "store_bytes_per_op" in first else "",
+            f"{rss / first['ops']:.0f}" if "ops" in first else "",
+        )
+    console.print(table)
+    console.print(f"load average after: {os.getloadavg()[0]:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({name: runs for name, runs in rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
