@@ -1,6 +1,6 @@
 """Fit this machine (`contend bench fit`) and print the ping-pong table, predicted vs measured, as Markdown.
 
-    python benchmarks/measure_fit.py [--out DIR] [--iters N]
+    python benchmarks/measure_fit.py [--out DIR] [--iters N] [--repeats R]
 
 Writes DIR/this-host.toml (+ .loggp.parquet, .pingpong.parquet, .png). Run on a quiet machine: the
 load average is recorded in the file; another job can slow any sample by 2-6x.
@@ -36,12 +36,13 @@ def markdown(machine: dict) -> str:
 def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="fit-this-host", help="directory for the machine file and runs")
-    parser.add_argument("--iters", default="500", help="round trips per size")
+    parser.add_argument("--iters", default="300", help="round trips per size and run")
+    parser.add_argument("--repeats", default="5", help="runs of each measurement (median)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     target = out / "this-host.toml"
-    code = contend(["bench", "fit", "-o", str(target), "--iters", args.iters])
+    code = contend(["bench", "fit", "-o", str(target), "--iters", args.iters, "--repeats", args.repeats])
     if code != 0:
         return code
     print(markdown(tomllib.loads(target.read_text())))

@@ -84,3 +84,15 @@ def test_fabric_runs_are_bounded_by_the_link_and_placed_k_per_node():
 def test_copy_bandwidth_is_a_real_memory_speed():
     speed = sanity.copy_bandwidth(1 << 20)
     assert 1e8 < speed < 1e12  # between 100 MB/s and 1 TB/s on anything that runs this
+
+
+def test_median_of_runs_takes_medians_per_row_and_adds_tallies():
+    from contend.bench.results import median_of_runs
+
+    runs = [parse_lines(lines(p50=p50)) for p50 in (850.0, 900.0, 950.0)]
+    runs[2].results.loc[0, "t_p50_ns"] = 5000.0  # one disturbed run does not move the median
+    combined = median_of_runs(runs)
+    assert float(combined.results.loc[0, "t_p50_ns"]) == 900.0
+    assert combined.results.loc[0, "host"] == "a" and combined.meta["runs"] == 3
+    assert int(combined.tallies.set_index("rank").loc[0, "bytes_sent"]) == 3 * 64
+    assert sanity.check_accounting(combined) == []

@@ -11,6 +11,7 @@ const char options_help[] =
     "  --iters N         timed repetitions per size (default 200)\n"
     "  --iters-large N   timed repetitions for sizes >= 64 KiB (default iters/10, at least 5)\n"
     "  --warmup N        untimed repetitions first (default 10)\n"
+    "  --settle S        seconds of busy collectives before measuring (default 0.2)\n"
     "  --window N        messages in flight per peer (default 16)\n"
     "  --prtt-n N        loggp: messages per parametrised round trip (default 16)\n"
     "  --mode nn|random  pairs: nearest-neighbour or random partner (default nn)\n"
@@ -160,6 +161,7 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
     opt->hops = 1;
     opt->duration_s = 1.0;
     opt->max_detours = 10000;
+    opt->settle_s = 0.2;
     if (parse_sizes("1,4,16,64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", opt, why, whylen))
         return -1;
 
@@ -208,6 +210,8 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
             rc = parse_count(name, value, 1, 1 << 20, &opt->hops, why, whylen);
         else if (!strcmp(name, "--duration"))
             rc = parse_real(name, value, 0.001, 3600, &opt->duration_s, why, whylen);
+        else if (!strcmp(name, "--settle"))
+            rc = parse_real(name, value, 0, 60, &opt->settle_s, why, whylen);
         else if (!strcmp(name, "--threshold"))
             rc = parse_real(name, value, 0, 1e9, &opt->threshold_ns, why, whylen);
         else if (!strcmp(name, "--max-detours"))

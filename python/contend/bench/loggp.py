@@ -77,19 +77,18 @@ def find_step(sizes: Sequence[int], round_trips: Sequence[float]) -> tuple[int, 
 def refine_step(
     low: int, high: int, measure: Callable[[list[int]], list[float]], points: int = 33, rounds: int = 2
 ) -> tuple[int, int]:
-    """Narrow (low, high) around a step: measure evenly spaced sizes, keep the pair around the rise.
+    """Narrow (low, high) around a step: measure evenly spaced sizes, keep the two around the largest rise.
 
-    ``measure(sizes)`` returns round-trip times. The step is placed where the time first passes the
-    midpoint between the times at the two ends.
+    ``measure(sizes)`` returns round-trip times. The largest rise between neighbouring sizes is the
+    step (a noisy single sample moves a time by a fraction of the jump, never by all of it).
     """
     for _ in range(rounds):
         if high - low <= 1:
             break
         sizes = sorted(set(int(round(x)) for x in np.linspace(low, high, points)))
-        times = measure(sizes)
-        middle = (times[0] + times[-1]) / 2
-        first_above = next(i for i, t in enumerate(times) if t > middle or i == len(times) - 1)
-        low, high = sizes[max(first_above - 1, 0)], sizes[first_above]
+        rises = np.diff(np.asarray(measure(sizes), dtype=float))
+        at = int(np.argmax(rises))
+        low, high = sizes[at], sizes[at + 1]
     return low, high
 
 
@@ -255,6 +254,13 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
             f"the MPI library); the model's ping-pong is one straight line, so it cannot follow the jump: "
             f"even the best possible line is off by {100 * line_error:.0f}% somewhere in 1 B..1 MiB"
         )
+    if within:
+        notes.append("the model follows the measured ping-pong within 10% at every size")
+    elif not fit.step:
+        worst = table.loc[table["error_pct"].abs().idxmax()]
+        notes.append(f"no protocol step found, yet the model is off by {worst['error_pct']:+.0f}% at "
+                     f"{int(worst['bytes'])} B: the round trip is not a straight line here, or the machine "
+                     f"changed between the runs (compare the load averages)")
     rendezvous = rendezvous_line(table)
     lines = [
         "# Written by `contend bench fit`. [loggops] is what the simulator uses; [fit] records how.",
@@ -278,14 +284,15 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
         'method = "Netgauge parametrised round trips (loggp pattern), checked by an independent ping-pong; '
         'see docs/measure.md"',
         f"ranks = {meta.get('ranks', 2)}",
-        f"loadavg_1min = {meta.get('loadavg_1min', -1)}",
+        f"runs = {meta.get('runs', 1)}   # each measurement repeated, combined by the median",
+        f"loadavg_1min = {_toml_list(np.atleast_1d(meta.get('loadavg_1min', -1.0)).astype(float).tolist(), 2)}",
         f"G_stream = {_per_byte(fit.G_stream)}   # per-byte gap of back-to-back messages",
         f"protocol_step = {list(fit.step) if fit.step else []}   # sizes around the round-trip jump",
         f"within_10pct = {'true' if within else 'false'}",
         f"max_error_pct = {float(table['error_pct'].abs().max()):.1f}",
         f"sizes_outside_10pct = {outside}",
         f"best_line_max_error_pct = {100 * line_error:.1f}",
-        f"note = {json.dumps('; '.join(notes) or 'the model follows the measured ping-pong')}",
+        f"note = {json.dumps('; '.join(notes))}",
         f"netgauge_bytes = {_toml_list(fit.netgauge['bytes'].astype(int).tolist())}",
         f"netgauge_o_s_ns = {_toml_list(fit.netgauge['o_s_ns'].astype(float).tolist())}",
         f"netgauge_o_r_ns = {_toml_list(fit.netgauge['o_r_ns'].astype(float).tolist())}",

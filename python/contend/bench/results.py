@@ -88,6 +88,24 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
     )
 
 
+def median_of_runs(runs: list[RunResult]) -> RunResult:
+    """Several runs of one benchmark as one: per row key (metric, bytes, rank, peer) the median of each
+    number over the runs; tallies added up. On a shared host the machine drifts between states over
+    seconds; separate runs spread over that time, and their median is what a model should follow.
+    """
+    if len(runs) == 1:
+        return runs[0]
+    key = ["metric", "bytes", "rank", "peer"]
+    rows = pd.concat([run.results for run in runs], ignore_index=True)
+    numbers = [c for c in rows.columns if c not in key and pd.api.types.is_numeric_dtype(rows[c])]
+    texts = [c for c in rows.columns if c not in key and c not in numbers]
+    combined = rows.groupby(key, sort=False).agg({**{c: "median" for c in numbers}, **{c: "first" for c in texts}})
+    tallies = pd.concat([run.tallies for run in runs]).groupby(["rank", "node", "host"], as_index=False).sum()
+    meta = {**runs[0].meta, "runs": len(runs), "loadavg_1min": [run.meta.get("loadavg_1min") for run in runs]}
+    return RunResult(meta=meta, results=combined.reset_index()[rows.columns], tallies=tallies,
+                     complete=all(run.complete for run in runs))
+
+
 def _detours_path(path: Path) -> Path:
     return path.with_name(path.stem + ".detours.parquet")
 

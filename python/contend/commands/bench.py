@@ -61,7 +61,9 @@ def register(subparsers) -> None:
                      help="machine file to write (default this-host.toml); runs and plot go beside it")
     fit.add_argument("--name", default="this-host", help="machine name in the file")
     fit.add_argument("--sizes", metavar="LIST", default="1:1MiB", help="sizes to measure (default 1:1MiB)")
-    fit.add_argument("--iters", metavar="N", default="500", help="round trips per size (default 500)")
+    fit.add_argument("--iters", metavar="N", default="300", help="round trips per size and run (default 300)")
+    fit.add_argument("--repeats", metavar="R", default="3",
+                     help="runs of each measurement, combined by their median (default 3)")
     fit.add_argument("--no-refine", action="store_true", help="do not narrow the eager threshold")
     fit.add_argument("--timeout", metavar="S", default="600", help="stop each run after S seconds")
     fit.set_defaults(func=run_fit)
@@ -172,7 +174,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     from contend.bench import loggp
     from contend.bench.plot import plot_fit
-    from contend.bench.results import write_run
+    from contend.bench.results import median_of_runs, write_run
     from contend.bench.runner import run_benchmark
     from contend.bench.sizes import parse_sizes
     from contend.bench.tables import fit_table
@@ -182,25 +184,31 @@ def run_fit(args: argparse.Namespace) -> int:
     if len(sizes) < 3 or min(sizes) < 1:
         raise UserError("--sizes: the fit needs at least three sizes, all at least 1 byte")
     iters = parse_count(args.iters, "--iters", minimum=5, maximum=10**7)
+    repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=100)
     timeout = _seconds(args.timeout)
     stem = target.with_suffix("")
     console = Console()
 
-    def measure(name: str, these: list[int]):
-        with _progress_bar(f"{name} ({len(these)} sizes)") as advance:
+    def measure(name: str, these: list[int], label: str = ""):
+        with _progress_bar(f"{name} ({len(these)} sizes){label}") as advance:
             return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance)
 
     def pingpong_round_trips(these: list[int]) -> list[float]:
-        run = measure("pingpong", these)
-        return (2 * run.results.sort_values("bytes")["t_p50_ns"]).tolist()
+        return (2 * measure("pingpong", these).results.sort_values("bytes")["t_p50_ns"]).tolist()
 
-    parameters = measure("loggp", sizes)
+    # Parameters and check alternate, so both see the same states of a shared machine.
+    parameter_runs, check_runs = [], []
+    for repeat in range(repeats):
+        parameter_runs.append(measure("loggp", sizes, f" {repeat + 1}/{repeats}"))
+        check_runs.append(measure("pingpong", sizes, f" {repeat + 1}/{repeats}"))
+    parameters, check = median_of_runs(parameter_runs), median_of_runs(check_runs)
     netgauge = loggp.netgauge_table(parameters)
-    step = loggp.find_step(netgauge["bytes"].tolist(), netgauge["prtt1_ns"].tolist())
+    measured = loggp.measured_round_trips(check)
+    step = (loggp.find_step(netgauge["bytes"].tolist(), netgauge["prtt1_ns"].tolist())
+            or loggp.find_step(measured["bytes"].tolist(), measured["measured_ns"].tolist()))
     if step and not args.no_refine:
         step = loggp.refine_step(step[0], step[1], pingpong_round_trips)
     fit = loggp.fit_loggp(parameters, step)
-    check = measure("pingpong", sizes)
 
     table = loggp.compare(fit, check)
     loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name), target)
