@@ -1,5 +1,6 @@
 //! Python bindings of the engine (`contend._engine`): converts arguments and results, nothing else.
 //!
+//! Simulations run without the GIL and report progress through an optional callback.
 //! Times cross the boundary as integer picoseconds; record and timeline columns as little-endian
 //! bytes with a numpy dtype string each, so Python builds arrays without copying element by element.
 
@@ -16,7 +17,7 @@ use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_progress, Deadlock, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -200,28 +201,67 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     Ok(d)
 }
 
-fn run<P: Program + Sync>(py: Python<'_>, prog: &P, par: Params, records: bool, timeline: bool) -> PyResult<Py<PyDict>> {
+/// Runs the simulation without the GIL. Every few million events it takes the GIL back to honour
+/// Ctrl-C and to call `progress(operations_started, operations_total)` if given.
+fn run<P: Program + Sync>(
+    py: Python<'_>,
+    prog: &P,
+    par: Params,
+    records: bool,
+    timeline: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Py<PyDict>> {
     let opts = Options { records, timeline };
+    let total: u64 = (0..prog.num_ranks()).map(|r| prog.num_ops(r) as u64).sum();
+    let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate(prog, &par, &opts);
+        let r = simulate_with_progress(prog, &par, &opts, |done| {
+            Python::attach(|py| {
+                let outcome = py.check_signals().and_then(|_| match &progress {
+                    Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
+                    None => Ok(()),
+                });
+                match outcome {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
+                }
+            })
+        });
         (r, t0.elapsed().as_secs_f64())
     });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let result = result.expect("only a failed callback stops the run");
+    if let Some(cb) = &progress {
+        cb.call1(py, (total, total))?;
+    }
     Ok(result_dict(py, &result, wall)?.unbind())
 }
 
 /// Simulates a GOAL file (plain or gzip) with LogGOPS parameters in picoseconds.
 #[pyfunction]
-#[pyo3(signature = (path, params, records=false, timeline=false))]
-fn simulate_goal(py: Python<'_>, path: &str, params: &Bound<'_, PyDict>, records: bool, timeline: bool) -> PyResult<Py<PyDict>> {
+#[pyo3(signature = (path, params, records=false, timeline=false, progress=None))]
+fn simulate_goal(
+    py: Python<'_>,
+    path: &str,
+    params: &Bound<'_, PyDict>,
+    records: bool,
+    timeline: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Py<PyDict>> {
     let par = params_from(params)?;
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
-    run(py, &prog, par, records, timeline)
+    run(py, &prog, par, records, timeline, progress)
 }
 
 /// Simulates a generated collective or pattern.
 #[pyfunction]
-#[pyo3(signature = (name, ranks, size, params, root=0, seed=0, records=false, timeline=false))]
+#[pyo3(signature = (name, ranks, size, params, root=0, seed=0, records=false, timeline=false, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate_collective(
     py: Python<'_>,
@@ -233,10 +273,11 @@ fn simulate_collective(
     seed: u64,
     records: bool,
     timeline: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let par = params_from(params)?;
     let c = collective(name, ranks, size, root, seed)?;
-    run(py, &c, par, records, timeline)
+    run(py, &c, par, records, timeline, progress)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).

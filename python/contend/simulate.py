@@ -8,7 +8,7 @@ and wraps its answer in a ``SimulationResult`` in the schedule's unit (ns).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
@@ -37,6 +37,7 @@ def simulate(
     timeline: bool = False,
     root: int = 0,
     seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
 
@@ -45,6 +46,7 @@ def simulate(
     strings with units (``"3us"``, ``"12.5GB/s"``) or numbers in ns (ns per byte for G and O, bytes for
     S). ``records=True`` adds per-message records (``result.records``), ``timeline=True`` the CPU
     activity (``result.timeline``). ``root`` and ``seed`` select the root rank and the random pattern.
+    ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
     not an error: ``result.deadlock`` names the blocked ranks and ops.
@@ -74,13 +76,14 @@ def simulate(
         path = os.fspath(schedule)
         workload = {"schedule": path}
         with user_errors(path):
-            raw = eng.simulate_goal(path, params, records=records, timeline=timeline)
+            raw = eng.simulate_goal(path, params, records=records, timeline=timeline, progress=progress)
     else:
         name, num_ranks, size, root, seed = collective_arguments(collective, ranks, bytes, root, seed)
         workload = {"collective": name, "ranks": num_ranks, "bytes": size, "root": root, "seed": seed}
         with user_errors(f"collective {name}"):
             raw = eng.simulate_collective(
-                name, num_ranks, size, params, root=root, seed=seed, records=records, timeline=timeline
+                name, num_ranks, size, params, root=root, seed=seed, records=records, timeline=timeline,
+                progress=progress,
             )
     return SimulationResult.from_engine(raw, params, workload)
 

@@ -137,6 +137,7 @@ struct Sim<'p, P: Program> {
     issue: Vec<(u32, OpKind, u32, Op)>,
     deps: Vec<u32>,
     started: Vec<u32>,
+    ops_started: u64,
     messages: u64,
     requeues: u64,
     records: Option<Records>,
@@ -147,6 +148,15 @@ struct Sim<'p, P: Program> {
 
 /// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
 pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult {
+    simulate_with_progress(prog, par, opts, |_| true).expect("never cancelled")
+}
+
+/// Events processed between two calls of the progress callback.
+pub const PROGRESS_EVERY: u64 = 1 << 22;
+
+/// As [`simulate`], calling `progress(operations started so far)` every [`PROGRESS_EVERY`] events;
+/// the run stops and returns `None` as soon as the callback returns false (e.g. on Ctrl-C).
+pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(prog: &P, par: &Params, opts: &Options, mut progress: F) -> Option<SimResult> {
     let n = prog.num_ranks() as usize;
     let cpus = prog.num_cpus().max(1) as usize;
     let nics = prog.num_nics().max(1) as usize;
@@ -167,6 +177,7 @@ pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult
         issue: Vec::new(),
         deps: Vec::new(),
         started: vec![0; n],
+        ops_started: 0,
         messages: 0,
         requeues: 0,
         records: opts.records.then(Records::default),
@@ -176,8 +187,7 @@ pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult
     for rank in 0..n as u32 {
         sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
     }
-    sim.run();
-    sim.finish()
+    sim.run(&mut progress).then(|| sim.finish())
 }
 
 impl<P: Program> Sim<'_, P> {
@@ -196,8 +206,17 @@ impl<P: Program> Sim<'_, P> {
         self.gs_slot(h, nic) + self.nics
     }
 
-    fn run(&mut self) {
+    /// Processes events until none is left (true) or `progress` asks to stop (false).
+    fn run(&mut self, progress: &mut impl FnMut(u64) -> bool) -> bool {
+        let mut countdown = PROGRESS_EVERY;
         while let Some((t, e)) = self.queue.pop() {
+            countdown -= 1;
+            if countdown == 0 {
+                countdown = PROGRESS_EVERY;
+                if !progress(self.ops_started) {
+                    return false;
+                }
+            }
             if e.data == ROOTS {
                 self.expand_roots(e.host);
                 continue;
@@ -211,6 +230,7 @@ impl<P: Program> Sim<'_, P> {
                 self.issue_ready();
             }
         }
+        true
     }
 
     /// Issues the operations of `rank` that have no dependencies, at time 0, keyed just above
@@ -371,6 +391,7 @@ impl<P: Program> Sim<'_, P> {
     #[inline]
     fn start(&mut self, h: u32, i: u32) {
         self.started[h as usize] += 1;
+        self.ops_started += 1;
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
         self.prog.after_start(h, i, &mut deps);
@@ -443,7 +464,7 @@ impl<P: Program> Sim<'_, P> {
         let n = self.prog.num_ranks() as usize;
         let finish: Vec<Time> = (0..n).map(|h| self.clock[h * self.stride..h * self.stride + self.cpus].iter().copied().max().unwrap_or(0)).collect();
         let makespan = finish.iter().copied().max().unwrap_or(0);
-        let ops: u64 = self.started.iter().map(|&s| s as u64).sum();
+        let ops = self.ops_started;
         let deadlock = self.find_deadlock();
         SimResult {
             num_ranks: n as u32,

@@ -4,4 +4,4 @@ pub mod loggops;
 pub mod matching;
 pub mod queue;
 
-pub use loggops::{simulate, Deadlock, Options, Params, Pending, SimResult};
+pub use loggops::{simulate, simulate_with_progress, Deadlock, Options, Params, Pending, SimResult, PROGRESS_EVERY};

@@ -9,6 +9,7 @@ import sys
 from contend.atomic import check_writable
 from contend.commands.options import add_collective_options, add_parameter_options, parameter_overrides
 from contend.errors import UserError
+from contend.report.progress import simulation_progress
 from contend.result import SimulationResult, parameters_ns
 from contend.simulate import simulate
 
@@ -54,13 +55,15 @@ def run(args: argparse.Namespace) -> int:
         else {"collective": args.collective, "ranks": args.ranks, "bytes": args.bytes,
               "root": args.root, "seed": args.seed}
     )
-    result = simulate(
-        **workload,
-        machine=args.machine,
-        **parameter_overrides(args),
-        records=args.records is not None or args.timeline is not None,  # flows in the trace need records
-        timeline=args.timeline is not None,
-    )
+    with simulation_progress() as progress:
+        result = simulate(
+            **workload,
+            machine=args.machine,
+            **parameter_overrides(args),
+            records=args.records is not None or args.timeline is not None,  # flows in the trace need records
+            timeline=args.timeline is not None,
+            progress=progress,
+        )
     write_outputs(result, args.records, args.timeline)
 
     if args.json:

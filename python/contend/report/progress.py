@@ -1,0 +1,41 @@
+"""A rich progress bar for long simulations, fed by the engine's progress callback.
+
+The engine calls back every few million events, so short runs never show a bar at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+
+@contextlib.contextmanager
+def simulation_progress(description: str = "simulating") -> Iterator[Callable[[int, int], None]]:
+    """Yields ``callback(ops_done, ops_total)`` that draws a bar on stderr once the first call comes."""
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ops"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal task
+        if task is None:
+            progress.start()
+            task = progress.add_task(description, total=total)
+        progress.update(task, completed=done)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            progress.stop()
