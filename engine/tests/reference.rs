@@ -90,7 +90,6 @@ fn binomial_bcast_million_ranks() {
 }
 
 #[test]
-#[ignore = "2^23 ranks: run with --ignored (about 10 s)"]
 fn binomial_bcast_8m_ranks() {
     assert_eq!(ns(&run(Pattern::BinomialBcast, 1 << 23, 1)), 138000);
 }
