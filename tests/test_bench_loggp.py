@@ -101,7 +101,7 @@ def test_machine_file_round_trips_through_the_machine_loader(tmp_path):
     assert params["G"] == round(fit.G * 1000) and params["O"] == round(O * 1000)
     assert loaded.document["fit"]["within_10pct"] is False
     assert loaded.document["fit"]["protocol_step"] == [4096, 8192]
-    assert "rendezvous" in loaded.document["fit"]
+    assert loaded.document["fit"]["rendezvous"]["max_error_pct"] < 1
 
 
 def test_a_run_without_loggp_rows_is_a_user_error():
@@ -109,3 +109,12 @@ def test_a_run_without_loggp_rows_is_a_user_error():
 
     with pytest.raises(UserError, match="no loggp results"):
         loggp.fit_loggp(pingpong_run())
+
+
+def test_a_second_line_above_the_step_follows_what_one_line_cannot():
+    fit = loggp.fit_loggp(loggp_run())
+    table = loggp.compare(fit, pingpong_run())
+    intercept, slope = loggp.rendezvous_line(fit)
+    assert slope == pytest.approx(2 * G) and intercept == pytest.approx(2 * one_way(1) + RENDEZVOUS_EXTRA, rel=1e-3)
+    assert np.abs(loggp.two_line_errors(fit, table)).max() < 1
+    assert table["error_pct"].abs().max() > 10

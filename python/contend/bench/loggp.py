@@ -202,13 +202,26 @@ def compare(fit: LogGPFit, pingpong_run: RunResult, engine: Sequence[float] | No
     return table
 
 
-def rendezvous_line(table: pd.DataFrame) -> tuple[float, float] | None:
-    """Intercept and slope (ns, ns/B) of the measured round trip above the step, or None."""
-    above = table[table["regime"] == "rendezvous"]
+def rendezvous_line(fit: LogGPFit) -> tuple[float, float] | None:
+    """Intercept and slope (ns, ns/B) of the parameter run's round trips above S, fitted in relative
+    terms (weights 1/RTT), or None without a step. What a model with a rendezvous cost would use."""
+    above = fit.netgauge[fit.netgauge["bytes"] > fit.S] if fit.step else fit.netgauge.iloc[0:0]
     if len(above) < 2:
         return None
-    slope, intercept = np.polyfit(above["bytes"].to_numpy(float), above["measured_ns"].to_numpy(), 1)
+    y = above["prtt1_ns"].to_numpy(float)
+    slope, intercept = np.polyfit(above["bytes"].to_numpy(float), y, 1, w=1 / y)
     return float(intercept), float(slope)
+
+
+def two_line_errors(fit: LogGPFit, table: pd.DataFrame) -> np.ndarray | None:
+    """Relative errors (%) of a two-regime model against the check: the LogGP line up to S, the
+    rendezvous line above. Evidence for what a rendezvous cost in the engine would buy."""
+    line = rendezvous_line(fit)
+    if line is None:
+        return None
+    s = table["bytes"].to_numpy(float)
+    predicted = np.where(s <= fit.S, fit.round_trip(s), line[0] + line[1] * s)
+    return 100 * (predicted - table["measured_ns"].to_numpy()) / table["measured_ns"].to_numpy()
 
 
 def engine_round_trips(machine_file: Path, sizes: Sequence[int]) -> list[float] | None:
@@ -261,7 +274,7 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
         notes.append(f"no protocol step found, yet the model is off by {worst['error_pct']:+.0f}% at "
                      f"{int(worst['bytes'])} B: the round trip is not a straight line here, or the machine "
                      f"changed between the runs (compare the load averages)")
-    rendezvous = rendezvous_line(table)
+    rendezvous, two_line = rendezvous_line(fit), two_line_errors(fit, table)
     lines = [
         "# Written by `contend bench fit`. [loggops] is what the simulator uses; [fit] records how.",
         "[machine]",
@@ -304,13 +317,14 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
     ]
     if "engine_ns" in table:
         lines.append(f"pingpong_engine_ns = {_toml_list(table['engine_ns'].astype(float).tolist())}")
-    if rendezvous:
+    if rendezvous and two_line is not None:
         lines += [
             "",
-            "[fit.rendezvous]   # the measured round trip above S as its own line, for a model with a",
-            "                   # rendezvous cost: RTT(s) = intercept + slope * s",
+            "[fit.rendezvous]   # round trips above S as their own line, RTT(s) = intercept + slope * s, for",
+            "                   # a model with a rendezvous cost; max_error_pct: both lines vs the check",
             f"intercept = {_ns(rendezvous[0])}",
             f"slope = {_per_byte(rendezvous[1])}",
+            f"max_error_pct = {float(np.abs(two_line).max()):.1f}",
         ]
     return "\n".join(lines) + "\n"
 

@@ -235,6 +235,10 @@ def run_fit(args: argparse.Namespace) -> int:
         console.print(f"note: the round trip jumps between {fit.step[0]} and {fit.step[1]} B; one LogGP line "
                       f"cannot follow it (best possible line: "
                       f"{100 * loggp.best_line_error(table['bytes'], table['measured_ns']):.0f}% off)")
+        two_line = loggp.two_line_errors(fit, table)
+        if two_line is not None:
+            console.print(f"note: a second line above S (a rendezvous cost, [fit.rendezvous]) would be "
+                          f"off by at most {abs(two_line).max():.1f}%")
     console.print(f"wrote {target}, {stem.with_suffix('.loggp.parquet')}, "
                   f"{stem.with_suffix('.pingpong.parquet')}, {plot}")
     return 0
