@@ -135,11 +135,13 @@ impl EventQueue {
     /// Puts events at the current time whose keys are all below every event queued at this time:
     /// used to expand a placeholder into the operations it stands for, keyed just above it.
     pub fn push_front_now(&mut self, entries: impl DoubleEndedIterator<Item = Entry>) {
+        // Entries come largest key first; each goes to the front while it is below everything queued.
+        let mut floor = if self.now <= self.others_min { self.current.min_key().unwrap_or(u64::MAX) } else { 0 };
         for e in entries.rev() {
-            let below_all = self.current.min_key().is_none_or(|k| k > e.key);
-            if below_all && self.now <= self.others_min {
+            if e.key < floor {
                 self.current.fresh.push_front(e);
                 self.len += 1;
+                floor = e.key;
             } else {
                 self.push(self.now, e);
             }
