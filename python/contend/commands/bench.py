@@ -237,8 +237,8 @@ def run_fit(args: argparse.Namespace) -> int:
                       f"{100 * loggp.best_line_error(table['bytes'], table['measured_ns']):.0f}% off)")
         two_line = loggp.two_line_errors(fit, table)
         if two_line is not None:
-            console.print(f"note: a second line above S (a rendezvous cost, [fit.rendezvous]) would be "
-                          f"off by at most {abs(two_line).max():.1f}%")
+            console.print(f"note: a second line above S (a rendezvous cost, \\[fit.rendezvous] in the file) "
+                          f"would be off by at most {abs(two_line).max():.1f}%")
     console.print(f"wrote {target}, {stem.with_suffix('.loggp.parquet')}, "
                   f"{stem.with_suffix('.pingpong.parquet')}, {plot}")
     return 0
