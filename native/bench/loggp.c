@@ -16,32 +16,32 @@
 
 enum { CLIENT = 0, SERVER = 1 };
 
-static double prtt(bench *b, void *buf, int64_t bytes, int n, double delay_ns)
+static double prtt(bench *b, buffers io, int64_t bytes, int n, double delay_ns)
 {
     if (b->rank == CLIENT) {
         int64_t start = now_ns();
         for (int i = 0; i < n; i++) {
             if (i > 0)
                 spin_ns((int64_t)delay_ns);
-            send_msg(b, buf, bytes, SERVER, 0);
+            send_msg(b, io.send, bytes, SERVER, 0);
         }
-        recv_msg(b, buf, bytes, SERVER, 0);
+        recv_msg(b, io.recv, bytes, SERVER, 0);
         return (double)(now_ns() - start);
     }
     for (int i = 0; i < n; i++)
-        recv_msg(b, buf, bytes, CLIENT, 0);
-    send_msg(b, buf, bytes, CLIENT, 0);
+        recv_msg(b, io.recv, bytes, CLIENT, 0);
+    send_msg(b, io.send, bytes, CLIENT, 0);
     return 0;
 }
 
 /* Median over iters runs of PRTT(n, d, s), agreed by both ranks (the server needs it for o_r). */
-static double median_prtt(bench *b, void *buf, int64_t bytes, int n, double delay_ns, int iters,
+static double median_prtt(bench *b, buffers io, int64_t bytes, int n, double delay_ns, int iters,
                           double *samples, double *all)
 {
     for (int i = 0; i < b->opt.warmup; i++)
-        prtt(b, buf, bytes, n, delay_ns);
+        prtt(b, io, bytes, n, delay_ns);
     for (int i = 0; i < iters; i++) {
-        samples[i] = prtt(b, buf, bytes, n, delay_ns);
+        samples[i] = prtt(b, io, bytes, n, delay_ns);
         all[i] = samples[i];
     }
     double m = median(samples, iters);
@@ -50,20 +50,20 @@ static double median_prtt(bench *b, void *buf, int64_t bytes, int n, double dela
 }
 
 /* Median time of MPI_Recv at the server for a message that has already arrived. */
-static double receive_overhead(bench *b, void *buf, int64_t bytes, double wait_ns, int iters,
+static double receive_overhead(bench *b, buffers io, int64_t bytes, double wait_ns, int iters,
                                double *samples)
 {
     for (int i = 0; i < iters; i++) {
         MPI_Barrier(b->comm);
         if (b->rank == CLIENT) {
-            send_msg(b, buf, bytes, SERVER, 0);
-            recv_msg(b, buf, bytes, SERVER, 0);
+            send_msg(b, io.send, bytes, SERVER, 0);
+            recv_msg(b, io.recv, bytes, SERVER, 0);
         } else {
             spin_ns((int64_t)wait_ns);
             int64_t start = now_ns();
-            recv_msg(b, buf, bytes, CLIENT, 0);
+            recv_msg(b, io.recv, bytes, CLIENT, 0);
             samples[i] = (double)(now_ns() - start);
-            send_msg(b, buf, bytes, CLIENT, 0);
+            send_msg(b, io.send, bytes, CLIENT, 0);
         }
     }
     double m = median(samples, iters);
@@ -73,7 +73,7 @@ static double receive_overhead(bench *b, void *buf, int64_t bytes, double wait_n
 
 int run_loggp(bench *b)
 {
-    void *buf = alloc_buffer(largest_size(b));
+    buffers io = alloc_buffers(largest_size(b));
     int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
     double *samples = malloc(sizeof(double) * iters_max);
     double *round_trips = malloc(sizeof(double) * iters_max);
@@ -90,12 +90,12 @@ int run_loggp(bench *b)
         if (pair != MPI_COMM_NULL) {
             bench duo = *b; /* the same rank numbers: ranks 0 and 1 keep theirs in the split */
             duo.comm = pair;
-            double p1 = median_prtt(&duo, buf, bytes, 1, 0, iters, samples, round_trips);
-            double pn = median_prtt(&duo, buf, bytes, n, 0, iters, samples, scratch);
+            double p1 = median_prtt(&duo, io, bytes, 1, 0, iters, samples, round_trips);
+            double pn = median_prtt(&duo, io, bytes, n, 0, iters, samples, scratch);
             double gap = (pn - p1) / (n - 1);
             double delay = p1 > 2 * gap ? p1 : 2 * gap; /* safely above the gap */
-            double pd = median_prtt(&duo, buf, bytes, n, delay, iters, samples, scratch);
-            double o_r = receive_overhead(&duo, buf, bytes, p1, iters, samples);
+            double pd = median_prtt(&duo, io, bytes, n, delay, iters, samples, scratch);
+            double o_r = receive_overhead(&duo, io, bytes, p1, iters, samples);
             b->count = duo.count;
             for (int i = 0; i < iters; i++)
                 round_trips[i] /= 2;
@@ -115,6 +115,6 @@ int run_loggp(bench *b)
     free(scratch);
     free(round_trips);
     free(samples);
-    free(buf);
+    free_buffers(io);
     return 0;
 }

@@ -7,7 +7,7 @@
 
 int run_master(bench *b)
 {
-    void *buf = alloc_buffer(largest_size(b));
+    buffers io = alloc_buffers(largest_size(b));
     int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
     double *samples = malloc(sizeof(double) * iters_max);
 
@@ -20,9 +20,9 @@ int run_master(bench *b)
             if (active) {
                 int other = b->rank == 0 ? peer : 0;
                 for (int i = 0; i < b->opt.warmup; i++)
-                    round_trip(b, buf, bytes, other, b->rank == 0);
+                    round_trip(b, io, bytes, other, b->rank == 0);
                 for (int i = 0; i < iters; i++)
-                    samples[i] = round_trip(b, buf, bytes, other, b->rank == 0) / 2;
+                    samples[i] = round_trip(b, io, bytes, other, b->rank == 0) / 2;
             }
             result r = result_init("latency", bytes, peer, 0, samples, iters);
             if (b->rank == 0)
@@ -31,6 +31,6 @@ int run_master(bench *b)
         progress(b, k + 1, b->opt.nsizes);
     }
     free(samples);
-    free(buf);
+    free_buffers(io);
     return 0;
 }

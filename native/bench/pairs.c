@@ -60,7 +60,7 @@ static void hop_partners(const bench *b, int *partner)
 
 static int run_paired(bench *b, const int *partner, int hops)
 {
-    void *buf = alloc_buffer(largest_size(b));
+    buffers io = alloc_buffers(largest_size(b));
     int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
     double *samples = malloc(sizeof(double) * iters_max);
     int peer = partner[b->rank], initiator = b->rank < peer;
@@ -70,10 +70,10 @@ static int run_paired(bench *b, const int *partner, int hops)
         int iters = iterations_for(b, bytes);
         MPI_Barrier(b->comm);
         for (int i = 0; i < b->opt.warmup; i++)
-            round_trip(b, buf, bytes, peer, initiator);
+            round_trip(b, io, bytes, peer, initiator);
         MPI_Barrier(b->comm); /* all pairs start together: they compete */
         for (int i = 0; i < iters; i++)
-            samples[i] = round_trip(b, buf, bytes, peer, initiator) / 2;
+            samples[i] = round_trip(b, io, bytes, peer, initiator) / 2;
         result r = result_init("latency", bytes, b->rank, peer, samples, iters);
         if (hops > 0)
             result_extra(&r, "hops", hops);
@@ -81,7 +81,7 @@ static int run_paired(bench *b, const int *partner, int hops)
         progress(b, k + 1, b->opt.nsizes);
     }
     free(samples);
-    free(buf);
+    free_buffers(io);
     return 0;
 }
 

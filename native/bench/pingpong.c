@@ -6,7 +6,7 @@
 
 int run_pingpong(bench *b)
 {
-    void *buf = alloc_buffer(largest_size(b));
+    buffers io = alloc_buffers(largest_size(b));
     int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
     double *samples = malloc(sizeof(double) * iters_max);
     int active = b->rank < 2, initiator = b->rank == 0;
@@ -17,15 +17,15 @@ int run_pingpong(bench *b)
         MPI_Barrier(b->comm);
         if (active) {
             for (int i = 0; i < b->opt.warmup; i++)
-                round_trip(b, buf, bytes, 1 - b->rank, initiator);
+                round_trip(b, io, bytes, 1 - b->rank, initiator);
             for (int i = 0; i < iters; i++)
-                samples[i] = round_trip(b, buf, bytes, 1 - b->rank, initiator) / 2;
+                samples[i] = round_trip(b, io, bytes, 1 - b->rank, initiator) / 2;
         }
         result r = result_init("latency", bytes, 0, 1, samples, iters);
         report(b, initiator ? &r : NULL);
         progress(b, k + 1, b->opt.nsizes);
     }
     free(samples);
-    free(buf);
+    free_buffers(io);
     return 0;
 }

@@ -66,15 +66,15 @@ int wait_any_recv(bench *b, int n, MPI_Request *reqs)
     return index;
 }
 
-double round_trip(bench *b, void *buf, int64_t n, int peer, int initiator)
+double round_trip(bench *b, buffers io, int64_t n, int peer, int initiator)
 {
     if (initiator) {
         int64_t start = now_ns();
-        send_msg(b, buf, n, peer, 0);
-        recv_msg(b, buf, n, peer, 0);
+        send_msg(b, io.send, n, peer, 0);
+        recv_msg(b, io.recv, n, peer, 0);
         return (double)(now_ns() - start);
     }
-    recv_msg(b, buf, n, peer, 0);
-    send_msg(b, buf, n, peer, 0);
+    recv_msg(b, io.recv, n, peer, 0);
+    send_msg(b, io.send, n, peer, 0);
     return 0;
 }

@@ -34,6 +34,18 @@ void *alloc_buffer(int64_t n)
     return buf;
 }
 
+buffers alloc_buffers(int64_t n)
+{
+    buffers io = {alloc_buffer(n), alloc_buffer(n)};
+    return io;
+}
+
+void free_buffers(buffers io)
+{
+    free(io.send);
+    free(io.recv);
+}
+
 static const pattern *find_pattern(const char *name)
 {
     for (const pattern *p = patterns; p->name; p++)

@@ -103,6 +103,14 @@ int64_t largest_size(const bench *b);
 /* A page-aligned buffer of n bytes, touched so first use costs no page faults. Free with free(). */
 void *alloc_buffer(int64_t n);
 
+/* Separate send and receive buffers, as OSU, IMB and HPCC use: a rank does not send the very bytes it
+ * has just received (which would still sit in its cache). */
+typedef struct {
+    void *send, *recv;
+} buffers;
+buffers alloc_buffers(int64_t n);
+void free_buffers(buffers io);
+
 result result_init(const char *metric, int64_t bytes, int rank, int peer, const double *samples,
                    int nsamples);
 void result_extra(result *r, const char *key, double value);
@@ -131,6 +139,6 @@ int wait_any_recv(bench *b, int n, MPI_Request *reqs);
 
 /* Initiator: send n bytes to peer, receive n back; returns the round-trip time in ns.
  * Responder: receive then send back; returns 0. */
-double round_trip(bench *b, void *buf, int64_t n, int peer, int initiator);
+double round_trip(bench *b, buffers io, int64_t n, int peer, int initiator);
 
 #endif
