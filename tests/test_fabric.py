@@ -101,6 +101,18 @@ def test_pairs_two_hops_apart_contend_on_a_line():
     assert slowdown > 1.3, f"pairs sharing a link should be clearly slower, got x{slowdown:.2f}"
 
 
+def test_a_ring_routes_the_short_way_and_reaches_every_node():
+    with fabric.session(4, 1, LINK, "ring", PREFIX):
+        run = run_benchmark("master", ranks=4, sizes=[8], iters=10, on_fabric=True, timeout_s=60)
+        routes = {node: subprocess.run(["ip", "-n", f"{PREFIX}r0", "route", "get", f"10.77.{node}.2"],
+                                       capture_output=True, text=True, check=True).stdout
+                  for node in (1, 2, 3)}
+    assert not sanity.problems(run), sanity.problems(run)
+    assert sorted(run.results["rank"]) == [1, 2, 3]  # node 0 reached every node and back
+    assert "dev east" in routes[1] and "dev east" in routes[2]  # the tie (2 hops either way) goes east
+    assert "dev west" in routes[3]  # one hop west, not three east
+
+
 def test_a_failed_build_removes_what_it_built(monkeypatch):
     def broken(self):
         raise subprocess.CalledProcessError(2, ["ip", "link", "add", "cable"], "", "RTNETLINK answers: pretend")
