@@ -71,7 +71,6 @@ def run_benchmark(
     on_fabric: bool = False,
     timeout_s: float = 600,
     progress: ProgressCallback | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run benchmark ``name`` and return its results (a UserError on bad input or a failed run)."""
     bench = benchmark(name)
@@ -103,7 +102,6 @@ def run_benchmark(
         if fabric is not None:
             placement = mpi.Placement(fabric_module.write_rank_wrapper(fabric, Path(scratch)))
         argv, launch_env = mpi.launch_command(library, ranks, [str(binary)] + program_args, placement)
-        launch_env.update(env or {})
         finished = mpi.run_streaming(argv, launch_env, on_line, timeout_s)
     if finished.timed_out:
         raise UserError(f"{name} did not finish within {timeout_s:g} s and was stopped")
