@@ -35,7 +35,7 @@ def test_prefix(monkeypatch):
     monkeypatch.setenv("CONTEND_FABRIC_PREFIX", PREFIX)
     yield
     assert fabric.our_namespaces(PREFIX) == [], "a test left namespaces behind"
-    assert mpi.running_benchmarks() == [], "a test left benchmark processes behind"
+    assert mpi.running_benchmarks(os.getpid()) == [], "a test left benchmark processes behind"
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
         assert "--dims has 3 positions" in capsys.readouterr().err
         assert main(["bench", "run", "noise", "--fabric", "--duration", "60", "--timeout", "2"]) == 2
         assert "was stopped" in capsys.readouterr().err
-        assert mpi.running_benchmarks() == []
+        assert mpi.running_benchmarks(os.getpid()) == []
         assert main(["fabric", "status"]) == 0
         assert f"namespaces {PREFIX}n0, {PREFIX}n1, {PREFIX}sw" in capsys.readouterr().out
     finally:

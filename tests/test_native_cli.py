@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def fails_cleanly(capsys, args, pattern):
     assert code == 2, (out, err)
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert re.search(pattern, err), err
-    assert mpi.running_benchmarks() == []
+    assert mpi.running_benchmarks(os.getpid()) == []
 
 
 @pytest.mark.parametrize(

@@ -118,18 +118,26 @@ def build_native(mpi: MPI, *, force: bool = False) -> Path:
     return source / build / BENCH_PROGRAM
 
 
-def running_benchmarks() -> list[int]:
-    """Pids of contend-bench processes running on this host (any user): leftovers of a broken run."""
+LAUNCHER_MARK = "CONTEND_LAUNCHED_BY"  # set in every run's environment: whose run a process belongs to
+
+
+def running_benchmarks(launched_by: int | None = None) -> list[int]:
+    """Pids of contend-bench processes running on this host: all of them, or only those launched by
+    the process ``launched_by`` (leftovers of its runs; other users' runs are not its business)."""
+    mark = f"{LAUNCHER_MARK}={launched_by}".encode()
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+            if Path(argv0.decode(errors="replace")).name != BENCH_PROGRAM:
+                continue
+            if launched_by is not None and mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
         except OSError:  # the process ended while we looked
             continue
-        if Path(argv0.decode(errors="replace")).name == BENCH_PROGRAM:
-            pids.append(int(entry.name))
+        pids.append(int(entry.name))
     return pids
 
 
@@ -146,7 +154,7 @@ def launch_command(
     mpi: MPI, ranks: int, program: Sequence[str], placement: Placement | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that start ``program`` on ``ranks`` ranks."""
-    env = dict(os.environ)
+    env = {**os.environ, LAUNCHER_MARK: str(os.getpid())}
     argv = [str(mpi.mpiexec)]
     if placement is not None:
         if mpi.flavor != "mpich":
