@@ -3,7 +3,9 @@
  * The hub (rank 0) times each peer separately from the barrier:
  *   incast:  until the last of that sender's W messages has arrived
  *   outcast: until that receiver's zero-byte acknowledgement (sent once it has all W) arrives
- * One sample = that time / W, so a peer's bandwidth row is the share of the hub's link it got. */
+ * One sample = that time / W, so a peer's bandwidth row is the share of the hub's link it got.
+ * All messages in flight share one buffer per rank (their contents are not checked; the tally counts
+ * every byte), as OSU's bandwidth tests do: W x P buffers would not fit for large messages. */
 #include <stdlib.h>
 
 #include "clock.h"

@@ -1,7 +1,8 @@
 /* Streams between disjoint pairs at once: rank i < P/2 sends to rank i + P/2. In each iteration the
  * sender posts a window of W non-blocking sends, the receiver W receives, then the receiver returns
  * a zero-byte acknowledgement. One sample = the sender's iteration time / W (time per message), so
- * a row's bandwidth and message rate are those of one pair; the pairs' rows add up to the total. */
+ * a row's bandwidth and message rate are those of one pair; the pairs' rows add up to the total.
+ * The W messages of a window share one buffer (contents unchecked, bytes counted), as in OSU. */
 #include <stdlib.h>
 
 #include "clock.h"
