@@ -17,7 +17,7 @@ use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_progress, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_progress, Costs, Deadlock, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -48,21 +48,26 @@ fn collectives() -> Vec<&'static str> {
     Pattern::ALL.iter().map(|p| p.name()).collect()
 }
 
+/// Reads {"L", "o", "g", "G", "O", "S"} (integers, ps and bytes) and an optional "rendezvous" dict
+/// of L, o, g, G, O for messages larger than S.
 fn params_from(d: &Bound<'_, PyDict>) -> PyResult<Params> {
-    let get = |k: &str| -> PyResult<u64> {
-        match d.get_item(k)? {
-            Some(v) => v.extract::<u64>().map_err(|_| PyValueError::new_err(format!("parameter {k} must be a non-negative integer"))),
-            None => Err(PyValueError::new_err(format!("missing parameter {k}"))),
+    fn get(d: &Bound<'_, PyDict>, k: &str, what: &str) -> PyResult<u64> {
+        let v = d.get_item(k)?.ok_or_else(|| PyValueError::new_err(format!("missing parameter {what}{k}")))?;
+        let v: u64 = v.extract().map_err(|_| PyValueError::new_err(format!("parameter {what}{k} must be a non-negative integer")))?;
+        if k != "S" && v > contend_engine::time::MAX_INPUT_PS {
+            return Err(PyValueError::new_err(format!("parameter {what}{k} = {v} ps is too large")));
         }
-    };
-    let par = Params { L: get("L")?, o: get("o")?, g: get("g")?, G: get("G")?, O: get("O")?, S: get("S")?, unit: PS_PER_NS };
-    const LIMIT: u64 = contend_engine::time::MAX_INPUT_PS;
-    for (k, v) in [("L", par.L), ("o", par.o), ("g", par.g), ("G", par.G), ("O", par.O)] {
-        if v > LIMIT {
-            return Err(PyValueError::new_err(format!("parameter {k} = {v} ps is too large")));
-        }
+        Ok(v)
     }
-    Ok(par)
+    let rendezvous = match d.get_item("rendezvous")? {
+        Some(r) if !r.is_none() => {
+            let r = r.cast::<PyDict>().map_err(|_| PyValueError::new_err("parameter rendezvous must be a dict of L, o, g, G, O"))?;
+            let w = "rendezvous.";
+            Some(Costs { L: get(r, "L", w)?, o: get(r, "o", w)?, g: get(r, "g", w)?, G: get(r, "G", w)?, O: get(r, "O", w)? })
+        }
+        _ => None,
+    };
+    Ok(Params { L: get(d, "L", "")?, o: get(d, "o", "")?, g: get(d, "g", "")?, G: get(d, "G", "")?, O: get(d, "O", "")?, S: get(d, "S", "")?, unit: PS_PER_NS, rendezvous })
 }
 
 fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {

@@ -40,6 +40,7 @@ fn random_case(rng: &mut Rng) -> (u32, u64, Params) {
         O: if rng.below(2) == 0 { 0 } else { rng.below(20_000) },
         S: 65535,
         unit: 1000,
+        rendezvous: None,
     };
     (ranks, s, par)
 }
@@ -92,5 +93,26 @@ fn dissemination_barrier() {
         let rounds = if p <= 1 { 0 } else { 32 - (p - 1).leading_zeros() } as u64;
         assert_eq!(makespan(Pattern::Dissemination, p, s, &par), rounds * round, "P={p} s={s} {par:?}");
         checked += 1;
+    }
+}
+
+/// Separate rendezvous costs: a ping-pong round trip follows 2(2o + L + (s-1)max(O,G)) with the
+/// eager costs up to S bytes and the rendezvous costs above; equal costs change nothing.
+#[test]
+fn pingpong_with_protocol_specific_costs() {
+    use contend_engine::sim::Costs;
+    let mut rng = Rng(4);
+    for _ in 0..300 {
+        let (_, s, mut par) = random_case(&mut rng);
+        par.S = rng.below(70_000);
+        let r = Costs { L: rng.below(10_000_000), o: rng.below(5_000_000), g: rng.below(5_000_000), G: rng.below(20_000), O: rng.below(20_000) };
+        let plain = makespan(Pattern::Pingpong, 2, s, &par);
+        par.rendezvous = Some(Costs { L: par.L, o: par.o, g: par.g, G: par.G, O: par.O });
+        assert_eq!(makespan(Pattern::Pingpong, 2, s, &par), plain);
+        par.rendezvous = Some(r);
+        let k = par.costs(s);
+        let e = s - 1;
+        assert_eq!(makespan(Pattern::Pingpong, 2, s, &par), 2 * (2 * k.o + k.L + e * k.O.max(k.G)), "s={s} {par:?}");
+        assert_eq!(k == r, s > par.S);
     }
 }

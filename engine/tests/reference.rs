@@ -9,7 +9,7 @@ use contend_engine::sim::{simulate, Options, Params, SimResult};
 const NS: u64 = 1000;
 
 fn params() -> Params {
-    Params { L: 3000 * NS, o: 1500 * NS, g: 1000 * NS, G: 6 * NS, O: 0, S: 65535, unit: NS }
+    Params { L: 3000 * NS, o: 1500 * NS, g: 1000 * NS, G: 6 * NS, O: 0, S: 65535, unit: NS, rendezvous: None }
 }
 
 fn run(pattern: Pattern, ranks: u32, bytes: u64) -> SimResult {

@@ -74,6 +74,7 @@ fn check(text: &str, pattern: Pattern, ranks: u32, bytes: u64, rng: &mut Rng) {
             O: rng.below(3) * rng.below(5_000),
             S: [0, 100, 65535][rng.below(3) as usize],
             unit: 1000,
+            rendezvous: None,
         };
         let a = simulate(&schedgen, &par, &Options::default());
         let b = simulate(&generated, &par, &Options::default());

@@ -25,7 +25,7 @@ fn peak_rss_bytes() -> u64 {
 }
 
 fn params() -> Params {
-    Params { L: 3_000_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000 }
+    Params { L: 3_000_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000, rendezvous: None }
 }
 
 fn sim_json(r: &SimResult, secs: f64) -> String {

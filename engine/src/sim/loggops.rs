@@ -17,6 +17,17 @@ use crate::sim::matching::{MatchQueues, Queue};
 use crate::sim::queue::{Entry, EventQueue};
 use crate::time::Time;
 
+/// The per-message costs of the LogGOPS model, in picoseconds (G and O per byte).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_snake_case)]
+pub struct Costs {
+    pub L: Time,
+    pub o: Time,
+    pub g: Time,
+    pub G: Time,
+    pub O: Time,
+}
+
 /// LogGOPS parameters in picoseconds (G and O per byte) and the schedule's time unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(non_snake_case)]
@@ -30,12 +41,25 @@ pub struct Params {
     pub S: u64,
     /// Picoseconds per schedule time unit (calc durations): 1000 for nanoseconds.
     pub unit: Time,
+    /// Costs of rendezvous messages (more than S bytes) where they differ from the eager ones, as a
+    /// real MPI's do when it switches protocol (a fitted machine file has them). `None`: LogGOPSim's
+    /// single set of parameters for every message.
+    pub rendezvous: Option<Costs>,
 }
 
 impl Params {
     /// LogGOPSim's defaults: L=2500 o=1500 g=1000 G=6 O=0 (ns), S=65535.
     pub fn loggopsim_defaults() -> Params {
-        Params { L: 2_500_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000 }
+        Params { L: 2_500_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000, rendezvous: None }
+    }
+
+    /// The costs that apply to a message of `size` bytes.
+    #[inline]
+    pub fn costs(&self, size: u64) -> Costs {
+        match self.rendezvous {
+            Some(r) if size > self.S => r,
+            _ => Costs { L: self.L, o: self.o, g: self.g, G: self.G, O: self.O },
+        }
     }
 }
 
@@ -289,9 +313,10 @@ impl<P: Program> Sim<'_, P> {
                     return self.requeue(free, e);
                 }
                 self.start(h, i);
+                let k = self.par.costs(op.size);
                 let extra = op.size.saturating_sub(1);
-                self.clock[c] = t + self.par.o + extra * self.par.O;
-                self.clock[n] = t + self.par.g + extra * self.par.G;
+                self.clock[c] = t + k.o + extra * k.O;
+                self.clock[n] = t + k.g + extra * k.G;
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.clock[c]);
                 }
@@ -308,7 +333,7 @@ impl<P: Program> Sim<'_, P> {
                     }
                 };
                 let key = self.new_key();
-                self.queue.push(t + self.par.o + self.par.L, Entry { key, host: op.peer, data: MSG_FLAG | id });
+                self.queue.push(t + k.o + k.L, Entry { key, host: op.peer, data: MSG_FLAG | id });
                 if op.size <= self.par.S {
                     self.done(h, i);
                 }
@@ -336,9 +361,10 @@ impl<P: Program> Sim<'_, P> {
             return self.requeue(free, e);
         }
         self.messages += 1;
+        let k = self.par.costs(m.size);
         let extra = m.size.saturating_sub(1);
-        self.clock[c] = t + self.par.o + extra * self.par.O.max(self.par.G);
-        self.clock[n] = t + self.par.g + extra * self.par.G;
+        self.clock[c] = t + k.o + extra * k.O.max(k.G);
+        self.clock[n] = t + k.g + extra * k.G;
         if let Some(tl) = &mut self.timeline {
             tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.clock[c]);
         }
@@ -367,13 +393,14 @@ impl<P: Program> Sim<'_, P> {
             self.done(m.src, m.send_op);
         }
         if let Some(rec) = &mut self.records {
+            let k = self.par.costs(m.size);
             let times = MessageTimes {
                 posted: m.posted,
                 injected: m.injected,
-                arrived: m.injected + self.par.o + self.par.L,
+                arrived: m.injected + k.o + k.L,
                 received: m.received,
                 matched,
-                receive_cost: self.par.o + m.size.saturating_sub(1) * self.par.O.max(self.par.G),
+                receive_cost: k.o + m.size.saturating_sub(1) * k.O.max(k.G),
             };
             rec.push(m.src, m.dst, m.size, m.tag, m.send_op, recv_op, rendezvous, &times);
         }
