@@ -7,7 +7,7 @@ DEPS  := $(VENV)/.deps-stamp
 BUILT := $(VENV)/.engine-stamp
 RUST_SRC := $(shell find engine/src bindings/src -name '*.rs') engine/Cargo.toml bindings/Cargo.toml Cargo.toml
 
-.PHONY: all venv build native demo test test-rust test-py bench clean
+.PHONY: all venv build native system-deps demo test test-rust test-py bench clean
 
 all: build
 
@@ -32,7 +32,20 @@ demo: build
 test-rust:
 	cargo test --release -q -p contend-engine
 
-test-py: build
+# Debian packages some tests use (Open MPI for the any-mpicc check, iproute2 for the emulated fabric).
+# Installed when we are root on a Debian-like system; otherwise those tests skip and say why.
+SYSTEM_PACKAGES := openmpi-bin libopenmpi-dev iproute2
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing $$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	      || echo "warning: could not install $$missing; the tests that need them will skip"; \
+	  fi; \
+	fi
+
+test-py: build system-deps
 	$(ACT) python -m pytest -q
 
 test: test-rust test-py
