@@ -16,8 +16,8 @@ from contend.machine import Machine, loggops_params
 from contend.quantities import parse_bytes, parse_count
 from contend.result import SimulationResult
 
-# Rank ids are u32 in the engine's records; the engine may refuse counts it cannot hold in memory.
-MAX_RANKS = 2**32 - 1
+# The largest rank count the engine accepts (collectives::MAX_RANKS, goal::MAX_RANKS).
+MAX_RANKS = 2**31 - 1
 
 
 def simulate(
