@@ -111,6 +111,15 @@ impl EventQueue {
         }
     }
 
+    /// Time of the smallest event, if any. O(1) except when the current bucket is exhausted.
+    pub fn peek_time(&self) -> Option<Time> {
+        if self.now <= self.others_min && !self.current.is_empty() {
+            Some(self.now)
+        } else {
+            self.others.first_key_value().map(|(&t, _)| t)
+        }
+    }
+
     /// Removes and returns the smallest (time, key) event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Entry)> {
@@ -208,9 +217,12 @@ mod tests {
                 now = t;
             }
         }
-        while let Some((t, x)) = q.pop() {
+        while let Some(t) = q.peek_time() {
+            let (t2, x) = q.pop().unwrap();
+            assert_eq!(t, t2);
             assert_eq!(Some((t, x.key)), reference.pop_first());
         }
+        assert!(q.pop().is_none());
         assert!(reference.is_empty());
     }
 }
