@@ -3,8 +3,10 @@
 //! - [`time`]: picosecond clock and unit parsing.
 //! - [`schedule`]: GOAL reading and writing, compact op storage, collective generators.
 //! - [`sim`]: the event queue and the LogGOPS endpoint model.
+//! - [`net`]: network topologies, routing and placement of ranks on nodes.
 //! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
 
+pub mod net;
 pub mod record;
 pub mod schedule;
 pub mod sim;
