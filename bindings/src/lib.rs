@@ -221,7 +221,7 @@ fn run<P: Program + Sync>(
     let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate_with_progress(prog, &par, &opts, |done| {
+        let r = simulate_with_progress(prog, &par, &opts, None, |done| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|_| match &progress {
                     Some(cb) => cb.call1(py, (done, total)).map(|_| ()),

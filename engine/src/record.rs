@@ -21,7 +21,7 @@ pub struct Records {
     pub posted: Vec<Time>,
     /// Send started: CPU and NIC free.
     pub injected: Vec<Time>,
-    /// First byte at the destination: injected + o + L.
+    /// Last byte at the destination: injected + o + L, or over a network when its flow is through.
     pub arrived: Vec<Time>,
     /// Arrival handled: the receiver's CPU and NIC were free.
     pub received: Vec<Time>,
@@ -44,8 +44,10 @@ pub struct MessageTimes {
     pub arrived: Time,
     pub received: Time,
     pub matched: Time,
-    /// Receiver cost after the arrival is handled: o + (s-1)max(O,G).
+    /// Receiver cost after the arrival is handled: o + (s-1)max(O,G), or o + (s-1)O over a network.
     pub receive_cost: Time,
+    /// Part of the transfer lost to sharing links with other messages.
+    pub link: Time,
 }
 
 impl Records {
@@ -73,9 +75,9 @@ impl Records {
         self.received.push(t.received);
         self.matched.push(t.matched);
         self.completed.push(completed);
-        self.ideal.push(t.arrived - t.injected + t.receive_cost);
+        self.ideal.push(t.arrived - t.injected - t.link + t.receive_cost);
         self.nic_queue.push(t.injected - t.posted);
-        self.link.push(0);
+        self.link.push(t.link);
         self.target_queue.push(t.received - t.arrived);
         self.late_receiver.push(completed - t.received - t.receive_cost);
         self.noise.push(0);

@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use crate::net::flow::{FlowId, LinkStats};
+use crate::net::Network;
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
 use crate::sim::matching::{MatchQueues, Queue};
@@ -119,6 +121,8 @@ pub struct SimResult {
     pub deadlock: Option<Deadlock>,
     pub records: Option<Records>,
     pub timeline: Option<Timeline>,
+    /// Per-link statistics when a network was simulated.
+    pub links: Option<LinkStats>,
 }
 
 /// A message in flight or waiting in an unexpected queue.
@@ -133,10 +137,28 @@ struct Message {
     nic: u8,
     posted: Time,
     injected: Time,
+    /// When its last byte reached the destination.
+    arrived: Time,
     received: Time,
+    /// Crossed the network (not within a node, not LogGOPS-only).
+    networked: bool,
+    /// Network: its flow, the version of its pending completion event, when the flow started, the
+    /// time its first packet needs to cross the path and the time its bytes would take alone.
+    flow: FlowId,
+    version: u32,
+    flow_start: Time,
+    head: Time,
+    alone: Time,
+    /// Time lost to sharing links with other messages.
+    link_delay: Time,
 }
 
 const MSG_FLAG: u32 = 1 << 31;
+/// Kinds of message events, in the top bits of `Entry::host`; the low bits carry a version.
+const ARRIVAL: u32 = 0;
+const FLOW_START: u32 = 1 << 30;
+const FLOW_DONE: u32 = 2 << 30;
+const KIND_MASK: u32 = 3 << 30;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
 
@@ -168,19 +190,32 @@ struct Sim<'p, P: Program> {
     /// Ready time of sends not yet started (records only).
     send_ready_at: HashMap<u64, Time, std::hash::BuildHasherDefault<MixHasher>>,
     timeline: Option<Timeline>,
+    net: Option<Network>,
+    /// Flows started or finished since the last reallocation of rates.
+    net_dirty: bool,
+    /// Message of each flow id.
+    flow_msg: Vec<u32>,
+    rescheduled: Vec<(FlowId, Time)>,
 }
 
 /// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
 pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult {
-    simulate_with_progress(prog, par, opts, |_| true).expect("never cancelled")
+    simulate_with_progress(prog, par, opts, None, |_| true).expect("never cancelled")
 }
 
 /// Events processed between two calls of the progress callback.
 pub const PROGRESS_EVERY: u64 = 1 << 22;
 
-/// As [`simulate`], calling `progress(operations started so far)` every [`PROGRESS_EVERY`] events;
+/// As [`simulate`], over `network` if given (its links replace L and G between nodes, see
+/// docs/models.md), calling `progress(operations started so far)` every [`PROGRESS_EVERY`] events;
 /// the run stops and returns `None` as soon as the callback returns false (e.g. on Ctrl-C).
-pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(prog: &P, par: &Params, opts: &Options, mut progress: F) -> Option<SimResult> {
+pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
+    prog: &P,
+    par: &Params,
+    opts: &Options,
+    network: Option<Network>,
+    mut progress: F,
+) -> Option<SimResult> {
     let n = prog.num_ranks() as usize;
     let cpus = prog.num_cpus().max(1) as usize;
     let nics = prog.num_nics().max(1) as usize;
@@ -207,6 +242,10 @@ pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(prog: &P, par: 
         records: opts.records.then(Records::default),
         send_ready_at: HashMap::default(),
         timeline: opts.timeline.then(Timeline::default),
+        net: network,
+        net_dirty: false,
+        flow_msg: Vec::new(),
+        rescheduled: Vec::new(),
     };
     for rank in 0..n as u32 {
         sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
@@ -233,7 +272,11 @@ impl<P: Program> Sim<'_, P> {
     /// Processes events until none is left (true) or `progress` asks to stop (false).
     fn run(&mut self, progress: &mut impl FnMut(u64) -> bool) -> bool {
         let mut countdown = PROGRESS_EVERY;
-        while let Some((t, e)) = self.queue.pop() {
+        loop {
+            if self.net_dirty && self.queue.peek_time().is_none_or(|t| t > self.net.as_ref().map_or(0, Network::now)) {
+                self.reschedule_flows();
+            }
+            let Some((t, e)) = self.queue.pop() else { break };
             countdown -= 1;
             if countdown == 0 {
                 countdown = PROGRESS_EVERY;
@@ -246,7 +289,11 @@ impl<P: Program> Sim<'_, P> {
                 continue;
             }
             if e.data & MSG_FLAG != 0 {
-                self.message(t, e);
+                match e.host & KIND_MASK {
+                    ARRIVAL => self.message(t, e),
+                    FLOW_START => self.flow_start(t, e.data & !MSG_FLAG),
+                    _ => self.flow_done(t, e),
+                }
             } else {
                 self.operation(t, e);
             }
@@ -315,13 +362,28 @@ impl<P: Program> Sim<'_, P> {
                 self.start(h, i);
                 let k = self.par.costs(op.size);
                 let extra = op.size.saturating_sub(1);
+                // Between nodes of a network, the links carry the bytes instead of the NIC gap G.
+                let networked = self.net.as_ref().is_some_and(|net| !net.same_node(h, op.peer));
                 self.clock[c] = t + k.o + extra * k.O;
-                self.clock[n] = t + k.g + extra * k.G;
+                self.clock[n] = t + k.g + if networked { 0 } else { extra * k.G };
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.clock[c]);
                 }
                 let posted = if self.records.is_some() { self.send_ready_at.remove(&((h as u64) << 32 | i as u64)).unwrap_or(t) } else { 0 };
-                let m = Message { src: h, dst: op.peer, send_op: i, tag: op.tag, size: op.size, cpu: op.cpu, nic: op.nic, posted, injected: t, received: 0 };
+                let m = Message {
+                    src: h,
+                    dst: op.peer,
+                    send_op: i,
+                    tag: op.tag,
+                    size: op.size,
+                    cpu: op.cpu,
+                    nic: op.nic,
+                    posted,
+                    injected: t,
+                    arrived: t + k.o + k.L,
+                    networked,
+                    ..Message::default()
+                };
                 let id = match self.free_msgs.pop() {
                     Some(id) => {
                         self.msgs[id as usize] = m;
@@ -333,7 +395,11 @@ impl<P: Program> Sim<'_, P> {
                     }
                 };
                 let key = self.new_key();
-                self.queue.push(t + k.o + k.L, Entry { key, host: op.peer, data: MSG_FLAG | id });
+                if networked {
+                    self.queue.push(t + k.o, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+                } else {
+                    self.queue.push(t + k.o + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+                }
                 if op.size <= self.par.S {
                     self.done(h, i);
                 }
@@ -363,8 +429,9 @@ impl<P: Program> Sim<'_, P> {
         self.messages += 1;
         let k = self.par.costs(m.size);
         let extra = m.size.saturating_sub(1);
-        self.clock[c] = t + k.o + extra * k.O.max(k.G);
-        self.clock[n] = t + k.g + extra * k.G;
+        let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
+        self.clock[c] = t + k.o + extra * per_byte_cpu;
+        self.clock[n] = t + k.g + extra * per_byte_nic;
         if let Some(tl) = &mut self.timeline {
             tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.clock[c]);
         }
@@ -394,17 +461,70 @@ impl<P: Program> Sim<'_, P> {
         }
         if let Some(rec) = &mut self.records {
             let k = self.par.costs(m.size);
+            let per_byte = if m.networked { k.O } else { k.O.max(k.G) };
             let times = MessageTimes {
                 posted: m.posted,
                 injected: m.injected,
-                arrived: m.injected + k.o + k.L,
+                arrived: m.arrived,
                 received: m.received,
                 matched,
-                receive_cost: k.o + m.size.saturating_sub(1) * k.O.max(k.G),
+                receive_cost: k.o + m.size.saturating_sub(1) * per_byte,
+                link: m.link_delay,
             };
             rec.push(m.src, m.dst, m.size, m.tag, m.send_op, recv_op, rendezvous, &times);
         }
         self.free_msgs.push(id);
+    }
+
+    /// A message's flow enters the network (its sender's overhead is paid).
+    fn flow_start(&mut self, t: Time, id: u32) {
+        let net = self.net.as_mut().expect("flow events need a network");
+        let m = &mut self.msgs[id as usize];
+        let started = net.start(t, m.src, m.dst, m.size);
+        m.flow = started.flow;
+        m.flow_start = net.now();
+        m.head = started.head;
+        m.alone = started.alone;
+        if self.flow_msg.len() <= started.flow as usize {
+            self.flow_msg.resize(started.flow as usize + 1, 0);
+        }
+        self.flow_msg[started.flow as usize] = id;
+        self.net_dirty = true;
+    }
+
+    /// A flow's last byte left (if the event is still current): the message arrives `head` later.
+    fn flow_done(&mut self, t: Time, e: Entry) {
+        let id = e.data & !MSG_FLAG;
+        let m = self.msgs[id as usize];
+        if e.host & !KIND_MASK != m.version {
+            return; // superseded by a later reallocation
+        }
+        self.net.as_mut().expect("flow events need a network").finish(t, m.flow);
+        self.net_dirty = true;
+        let arrival = t + m.head;
+        let msg = &mut self.msgs[id as usize];
+        msg.arrived = arrival;
+        msg.link_delay = (t - m.flow_start).saturating_sub(m.alone);
+        let key = self.new_key();
+        self.queue.push(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+    }
+
+    /// New fair rates after the flow starts and ends of one instant; each flow whose completion
+    /// moved gets a new completion event (the old one becomes stale through its version).
+    fn reschedule_flows(&mut self) {
+        self.net_dirty = false;
+        let mut moved = std::mem::take(&mut self.rescheduled);
+        moved.clear();
+        self.net.as_mut().expect("dirty only with a network").reallocate(&mut moved);
+        for &(flow, done) in &moved {
+            let id = self.flow_msg[flow as usize];
+            let m = &mut self.msgs[id as usize];
+            m.version = (m.version + 1) & !KIND_MASK;
+            let version = m.version;
+            let key = self.new_key();
+            self.queue.push(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
+        }
+        self.rescheduled = moved;
     }
 
     #[inline]
@@ -505,6 +625,7 @@ impl<P: Program> Sim<'_, P> {
             deadlock,
             records: self.records.take(),
             timeline: self.timeline.take(),
+            links: self.net.as_ref().map(|n| n.stats().clone()),
         }
     }
 

@@ -1,0 +1,303 @@
+//! Flow-level link sharing: max-min fair rates for the messages crossing a network.
+//!
+//! Each message between nodes is a flow of `bytes` over a path of directed links. At any moment every
+//! flow gets its max-min fair rate (progressive filling: the most constrained link fixes the rate of
+//! its flows, which are then removed, and so on). Rates change only when a flow starts or ends; the
+//! owner calls [`FlowNet::settle`] before a change to advance every flow's remaining bytes, and
+//! [`FlowNet::reallocate`] after the changes of one instant to get the new rates. Per-link statistics
+//! (bytes carried, busy time, peak concurrent flows) are kept as flows come and go.
+
+use crate::time::Time;
+
+/// A flow's handle (index into the flow table; reused after the flow ends).
+pub type FlowId = u32;
+
+#[derive(Clone, Debug, Default)]
+struct Flow {
+    /// Range of this flow's links in `FlowNet::paths`.
+    path_start: u32,
+    path_len: u32,
+    remaining: f64,
+    /// Bytes per picosecond.
+    rate: f64,
+    active: bool,
+}
+
+/// Per-link totals over a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkStats {
+    pub bytes: Vec<u64>,
+    /// Picoseconds during which at least one flow crossed the link.
+    pub busy: Vec<Time>,
+    pub peak_flows: Vec<u32>,
+}
+
+pub struct FlowNet {
+    /// Capacity of each link in bytes per picosecond.
+    capacity: Vec<f64>,
+    flows: Vec<Flow>,
+    free: Vec<FlowId>,
+    paths: Vec<u32>,
+    /// Active flows on each link.
+    on_link: Vec<u32>,
+    /// Time up to which remaining bytes are accounted.
+    now: Time,
+    active: Vec<FlowId>,
+    stats: LinkStats,
+    /// Scratch for progressive filling.
+    left: Vec<f64>,
+    unfixed: Vec<u32>,
+    busy_links: Vec<u32>,
+}
+
+impl FlowNet {
+    /// `capacity[l]`: bytes per picosecond of link l (all positive).
+    pub fn new(capacity: Vec<f64>) -> FlowNet {
+        let n = capacity.len();
+        FlowNet {
+            capacity,
+            flows: Vec::new(),
+            free: Vec::new(),
+            paths: Vec::new(),
+            on_link: vec![0; n],
+            now: 0,
+            active: Vec::new(),
+            stats: LinkStats { bytes: vec![0; n], busy: vec![0; n], peak_flows: vec![0; n] },
+            left: vec![0.0; n],
+            unfixed: vec![0; n],
+            busy_links: Vec::new(),
+        }
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// The time up to which remaining bytes are accounted.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn active_flows(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Advances every active flow to time `t` at its current rate (and the links' busy time).
+    pub fn settle(&mut self, t: Time) {
+        debug_assert!(t >= self.now);
+        let dt = (t - self.now) as f64;
+        if dt > 0.0 {
+            for &f in &self.active {
+                let flow = &mut self.flows[f as usize];
+                flow.remaining = (flow.remaining - flow.rate * dt).max(0.0);
+            }
+            for (l, &n) in self.on_link.iter().enumerate() {
+                if n > 0 {
+                    self.stats.busy[l] += t - self.now;
+                }
+            }
+        }
+        self.now = t;
+    }
+
+    /// Starts a flow of `bytes` over `path` at the current time; call [`reallocate`] before asking
+    /// for completion times.
+    pub fn start(&mut self, path: &[u32], bytes: u64) -> FlowId {
+        let id = self.free.pop().unwrap_or_else(|| {
+            self.flows.push(Flow::default());
+            self.flows.len() as FlowId - 1
+        });
+        let path_start = self.paths.len() as u32;
+        self.paths.extend_from_slice(path);
+        for &l in path {
+            let l = l as usize;
+            self.on_link[l] += 1;
+            self.stats.bytes[l] += bytes;
+            self.stats.peak_flows[l] = self.stats.peak_flows[l].max(self.on_link[l]);
+        }
+        self.flows[id as usize] = Flow { path_start, path_len: path.len() as u32, remaining: bytes as f64, rate: 0.0, active: true };
+        self.active.push(id);
+        id
+    }
+
+    /// Ends a flow (finished or not) at the current time.
+    pub fn finish(&mut self, id: FlowId) {
+        let f = &mut self.flows[id as usize];
+        debug_assert!(f.active);
+        f.active = false;
+        let (s, n) = (f.path_start as usize, f.path_len as usize);
+        for k in s..s + n {
+            self.on_link[self.paths[k] as usize] -= 1;
+        }
+        let pos = self.active.iter().position(|&a| a == id).expect("active flow");
+        self.active.swap_remove(pos);
+        self.free.push(id);
+        if self.active.is_empty() {
+            self.paths.clear();
+        }
+    }
+
+    fn path(&self, f: &Flow) -> &[u32] {
+        &self.paths[f.path_start as usize..(f.path_start + f.path_len) as usize]
+    }
+
+    /// Active flows on each link (what adaptive routing looks at).
+    pub fn load(&self) -> &[u32] {
+        &self.on_link
+    }
+
+    /// Max-min fair rates for all active flows (progressive filling); appends to `changed` the
+    /// flows whose rate changed. O(bottleneck levels x (busy links + total path length)).
+    pub fn reallocate(&mut self, changed: &mut Vec<FlowId>) {
+        self.busy_links.clear();
+        for (l, &n) in self.on_link.iter().enumerate() {
+            if n > 0 {
+                self.busy_links.push(l as u32);
+                self.left[l] = self.capacity[l];
+                self.unfixed[l] = n;
+            }
+        }
+        let mut pending: Vec<FlowId> = self.active.clone();
+        while !pending.is_empty() {
+            // The link whose equal share among its unfixed flows is smallest limits them all.
+            let mut best = f64::INFINITY;
+            for &l in &self.busy_links {
+                let l = l as usize;
+                if self.unfixed[l] > 0 {
+                    let share = self.left[l] / self.unfixed[l] as f64;
+                    if share < best {
+                        best = share;
+                    }
+                }
+            }
+            let share = best.max(0.0);
+            // Fix every flow crossing a link at that share (within rounding), then update links.
+            let mut k = 0;
+            while k < pending.len() {
+                let f = pending[k];
+                let flow = &self.flows[f as usize];
+                let limited = self.path(flow).iter().any(|&l| {
+                    let l = l as usize;
+                    self.left[l] / self.unfixed[l] as f64 <= share * (1.0 + 1e-12)
+                });
+                if limited {
+                    let (s, n) = (flow.path_start as usize, flow.path_len as usize);
+                    for j in s..s + n {
+                        let l = self.paths[j] as usize;
+                        self.left[l] -= share;
+                        self.unfixed[l] -= 1;
+                    }
+                    if self.flows[f as usize].rate != share {
+                        self.flows[f as usize].rate = share;
+                        changed.push(f);
+                    }
+                    pending.swap_remove(k);
+                } else {
+                    k += 1;
+                }
+            }
+        }
+    }
+
+    /// Current rate of a flow in bytes per picosecond.
+    pub fn rate(&self, id: FlowId) -> f64 {
+        self.flows[id as usize].rate
+    }
+
+    /// When the flow will have sent its last byte at its current rate (rounded up to a picosecond).
+    pub fn completion(&self, id: FlowId) -> Time {
+        let f = &self.flows[id as usize];
+        if f.remaining <= 0.0 {
+            return self.now;
+        }
+        self.now + (f.remaining / f.rate).ceil() as Time
+    }
+
+    /// The active flows, for rescheduling after a reallocation.
+    pub fn active(&self) -> &[FlowId] {
+        &self.active
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs flows that all start at 0 to completion; returns each one's finish time.
+    fn run(capacity: Vec<f64>, flows: &[(Vec<u32>, u64)]) -> Vec<Time> {
+        let mut net = FlowNet::new(capacity);
+        let ids: Vec<FlowId> = flows.iter().map(|(p, b)| net.start(p, *b)).collect();
+        let mut done = vec![0; flows.len()];
+        let mut left: Vec<usize> = (0..flows.len()).collect();
+        let mut changed = Vec::new();
+        net.reallocate(&mut changed);
+        while !left.is_empty() {
+            let (k, t) = left.iter().enumerate().map(|(k, &i)| (k, net.completion(ids[i]))).min_by_key(|&(_, t)| t).unwrap();
+            net.settle(t);
+            let i = left.swap_remove(k);
+            done[i] = t;
+            net.finish(ids[i]);
+            net.reallocate(&mut changed);
+        }
+        done
+    }
+
+    #[test]
+    fn n_flows_into_one_link_share_it_equally() {
+        // Link 0 carries 1 byte/ps; 4 flows of 1000 bytes all cross it: each gets 1/4.
+        let flows: Vec<(Vec<u32>, u64)> = (1..=4).map(|i| (vec![i, 0], 1000)).collect();
+        let mut cap = vec![1.0; 5];
+        cap[0] = 1.0;
+        let mut net = FlowNet::new(cap.clone());
+        for (p, b) in &flows {
+            net.start(p, *b);
+        }
+        let mut changed = Vec::new();
+        net.reallocate(&mut changed);
+        assert_eq!(changed.len(), 4);
+        for &f in net.active() {
+            assert!((net.rate(f) - 0.25).abs() < 1e-12);
+        }
+        assert_eq!(run(cap, &flows), vec![4000; 4]);
+    }
+
+    #[test]
+    fn parking_lot_gets_max_min_shares() {
+        // Links 0,1,2 of capacity 1. Flow A crosses all three; B uses link 0, C link 1, D and E link 2.
+        // Max-min: link 2 has 3 flows -> A, D, E get 1/3; then B and C get 2/3 each.
+        let mut net = FlowNet::new(vec![1.0; 3]);
+        let a = net.start(&[0, 1, 2], 1 << 20);
+        let b = net.start(&[0], 1 << 20);
+        let c = net.start(&[1], 1 << 20);
+        let d = net.start(&[2], 1 << 20);
+        let e = net.start(&[2], 1 << 20);
+        net.reallocate(&mut Vec::new());
+        for (f, want) in [(a, 1.0 / 3.0), (b, 2.0 / 3.0), (c, 2.0 / 3.0), (d, 1.0 / 3.0), (e, 1.0 / 3.0)] {
+            assert!((net.rate(f) - want).abs() < 1e-12, "{f}: {} vs {want}", net.rate(f));
+        }
+    }
+
+    #[test]
+    fn rates_rise_when_a_flow_leaves() {
+        // Two flows share a link of 1 byte/ps: 1000 and 3000 bytes. The short one ends at 2000 ps;
+        // the long one then has 2000 bytes left at full rate: ends at 4000 ps.
+        assert_eq!(run(vec![1.0], &[(vec![0], 1000), (vec![0], 3000)]), vec![2000, 4000]);
+    }
+
+    #[test]
+    fn link_statistics() {
+        let mut net = FlowNet::new(vec![1.0, 1.0]);
+        let a = net.start(&[0, 1], 100);
+        let b = net.start(&[0], 50);
+        net.reallocate(&mut Vec::new());
+        net.settle(100);
+        net.finish(b);
+        net.reallocate(&mut Vec::new());
+        net.settle(150);
+        net.finish(a);
+        let s = net.stats();
+        assert_eq!(s.bytes, vec![150, 100]);
+        assert_eq!(s.peak_flows, vec![2, 1]);
+        assert_eq!(s.busy, vec![150, 150]);
+    }
+}
