@@ -12,6 +12,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use contend_engine::net::{Network, NetworkSpec, Placement, TopologySpec};
 use contend_engine::record::{Records, Timeline};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
@@ -68,6 +69,59 @@ fn params_from(d: &Bound<'_, PyDict>) -> PyResult<Params> {
         _ => None,
     };
     Ok(Params { L: get(d, "L", "")?, o: get(d, "o", "")?, g: get(d, "g", "")?, G: get(d, "G", "")?, O: get(d, "O", "")?, S: get(d, "S", "")?, unit: PS_PER_NS, rendezvous })
+}
+
+/// Reads the optional "network" entry of the parameters (see docs/formats.md, machine files):
+/// topology kind and sizes, routing, placement, ranks per node, bandwidths in bytes per second,
+/// hop latency in ps, packet size in bytes. None: LogGOPS only.
+fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec>> {
+    let Some(n) = d.get_item("network")? else { return Ok(None) };
+    if n.is_none() {
+        return Ok(None);
+    }
+    let n = n.cast::<PyDict>().map_err(|_| PyValueError::new_err("network must be a dict"))?;
+    let err = |k: &str, what: &str| PyValueError::new_err(format!("network {k}: {what}"));
+    let int = |k: &str| -> PyResult<u64> {
+        n.get_item(k)?.ok_or_else(|| err(k, "missing"))?.extract::<u64>().map_err(|_| err(k, "must be a non-negative integer"))
+    };
+    let small = |k: &str| -> PyResult<u32> { u32::try_from(int(k)?).map_err(|_| err(k, "too large")) };
+    let float = |k: &str| -> PyResult<f64> {
+        n.get_item(k)?.ok_or_else(|| err(k, "missing"))?.extract::<f64>().map_err(|_| err(k, "must be a number"))
+    };
+    let kind: String = n.get_item("topology")?.ok_or_else(|| err("topology", "missing"))?.extract().map_err(|_| err("topology", "must be a name"))?;
+    let topology = match kind.as_str() {
+        "torus" | "mesh" => {
+            let dims: Vec<u32> = n.get_item("dims")?.ok_or_else(|| err("dims", "missing"))?.extract().map_err(|_| err("dims", "must be a list of sizes"))?;
+            if kind == "torus" { TopologySpec::Torus { dims } } else { TopologySpec::Mesh { dims } }
+        }
+        "fattree" => TopologySpec::FatTree { k: small("k")?, levels: small("levels")?, oversubscription: small("oversubscription")? },
+        "dragonfly" => TopologySpec::Dragonfly { a: small("a")?, p: small("p")?, h: small("h")?, g: small("g")? },
+        "crossbar" => TopologySpec::Crossbar { nodes: small("nodes")? },
+        other => return Err(err("topology", &format!("unknown kind '{other}' (torus, mesh, fattree, dragonfly, crossbar)"))),
+    };
+    let placement = match n.get_item("placement")? {
+        None => Placement::Block,
+        Some(p) => match p.extract::<String>() {
+            Ok(name) => Placement::parse(&name).map_err(|e| err("placement", &e))?,
+            Err(_) => Placement::Explicit(p.extract::<Vec<u32>>().map_err(|_| err("placement", "must be block, cyclic or a list of node numbers"))?),
+        },
+    };
+    let routing = match n.get_item("routing")? {
+        Some(r) if !r.is_none() => Some(r.extract::<String>().map_err(|_| err("routing", "must be a name"))?),
+        _ => None,
+    };
+    Ok(Some(NetworkSpec {
+        topology,
+        routing,
+        placement,
+        ranks_per_node: small("ranks_per_node")?,
+        link_bandwidth: float("link_bandwidth")?,
+        injection_bandwidth: float("injection_bandwidth")?,
+        global_bandwidth: float("global_bandwidth")?,
+        hop_latency: int("hop_latency")?,
+        packet_bytes: int("packet_bytes")?,
+        seed: int("seed")?,
+    }))
 }
 
 fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {
@@ -202,6 +256,19 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     let dtypes = PyDict::new(py);
     d.set_item("records", r.records.as_ref().map(|x| records_dict(py, x, &dtypes)).transpose()?)?;
     d.set_item("timeline", r.timeline.as_ref().map(|x| timeline_dict(py, x, &dtypes)).transpose()?)?;
+    match &r.links {
+        Some(l) => {
+            let links = PyDict::new(py);
+            links.set_item("bytes", le_bytes(py, &l.bytes, u64::to_le_bytes))?;
+            links.set_item("busy", le_bytes(py, &l.busy, u64::to_le_bytes))?;
+            links.set_item("peak_flows", le_bytes(py, &l.peak_flows, u32::to_le_bytes))?;
+            dtypes.set_item("link_bytes", "<u8")?;
+            dtypes.set_item("link_busy", "<u8")?;
+            dtypes.set_item("link_peak_flows", "<u4")?;
+            d.set_item("links", links)?;
+        }
+        None => d.set_item("links", py.None())?,
+    }
     d.set_item("dtypes", dtypes)?;
     Ok(d)
 }
@@ -212,16 +279,18 @@ fn run<P: Program + Sync>(
     py: Python<'_>,
     prog: &P,
     par: Params,
+    network: Option<NetworkSpec>,
     records: bool,
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let opts = Options { records, timeline };
+    let network = network.map(|spec| Network::new(&spec, prog.num_ranks())).transpose().map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
     let total: u64 = (0..prog.num_ranks()).map(|r| prog.num_ops(r) as u64).sum();
     let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate_with_progress(prog, &par, &opts, None, |done| {
+        let r = simulate_with_progress(prog, &par, &opts, network, |done| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|_| match &progress {
                     Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
@@ -260,8 +329,9 @@ fn simulate_goal(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let par = params_from(params)?;
+    let network = network_from(params)?;
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
-    run(py, &prog, par, records, timeline, progress)
+    run(py, &prog, par, network, records, timeline, progress)
 }
 
 /// Simulates a generated collective or pattern.
@@ -281,8 +351,9 @@ fn simulate_collective(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let par = params_from(params)?;
+    let network = network_from(params)?;
     let c = collective(name, ranks, size, root, seed)?;
-    run(py, &c, par, records, timeline, progress)
+    run(py, &c, par, network, records, timeline, progress)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).
