@@ -53,7 +53,7 @@ def test_json_contract_fields_and_types(capsys):
     assert summary["events"] >= summary["ops"] > 0
     assert isinstance(summary["wall_seconds"], float)
     assert summary["time_unit"] == "ns"
-    assert summary["params"] == {"L": 3000, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535}
+    assert summary["params"] == {"L": 3000, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535, "rendezvous": None}
 
 
 @pytest.mark.parametrize("collective,ranks,size,makespan,per_rank", REFERENCE_ANSWERS)
@@ -78,7 +78,7 @@ def test_goal_file_gives_the_same_answer_as_the_generator(capsys, tmp_path):
 
 def test_defaults_are_loggopsim_defaults(capsys):
     summary = sim_json(capsys, "--collective", "binomial-bcast", "--ranks", "8", "--bytes", "1")
-    assert summary["params"] == {"L": 2500, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535}
+    assert summary["params"] == {"L": 2500, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535, "rendezvous": None}
     assert summary["makespan"] == 3 * (2 * 1500 + 2500)
 
 
@@ -113,6 +113,21 @@ def test_machine_file_path(capsys, tmp_path):
     summary = sim_json(capsys, "--machine", str(path), "--collective", "binomial-bcast", "--ranks", "8",
                        "--bytes", "1")
     assert summary["makespan"] == 18000
+
+
+def test_machine_file_with_rendezvous_costs(capsys, tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('[loggops]\nL = "1us"\no = "500ns"\ng = "1us"\nG = "0.1ns"\nO = "0"\nS = 8191\n'
+                    '[loggops.rendezvous]\nL = "3us"\nG = "0.08ns"\n')
+    for size, costs in ((8191, (1000, 500, 0.1)), (8192, (3000, 500, 0.08))):
+        summary = sim_json(capsys, "--machine", str(path), "--collective", "pingpong", "--ranks", "2",
+                           "--bytes", str(size))
+        L, o, G = costs  # a round trip: 2 (2o + L + (s-1) G) with the costs of the message's size
+        assert summary["makespan"] == pytest.approx(2 * (2 * o + L + (size - 1) * G), abs=0.001)
+    assert summary["params"]["rendezvous"] == {"L": 3000, "o": 500, "g": 1000, "G": 0.08, "O": 0}
+    overridden = sim_json(capsys, "--machine", str(path), "-L", "2us", "--collective", "pingpong", "--ranks",
+                          "2", "--bytes", "1")
+    assert overridden["params"]["L"] == 2000 and overridden["params"]["rendezvous"]["L"] == 3000
 
 
 def test_table_output(capsys):

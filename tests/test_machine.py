@@ -31,7 +31,7 @@ def test_paper_presets_mark_their_estimates():
 def test_loggopsim_default_values():
     assert load_machine("loggopsim-default").params == {
         "L": 2_500_000, "o": 1_500_000, "g": 1_000_000, "G": 6_000, "O": 0, "S": 65535}
-    assert loggops_params() == load_machine("loggopsim-default").params
+    assert loggops_params() == {**load_machine("loggopsim-default").params, "rendezvous": None}
 
 
 def test_units_and_numbers():
@@ -49,6 +49,50 @@ def test_precedence_defaults_machine_overrides():
     params = loggops_params("loggops-reference", o="2us", S="64KiB")
     assert params["L"] == 3_000_000 and params["o"] == 2_000_000 and params["S"] == 65536
     assert loggops_params(L=3000.5)["L"] == 3_000_500
+
+
+BASE = '[loggops]\nL = "1us"\no = "500ns"\ng = "2us"\nG = "0.1ns"\nO = "0"\nS = 8191\n'
+
+
+def test_a_rendezvous_set_takes_units_and_inherits_what_it_leaves_out():
+    machine = parse_machine(BASE + '\n[loggops.rendezvous]\nL = "3us"\nG = "12.5GB/s"\no = 700\n', "r.toml")
+    assert machine.params == {"L": 1_000_000, "o": 500_000, "g": 2_000_000, "G": 100, "O": 0, "S": 8191}
+    assert machine.rendezvous == {"L": 3_000_000, "o": 700_000, "g": 2_000_000, "G": 80, "O": 0}
+    params = loggops_params(machine)
+    assert params["rendezvous"] == machine.rendezvous
+    assert params["L"] == 1_000_000 and params["S"] == 8191
+
+
+def test_overrides_replace_the_base_set_only():
+    machine = parse_machine(BASE + '[loggops.rendezvous]\nL = "3us"\n', "r.toml")
+    params = loggops_params(machine, L="2us", o="1us", S=100)
+    assert (params["L"], params["o"], params["S"]) == (2_000_000, 1_000_000, 100)
+    assert params["rendezvous"] == {"L": 3_000_000, "o": 500_000, "g": 2_000_000, "G": 100, "O": 0}
+
+
+def test_without_a_rendezvous_table_there_is_no_second_set():
+    assert parse_machine(BASE, "r.toml").rendezvous is None
+    assert loggops_params(parse_machine(BASE, "r.toml"))["rendezvous"] is None
+
+
+@pytest.mark.parametrize(
+    "table,message",
+    [
+        ('[loggops.rendezvous]\nL = "3us"\nS = 100\n', r"r\.toml:11: \[loggops\.rendezvous\] S: unknown key; known: L, o, g, G, O"),
+        ('[loggops.rendezvous]\no_s = "3us"\n', r"r\.toml:10: \[loggops\.rendezvous\] o_s: unknown key"),
+        ('[loggops.rendezvous]\nL = "3 lightyears"\n', r"r\.toml:10: \[loggops\.rendezvous\] L: "),
+        ('[loggops.rendezvous]\nG = "-1ns"\n', r"r\.toml:10: \[loggops\.rendezvous\] G: must not be negative"),
+        ('[loggops.rendezvous]\nO = true\n', r"r\.toml:10: \[loggops\.rendezvous\] O: expected a number"),
+    ],
+)
+def test_rendezvous_validation_names_file_line_and_key(table, message):
+    with pytest.raises(UserError, match=message):
+        parse_machine(BASE + "\n" + table, "r.toml")
+
+
+def test_a_rendezvous_key_that_is_not_a_table_is_an_error():
+    with pytest.raises(UserError, match=r"r\.toml:8: \[loggops\] rendezvous must be a table"):
+        parse_machine(BASE + 'rendezvous = "fast"\n', "r.toml")
 
 
 def test_unknown_tables_and_extra_keys_are_kept():

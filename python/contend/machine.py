@@ -14,8 +14,17 @@ A machine file has a ``[machine]`` table (name, description, source) and a ``[lo
     O = "0"            # CPU overhead per byte
     S = 65535          # eager/rendezvous threshold in bytes (size <= S is eager)
 
+An optional ``[loggops.rendezvous]`` table gives a second set of costs for messages of more than S bytes
+(a real MPI's costs change where it switches protocol)::
+
+    [loggops.rendezvous]
+    L = "2us"          # any of L, o, g, G, O; a key left out keeps its [loggops] value
+
 Other keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[topology]``, ``[nic]``, ...) are
 kept in ``Machine.document`` for the models that read them. Presets ship in ``contend/machines/``.
+
+Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
+the base ``[loggops]`` values only: a rendezvous set from the machine file stays as written.
 """
 
 from __future__ import annotations
@@ -41,7 +50,9 @@ DEFAULT_MACHINE = "loggopsim-default"
 
 TIME_KEYS = ("L", "o", "g")
 PER_BYTE_KEYS = ("G", "O")
-PARAMETER_KEYS = TIME_KEYS + PER_BYTE_KEYS + ("S",)
+COST_KEYS = TIME_KEYS + PER_BYTE_KEYS
+PARAMETER_KEYS = COST_KEYS + ("S",)
+RENDEZVOUS = "rendezvous"  # [loggops.rendezvous]: the costs of messages larger than S
 # S is stored by the engine as a u64, but no message is larger than this in practice.
 MAX_THRESHOLD = 2**63 - 1
 
@@ -51,7 +62,8 @@ class Machine:
     """A loaded, validated machine file.
 
     ``params`` are the engine's LogGOPS parameters: L, o, g in picoseconds, G, O in picoseconds per
-    byte, S in bytes. ``loggops`` keeps the values as written, ``document`` the whole parsed file.
+    byte, S in bytes. ``rendezvous`` is the complete cost set (L, o, g, G, O, same units) for messages
+    larger than S, or None. ``loggops`` keeps the values as written, ``document`` the whole parsed file.
     """
 
     name: str
@@ -61,6 +73,7 @@ class Machine:
     loggops: Mapping[str, Any]
     document: Mapping[str, Any] = field(repr=False)
     path: str = ""
+    rendezvous: Mapping[str, int] | None = None
 
 
 def preset_names() -> list[str]:
@@ -126,17 +139,35 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         loggops=dict(loggops),
         document=document,
         path=origin,
+        rendezvous=_rendezvous_costs(loggops, params, locate),
     )
 
 
-def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrides: Any) -> dict[str, int]:
+def _rendezvous_costs(loggops: Mapping[str, Any], base: Mapping[str, int], locate) -> dict[str, int] | None:
+    """The ``[loggops.rendezvous]`` costs, completed from the base set; None when the table is absent."""
+    if RENDEZVOUS not in loggops:
+        return None
+    table = f"loggops.{RENDEZVOUS}"
+    written = loggops[RENDEZVOUS]
+    if not isinstance(written, dict):
+        raise UserError(f"{locate('loggops', RENDEZVOUS)}: [loggops] {RENDEZVOUS} must be a table "
+                        f"([{table}] with keys {', '.join(COST_KEYS)})")
+    for key in written:
+        if key not in COST_KEYS:  # S is one threshold for both sets; anything else is a typo
+            raise UserError(f"{locate(table, key)}: [{table}] {key}: unknown key; known: {', '.join(COST_KEYS)}")
+    return {key: _parameter(key, written[key], lambda k=key: f"{locate(table, k)}: [{table}] {k}")
+            if key in written else base[key] for key in COST_KEYS}
+
+
+def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrides: Any) -> dict[str, Any]:
     """The engine parameters: LogGOPSim's defaults, replaced by a machine's, replaced by ``overrides``.
 
     Overrides are strings with units (``L="3us"``, ``G="12.5GB/s"``) or numbers in ns (per byte for G
-    and O; bytes for S); ``None`` means "not given".
+    and O; bytes for S); ``None`` means "not given". They replace the base set only; ``"rendezvous"``
+    is the machine's set for messages larger than S (ints, ps and ps/byte), or None.
 
     >>> loggops_params(L="3us", G=6)
-    {'L': 3000000, 'o': 1500000, 'g': 1000000, 'G': 6000, 'O': 0, 'S': 65535}
+    {'L': 3000000, 'o': 1500000, 'g': 1000000, 'G': 6000, 'O': 0, 'S': 65535, 'rendezvous': None}
     """
     unknown = sorted(set(overrides) - set(PARAMETER_KEYS))
     if unknown:
@@ -145,10 +176,11 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
         machine = DEFAULT_MACHINE
     if not isinstance(machine, Machine):
         machine = load_machine(machine)
-    params = dict(machine.params)
+    params: dict[str, Any] = dict(machine.params)
     for key, value in overrides.items():
         if value is not None:
             params[key] = _parameter(key, value, lambda k=key: f"parameter {k}")
+    params[RENDEZVOUS] = dict(machine.rendezvous) if machine.rendezvous is not None else None
     return params
 
 

@@ -125,13 +125,13 @@ class SimulationResult:
     messages: int
     wall_seconds: float
     deadlock: Deadlock | None
-    params: Mapping[str, int]
+    params: Mapping[str, Any]
     workload: Mapping[str, Any]
     record_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     timeline_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, int], workload: Mapping[str, Any]):
+    def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
         """Wrap the engine's result dict (integer ps, raw little-endian column buffers)."""
         dtypes = raw.get("dtypes") or {}
 
@@ -209,7 +209,14 @@ class SimulationResult:
         }
 
 
-def parameters_ns(params: Mapping[str, int]) -> dict[str, int | float]:
-    """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes."""
-    return {key: (value if key == "S" else ps_to_ns(value)) for key, value in params.items()}
+def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes; the
+    same for the nested ``rendezvous`` costs (messages larger than S), which may be None."""
+    converted = {}
+    for key, value in params.items():
+        if key == "rendezvous":
+            converted[key] = None if value is None else parameters_ns(value)
+        else:
+            converted[key] = value if key == "S" else ps_to_ns(value)
+    return converted
 

@@ -36,10 +36,15 @@ def describe_workload(workload: dict[str, Any]) -> str:
     return text
 
 
-def describe_params(params: dict[str, int]) -> str:
+def describe_params(params: dict[str, Any]) -> str:
     values = parameters_ns(params)
-    return (f"L={values['L']} o={values['o']} g={values['g']} G={values['G']} O={values['O']} "
+    text = (f"L={values['L']} o={values['o']} g={values['g']} G={values['G']} O={values['O']} "
             f"(ns, ns/byte) S={values['S']} bytes")
+    above = values.get("rendezvous")
+    if above:
+        text += (f"; above S: L={above['L']} o={above['o']} g={above['g']} G={above['G']} "
+                 f"O={above['O']}")
+    return text
 
 
 def result_table(result: SimulationResult, title: str = "simulation") -> Table:
