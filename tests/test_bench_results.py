@@ -18,7 +18,7 @@ def lines(*, sent=(64, 0), received=(0, 64), hosts=("a",), node_of_rank=(0, 0), 
          "loadavg_1min": 0.2, "started": "2026-01-01T00:00:00Z"},
         {"type": "result", "pattern": pattern, "metric": "latency", "bytes": 64, "rank": 0, "peer": 1,
          "window": 1, "samples": 8, "t_min_ns": 800.0, "t_p50_ns": p50, "t_p90_ns": 950.0, "t_p99_ns": 990.0,
-         "t_max_ns": 1000.0, "t_mean_ns": 910.0, "bandwidth_Bps": bandwidth, "msg_rate": 1.1e6},
+         "t_max_ns": 1000.0, "t_mean_ns": 910.0, "t_tmean_ns": 905.0, "bandwidth_Bps": bandwidth, "msg_rate": 1.1e6},
         {"type": "progress", "done": 1, "total": 1},
     ]
     for rank in range(2):

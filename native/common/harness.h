@@ -10,7 +10,8 @@
  *   {"type":"end", ...}       last: the run completed
  * Errors in the command line print one line on stderr and exit with code 2 on every rank.
  *
- * Times are nanoseconds. In a result, t_* summarise the time per message (or per one-sided op);
+ * Times are nanoseconds. In a result, t_* summarise the time per message (or per one-sided op):
+ * min, p50, p90, p99, max, mean and tmean (the mean without the extreme tenths, see stats.h);
  * bandwidth_Bps = bytes / t_p50 * 1e9 and msg_rate = 1e9 / t_p50: the median, because a shared
  * host's occasional millisecond stalls would otherwise decide the mean. */
 #ifndef CONTEND_HARNESS_H

@@ -48,6 +48,7 @@ void report_row(const bench *b, const result *r)
     json_num("t_p99_ns", r->t.p99);
     json_num("t_max_ns", r->t.max);
     json_num("t_mean_ns", r->t.mean);
+    json_num("t_tmean_ns", r->t.tmean);
     json_num("bandwidth_Bps", r->t.p50 > 0 ? (double)r->bytes / r->t.p50 * 1e9 : 0.0);
     json_num("msg_rate", r->t.p50 > 0 ? 1e9 / r->t.p50 : 0.0);
     for (int i = 0; i < r->nextras; i++)

@@ -27,9 +27,13 @@ summary summarise(const double *samples, int n)
     double *sorted = malloc(sizeof(double) * n);
     memcpy(sorted, samples, sizeof(double) * n);
     qsort(sorted, n, sizeof(double), compare_doubles);
-    double total = 0;
-    for (int i = 0; i < n; i++)
+    double total = 0, kept = 0;
+    int cut = n / 10;
+    for (int i = 0; i < n; i++) {
         total += sorted[i];
+        if (i >= cut && i < n - cut)
+            kept += sorted[i];
+    }
     s.n = n;
     s.min = sorted[0];
     s.max = sorted[n - 1];
@@ -37,6 +41,7 @@ summary summarise(const double *samples, int n)
     s.p90 = percentile_of_sorted(sorted, n, 0.90);
     s.p99 = percentile_of_sorted(sorted, n, 0.99);
     s.mean = total / n;
+    s.tmean = kept / (n - 2 * cut);
     free(sorted);
     return s;
 }

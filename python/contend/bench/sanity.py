@@ -60,8 +60,9 @@ def check_rows(run: RunResult) -> list[str]:
     times = rows[list(TIME_COLUMNS)].to_numpy()
     if (np.diff(times, axis=1) < 0).any():
         problems.append("percentiles out of order (min <= p50 <= p90 <= p99 <= max)")
-    if ((rows["t_mean_ns"] < rows["t_min_ns"]) | (rows["t_mean_ns"] > rows["t_max_ns"])).any():
-        problems.append("mean outside [min, max]")
+    for column, name in (("t_mean_ns", "mean"), ("t_tmean_ns", "trimmed mean")):
+        if ((rows[column] < rows["t_min_ns"]) | (rows[column] > rows["t_max_ns"])).any():
+            problems.append(f"{name} outside [min, max]")
     if (timed["samples"] < 1).any():
         problems.append("rows without samples")
     return problems
