@@ -1,5 +1,5 @@
-"""The LogGP fit on synthetic measurements from known parameters: it must recover them, find the
-protocol step, and write a machine file the machine loader accepts with the same values."""
+"""The LogGP fit on synthetic measurements from known parameters: it must recover both regimes' costs,
+find the protocol step, and write a machine file the machine loader accepts with the same values."""
 
 from __future__ import annotations
 
@@ -31,14 +31,15 @@ def loggp_run(sizes=SIZES) -> RunResult:
         o_s = O_S + (s - 1) * O
         rows.append(dict(pattern="loggp", metric="loggp", bytes=s, rank=0, peer=1, prtt1_ns=prtt1,
                          prttn_ns=prtt1 + (N - 1) * gap, prttd_ns=prtt1 + (N - 1) * (o_s + delay),
-                         delay_ns=delay, n=N, o_r_ns=O_R + (s - 1) * O, t_p50_ns=prtt1 / 2))
+                         delay_ns=delay, n=N, o_r_ns=O_R + (s - 1) * O, t_p50_ns=prtt1 / 2, t_tmean_ns=prtt1 / 2))
     meta = {"pattern": "loggp", "ranks": 2, "nodes": 1, "hosts": ["h"], "mpi_library": "MPICH Version: 5.0.2",
             "started": "2026-01-01T00:00:00Z", "loadavg_1min": 0.1}
     return RunResult(meta=meta, results=pd.DataFrame(rows), tallies=pd.DataFrame())
 
 
 def pingpong_run(sizes=SIZES) -> RunResult:
-    rows = [dict(pattern="pingpong", metric="latency", bytes=s, rank=0, peer=1, t_p50_ns=one_way(s)) for s in sizes]
+    rows = [dict(pattern="pingpong", metric="latency", bytes=s, rank=0, peer=1, t_p50_ns=one_way(s),
+                 t_tmean_ns=one_way(s)) for s in sizes]
     return RunResult(meta={"pattern": "pingpong"}, results=pd.DataFrame(rows), tallies=pd.DataFrame())
 
 
@@ -48,25 +49,55 @@ def test_netgauge_equations_recover_overheads_and_gap():
     assert np.allclose(table["gap_ns"], GAP + (table["bytes"] - 1) * G)
 
 
-def test_fit_recovers_parameters_and_the_step():
+def test_fit_recovers_both_regimes_and_the_step():
     fit = loggp.fit_loggp(loggp_run())
     assert fit.step == (4096, 8192) and fit.S == 8191
     assert fit.o_s == pytest.approx(O_S) and fit.o_r == pytest.approx(O_R)
-    assert fit.L == pytest.approx(L) and fit.g == pytest.approx(GAP)
-    assert fit.O == pytest.approx(O)
+    eager, above = fit.eager, fit.rendezvous
+    assert eager.o == pytest.approx((O_S + O_R) / 2) and eager.L == pytest.approx(L)
+    assert eager.g == pytest.approx(GAP) and eager.G == pytest.approx(G) and eager.O == pytest.approx(O)
+    # above S: the same per-call overhead, the handshake's extra time as latency
+    assert above.o == pytest.approx(eager.o) and above.L == pytest.approx(L + RENDEZVOUS_EXTRA / 2)
+    assert above.G == pytest.approx(G) and above.g == pytest.approx(GAP) and above.O == pytest.approx(O)
     assert fit.G_stream == pytest.approx(G)
-    # G makes the model exact at the largest size, where the rendezvous extra is spread over 1 MiB
-    assert fit.round_trip([SIZES[-1]])[0] == pytest.approx(2 * one_way(SIZES[-1]))
+    assert fit.round_trip(SIZES) == pytest.approx([2 * one_way(s) for s in SIZES])
+    assert loggp.parameter_run_error(fit) < 1e-6
+
+
+def test_the_check_follows_both_sides_of_the_step():
+    fit = loggp.fit_loggp(loggp_run())
+    table = loggp.compare(fit, pingpong_run())
+    assert (table["error_pct"].abs() < 1e-6).all()
+    assert table.loc[table["bytes"] <= 4096, "regime"].eq("eager").all()
+    assert table.loc[table["bytes"] >= 8192, "regime"].eq("rendezvous").all()
+
+
+def test_without_a_step_one_set_serves_every_size():
+    sizes = [s for s in SIZES if s < STEP_AT]
+    fit = loggp.fit_loggp(loggp_run(sizes))
+    assert fit.step is None and fit.rendezvous is None and fit.S == sizes[-1]
+    assert fit.eager.L == pytest.approx(L) and fit.eager.G == pytest.approx(G)
+
+
+def test_a_regime_with_one_size_borrows_the_other_slope():
+    fit = loggp.fit_loggp(loggp_run([1, 16384, 1 << 20]), step=(1, 16384))
+    assert fit.S == 16383 and fit.eager.G == pytest.approx(G)
     assert fit.round_trip([1])[0] == pytest.approx(2 * one_way(1))
 
 
-def test_compare_flags_the_sizes_a_line_cannot_follow():
-    fit = loggp.fit_loggp(loggp_run())
-    table = loggp.compare(fit, pingpong_run())
-    eager = table[table["bytes"] <= 1024]
-    assert (eager["error_pct"].abs() < 1).all()
-    assert table.loc[table["bytes"] == 8192, "error_pct"].iloc[0] < -10
-    assert set(table["regime"]) == {"eager", "rendezvous"}
+def test_overheads_larger_than_the_round_trip_keep_the_round_trip():
+    run = loggp_run()
+    run.results["o_r_ns"] += 5000  # o_s + o_r now exceed half the round trip: L would be negative
+    fit = loggp.fit_loggp(run)
+    assert fit.eager.L == 0 and fit.round_trip([1])[0] == pytest.approx(2 * one_way(1))
+    assert any("overheads explain the whole round trip" in note for note in fit.notes)
+
+
+def test_find_step_sees_a_small_jump_where_the_time_per_byte_falls():
+    # This machine with slow eager copies: +35% at the switch, but 6x less time per byte above it.
+    sizes = [1, 1024, 2048, 4096, 8192, 16384, 32768]
+    assert loggp.find_step(sizes, [2624, 3000, 4257, 6314, 8532, 9784, 11978]) == (4096, 8192)
+    assert loggp.find_step(sizes, [2624, 2700, 2800, 3000, 3400, 4200, 5800]) is None
 
 
 def test_refine_step_narrows_to_the_threshold():
@@ -81,11 +112,37 @@ def test_refine_step_narrows_to_the_threshold():
     assert len(measured) == 3
 
 
-def test_best_line_error_is_zero_on_a_line_and_large_on_a_step():
+def test_refine_step_finds_a_drop_as_well():
+    def slow_eager(sizes):  # eager time grows past the rendezvous time, which is lower at the switch
+        return [1000 + s if s <= 6000 else 5000 + 0.1 * s for s in sizes]
+
+    assert loggp.refine_step(4096, 8192, slow_eager, rounds=4) == (6000, 6001)
+
+
+def test_relative_line_is_exact_on_a_line_and_never_negative():
+    x = np.array([0.0, 10, 100, 1000])
+    assert loggp.relative_line(x, 500 + 2 * x) == pytest.approx((500, 2))
+    a, b = loggp.relative_line(x, [510.0, 505, 500, 495])  # flat within noise, sloping down
+    assert b == 0 and 495 < a < 510
+    a, b = loggp.relative_line([1.0, 2, 3], [5.0, 20, 35])  # 15x - 10: through the origin instead
+    assert a == 0 and 5 < b < 15
+    assert loggp.relative_line([7.0], [300.0]) == pytest.approx((300, 0))
+
+
+def test_one_noisy_size_moves_the_line_by_a_share_of_its_error():
+    x = np.array([2.0**k - 1 for k in range(13)])
+    y = 2000 + 0.25 * x
+    y[3] *= 1.2  # one size measured 20% slow
+    a, b = loggp.relative_line(x, y)
+    assert np.abs((a + b * x) / (2000 + 0.25 * x) - 1).max() < 0.03
+
+
+def test_minimax_line_is_exact_on_a_line_and_balances_a_step():
     sizes = np.array(SIZES, dtype=float)
-    assert loggp.best_line_error(sizes, 1000 + 0.5 * sizes) < 1e-6
+    a, b, error = loggp.minimax_line(sizes - 1, 1000 + 0.5 * (sizes - 1))
+    assert (a, b) == pytest.approx((1000, 0.5)) and error < 1e-9
     stepped = np.array([2 * one_way(s) for s in SIZES])
-    assert loggp.best_line_error(sizes, stepped) > 0.2
+    assert loggp.minimax_line(sizes - 1, stepped)[2] > 0.2
 
 
 def test_machine_file_round_trips_through_the_machine_loader(tmp_path):
@@ -98,10 +155,13 @@ def test_machine_file_round_trips_through_the_machine_loader(tmp_path):
     params = loaded.params  # picoseconds, picoseconds per byte
     assert params["L"] == round(L * 1000) and params["o"] == round((O_S + O_R) / 2 * 1000)
     assert params["g"] == round(GAP * 1000) and params["S"] == 8191
-    assert params["G"] == round(fit.G * 1000) and params["O"] == round(O * 1000)
-    assert loaded.document["fit"]["within_10pct"] is False
-    assert loaded.document["fit"]["protocol_step"] == [4096, 8192]
-    assert loaded.document["fit"]["rendezvous"]["max_error_pct"] < 1
+    assert params["G"] == round(G * 1000) and params["O"] == round(O * 1000)
+    assert loaded.rendezvous == {"L": round((L + RENDEZVOUS_EXTRA / 2) * 1000), "o": params["o"],
+                                 "g": round(GAP * 1000), "G": round(G * 1000), "O": round(O * 1000)}
+    record = loaded.document["fit"]
+    assert record["within_10pct"] is True and record["max_error_pct"] == 0
+    assert record["protocol_step"] == [4096, 8192] and record["one_line_max_error_pct"] > 10
+    assert record["pingpong_bytes"] == SIZES and len(record["pingpong_error_pct"]) == len(SIZES)
 
 
 def test_a_run_without_loggp_rows_is_a_user_error():
@@ -109,12 +169,3 @@ def test_a_run_without_loggp_rows_is_a_user_error():
 
     with pytest.raises(UserError, match="no loggp results"):
         loggp.fit_loggp(pingpong_run())
-
-
-def test_a_second_line_above_the_step_follows_what_one_line_cannot():
-    fit = loggp.fit_loggp(loggp_run())
-    table = loggp.compare(fit, pingpong_run())
-    intercept, slope = loggp.rendezvous_line(fit)
-    assert slope == pytest.approx(2 * G) and intercept == pytest.approx(2 * one_way(1) + RENDEZVOUS_EXTRA, rel=1e-3)
-    assert np.abs(loggp.two_line_errors(fit, table)).max() < 1
-    assert table["error_pct"].abs().max() > 10

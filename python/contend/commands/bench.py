@@ -55,15 +55,17 @@ def register(subparsers) -> None:
     fit = actions.add_parser(
         "fit", help="measure LogGP parameters and write a machine file",
         description="Measure L, o_s, o_r, g, G by parametrised round trips (2 ranks, shared memory), "
-                    "find the eager threshold, check the fit against an independent ping-pong (and "
-                    "`contend sim` when the engine is built) and write a machine file.")
+                    "find the eager threshold, fit costs for messages up to it and above it, check the fit "
+                    "against an independent ping-pong (and `contend sim` when the engine is built) and "
+                    "write a machine file.")
     fit.add_argument("-o", "--output", metavar="FILE.toml", default="this-host.toml",
                      help="machine file to write (default this-host.toml); runs and plot go beside it")
     fit.add_argument("--name", default="this-host", help="machine name in the file")
     fit.add_argument("--sizes", metavar="LIST", default="1:1MiB", help="sizes to measure (default 1:1MiB)")
     fit.add_argument("--iters", metavar="N", default="300", help="round trips per size and run (default 300)")
-    fit.add_argument("--repeats", metavar="R", default="3",
-                     help="runs of each measurement, combined by their median (default 3)")
+    fit.add_argument("--repeats", metavar="R", default="9",
+                     help="runs of each measurement, alternating; those in the machine's most common state "
+                          "are combined by their median (default 9)")
     fit.add_argument("--no-refine", action="store_true", help="do not narrow the eager threshold")
     fit.add_argument("--timeout", metavar="S", default="600", help="stop each run after S seconds")
     fit.set_defaults(func=run_fit)
@@ -171,9 +173,11 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_fit(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from contend.bench import loggp
     from contend.bench.plot import plot_fit
+    from contend.bench.repeats import common_state
     from contend.bench.results import median_of_runs, write_run
     from contend.bench.runner import run_benchmark
     from contend.bench.sizes import parse_sizes
@@ -194,17 +198,24 @@ def run_fit(args: argparse.Namespace) -> int:
             return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance)
 
     def pingpong_round_trips(these: list[int]) -> list[float]:
-        return (2 * measure("pingpong", these).results.sort_values("bytes")["t_p50_ns"]).tolist()
+        return loggp.measured_round_trips(measure("pingpong", these))["measured_ns"].tolist()
 
-    # Parameters and check alternate, so both see the same states of a shared machine.
+    # Parameters and check alternate, so both see the same states of a shared machine; each keeps its
+    # runs taken in the machine's most common state, combined by per-size medians.
     parameter_runs, check_runs = [], []
     for repeat in range(repeats):
         parameter_runs.append(measure("loggp", sizes, f" {repeat + 1}/{repeats}"))
         check_runs.append(measure("pingpong", sizes, f" {repeat + 1}/{repeats}"))
-    parameters, check = median_of_runs(parameter_runs), median_of_runs(check_runs)
+    kept_parameters, kept_checks = common_state([
+        [loggp.netgauge_table(run)["round_trip_ns"] for run in parameter_runs],
+        [loggp.measured_round_trips(run)["measured_ns"] for run in check_runs],
+    ])
+    parameters = median_of_runs([parameter_runs[i] for i in kept_parameters])
+    check = median_of_runs([check_runs[i] for i in kept_checks])
+    parameters.meta.update(repeats=repeats, runs=len(kept_parameters), check_runs=len(kept_checks))
     netgauge = loggp.netgauge_table(parameters)
     measured = loggp.measured_round_trips(check)
-    step = (loggp.find_step(netgauge["bytes"].tolist(), netgauge["prtt1_ns"].tolist())
+    step = (loggp.find_step(netgauge["bytes"].tolist(), netgauge["round_trip_ns"].tolist())
             or loggp.find_step(measured["bytes"].tolist(), measured["measured_ns"].tolist()))
     if step and not args.no_refine:
         step = loggp.refine_step(step[0], step[1], pingpong_round_trips)
@@ -221,24 +232,17 @@ def run_fit(args: argparse.Namespace) -> int:
     plot = plot_fit(table, stem.with_suffix(".png"))
 
     console.print(fit_table(table))
-    console.print(
-        f"L={fit.L:.1f} ns  o={fit.o:.1f} ns (o_s={fit.o_s:.1f}, o_r={fit.o_r:.1f})  g={fit.g:.1f} ns  "
-        f"G={fit.G:.4f} ns/B  O={fit.O:.4f} ns/B  S={fit.S} B"
-    )
+    for label, costs in (("eager", fit.eager), (f"above S={fit.S} B", fit.rendezvous)):
+        if costs is not None:
+            console.print(f"{label}: L={costs.L:.1f} ns  o={costs.o:.1f} ns  g={costs.g:.1f} ns  "
+                          f"G={costs.G:.4f} ns/B  O={costs.O:.4f} ns/B")
+    console.print(f"measured at the smallest size: o_s={fit.o_s:.1f} ns  o_r={fit.o_r:.1f} ns")
     worst = float(table["error_pct"].abs().max())
     checked_by = "contend sim" if engine is not None else "the closed form (engine not built)"
     verdict = "within" if worst <= 100 * loggp.TOLERANCE else "NOT within"
     console.print(f"predictions by {checked_by} are {verdict} 10% of the measured ping-pong (worst {worst:.1f}%)")
-    for note in fit.notes:
-        console.print(f"note: {note}")
-    if fit.step:
-        console.print(f"note: the round trip jumps between {fit.step[0]} and {fit.step[1]} B; one LogGP line "
-                      f"cannot follow it (best possible line: "
-                      f"{100 * loggp.best_line_error(table['bytes'], table['measured_ns']):.0f}% off)")
-        two_line = loggp.two_line_errors(fit, table)
-        if two_line is not None:
-            console.print(f"note: a second line above S (a rendezvous cost, \\[fit.rendezvous] in the file) "
-                          f"would be off by at most {abs(two_line).max():.1f}%")
+    for note in loggp.fit_notes(fit, table):
+        console.print(f"note: {escape(note)}")
     console.print(f"wrote {target}, {stem.with_suffix('.loggp.parquet')}, "
                   f"{stem.with_suffix('.pingpong.parquet')}, {plot}")
     return 0
