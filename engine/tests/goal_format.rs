@@ -205,3 +205,16 @@ fn missing_file_is_an_error() {
     let e = read_goal_file(std::path::Path::new("/nonexistent/x.goal")).expect_err("missing").to_string();
     assert!(e.contains("/nonexistent/x.goal") && e.contains("cannot read"), "{e}");
 }
+
+#[test]
+fn rendezvous_sends_that_wait_for_each_other_deadlock() {
+    // Both ranks send a rendezvous message before posting their receive: neither send completes.
+    let text = "num_ranks 2\nrank 0 {\ns: send 100000b to 1\nr: recv 100000b from 1\nr requires s\n}\nrank 1 {\ns: send 100000b to 0\nr: recv 100000b from 0\nr requires s\n}\n";
+    let r = simulate(&parse(text), &Params::loggopsim_defaults(), &Options::default());
+    let d = r.deadlock.expect("classic send-send deadlock");
+    assert_eq!((d.unmatched_send_count, d.unmatched_recv_count, d.never_started_count), (2, 0, 2));
+    assert!(d.never_started.iter().all(|p| p.kind == OpKind::Recv && p.line.is_some()));
+    // The same with eager messages completes.
+    let eager = text.replace("100000b", "1000b");
+    assert!(simulate(&parse(&eager), &Params::loggopsim_defaults(), &Options::default()).deadlock.is_none());
+}

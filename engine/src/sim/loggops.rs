@@ -9,7 +9,7 @@
 //! became ready. This stable rule is where `contend` departs from v1, whose unstable sort scrambles
 //! more than 16 simultaneously ready operations.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
@@ -652,12 +652,19 @@ impl<P: Program> Sim<'_, P> {
                 }
             }
         }
+        // Rendezvous sends whose message waits unmatched never completed: (rank, op).
+        let stuck_sends: HashSet<(u32, u32)> = (0..self.prog.num_ranks())
+            .flat_map(|r| self.queues.items(r, Queue::Unexpected))
+            .map(|id| &self.msgs[id as usize])
+            .filter(|m| m.size > self.par.S)
+            .map(|m| (m.src, m.send_op))
+            .collect();
         for h in 0..self.prog.num_ranks() {
             let total = self.prog.num_ops(h);
             if self.started[h as usize] < total {
                 d.never_started_count += (total - self.started[h as usize]) as u64;
                 if d.never_started.len() < cap {
-                    self.list_never_started(h, &mut d.never_started, cap);
+                    self.list_never_started(h, &stuck_sends, &mut d.never_started, cap);
                 }
             }
         }
@@ -667,20 +674,14 @@ impl<P: Program> Sim<'_, P> {
     /// Lists operations of `h` that never started: those not reachable by replaying the rank's
     /// dependencies from its roots (started ops are exactly the reachable ones in a finished run,
     /// so the replay needs no per-op state during the simulation).
-    fn list_never_started(&self, h: u32, out: &mut Vec<Pending>, cap: usize) {
+    fn list_never_started(&self, h: u32, stuck_sends: &HashSet<(u32, u32)>, out: &mut Vec<Pending>, cap: usize) {
         let n = self.prog.num_ops(h) as usize;
         let mut remaining: Vec<u32> = (0..n as u32).map(|i| self.prog.dep_count(h, i)).collect();
         let mut started = vec![false; n];
         let mut stack = Vec::new();
         self.prog.roots(h, &mut stack);
         let mut deps = Vec::new();
-        let posted: std::collections::HashSet<u32> = self.queues.items(h, Queue::Posted).collect();
-        let unmatched_sends: std::collections::HashSet<u32> = (0..self.prog.num_ranks())
-            .flat_map(|d| self.queues.items(d, Queue::Unexpected))
-            .map(|id| &self.msgs[id as usize])
-            .filter(|m| m.src == h)
-            .map(|m| m.send_op)
-            .collect();
+        let posted: HashSet<u32> = self.queues.items(h, Queue::Posted).collect();
         while let Some(i) = stack.pop() {
             if started[i as usize] {
                 continue;
@@ -689,9 +690,7 @@ impl<P: Program> Sim<'_, P> {
             deps.clear();
             self.prog.after_start(h, i, &mut deps);
             // An op completes unless it is a receive still posted or a rendezvous send unmatched.
-            let op = self.prog.op(h, i);
-            let completes = !(posted.contains(&i) || (op.kind == OpKind::Send && op.size > self.par.S && unmatched_sends.contains(&i)));
-            if completes {
+            if !(posted.contains(&i) || stuck_sends.contains(&(h, i))) {
                 self.prog.after_done(h, i, &mut deps);
             }
             for &a in &deps {
