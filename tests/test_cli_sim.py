@@ -109,7 +109,7 @@ def test_machine_preset_and_override(capsys):
 def test_machine_file_path(capsys, tmp_path):
     path = tmp_path / "m.toml"
     path.write_text('[machine]\nname = "m"\n[loggops]\nL = "3us"\no = "1.5us"\ng = "1us"\nG = "6ns"\n'
-                    'O = "0ns"\nS = 65535\n[topology]\nkind = "torus"\n')
+                    'O = "0ns"\nS = 65535\n[memory]\nbandwidth = "20GB/s"\n')
     summary = sim_json(capsys, "--machine", str(path), "--collective", "binomial-bcast", "--ranks", "8",
                        "--bytes", "1")
     assert summary["makespan"] == 18000

@@ -20,7 +20,8 @@ An optional ``[loggops.rendezvous]`` table gives a second set of costs for messa
     [loggops.rendezvous]
     L = "2us"          # any of L, o, g, G, O; a key left out keeps its [loggops] value
 
-Other keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[topology]``, ``[nic]``, ...) are
+An optional ``[topology]`` table adds a network with link contention (``contend.topology``). Other
+keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[nic]``, ...) are
 kept in ``Machine.document`` for the models that read them. Presets ship in ``contend/machines/``.
 
 Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
@@ -39,6 +40,7 @@ from typing import Any, Mapping
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.quantities import parse_bytes
+from contend.topology import network_params
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,7 +65,8 @@ class Machine:
 
     ``params`` are the engine's LogGOPS parameters: L, o, g in picoseconds, G, O in picoseconds per
     byte, S in bytes. ``rendezvous`` is the complete cost set (L, o, g, G, O, same units) for messages
-    larger than S, or None. ``loggops`` keeps the values as written, ``document`` the whole parsed file.
+    larger than S, or None. ``network`` is the engine's network (from ``[topology]``), or None.
+    ``loggops`` keeps the values as written, ``document`` the whole parsed file.
     """
 
     name: str
@@ -74,6 +77,7 @@ class Machine:
     document: Mapping[str, Any] = field(repr=False)
     path: str = ""
     rendezvous: Mapping[str, int] | None = None
+    network: Mapping[str, Any] | None = None
 
 
 def preset_names() -> list[str]:
@@ -140,6 +144,8 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         document=document,
         path=origin,
         rendezvous=_rendezvous_costs(loggops, params, locate),
+        network=network_params(document["topology"], lambda key: f"{locate('topology', key)}: [topology] {key}".rstrip())
+        if "topology" in document else None,
     )
 
 
@@ -181,6 +187,8 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
         if value is not None:
             params[key] = _parameter(key, value, lambda k=key: f"parameter {k}")
     params[RENDEZVOUS] = dict(machine.rendezvous) if machine.rendezvous is not None else None
+    if machine.network is not None:
+        params["network"] = dict(machine.network)
     return params
 
 

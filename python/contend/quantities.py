@@ -1,7 +1,7 @@
 """Counts and byte sizes as users type them: ``1024``, ``2^20``, ``64KiB``, ``1MB``.
 
 Times and per-byte costs are parsed by the engine (``parse_time``, ``parse_per_byte``); this module only
-covers the integers of the front end: rank counts and message sizes.
+covers the numbers of the front end: rank counts, message sizes and link bandwidths.
 """
 
 from __future__ import annotations
@@ -63,3 +63,23 @@ def parse_bytes(text: str | int, what: str) -> int:
     if unit not in _BYTE_UNITS:
         raise UserError(f"{what}: expected a byte count such as 1024, 64KiB or 1MB, got {text!r}")
     return parse_count(int(match.group(1)) * _BYTE_UNITS[unit], what, maximum=MAX_I64)
+
+
+_BANDWIDTH = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKMGT]?i?)(B|bit)/s\s*$")
+_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+           "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+
+
+def parse_bandwidth(text: str, what: str) -> float:
+    """A link bandwidth in bytes per second: ``425MB/s``, ``10Gbit/s``, ``1.5GiB/s``.
+
+    >>> parse_bandwidth("10Gbit/s", "link"), parse_bandwidth("425MB/s", "link")
+    (1250000000.0, 425000000.0)
+    """
+    match = _BANDWIDTH.match(str(text))
+    if not match or match.group(2) not in _PREFIX:
+        raise UserError(f"{what}: expected a bandwidth such as 425MB/s or 10Gbit/s, got {text!r}")
+    value = float(match.group(1)) * _PREFIX[match.group(2)] / (8 if match.group(3) == "bit" else 1)
+    if value <= 0:
+        raise UserError(f"{what}: a bandwidth must be positive, got {text!r}")
+    return value

@@ -1,0 +1,77 @@
+"""Machine files with a [topology] table: the network reaches the engine, bad tables stop with exit 2."""
+
+import subprocess
+import sys
+
+import pytest
+
+import contend
+from contend.errors import UserError
+from contend.machine import load_machine
+
+BASE = """[machine]
+name = "net"
+[loggops]
+L = "123us"
+o = "1us"
+g = "500ns"
+G = "77ns"
+O = "0"
+S = 1000000000
+"""
+
+
+def write(tmp_path, topology: str):
+    path = tmp_path / "net.toml"
+    path.write_text(BASE + "[topology]\n" + topology)
+    return path
+
+
+def test_a_crossbar_incast_shares_the_root_link(tmp_path):
+    path = write(tmp_path, 'kind = "crossbar"\nnodes = 5\nlink_bandwidth = "1GB/s"\npacket = 1\n')
+    n, size = 4, 1_000_000
+    result = contend.simulate(collective="gather", ranks=n + 1, bytes=size, machine=path)
+    # o, then n flows share the root's ejection link (n*size bytes at 1 byte/ns), then 1 ns per link for
+    # the first byte over 2 links, then the root pays o per message. L and G do not apply between nodes.
+    o = 1000
+    assert abs(result.makespan - (o + n * size + 2 + n * o)) <= 0.01
+
+
+def test_the_same_machine_without_topology_is_loggops(tmp_path):
+    path = tmp_path / "plain.toml"
+    path.write_text(BASE)
+    result = contend.simulate(collective="pingpong", ranks=2, bytes=1, machine=path)
+    assert result.makespan == 2 * (2 * 1000 + 123_000)
+
+
+@pytest.mark.parametrize(
+    "topology, message",
+    [
+        ('kind = "hypercube"\nlink_bandwidth = "1GB/s"\n', "unknown topology 'hypercube'"),
+        ('kind = "torus"\nlink_bandwidth = "1GB/s"\n', "needs dims"),
+        ('kind = "torus"\ndims = [4, 0]\nlink_bandwidth = "1GB/s"\n', "positive sizes"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "0GB/s"\n', "must be positive"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "fast"\n', "expected a bandwidth"),
+        ('kind = "torus"\ndims = [4]\n', "link_bandwidth is required"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nradix = 3\n', "not a key of a torus"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nplacement = "random"\n', "block, cyclic"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nhop_latency = "soon"\n', "hop_latency"),
+    ],
+)
+def test_bad_topology_tables_name_the_file_and_key(tmp_path, topology, message):
+    path = write(tmp_path, topology)
+    with pytest.raises(UserError, match=message) as err:
+        load_machine(path)
+    assert str(path) in str(err.value)
+
+
+def test_ranks_that_do_not_fit_the_topology_exit_2(tmp_path):
+    path = write(tmp_path, 'kind = "torus"\ndims = [2, 2]\nlink_bandwidth = "1GB/s"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "contend.cli", "sim", "--collective", "dissemination", "--ranks", "5", "--bytes", "8",
+         "--machine", str(path)],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 2
+    assert "do not fit on 4 nodes" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
