@@ -394,6 +394,56 @@ fn goal_summary(py: Python<'_>, path: &str) -> PyResult<Py<PyDict>> {
     Ok(d.unbind())
 }
 
+/// The links of the network in `params["network"]` as columns: class (0 injection, 1 ejection,
+/// 2 local, 3 global), from/to vertex kind (0 node, 1 router) and id, capacity factor; plus
+/// `coordinates`: per node its coordinates (torus and mesh; empty otherwise).
+#[pyfunction]
+fn network_links(py: Python<'_>, params: &Bound<'_, PyDict>, ranks: u32) -> PyResult<Py<PyDict>> {
+    use contend_engine::net::{LinkClass, Vertex};
+    let spec = network_from(params)?.ok_or_else(|| PyValueError::new_err("no network in the parameters"))?;
+    let net = Network::new(&spec, ranks).map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
+    let topo = net.topology();
+    let n = topo.num_links();
+    let (mut class, mut from_kind, mut from_id, mut to_kind, mut to_id, mut capacity) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let split = |v: Vertex| match v {
+        Vertex::Node(i) => (0u8, i),
+        Vertex::Router(i) => (1u8, i),
+    };
+    for l in 0..n {
+        let link = topo.link(l);
+        class.push(match link.class {
+            LinkClass::Injection => 0u8,
+            LinkClass::Ejection => 1,
+            LinkClass::Local => 2,
+            LinkClass::Global => 3,
+        });
+        let (fk, fi) = split(link.from);
+        let (tk, ti) = split(link.to);
+        from_kind.push(fk);
+        from_id.push(fi);
+        to_kind.push(tk);
+        to_id.push(ti);
+        capacity.push(link.capacity);
+    }
+    let d = PyDict::new(py);
+    d.set_item("class", PyBytes::new(py, &class))?;
+    d.set_item("from_kind", PyBytes::new(py, &from_kind))?;
+    d.set_item("from_id", le_bytes(py, &from_id, u32::to_le_bytes))?;
+    d.set_item("to_kind", PyBytes::new(py, &to_kind))?;
+    d.set_item("to_id", le_bytes(py, &to_id, u32::to_le_bytes))?;
+    d.set_item("capacity", le_bytes(py, &capacity, f64::to_le_bytes))?;
+    let coordinates: Vec<Vec<u32>> = match topo.spec() {
+        TopologySpec::Torus { .. } | TopologySpec::Mesh { .. } => (0..topo.num_nodes()).map(|i| topo.coordinates(i)).collect(),
+        _ => Vec::new(),
+    };
+    d.set_item("coordinates", coordinates)?;
+    d.set_item("num_nodes", topo.num_nodes())?;
+    d.set_item("node_of_rank", (0..ranks).map(|r| net.node_of(r)).collect::<Vec<u32>>())?;
+    d.set_item("diameter", topo.diameter())?;
+    Ok(d.unbind())
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GoalError", m.py().get_type::<GoalError>())?;
@@ -404,5 +454,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_collective, m)?)?;
     m.add_function(wrap_pyfunction!(write_goal, m)?)?;
     m.add_function(wrap_pyfunction!(goal_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(network_links, m)?)?;
     Ok(())
 }

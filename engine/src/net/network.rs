@@ -99,6 +99,11 @@ impl Network {
         })
     }
 
+    /// The node rank `rank` runs on.
+    pub fn node_of(&self, rank: u32) -> u32 {
+        self.ranks.node_of(rank)
+    }
+
     /// Whether two ranks share a node (their messages bypass the network).
     #[inline]
     pub fn same_node(&self, a: u32, b: u32) -> bool {
