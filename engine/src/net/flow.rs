@@ -38,8 +38,9 @@ pub struct FlowNet {
     flows: Vec<Flow>,
     free: Vec<FlowId>,
     paths: Vec<u32>,
-    /// Active flows on each link.
+    /// Active flows on each link (`link_flows[l].len()`, kept as a plain count for routing).
     on_link: Vec<u32>,
+    link_flows: Vec<Vec<FlowId>>,
     /// Time up to which remaining bytes are accounted.
     now: Time,
     active: Vec<FlowId>,
@@ -47,7 +48,30 @@ pub struct FlowNet {
     /// Scratch for progressive filling.
     left: Vec<f64>,
     unfixed: Vec<u32>,
-    busy_links: Vec<u32>,
+    fixed: Vec<bool>,
+    heap: std::collections::BinaryHeap<Share>,
+}
+
+/// A link's equal share among its unfixed flows, ordered smallest first for the heap.
+#[derive(Clone, Copy, PartialEq)]
+struct Share {
+    share: f64,
+    link: u32,
+}
+
+impl Eq for Share {}
+
+impl PartialOrd for Share {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Share {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Reversed: BinaryHeap is a max-heap. Ties by link id keep the order deterministic.
+        other.share.total_cmp(&self.share).then(other.link.cmp(&self.link))
+    }
 }
 
 impl FlowNet {
@@ -60,12 +84,14 @@ impl FlowNet {
             free: Vec::new(),
             paths: Vec::new(),
             on_link: vec![0; n],
+            link_flows: vec![Vec::new(); n],
             now: 0,
             active: Vec::new(),
             stats: LinkStats { bytes: vec![0; n], busy: vec![0; n], peak_flows: vec![0; n] },
             left: vec![0.0; n],
             unfixed: vec![0; n],
-            busy_links: Vec::new(),
+            fixed: Vec::new(),
+            heap: std::collections::BinaryHeap::new(),
         }
     }
 
@@ -112,6 +138,7 @@ impl FlowNet {
         for &l in path {
             let l = l as usize;
             self.on_link[l] += 1;
+            self.link_flows[l].push(id);
             self.stats.bytes[l] += bytes;
             self.stats.peak_flows[l] = self.stats.peak_flows[l].max(self.on_link[l]);
         }
@@ -127,7 +154,11 @@ impl FlowNet {
         f.active = false;
         let (s, n) = (f.path_start as usize, f.path_len as usize);
         for k in s..s + n {
-            self.on_link[self.paths[k] as usize] -= 1;
+            let l = self.paths[k] as usize;
+            self.on_link[l] -= 1;
+            let flows = &mut self.link_flows[l];
+            let at = flows.iter().position(|&x| x == id).expect("flow on its link");
+            flows.swap_remove(at);
         }
         let pos = self.active.iter().position(|&a| a == id).expect("active flow");
         self.active.swap_remove(pos);
@@ -137,63 +168,58 @@ impl FlowNet {
         }
     }
 
-    fn path(&self, f: &Flow) -> &[u32] {
-        &self.paths[f.path_start as usize..(f.path_start + f.path_len) as usize]
-    }
-
     /// Active flows on each link (what adaptive routing looks at).
     pub fn load(&self) -> &[u32] {
         &self.on_link
     }
 
     /// Max-min fair rates for all active flows (progressive filling); appends to `changed` the
-    /// flows whose rate changed. O(bottleneck levels x (busy links + total path length)).
+    /// flows whose rate changed. A heap holds each busy link's equal share among its unfixed flows;
+    /// the smallest share fixes the rate of that link's unfixed flows, which leave every link of
+    /// their path (raising, never lowering, those links' shares, so stale heap entries are simply
+    /// re-pushed when popped). O(total path length x log links).
     pub fn reallocate(&mut self, changed: &mut Vec<FlowId>) {
-        self.busy_links.clear();
-        for (l, &n) in self.on_link.iter().enumerate() {
-            if n > 0 {
-                self.busy_links.push(l as u32);
+        self.heap.clear();
+        for (l, flows) in self.link_flows.iter().enumerate() {
+            if !flows.is_empty() {
                 self.left[l] = self.capacity[l];
-                self.unfixed[l] = n;
+                self.unfixed[l] = flows.len() as u32;
+                self.heap.push(Share { share: self.capacity[l] / flows.len() as f64, link: l as u32 });
             }
         }
-        let mut pending: Vec<FlowId> = self.active.clone();
-        while !pending.is_empty() {
-            // The link whose equal share among its unfixed flows is smallest limits them all.
-            let mut best = f64::INFINITY;
-            for &l in &self.busy_links {
-                let l = l as usize;
-                if self.unfixed[l] > 0 {
-                    let share = self.left[l] / self.unfixed[l] as f64;
-                    if share < best {
-                        best = share;
-                    }
-                }
+        if self.fixed.len() < self.flows.len() {
+            self.fixed.resize(self.flows.len(), false);
+        }
+        for &f in &self.active {
+            self.fixed[f as usize] = false;
+        }
+        while let Some(Share { share, link }) = self.heap.pop() {
+            let l = link as usize;
+            if self.unfixed[l] == 0 {
+                continue;
             }
-            let share = best.max(0.0);
-            // Fix every flow crossing a link at that share (within rounding), then update links.
-            let mut k = 0;
-            while k < pending.len() {
-                let f = pending[k];
-                let flow = &self.flows[f as usize];
-                let limited = self.path(flow).iter().any(|&l| {
-                    let l = l as usize;
-                    self.left[l] / self.unfixed[l] as f64 <= share * (1.0 + 1e-12)
-                });
-                if limited {
-                    let (s, n) = (flow.path_start as usize, flow.path_len as usize);
-                    for j in s..s + n {
-                        let l = self.paths[j] as usize;
-                        self.left[l] -= share;
-                        self.unfixed[l] -= 1;
-                    }
-                    if self.flows[f as usize].rate != share {
-                        self.flows[f as usize].rate = share;
-                        changed.push(f);
-                    }
-                    pending.swap_remove(k);
-                } else {
-                    k += 1;
+            let current = self.left[l] / self.unfixed[l] as f64;
+            if current > share {
+                self.heap.push(Share { share: current, link });
+                continue;
+            }
+            let rate = current.max(0.0);
+            for k in 0..self.link_flows[l].len() {
+                let f = self.link_flows[l][k];
+                if self.fixed[f as usize] {
+                    continue;
+                }
+                self.fixed[f as usize] = true;
+                let flow = &mut self.flows[f as usize];
+                if flow.rate != rate {
+                    flow.rate = rate;
+                    changed.push(f);
+                }
+                let (s, n) = (flow.path_start as usize, flow.path_len as usize);
+                for j in s..s + n {
+                    let m = self.paths[j] as usize;
+                    self.left[m] -= rate;
+                    self.unfixed[m] -= 1;
                 }
             }
         }
