@@ -3,7 +3,9 @@
 Run with `make bench` (or `.venv/bin/python benchmarks/engine_speed.py [--quick]`). Each case runs in
 its own process (`contend-engine-bench`, built from engine/src/bin/bench.rs) so peak RSS is its own.
 The 2^20-rank cases run three times (median and spread reported: the machine is shared and noisy);
-the 2^23-rank dissemination barrier (about 580 M events) runs once.
+the 2^23-rank dissemination barrier (about 580 M events) runs once. Then all-to-all exchanges of
+1 KiB and 64 KiB over an 8x8x8 torus and a 1024-node fat tree with link contention, each cut off
+after two minutes (the flow model is too slow for the dense 64 KiB cases; see docs/models.md).
 
 The baseline is LogGOPSim v1's event loop on this kind of machine, as measured and published in
 shared/reference/loggops.md (binomial 2^20: 0.86 M events/s, 658 MiB; dissemination 2^20: 0.70 M
@@ -33,9 +35,35 @@ LOGGOPSIM = {  # (events/s, peak RSS bytes) from shared/reference/loggops.md
 }
 
 
-def probe(*args: str) -> dict:
-    out = subprocess.run([str(PROBE), *args], check=True, capture_output=True, text=True).stdout
+def probe(*args: str, timeout: float | None = None) -> dict:
+    out = subprocess.run([str(PROBE), *args], check=True, capture_output=True, text=True, timeout=timeout).stdout
     return json.loads(out) if out.strip() else {}
+
+
+NETWORK_CASES = [  # (label, ranks, topology): all-to-all over links, 10 GB/s, 100 ns per hop
+    ("torus 8x8x8", 512, "torus:8x8x8"),
+    ("fat tree 32-ary 2-tree (1024 nodes)", 1024, "fattree:32:2"),
+]
+NETWORK_TIMEOUT_S = 120
+
+
+def network_table(console: Console) -> Table:
+    """All-to-all with link contention: wall time, or how long it ran before the cut-off."""
+    table = Table(title=f"all-to-all with link contention (flow model; cut off after {NETWORK_TIMEOUT_S} s)")
+    for col in ("topology", "bytes", "messages", "wall s", "events/s", "makespan ns"):
+        table.add_column(col, justify="left" if col == "topology" else "right")
+    for label, ranks, topo in NETWORK_CASES:
+        for size in (1024, 65536):
+            messages = ranks * (ranks - 1)
+            with console.status(f"alltoall {size} B on {label}"):
+                try:
+                    r = probe("net", "alltoall-linear", str(ranks), str(size), topo, timeout=NETWORK_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    table.add_row(label, str(size), f"{messages:,}", f"> {NETWORK_TIMEOUT_S}", "", "did not finish")
+                    continue
+            table.add_row(label, str(size), f"{messages:,}", f"{r['sim_seconds']:.1f}",
+                          f"{r['events_per_second']:,.0f}", str(r["makespan_ns"]))
+    return table
 
 
 def repeat(times: int, *args: str) -> list[dict]:
@@ -53,6 +81,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 2^23-rank case and the 2^20 GOAL dissemination file")
     parser.add_argument("--json", type=Path, help="also write all measurements to this file")
+    parser.add_argument("--no-network", action="store_true", help="skip the all-to-all cases with link contention")
     args = parser.parse_args()
 
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "contend-engine", "--bin", "contend-engine-bench"], cwd=ROOT, check=True)
@@ -103,6 +132,8 @@ def main() -> int:
             f"{rss / first['ops']:.0f}" if "ops" in first else "",
         )
     console.print(table)
+    if not (args.quick or args.no_network):
+        console.print(network_table(console))
     console.print(f"load average after: {os.getloadavg()[0]:.2f}")
     if args.json:
         args.json.write_text(json.dumps({name: runs for name, runs in rows}, indent=1))
