@@ -114,7 +114,9 @@ class SimulationResult:
     finish time), ``num_ranks``, ``events`` (ops plus messages the engine processed), ``ops``,
     ``messages``, ``wall_seconds`` (engine time, not a model quantity), ``deadlock`` (``None`` or a
     ``Deadlock``), ``params`` (LogGOPS parameters used, engine units: ps, ps/byte, bytes),
-    ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``).
+    ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``),
+    ``links`` (per-link statistics when a network was simulated, else ``None``) and ``network``
+    (its ``NetworkLayout``: link ends, node coordinates, placement).
     """
 
     makespan: int | float
@@ -129,10 +131,13 @@ class SimulationResult:
     workload: Mapping[str, Any]
     record_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     timeline_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
+    link_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
         """Wrap the engine's result dict (integer ps, raw little-endian column buffers)."""
+        from contend.links import engine_link_columns
+
         dtypes = raw.get("dtypes") or {}
 
         def columns(name: str) -> dict[str, np.ndarray] | None:
@@ -154,6 +159,7 @@ class SimulationResult:
             workload=dict(workload),
             record_columns=columns("records"),
             timeline_columns=columns("timeline"),
+            link_columns=engine_link_columns(raw),
         )
 
     @property
@@ -175,6 +181,27 @@ class SimulationResult:
 
         return None if self.timeline_columns is None else timeline_frame(self.timeline_columns)
 
+    @functools.cached_property
+    def network(self):
+        """The simulated network's ``NetworkLayout``, or None when the run had no topology."""
+        from contend.network import NetworkLayout
+
+        return None if self.link_columns is None else NetworkLayout.of(self.params, self.num_ranks)
+
+    @functools.cached_property
+    def links(self):
+        """Per-link statistics as a DataFrame (link, class, from, to, bytes, busy_ns, peak_flows,
+        utilisation = busy / makespan), or None when the run had no topology."""
+        from contend.links import links_frame
+
+        return None if self.link_columns is None else links_frame(self.link_columns, self.network, self.makespan)
+
+    def busiest_link(self) -> dict[str, Any] | None:
+        """The link that carried the most bytes (the columns of ``links`` as plain values), or None."""
+        from contend.links import busiest_link
+
+        return None if self.link_columns is None else busiest_link(self.link_columns, self.network, self.makespan)
+
     def to_dict(self, include_ranks: bool = True) -> dict[str, Any]:
         """The JSON summary of ``contend sim --json``: plain Python types, times in ns."""
         summary = {
@@ -188,6 +215,7 @@ class SimulationResult:
             "deadlock": None if self.deadlock is None else self.deadlock.to_dict(),
             "params": parameters_ns(self.params),
             "workload": dict(self.workload),
+            "busiest_link": self.busiest_link(),
         }
         if include_ranks:
             summary["ranks"] = self.ranks.tolist()
@@ -211,11 +239,14 @@ class SimulationResult:
 
 def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes; the
-    same for the nested ``rendezvous`` costs (messages larger than S), which may be None."""
+    same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
+    ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns."""
     converted = {}
     for key, value in params.items():
         if key == "rendezvous":
             converted[key] = None if value is None else parameters_ns(value)
+        elif key == "network":
+            converted[key] = {**value, "hop_latency": ps_to_ns(value["hop_latency"])}
         else:
             converted[key] = value if key == "S" else ps_to_ns(value)
     return converted

@@ -9,6 +9,8 @@ import sys
 from contend.atomic import check_writable
 from contend.commands.options import add_collective_options, add_parameter_options, parameter_overrides
 from contend.errors import UserError
+from contend.machine import DEFAULT_MACHINE, load_machine
+from contend.report.heatmap import METRICS
 from contend.report.progress import simulation_progress
 from contend.result import SimulationResult, parameters_ns
 from contend.simulate import simulate
@@ -33,6 +35,12 @@ def register(subparsers) -> None:
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
     outputs.add_argument("--timeline", metavar="FILE.json",
                          help="write a Chrome trace (open it in ui.perfetto.dev)")
+    outputs.add_argument("--links", metavar="FILE.parquet",
+                         help="write per-link statistics (Parquet; needs a machine with a [topology])")
+    outputs.add_argument("--heatmap", metavar="FILE.png",
+                         help="draw the link load (PNG; needs a machine with a [topology])")
+    outputs.add_argument("--heatmap-metric", choices=sorted(METRICS), default="bytes",
+                         help="what the heatmap colours: bytes carried or busy time / makespan (default bytes)")
     parser.set_defaults(func=run)
 
 
@@ -45,9 +53,14 @@ def run(args: argparse.Namespace) -> int:
         for option in ("ranks", "bytes"):
             if getattr(args, option) is not None:
                 raise UserError(f"sim: --{option} applies to --collective, not to a GOAL file")
-    for path, option in ((args.records, "--records"), (args.timeline, "--timeline")):
+    link_outputs = {"--links": args.links, "--heatmap": args.heatmap}
+    for option, path in {"--records": args.records, "--timeline": args.timeline, **link_outputs}.items():
         if path is not None:
             check_writable(path, option)
+    for option, path in link_outputs.items():
+        if path is not None and load_machine(args.machine or DEFAULT_MACHINE).network is None:
+            raise UserError(f"{option}: the machine has no network; give --machine with a [topology] table "
+                            "(e.g. bgp-torus)")
 
     workload = (
         {"schedule": args.schedule}
@@ -65,10 +78,12 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
         )
     write_outputs(result, args.records, args.timeline)
+    write_link_outputs(result, args.links, args.heatmap, args.heatmap_metric)
 
     if args.json:
         summary = result.to_dict()
-        summary["outputs"] = {"records": args.records, "timeline": args.timeline}
+        summary["outputs"] = {"records": args.records, "timeline": args.timeline, "links": args.links,
+                              "heatmap": args.heatmap}
         sys.stdout.write(json.dumps(summary) + "\n")  # dumps uses the C encoder; dump would not
     else:
         from rich.console import Console
@@ -96,3 +111,20 @@ def write_outputs(result: SimulationResult, records_path: str | None, timeline_p
         from contend.chrome_trace import write_chrome_trace
 
         write_chrome_trace(result.timeline_columns, result.record_columns, timeline_path, metadata)
+
+
+def write_link_outputs(result: SimulationResult, links_path: str | None, heatmap_path: str | None,
+                       metric: str) -> None:
+    """Write the per-link statistics (Parquet) and the link-load heatmap (PNG), each atomically."""
+    if links_path is not None:
+        from contend.links import write_links_parquet
+
+        write_links_parquet(result.links, links_path, {"params": parameters_ns(result.params),
+                                                       "workload": dict(result.workload),
+                                                       "makespan_ns": result.makespan})
+    if heatmap_path is not None:
+        from contend.report.heatmap import link_heatmap
+        from contend.report.tables import describe_workload
+
+        link_heatmap(heatmap_path, result.links, result.network, metric=metric,
+                     title=describe_workload(dict(result.workload)))

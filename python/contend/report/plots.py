@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 from contend.atomic import atomic_path
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")  # no display: reports are files
@@ -28,7 +28,7 @@ def line_plot(
     logy: bool = True,
 ) -> None:
     """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
     styles = ("-", "--", "-.", ":")  # lines that coincide (equal closed forms) stay visible
     for number, (label, (xs, ys)) in enumerate(series.items()):
@@ -43,7 +43,7 @@ def line_plot(
     axes.set_ylabel(ylabel)
     axes.grid(True, which="major", alpha=0.3)
     axes.legend(fontsize="small", ncol=2)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def stacked_bars(
@@ -55,7 +55,7 @@ def stacked_bars(
     ylabel: str,
 ) -> None:
     """Vertical bars, one per category, stacked from ``parts`` (name -> one value per category)."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
     bottom = [0.0] * len(categories)
     for name, values in parts.items():
@@ -65,12 +65,15 @@ def stacked_bars(
     axes.set_ylabel(ylabel)
     axes.legend(fontsize="small")
     axes.grid(True, axis="y", alpha=0.3)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
-def _save(figure, path: str | os.PathLike) -> None:
-    plt = _pyplot()
-    figure.tight_layout()
+def save_figure(figure, path: str | os.PathLike, tight: bool = True) -> None:
+    """Save ``figure`` as a PNG atomically and close it; ``tight=False`` for figures made with a
+    constrained layout (the heatmap's panels and colour bar), which tight_layout would undo."""
+    plt = pyplot()
+    if tight:
+        figure.tight_layout()
     with atomic_path(path) as temporary:
         figure.savefig(temporary, format="png")
     plt.close(figure)

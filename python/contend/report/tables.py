@@ -47,6 +47,29 @@ def describe_params(params: dict[str, Any]) -> str:
     return text
 
 
+def describe_network(network: dict[str, Any]) -> str:
+    """The topology and its bandwidths, e.g. "torus 8x8x16, links 425 MB/s, injection 425 MB/s"."""
+    from contend.topology import OPTIONAL_SIZE_KEYS, SIZE_KEYS
+
+    kind = network["topology"]
+    if "dims" in network:
+        shape = "x".join(str(d) for d in network["dims"])
+    else:
+        keys = SIZE_KEYS[kind] + OPTIONAL_SIZE_KEYS.get(kind, ())
+        shape = " ".join(f"{key}={network[key]}" for key in keys)
+    return (f"{kind} {shape}, links {network['link_bandwidth'] / 1e6:,.4g} MB/s, injection "
+            f"{network['injection_bandwidth'] / 1e6:,.4g} MB/s, {network['ranks_per_node']} rank(s) per node")
+
+
+def describe_busiest_link(link: dict[str, Any] | None) -> str:
+    """One line about the link that carried the most bytes."""
+    if link is None:
+        return "no bytes crossed the network"
+    return (f"link {link['link']} ({link['class']}, {link['from']} -> {link['to']}): {link['bytes']:,} bytes, "
+            f"busy {format_time(link['busy_ns']).split(' (')[0]} ({link['utilisation']:.0%} of the makespan), "
+            f"at most {link['peak_flows']} flows at once")
+
+
 def result_table(result: SimulationResult, title: str = "simulation") -> Table:
     """Makespan, per-rank spread, counts and engine speed of one simulation."""
     table = Table(title=title, show_header=False, title_justify="left")
@@ -61,6 +84,10 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
     table.add_row("ranks / ops / messages", f"{result.num_ranks:,} / {result.ops:,} / {result.messages:,}")
     speed = result.events / result.wall_seconds if result.wall_seconds > 0 else float("inf")
     table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s)")
+    network = result.params.get("network")
+    if network is not None:
+        table.add_row("network", describe_network(network))
+        table.add_row("busiest link", describe_busiest_link(result.busiest_link()))
     if result.deadlock is not None:
         table.add_row("deadlock", f"[red]{result.deadlock.count:,} blocked ops on ranks "
                                   f"{_rank_list(result.deadlock.ranks())}[/red]")
