@@ -24,6 +24,19 @@ def check_writable(target: str | os.PathLike, what: str) -> Path:
     return path
 
 
+def output_directory(target: str | os.PathLike, what: str) -> Path:
+    """Create the report directory ``target`` (and its parents) if needed; fail early if it cannot be
+    created or written to."""
+    path = Path(target)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{what}: cannot create directory {str(path)!r} ({exc.strerror})") from None
+    if not os.access(path, os.W_OK):
+        raise UserError(f"{what}: directory {str(path)!r} is not writable")
+    return path
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's directory; rename it to ``target`` if the block succeeds.

@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "contend.commands.bench",
     "contend.commands.fabric",
     "contend.commands.native",
+    "contend.commands.reproduce",
 )
 
 

@@ -1,7 +1,8 @@
 """Counts and byte sizes as users type them: ``1024``, ``2^20``, ``64KiB``, ``1MB``.
 
 Times and per-byte costs are parsed by the engine (``parse_time``, ``parse_per_byte``); this module only
-covers the numbers of the front end: rank counts, message sizes and link bandwidths.
+covers the numbers of the front end: rank counts, message sizes and link bandwidths, and the short
+size labels of tables and plots.
 """
 
 from __future__ import annotations
@@ -83,3 +84,15 @@ def parse_bandwidth(text: str, what: str) -> float:
     if value <= 0:
         raise UserError(f"{what}: a bandwidth must be positive, got {text!r}")
     return value
+
+
+def format_bytes(size: int) -> str:
+    """A message size as a short label: whole KiB and MiB where they are whole.
+
+    >>> format_bytes(8), format_bytes(65536), format_bytes(3 * 2**20), format_bytes(1500)
+    ('8 B', '64 KiB', '3 MiB', '1500 B')
+    """
+    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"

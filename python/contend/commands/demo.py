@@ -7,8 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from contend.atomic import atomic_path
-from contend.errors import UserError
+from contend.atomic import atomic_path, output_directory
 
 
 def register(subparsers) -> None:
@@ -27,24 +26,15 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from contend.experiments.tour import run_tour
-    from contend.report.tables import rows_table
+    from contend.report.findings import print_findings
 
-    out = Path(args.output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"-o: cannot create directory {str(out)!r} ({exc.strerror})") from None
+    out = output_directory(args.output, "-o")
     console = Console()
     started = time.perf_counter()
     findings = run_tour(out, full=args.full, progress=lambda step: console.print(f"[dim]running: {step}[/dim]"))
     elapsed = time.perf_counter() - started
 
-    for finding in findings:
-        console.print()
-        console.print(rows_table(finding.title, finding.columns, finding.rows))
-        console.print(f"[dim]{finding.summary}[/dim]")
-        if not finding.ok:
-            console.print("[bold red]check failed[/bold red]")
+    print_findings(console, findings)
 
     with atomic_path(out / "results.json") as temporary:
         temporary.write_text(json.dumps({"seconds": elapsed, "findings": [vars(f) for f in findings]}, indent=1,
@@ -59,19 +49,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def write_html(findings, path: Path, elapsed: float) -> None:
-    from contend.report.html import HtmlPage
+    from contend.report.findings import findings_page
 
-    page = HtmlPage("contend demo: simulating contention in the LogGOPS model")
-    page.paragraph(
+    findings_page(
+        "contend demo: simulating contention in the LogGOPS model",
         f"A tour of contend's simulator, generated in {elapsed:.1f} s by `contend demo`. Times are in the "
-        "GOAL unit, ns, unless a column says us. Raw numbers: results.json."
-    )
-    for finding in findings:
-        page.heading(finding.title + ("" if finding.ok else " (CHECK FAILED)"), anchor=finding.slug)
-        page.paragraph(finding.summary)
-        if finding.plot:
-            page.image(finding.plot, finding.title)
-        page.table(finding.columns, finding.rows)
-        for name, description in finding.files:
-            page.link(name, f"{name}: {description}")
-    page.write(path)
+        "GOAL unit, ns, unless a column says us. Raw numbers: results.json.",
+        findings,
+    ).write(path)

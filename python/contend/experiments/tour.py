@@ -8,33 +8,20 @@ findings (terminal, HTML, JSON) is the job of ``contend.commands.demo``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from contend.atomic import atomic_path
 from contend.chrome_trace import write_chrome_trace
+from contend.experiments.findings import Finding
 from contend.machine import load_machine, preset_names
+from contend.quantities import format_bytes
 from contend.records import write_records_parquet
 from contend.report import plots
 from contend.result import parameters_ns
 from contend.simulate import simulate
 
 REFERENCE_MACHINE = "loggops-reference"
-
-
-@dataclass
-class Finding:
-    """One step of the tour: an explanation, a table, optionally a plot and files beside the report."""
-
-    slug: str
-    title: str
-    summary: str
-    columns: list[str]
-    rows: list[list[Any]]
-    ok: bool = True
-    plot: str | None = None
-    files: list[tuple[str, str]] = field(default_factory=list)
 
 
 # The reference answers measured on LogGOPSim v1 (loggops.md), L=3000 o=1500 g=1000 G=6 O=0 S=65535:
@@ -94,7 +81,7 @@ def sizes_sweep(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 64) -> 
         "Makespan of generated collectives as the message size grows from 1 byte to 2 MiB. Latency-bound "
         "algorithms (binomial, recursive doubling, Bruck) win for small messages; bandwidth terms take over "
         "for large ones, where rendezvous (size > S) also adds synchronisation.",
-        ["collective"] + [f"{_size(s)} (us)" for s in shown], rows, plot="sizes.png",
+        ["collective"] + [f"{format_bytes(s)} (us)" for s in shown], rows, plot="sizes.png",
     )
 
 
@@ -146,7 +133,7 @@ def incast_delay_split(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 
         for part in parts:
             split[part].append(means[part])
         rows.append([size, round(_us(result.makespan), 2)] + [round(means[p], 3) for p in parts])
-    plots.stacked_bars(out / "delay-split.png", [_size(s) for s in sizes], split,
+    plots.stacked_bars(out / "delay-split.png", [format_bytes(s) for s in sizes], split,
                        title=f"{ranks - 1}-into-1 incast on {machine}: mean delay per message", ylabel="us")
     return Finding(
         "incast", f"Where a message's time goes: {ranks - 1}-into-1 incast ({machine}, times in us)",
@@ -296,13 +283,6 @@ def run_tour(out: Path, full: bool = False, progress: Callable[[str], None] = la
 
 def _us(ns: float) -> float:
     return ns / 1000
-
-
-def _size(size: int) -> str:
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
 
 
 def _plain(value: Any) -> Any:

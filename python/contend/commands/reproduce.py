@@ -1,0 +1,63 @@
+"""``contend reproduce PAPER``: re-run a seed paper's experiments in the simulator and report ours beside
+theirs (plots, results.json, an HTML page and terminal tables)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from contend.atomic import atomic_path, output_directory
+
+PAPERS = {
+    "topology": "Bhatele and Kale, 'Effects of Contention on Message Latencies in Large Supercomputers': "
+                "latency by hops, nearest-neighbour vs random pairs, controlled contention, on BG/P-like "
+                "and XT3-like tori",
+}
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "reproduce", help="reproduce a seed paper's experiments in the simulator",
+        description="Re-run a seed paper's experiments on the presets and write plots, results.json and "
+        "DIR/index.html with our numbers beside the paper's. Papers: "
+        + "; ".join(f"{name}: {text}" for name, text in PAPERS.items()) + ". Exit code 1 if a qualitative "
+        "finding of the paper does not reappear.",
+    )
+    parser.add_argument("paper", choices=sorted(PAPERS), help="which paper")
+    parser.add_argument("-o", "--output", metavar="DIR", help="report directory (default reproduce-PAPER)")
+    parser.add_argument("--quick", action="store_true", help="a smaller torus and fewer sizes (seconds)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from contend.experiments.topology import run_reproduction
+    from contend.report.findings import findings_page, print_findings
+
+    out = output_directory(args.output or f"reproduce-{args.paper}", "-o")
+    console = Console()
+    started = time.perf_counter()
+    findings, results = run_reproduction(out, quick=args.quick,
+                                         progress=lambda step: console.print(f"[dim]running: {step}[/dim]"))
+    elapsed = time.perf_counter() - started
+    results["wall_seconds"]["total"] = round(elapsed, 3)
+    print_findings(console, findings)
+
+    with atomic_path(out / "results.json") as temporary:
+        temporary.write_text(json.dumps({**results, "findings": [vars(f) for f in findings]}, indent=1),
+                             encoding="utf-8")
+    findings_page(
+        f"contend reproduce {args.paper}: {PAPERS[args.paper]}",
+        f"Generated in {elapsed:.1f} s by `contend reproduce {args.paper}{' --quick' if args.quick else ''}`. "
+        "Latency is per message: from the send being ready to the data being available at the receiver, the "
+        "mean over the benchmark's messages. Raw numbers and wall times: results.json.",
+        findings,
+    ).write(out / "index.html")
+    failed = [f.title for f in findings if not f.ok]
+    console.print(f"\nreport: {out / 'index.html'} ({elapsed:.1f} s)")
+    if failed:
+        console.print(f"[bold red]not reproduced: {'; '.join(failed)}[/bold red]")
+        return 1
+    return 0
