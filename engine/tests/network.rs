@@ -100,6 +100,23 @@ fn a_rate_rises_when_a_competing_flow_ends() {
 }
 
 #[test]
+fn a_reused_message_slot_ignores_the_stale_completion_of_its_previous_message() {
+    // X (1 MB, rank 1) shares node 0's ejection link with W (100 kB, rank 2); when W ends X speeds up,
+    // leaving its first completion event (at o + 2 ms) stale. Rank 0 then sends Y (2 MB) to rank 1 in
+    // X's freed slot: Y must run its full 2 ms alone, not end at X's stale event (nor end twice).
+    let text = "num_ranks 3\nrank 0 {\nx: recv 1000000b from 1\nw: recv 100000b from 2\ny: send 2000000b to 1\ny requires x\n}\n\
+                rank 1 {\nx: send 1000000b to 0\ny: recv 2000000b from 0\n}\nrank 2 {\nw: send 100000b to 0\n}\n";
+    let g = parse_goal(text.as_bytes(), "t.goal").unwrap();
+    let r = run(&g, &spec(TopologySpec::Crossbar { nodes: 3 }, 0, 1), false);
+    let (o, head) = (params().o, 2 * NS);
+    // X: 100 kB at half rate until W ends (o + 200 us), the other 900 kB alone; rank 0 receives it
+    // (o) and sends Y (o), whose 2 MB cross alone; rank 1 receives it (o).
+    let x_arrives = o + 1_100_000 * NS + head;
+    let expect = x_arrives + o + o + 2_000_000 * NS + head + o;
+    assert!(r.makespan.abs_diff(expect) <= 2, "{} vs {expect}", r.makespan);
+}
+
+#[test]
 fn messages_within_a_node_keep_the_loggops_costs() {
     // Two ranks per node: a ping-pong inside node 0 never touches the network.
     let c = Collective::new(Pattern::Pingpong, 2, 1000, 0, 0).unwrap();

@@ -386,7 +386,10 @@ impl<P: Program> Sim<'_, P> {
                 };
                 let id = match self.free_msgs.pop() {
                     Some(id) => {
-                        self.msgs[id as usize] = m;
+                        // The slot keeps counting versions: a stale completion event of the message
+                        // that had it before must never match the new one's version.
+                        let version = self.msgs[id as usize].version;
+                        self.msgs[id as usize] = Message { version, ..m };
                         id
                     }
                     None => {
