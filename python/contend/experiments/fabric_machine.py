@@ -1,0 +1,152 @@
+"""The machine file of the emulated fabric, calibrated from measurements that are not the compared cases.
+
+Two calibration measurements, both between nodes 0 and 1 of the fabric, give every number:
+- a single flow: the ``incast`` benchmark with one sender (the same harness code as the compared incasts,
+  so it pays the same barriers and TCP ramp-up) gives the bandwidth of one link, TCP/IP headers and all;
+- 1-byte round trips: the ``loggp`` benchmark (Netgauge's method) gives the endpoint costs o_s, o_r and
+  the gap g, and the one-way latency, which, less the overheads, is spread over the links of the path as
+  the hop latency.
+Each is repeated; the machine file takes the medians and lists every run in ``[measured]``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+from dataclasses import dataclass
+from statistics import median
+from typing import Sequence
+
+from contend.bench.loggp import netgauge_table
+from contend.bench.results import RunResult
+from contend.fabric import Fabric
+
+# The engine's topology for each fabric shape, and the links between neighbouring nodes 0 and 1.
+TOPOLOGY_KIND = {"line": "mesh", "ring": "torus", "star": "crossbar"}
+NEIGHBOUR_LINKS = {"line": 3, "ring": 3, "star": 2}  # injection, (router to router,) ejection
+
+
+@dataclass(frozen=True)
+class LatencySample:
+    """One ``loggp`` run at 1 byte (ns)."""
+
+    o_s: float
+    o_r: float
+    gap: float
+    one_way: float  # half the trimmed-mean round trip
+
+
+def latency_sample(loggp_run: RunResult) -> LatencySample:
+    row = netgauge_table(loggp_run).iloc[0]
+    return LatencySample(float(row["o_s_ns"]), float(row["o_r_ns"]), float(row["gap_ns"]),
+                         float(row["round_trip_ns"]) / 2)
+
+
+def single_flow_Bps(incast_run: RunResult) -> float:
+    """The one sender's bandwidth (bytes / median time per message)."""
+    return float(incast_run.results["bandwidth_Bps"].iloc[0])
+
+
+def link_mtu(fabric: Fabric) -> int:
+    """The MTU of node 0's link: the largest packet a link forwards at once."""
+    shown = subprocess.run(["ip", "-n", fabric.node_namespace(0), "-o", "link", "show", "eth0"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    return int(shown[shown.index("mtu") + 1])
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Medians of the calibration runs and what follows from them (ns, bytes per second)."""
+
+    fabric: Fabric
+    flows_Bps: tuple[float, ...]
+    latencies: tuple[LatencySample, ...]
+    mtu: int
+
+    @property
+    def link_Bps(self) -> float:
+        return median(self.flows_Bps)
+
+    @property
+    def overheads_exceed_latency(self) -> bool:
+        """On TCP the measured o_s + o_r exceed the 1-byte one-way time: they overlap with it."""
+        return median((s.o_s + s.o_r) for s in self.latencies) > self.one_way
+
+    @property
+    def o(self) -> float:
+        """(o_s + o_r) / 2; where that exceeds half the one-way time, half the one-way time (as
+        ``contend bench fit`` does), so the model's 1-byte one-way time stays the measured one."""
+        measured = median((s.o_s + s.o_r) / 2 for s in self.latencies)
+        return min(measured, self.one_way / 2)
+
+    @property
+    def gap(self) -> float:
+        return median(s.gap for s in self.latencies)
+
+    @property
+    def one_way(self) -> float:
+        return median(s.one_way for s in self.latencies)
+
+    @property
+    def hop_latency(self) -> float:
+        """What the engine's one-way time of 1 byte between neighbours, 2o + 1/B + links x (hop + 1/B),
+        leaves for each link; never negative."""
+        links = NEIGHBOUR_LINKS[self.fabric.topology]
+        byte = 1e9 / self.link_Bps
+        return max(0.0, (self.one_way - 2 * self.o - (links + 1) * byte) / links)
+
+
+def calibrate(fabric: Fabric, flow_runs: Sequence[RunResult], loggp_runs: Sequence[RunResult]) -> Calibration:
+    return Calibration(fabric, tuple(single_flow_Bps(r) for r in flow_runs),
+                       tuple(latency_sample(r) for r in loggp_runs), link_mtu(fabric))
+
+
+def _list(values: Sequence[float], scale: float = 1.0, digits: int = 1) -> str:
+    return "[" + ", ".join(f"{v * scale:.{digits}f}" for v in values) + "]"
+
+
+def machine_toml(cal: Calibration, how: str) -> str:
+    """The machine file; ``how`` says which runs measured it (benchmark settings), for the comments."""
+    f = cal.fabric
+    kind = TOPOLOGY_KIND[f.topology]
+    size = f"nodes = {f.nodes}" if kind == "crossbar" else f"dims = [{f.nodes}]"
+    bandwidth = f"{cal.link_Bps * 8 / 1e9:.4f}Gbit/s"
+    runs = len(cal.flows_Bps)
+    today = datetime.date.today().isoformat()
+    hop_note = "; 0 here: 2o already is the whole one-way time" if cal.hop_latency == 0 else ""
+    o_how = ("(o_s + o_r) / 2 at 1 byte (loggp: o_s from PRTT(n,d), o_r a timed MPI_Recv of an arrived message)"
+             if not cal.overheads_exceed_latency else
+             "half the 1-byte one-way time (loggp), because o_s + o_r (see [measured]) exceed it: on TCP they "
+             "overlap with the latency; contend bench fit does the same")
+    return f"""\
+[machine]
+name = "fabric-{f.topology}-{f.nodes}"
+description = "contend's emulated fabric: {f.nodes} network namespaces as nodes ({f.topology}), tbf {f.link} on every link end, {f.ppn} rank per node, MPICH over TCP"
+source = "measured {today} by benchmarks/fabric_vs_sim.py from calibration runs only (one flow; 1-byte round trips), medians of {runs} runs; {how}"
+
+# Between nodes the [topology] links replace L and G; o, g and O are paid at the endpoints.
+[loggops]
+L = "{max(0.0, cal.one_way - 2 * cal.o):.1f}ns"  # measured: 1-byte one-way time less 2o (loggp); used only within a node, and every rank has its own node here
+o = "{cal.o:.1f}ns"  # measured: {o_how}
+g = "{cal.gap:.1f}ns"  # measured: gap of back-to-back 1-byte messages, (PRTT(n,0) - PRTT(1,0)) / (n-1) (loggp)
+G = "{bandwidth}"  # measured: the single flow (replaced by the links between nodes)
+O = "0ns"  # not charged: TCP copies each segment as it arrives, overlapped with the transfer, and the single flow's bandwidth already includes that copy
+S = 65535  # LogGOPSim's default, not measured: here every receive is posted before its message arrives, so eager and rendezvous sends complete at the same moments
+
+[topology]
+kind = "{kind}"  # the fabric's {f.topology} of routers
+{size}
+ranks_per_node = {f.ppn}
+link_bandwidth = "{bandwidth}"  # measured: one flow from node 1 to node 0 (incast with 1 sender), TCP/IP headers excluded
+injection_bandwidth = "{bandwidth}"  # node links carry the same tbf rate as router links
+hop_latency = "{cal.hop_latency:.1f}ns"  # measured: (1-byte one-way time - 2o - the bytes' link times) / the {NEIGHBOUR_LINKS[f.topology]} links between neighbours{hop_note}
+packet = {cal.mtu}  # the links' MTU (ip link): the largest packet a link forwards before the next hop can start
+
+# The calibration runs themselves (ns, Gbit/s), one value per run.
+[measured]
+single_flow_Gbit_s = {_list(cal.flows_Bps, 8 / 1e9, 4)}
+o_s_ns = {_list([s.o_s for s in cal.latencies])}
+o_r_ns = {_list([s.o_r for s in cal.latencies])}
+gap_ns = {_list([s.gap for s in cal.latencies])}
+one_way_1B_ns = {_list([s.one_way for s in cal.latencies])}
+"""
