@@ -142,15 +142,22 @@ struct Message {
     received: Time,
     /// Crossed the network (not within a node, not LogGOPS-only).
     networked: bool,
-    /// Network: its flow, the version of its pending completion event, when the flow started, the
-    /// time its first packet needs to cross the path and the time its bytes would take alone.
+    /// Time lost to sharing links with other messages.
+    link_delay: Time,
+}
+
+/// The network side of a message (kept apart so the LogGOPS-only path moves less memory): its flow,
+/// the version of its pending completion event, when the flow started, the time its first packet
+/// needs to cross the path and the time its bytes would take alone. Indexed like `msgs`; an entry
+/// outlives its message, so a reused slot keeps counting versions and a stale completion event of
+/// the slot's previous message never matches.
+#[derive(Clone, Copy, Default)]
+struct NetMessage {
     flow: FlowId,
     version: u32,
     flow_start: Time,
     head: Time,
     alone: Time,
-    /// Time lost to sharing links with other messages.
-    link_delay: Time,
 }
 
 const MSG_FLAG: u32 = 1 << 31;
@@ -193,7 +200,8 @@ struct Sim<'p, P: Program> {
     net: Option<Network>,
     /// Flows started or finished since the last reallocation of rates.
     net_dirty: bool,
-    /// Message of each flow id.
+    /// Network side of each message slot (see `NetMessage`), and the message of each flow id.
+    net_msgs: Vec<NetMessage>,
     flow_msg: Vec<u32>,
     rescheduled: Vec<(FlowId, Time)>,
 }
@@ -244,6 +252,7 @@ pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
         timeline: opts.timeline.then(Timeline::default),
         net: network,
         net_dirty: false,
+        net_msgs: Vec::new(),
         flow_msg: Vec::new(),
         rescheduled: Vec::new(),
     };
@@ -386,10 +395,7 @@ impl<P: Program> Sim<'_, P> {
                 };
                 let id = match self.free_msgs.pop() {
                     Some(id) => {
-                        // The slot keeps counting versions: a stale completion event of the message
-                        // that had it before must never match the new one's version.
-                        let version = self.msgs[id as usize].version;
-                        self.msgs[id as usize] = Message { version, ..m };
+                        self.msgs[id as usize] = m;
                         id
                     }
                     None => {
@@ -482,12 +488,16 @@ impl<P: Program> Sim<'_, P> {
     /// A message's flow enters the network (its sender's overhead is paid).
     fn flow_start(&mut self, t: Time, id: u32) {
         let net = self.net.as_mut().expect("flow events need a network");
-        let m = &mut self.msgs[id as usize];
+        let m = &self.msgs[id as usize];
         let started = net.start(t, m.src, m.dst, m.size);
-        m.flow = started.flow;
-        m.flow_start = net.now();
-        m.head = started.head;
-        m.alone = started.alone;
+        if self.net_msgs.len() <= id as usize {
+            self.net_msgs.resize(id as usize + 1, NetMessage::default());
+        }
+        let nm = &mut self.net_msgs[id as usize];
+        nm.flow = started.flow;
+        nm.flow_start = net.now();
+        nm.head = started.head;
+        nm.alone = started.alone;
         if self.flow_msg.len() <= started.flow as usize {
             self.flow_msg.resize(started.flow as usize + 1, 0);
         }
@@ -498,16 +508,16 @@ impl<P: Program> Sim<'_, P> {
     /// A flow's last byte left (if the event is still current): the message arrives `head` later.
     fn flow_done(&mut self, t: Time, e: Entry) {
         let id = e.data & !MSG_FLAG;
-        let m = self.msgs[id as usize];
-        if e.host & !KIND_MASK != m.version {
+        let nm = self.net_msgs[id as usize];
+        if e.host & !KIND_MASK != nm.version {
             return; // superseded by a later reallocation
         }
-        self.net.as_mut().expect("flow events need a network").finish(t, m.flow);
+        self.net.as_mut().expect("flow events need a network").finish(t, nm.flow);
         self.net_dirty = true;
-        let arrival = t + m.head;
+        let arrival = t + nm.head;
         let msg = &mut self.msgs[id as usize];
         msg.arrived = arrival;
-        msg.link_delay = (t - m.flow_start).saturating_sub(m.alone);
+        msg.link_delay = (t - nm.flow_start).saturating_sub(nm.alone);
         let key = self.new_key();
         self.queue.push(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
     }
@@ -521,9 +531,9 @@ impl<P: Program> Sim<'_, P> {
         self.net.as_mut().expect("dirty only with a network").reallocate(&mut moved);
         for &(flow, done) in &moved {
             let id = self.flow_msg[flow as usize];
-            let m = &mut self.msgs[id as usize];
-            m.version = (m.version + 1) & !KIND_MASK;
-            let version = m.version;
+            let nm = &mut self.net_msgs[id as usize];
+            nm.version = (nm.version + 1) & !KIND_MASK;
+            let version = nm.version;
             let key = self.new_key();
             self.queue.push(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
         }
