@@ -11,3 +11,4 @@ pub mod record;
 pub mod schedule;
 pub mod sim;
 pub mod time;
+pub mod u64_map;

@@ -532,7 +532,7 @@ fn show(w: &[u8]) -> String {
 /// Labels of the rank being parsed: a hash table over an arena of label bytes, cleared per rank.
 #[derive(Default)]
 struct Labels {
-    table: std::collections::HashMap<u64, u32, std::hash::BuildHasherDefault<IdentityHasher>>,
+    table: crate::u64_map::U64Map<u32>,
     /// Per label entry: (arena start, length, local op index, next entry with the same hash).
     entries: Vec<(u32, u32, u32, u32)>,
     arena: Vec<u8>,
@@ -585,21 +585,5 @@ impl Labels {
         self.table.clear();
         self.entries.clear();
         self.arena.clear();
-    }
-}
-
-/// The keys are already hashes.
-#[derive(Default)]
-struct IdentityHasher(u64);
-
-impl std::hash::Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only u64 keys")
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
     }
 }

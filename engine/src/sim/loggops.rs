@@ -9,7 +9,7 @@
 //! became ready. This stable rule is where `contend` departs from v1, whose unstable sort scrambles
 //! more than 16 simultaneously ready operations.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
@@ -18,6 +18,7 @@ use crate::schedule::{Op, OpKind, Program};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::sim::queue::{Entry, EventQueue};
 use crate::time::Time;
+use crate::u64_map::U64Map;
 
 /// The per-message costs of the LogGOPS model, in picoseconds (G and O per byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,7 +183,7 @@ struct Sim<'p, P: Program> {
     msgs: Vec<Message>,
     free_msgs: Vec<u32>,
     /// Remaining dependency counts of operations partly satisfied (key: rank << 32 | op).
-    waiting: HashMap<u64, u32, std::hash::BuildHasherDefault<MixHasher>>,
+    waiting: U64Map<u32>,
     queue: EventQueue,
     next_key: u64,
     /// Operations that became ready during the current event, in the order they did.
@@ -195,7 +196,7 @@ struct Sim<'p, P: Program> {
     requeues: u64,
     records: Option<Records>,
     /// Ready time of sends not yet started (records only).
-    send_ready_at: HashMap<u64, Time, std::hash::BuildHasherDefault<MixHasher>>,
+    send_ready_at: U64Map<Time>,
     timeline: Option<Timeline>,
     net: Option<Network>,
     /// Flows started or finished since the last reallocation of rates.
@@ -237,7 +238,7 @@ pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
         queues: MatchQueues::new(n),
         msgs: Vec::new(),
         free_msgs: Vec::new(),
-        waiting: HashMap::default(),
+        waiting: U64Map::default(),
         queue: EventQueue::new(),
         next_key: (n as u64) << 32,
         ready: Vec::new(),
@@ -248,7 +249,7 @@ pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
         messages: 0,
         requeues: 0,
         records: opts.records.then(Records::default),
-        send_ready_at: HashMap::default(),
+        send_ready_at: U64Map::default(),
         timeline: opts.timeline.then(Timeline::default),
         net: network,
         net_dirty: false,
@@ -718,23 +719,5 @@ impl<P: Program> Sim<'_, P> {
                 out.push(self.pending(h, i));
             }
         }
-    }
-}
-
-/// Multiplicative hashing for the u64 keys of the dependency table.
-#[derive(Default)]
-struct MixHasher(u64);
-
-impl std::hash::Hasher for MixHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100000001b3);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0xbf58476d1ce4e5b9);
     }
 }
