@@ -19,23 +19,12 @@ from contend.bench.runner import run_benchmark
 from contend.cli import main
 from contend.errors import UserError
 
-PREFIX = "ctdt-"  # tests never touch a fabric the user built (ctd-)
+PREFIX = fabric.TEST_PREFIX
 LINK = "1gbit"
 LINK_Bps = 1e9 / 8
 SHARE_TOLERANCE = 0.15
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "tc", "unshare")),
-    reason="the emulated fabric needs root and iproute2 (ip, tc) and util-linux (unshare)",
-)
-
-
-@pytest.fixture(autouse=True)
-def test_prefix(monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", PREFIX)
-    yield
-    assert fabric.our_namespaces(PREFIX) == [], "a test left namespaces behind"
-    assert mpi.running_benchmarks(os.getpid()) == [], "a test left benchmark processes behind"
+pytestmark = [pytest.mark.fabric, pytest.mark.usefixtures("isolated_fabric")]
 
 
 @pytest.fixture

@@ -42,6 +42,10 @@ _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$")
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 
 
+# contend's own tests build their fabrics under this prefix, never under a user's (ctd-).
+TEST_PREFIX = "ctdt-"
+
+
 def default_prefix() -> str:
     return os.environ.get("CONTEND_FABRIC_PREFIX", "ctd-")
 
@@ -98,12 +102,20 @@ def _state_file(prefix: str) -> Path:
     return STATE_DIR / f"{prefix}fabric.json"
 
 
-def _require_tools() -> None:
+def missing_requirement() -> str | None:
+    """Why the fabric cannot be built here (not root, a tool missing), or None when it can."""
     if os.geteuid() != 0:
-        raise UserError("the emulated fabric needs root (it creates network namespaces); run as root")
+        return "the emulated fabric needs root (it creates network namespaces); run as root"
     for tool in ("ip", "tc", "unshare"):
         if not shutil.which(tool):
-            raise UserError(f"the emulated fabric needs `{tool}` (Debian: apt-get install iproute2 util-linux)")
+            return f"the emulated fabric needs `{tool}` (Debian: apt-get install iproute2 util-linux)"
+    return None
+
+
+def _require_tools() -> None:
+    reason = missing_requirement()
+    if reason:
+        raise UserError(reason)
 
 
 def _run(*argv: str) -> None:
