@@ -98,8 +98,8 @@ def test_noise_reports_detours_per_rank():
     for _, row in run.results.iterrows():
         assert 0 < row["resolution_ns"] < row["threshold_ns"]
         assert 0 <= row["overhead_pct"] < 100
-        assert 0.19e9 < row["duration_ns"] < 0.5e9
+        assert row["duration_ns"] >= 0.2e9  # the loop spins until its duration is over
     if not run.detours.empty:  # every kept detour is longer than the threshold and inside the run
-        threshold = run.results.set_index("rank")["threshold_ns"]
-        assert (run.detours["length_ns"] > run.detours["rank"].map(threshold)).all()
-        assert (run.detours["start_ns"] < 0.5e9).all()
+        per_rank = run.results.set_index("rank")
+        assert (run.detours["length_ns"] > run.detours["rank"].map(per_rank["threshold_ns"])).all()
+        assert (run.detours["start_ns"] < run.detours["rank"].map(per_rank["duration_ns"])).all()
