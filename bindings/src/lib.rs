@@ -28,11 +28,7 @@ create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; 
 create_exception!(_engine, NoiseTraceError, PyValueError, "A malformed noise trace; the message starts with path:line.");
 
 fn trace_err(e: TraceError) -> PyErr {
-    if e.line == 0 && e.message.starts_with("cannot read") {
-        PyOSError::new_err(e.to_string())
-    } else {
-        NoiseTraceError::new_err(e.to_string())
-    }
+    NoiseTraceError::new_err(e.to_string())
 }
 
 fn goal_err(e: EngineGoalError) -> PyErr {

@@ -50,7 +50,11 @@ pub struct Trace {
 /// Reads and checks a noise trace file.
 pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError { path: name.clone(), line: 0, message: format!("cannot read noise trace ({e})") })?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let why = e.to_string();
+        let why = why.split(" (os error").next().unwrap_or(&why).to_lowercase();
+        TraceError { path: name.clone(), line: 0, message: format!("cannot read noise trace: {why}") }
+    })?;
     parse_trace(&text, &name)
 }
 
