@@ -152,7 +152,9 @@ def format_ps(ps: float) -> str:
 
 
 def format_hz(hz: float) -> str:
-    """>>> format_hz(1000.0), format_hz(2.5)
+    """A frequency for people.
+
+    >>> format_hz(1000.0), format_hz(2.5)
     ('1000 Hz', '2.5 Hz')
     """
     return f"{hz:.6g} Hz"
