@@ -195,11 +195,7 @@ def run_reproduction(out: Path, quick: bool = False,
                   for label, spec in [("no noise", None), *SHAPES.items()]}
         for pattern in COLLECTIVES})
     progress(f"network speed: the barrier with 0.1x and 10x networks, with and without {NETWORK_SHAPE} noise")
-    network = _timed(results, "network", lambda: {
-        f"{speed}{suffix}": {p: independent_time("dissemination", p, 1, noise, scale.samples(p),
-                                                 **network_params(factor)) for p in coupled}
-        for speed, factor in SPEEDS.items()
-        for suffix, noise in ((", no noise", None), (f", {NETWORK_SHAPE}", shape_noise(*SHAPES[NETWORK_SHAPE])))})
+    network = _timed(results, "network", lambda: _network(shapes["dissemination"], coupled, scale))
     progress("co-scheduled noise: every rank's detours at once")
     cosched = _timed(results, "coscheduling", lambda: {
         label: {p: coscheduled_time("dissemination", p, 1, shape_noise(*spec), scale.phases,
@@ -231,6 +227,16 @@ def run_reproduction(out: Path, quick: bool = False,
     findings.insert(0, _comparison(findings, shapes, network, cosched, loops, beckman, ferreira, scale, coupled))
     results["checks"] = {f.slug: f.ok for f in findings}
     return findings, results
+
+
+def _network(barrier: dict[str, dict[int, float]], ranks: list[int], scale: Scale) -> dict[str, dict[int, float]]:
+    """The barrier at each network speed, without and with noise; the 1x runs are the shape sweep's."""
+    out = {}
+    for speed, factor in SPEEDS.items():
+        for label, noise in (("no noise", None), (NETWORK_SHAPE, shape_noise(*SHAPES[NETWORK_SHAPE]))):
+            out[f"{speed}, {label}"] = {p: barrier[label][p] if factor == 1.0 else independent_time(
+                "dissemination", p, 1, noise, scale.samples(p), **network_params(factor)) for p in ranks}
+    return out
 
 
 def _beckman(scale: Scale) -> dict[str, Any]:
