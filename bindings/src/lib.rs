@@ -336,6 +336,7 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
 
 /// Runs the simulation without the GIL. Every few million events it takes the GIL back to honour
 /// Ctrl-C and to call `progress(operations_started, operations_total)` if given.
+#[allow(clippy::too_many_arguments)]
 fn run<P: Program + Sync>(
     py: Python<'_>,
     prog: &P,

@@ -188,7 +188,7 @@ fn nanoseconds(text: &str, what: &str) -> Result<Time, String> {
 }
 
 fn ns(ps: Time) -> String {
-    if ps % PS_PER_NS == 0 {
+    if ps.is_multiple_of(PS_PER_NS) {
         (ps / PS_PER_NS).to_string()
     } else {
         format!("{:.3}", ps as f64 / PS_PER_NS as f64)
