@@ -39,7 +39,7 @@ CASES = {
     "random 1 kHz, exponential 25 us, independent": {"kind": "random", "rate": "1kHz", "duration": "25us"},
     "trace, independent": "trace",
 }
-REPEAT_BELOW_S = 5.0
+REPEAT_BELOW_S = 10.0
 
 
 def synthetic_trace(path: Path, seed: int = 1) -> Path:
