@@ -15,6 +15,7 @@ from contend.errors import UserError
 from contend.machine import Machine, loggops_params
 from contend.quantities import parse_bytes, parse_count
 from contend.result import SimulationResult
+from contend.topology import sharing_model
 
 # The largest rank count the engine accepts (collectives::MAX_RANKS, goal::MAX_RANKS).
 MAX_RANKS = 2**31 - 1
@@ -37,6 +38,7 @@ def simulate(
     timeline: bool = False,
     root: int = 0,
     seed: int = 0,
+    sharing: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
@@ -46,6 +48,7 @@ def simulate(
     strings with units (``"3us"``, ``"12.5GB/s"``) or numbers in ns (ns per byte for G and O, bytes for
     S). ``records=True`` adds per-message records (``result.records``), ``timeline=True`` the CPU
     activity (``result.timeline``). ``root`` and ``seed`` select the root rank and the random pattern.
+    ``sharing`` ("flow" or "packet") replaces the link sharing model of the machine's network.
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
@@ -68,6 +71,10 @@ def simulate(
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
     params = loggops_params(machine, L=L, o=o, g=g, G=G, O=O, S=S)
+    if sharing is not None:
+        if "network" not in params:
+            raise UserError("sharing: the machine has no network; give a machine with a [topology] table")
+        params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
     eng = engine()
     if schedule is not None:
         for name, value in (("ranks", ranks), ("bytes", bytes)):

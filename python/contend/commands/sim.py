@@ -30,6 +30,9 @@ def register(subparsers) -> None:
     parser.add_argument("schedule", nargs="?", metavar="FILE.goal", help="GOAL schedule to simulate")
     add_collective_options(parser, required=False)
     add_parameter_options(parser)
+    parser.add_argument("--sharing", choices=("flow", "packet"),
+                        help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
+                        "slow with many messages in flight) or packet (round robin per link, cost per packet)")
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
@@ -73,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             **workload,
             machine=args.machine,
             **parameter_overrides(args),
+            sharing=args.sharing,
             records=args.records is not None or args.timeline is not None,  # flows in the trace need records
             timeline=args.timeline is not None,
             progress=progress,
