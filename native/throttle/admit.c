@@ -2,6 +2,7 @@
 #include "admit.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include "clock.h"
 #include "epochs.h"
@@ -54,6 +55,21 @@ static void progress(void)
     }
 }
 
+/* A waiter first spins (yielding the core), then naps: on a node with more ranks than cores the rank
+ * that must release tokens, or post the receive that lets them go, needs the core more. */
+#define SPIN_NS 200000
+#define NAP_NS 20000
+
+static void back_off(int64_t waited_ns)
+{
+    if (waited_ns < SPIN_NS) {
+        sched_yield();
+        return;
+    }
+    struct timespec nap = {0, NAP_NS};
+    nanosleep(&nap, NULL);
+}
+
 static void wait_in_line(token_pool *p, int32_t n)
 {
     pool_place place;
@@ -82,7 +98,7 @@ static void wait_in_line(token_pool *p, int32_t n)
             }
         }
         progress();
-        sched_yield(); /* ranks may outnumber cores: let the one that can finish run */
+        back_off(now_ns() - start);
     }
     s->wait_ns += now_ns() - start;
     note_grant(&g, n);

@@ -1,7 +1,12 @@
 /* The completion calls, Wait and Test families: a request that holds tokens gives them back when MPI
  * completes it for the program. MPI sets a completed (non-persistent) request to MPI_REQUEST_NULL, so
  * the rule is the same for all eight calls: compare the requests before and after. When this task
- * holds no tokens (always so under the rate policy) the calls pass straight through. */
+ * holds no tokens (always so under the rate policy) the calls pass straight through.
+ *
+ * While this task holds tokens, a Wait is done as a loop of the matching Test, and whenever another
+ * task of the node is waiting for tokens the loop also polls this task's own operations: otherwise a
+ * task blocked in Wait on a receive would keep the tokens of sends that have long completed, and the
+ * sender of that very receive could be the one waiting for them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +14,19 @@
 #include "admit.h"
 #include "held.h"
 #include "throttle.h"
+
+/* Whether a Wait should poll instead of blocking in MPI. */
+static int must_poll(void)
+{
+    return held.live > 0;
+}
+
+/* One turn of a polling Wait: hand back what this task no longer needs if someone waits for it. */
+static void between_tests(void)
+{
+    if (pool_waiting(&throttle.seg->pool))
+        give_back(held_poll());
+}
 
 #define ON_STACK 64 /* requests copied without malloc */
 
@@ -48,7 +66,12 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     snapshot s;
     take_snapshot(&s, 1, request);
-    int rc = PMPI_Wait(request, status);
+    int rc, flag = 0;
+    if (!must_poll())
+        rc = PMPI_Wait(request, status);
+    else
+        while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag)
+            between_tests();
     settle(&s, 1, request);
     return rc;
 }
@@ -66,7 +89,12 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     snapshot s;
     take_snapshot(&s, count, requests);
-    int rc = PMPI_Waitall(count, requests, statuses);
+    int rc, flag = 0;
+    if (!must_poll())
+        rc = PMPI_Waitall(count, requests, statuses);
+    else
+        while ((rc = PMPI_Testall(count, requests, &flag, statuses)) == MPI_SUCCESS && !flag)
+            between_tests();
     settle(&s, count, requests);
     return rc;
 }
@@ -84,7 +112,12 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 {
     snapshot s;
     take_snapshot(&s, count, requests);
-    int rc = PMPI_Waitany(count, requests, index, status);
+    int rc, flag = 0;
+    if (!must_poll())
+        rc = PMPI_Waitany(count, requests, index, status);
+    else
+        while ((rc = PMPI_Testany(count, requests, index, &flag, status)) == MPI_SUCCESS && !flag)
+            between_tests();
     settle(&s, count, requests);
     return rc;
 }
@@ -103,7 +136,13 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 {
     snapshot s;
     take_snapshot(&s, incount, requests);
-    int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    int rc;
+    if (!must_poll())
+        rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    else
+        while ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) == MPI_SUCCESS &&
+               *outcount == 0)
+            between_tests();
     settle(&s, incount, requests);
     return rc;
 }

@@ -85,6 +85,11 @@ int pool_take(token_pool *p, const pool_place *place, int32_t n, int force, pool
     }
 }
 
+int pool_waiting(token_pool *p)
+{
+    return in_line_of(atomic_load_explicit(&p->state, memory_order_relaxed)) > 0;
+}
+
 void pool_release(token_pool *p, int32_t n)
 {
     atomic_fetch_add_explicit(&p->state, (uint64_t)n, memory_order_release);

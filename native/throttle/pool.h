@@ -61,6 +61,9 @@ int pool_turn(token_pool *p, const pool_place *place);
  * letting the next one have its turn. 1 if taken, 0 if not (still in line). */
 int pool_take(token_pool *p, const pool_place *place, int32_t n, int force, pool_grant *g);
 
+/* Whether some task is in line (waiting for tokens). One load. */
+int pool_waiting(token_pool *p);
+
 /* Give back n tokens. */
 void pool_release(token_pool *p, int32_t n);
 

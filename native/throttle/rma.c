@@ -96,6 +96,7 @@ int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype orig
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
@@ -110,6 +111,7 @@ int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_dat
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
@@ -124,6 +126,7 @@ int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Dataty
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
                                  target_disp, target_count, target_datatype, op, win);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                target_count, target_datatype, op, win);
@@ -138,6 +141,7 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                            target_count, target_datatype, win, request);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
@@ -152,6 +156,7 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                            target_count, target_datatype, win, request);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);

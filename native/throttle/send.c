@@ -33,6 +33,7 @@ int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int des
 {
     if (!throttling() || dest == MPI_PROC_NULL)
         return PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit(count, datatype);
     int rc = PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
     injected(tokens, rc, rc == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, MPI_WIN_NULL, dest);
@@ -44,6 +45,7 @@ int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int de
 {
     if (!throttling() || dest == MPI_PROC_NULL)
         return PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
+    throttle.stats.ops_large_count++;
     int32_t tokens = admit(count, datatype);
     int rc = PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
     injected(tokens, rc, rc == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, MPI_WIN_NULL, dest);

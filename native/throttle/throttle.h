@@ -20,6 +20,7 @@ typedef enum {
 typedef struct {
     int64_t ops;            /* throttled operations injected */
     int64_t ops_one_sided;
+    int64_t ops_large_count; /* of those, through the MPI 4 `_c` entry points (mpi4py on MPICH) */
     int64_t tokens;         /* tokens taken */
     int64_t waits;          /* injections that had to wait (token: joined the line; rate: gap) */
     int64_t wait_ns;
