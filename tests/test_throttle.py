@@ -230,3 +230,43 @@ def test_ranks_of_a_node_that_disagree_on_the_pool_do_not_start(built):
     # whichever rank created the pool first, the other is refused
     assert re.search(r"^contend-throttle: error: node \S+: its pool has (2|3) tokens but this rank was given (3|2) "
                      r"\(the ranks of a node must agree\); not starting$", finished.stderr, re.M), finished.stderr
+
+
+@pytest.mark.fabric
+@pytest.mark.usefixtures("isolated_fabric")
+def test_on_the_fabric_each_node_has_its_own_pool_by_host_name(built, tmp_path):
+    """Node identity by default is the host name: on the emulated fabric (2 nodes x 2 ranks, each node
+    its own namespace and host name) the ranks of a node share one pool and the nodes do not."""
+    from contend import fabric
+    from contend.bench import sanity
+    from contend.bench.runner import run_benchmark
+
+    stats = tmp_path / "stats.jsonl"
+    with fabric.session(2, 2, "1gbit", "star", fabric.TEST_PREFIX):
+        run = run_benchmark("alltoall", ranks=4, sizes=[65536], iters=5, warmup=1, on_fabric=True, timeout_s=120,
+                            throttle=throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS, stats=stats))
+    assert not sanity.problems(run), sanity.problems(run)
+    assert run.meta["throttle"]["CONTEND_THROTTLE_TOKENS"] == "1"
+    rows = throttle.read_stats(stats)
+    hosts = [f"{fabric.TEST_PREFIX}node{i}" for i in (0, 0, 1, 1)]
+    assert [row["node"] for row in rows] == hosts and all(row["ranks_on_node"] == 2 for row in rows)
+    for row in rows:  # 3 sends per exchange, 6 exchanges; one token per node, never exceeded
+        assert row["ops"] == 18 and row["max_in_use"] <= 1 and row["escapes"] == 0, row
+
+
+OPEN_MPI_CC = Path("/usr/bin/mpicc.openmpi")
+
+
+@pytest.mark.skipif(not OPEN_MPI_CC.exists(), reason="Debian's Open MPI is not installed (apt-get install "
+                                                     "openmpi-bin libopenmpi-dev)")
+def test_open_mpi_build_throttles_too(monkeypatch, tmp_path):
+    """Any mpicc: built against Open MPI (MPI 3.1 headers: no `_c` calls, handles are pointers)."""
+    monkeypatch.setenv("CONTEND_MPICC", str(OPEN_MPI_CC))
+    library = mpi.find_mpi()
+    mpi.build_native(library)
+    variables = throttle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS)
+    summary, rows, _ = stress(library, tmp_path, variables, "--messages", "300", "--ops", "300")
+    assert summary["sends"] == RANKS * 300
+    for row in rows:
+        assert row["ops"] == 300 + 300 + 16 + 76 and row["ops_large_count"] == 0, row
+        assert row["max_in_use"] <= 2 and row["escapes"] == 0 and row["waits"] > 0, row
