@@ -35,18 +35,18 @@ typedef struct {
     MPI_Request stack[ON_STACK];
 } snapshot;
 
-/* Copy the requests (NULL when nothing is held: then there is nothing to give back). */
-static MPI_Request *take_snapshot(snapshot *s, int n, const MPI_Request *requests)
+/* Copy the requests (none when nothing is held: then there is nothing to give back). */
+static void take_snapshot(snapshot *s, int n, const MPI_Request *requests)
 {
+    s->before = NULL;
     if (held.live == 0 || n <= 0)
-        return s->before = NULL;
+        return;
     s->before = n <= ON_STACK ? s->stack : malloc(sizeof(MPI_Request) * (size_t)n);
     if (!s->before) {
         fprintf(stderr, "contend-throttle: out of memory copying %d requests\n", n);
         abort();
     }
     memcpy(s->before, requests, sizeof(MPI_Request) * (size_t)n);
-    return s->before;
 }
 
 static void settle(snapshot *s, int n, const MPI_Request *after)

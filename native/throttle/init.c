@@ -2,7 +2,6 @@
  * the node's pool; refuse to start, on every rank, when anything is wrong. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "admit.h"
