@@ -4,8 +4,9 @@ Run with `make bench` (or `.venv/bin/python benchmarks/engine_speed.py [--quick]
 its own process (`contend-engine-bench`, built from engine/src/bin/bench.rs) so peak RSS is its own.
 The 2^20-rank cases run three times (median and spread reported: the machine is shared and noisy);
 the 2^23-rank dissemination barrier (about 580 M events) runs once. Then all-to-all exchanges of
-1 KiB and 64 KiB over an 8x8x8 torus and a 1024-node fat tree with link contention, each cut off
-after two minutes (the flow model is too slow for the dense 64 KiB cases; see docs/models.md).
+1 KiB and 64 KiB over an 8x8x8 torus and a 1024-node fat tree with link contention, under the flow
+model and the packet model (256-byte and 4 KiB packets), each cut off after two minutes (the flow
+model is too slow for the dense 64 KiB cases; see docs/models.md, "Links").
 
 The baseline is LogGOPSim v1's event loop on this kind of machine, as measured and published in
 shared/reference/loggops.md (binomial 2^20: 0.86 M events/s, 658 MiB; dissemination 2^20: 0.70 M
@@ -44,25 +45,36 @@ NETWORK_CASES = [  # (label, ranks, topology): all-to-all over links, 10 GB/s, 1
     ("torus 8x8x8", 512, "torus:8x8x8"),
     ("fat tree 32-ary 2-tree (1024 nodes)", 1024, "fattree:32:2"),
 ]
+# Link sharing models: the flow model, and the packet model with 256-byte packets (the default of
+# machine files) and with 4 KiB packets (an InfiniBand MTU): its cost is one event per packet and link.
+SHARING = [("flow", 256), ("packet", 256), ("packet", 4096)]
 NETWORK_TIMEOUT_S = 120
 
 
 def network_table(console: Console) -> Table:
     """All-to-all with link contention: wall time, or how long it ran before the cut-off."""
-    table = Table(title=f"all-to-all with link contention (flow model; cut off after {NETWORK_TIMEOUT_S} s)")
-    for col in ("topology", "bytes", "messages", "wall s", "events/s", "makespan ns"):
-        table.add_column(col, justify="left" if col == "topology" else "right")
+    table = Table(title=f"all-to-all with link contention (cut off after {NETWORK_TIMEOUT_S} s)")
+    for col in ("topology", "bytes", "messages", "sharing", "wall s", "M events/s", "M packet events/s",
+                "makespan ns"):
+        table.add_column(col, justify="left" if col in ("topology", "sharing") else "right")
     for label, ranks, topo in NETWORK_CASES:
         for size in (1024, 65536):
             messages = ranks * (ranks - 1)
-            with console.status(f"alltoall {size} B on {label}"):
-                try:
-                    r = probe("net", "alltoall-linear", str(ranks), str(size), topo, timeout=NETWORK_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    table.add_row(label, str(size), f"{messages:,}", f"> {NETWORK_TIMEOUT_S}", "", "did not finish")
-                    continue
-            table.add_row(label, str(size), f"{messages:,}", f"{r['sim_seconds']:.1f}",
-                          f"{r['events_per_second']:,.0f}", str(r["makespan_ns"]))
+            for sharing, packet in SHARING:
+                name = "flow" if sharing == "flow" else f"packet {packet} B"
+                with console.status(f"alltoall {size} B on {label}, {name}"):
+                    try:
+                        r = probe("net", "alltoall-linear", str(ranks), str(size), topo, sharing, str(packet),
+                                  timeout=NETWORK_TIMEOUT_S)
+                    except subprocess.TimeoutExpired:
+                        table.add_row(label, str(size), f"{messages:,}", name, f"> {NETWORK_TIMEOUT_S}", "", "",
+                                      "did not finish")
+                        continue
+                secs = r["sim_seconds"]
+                table.add_row(label, str(size), f"{messages:,}", name, f"{secs:.1f}",
+                              f"{r['events_per_second'] / 1e6:.2f}",
+                              f"{r['packet_events'] / secs / 1e6:.1f}" if r["packet_events"] else "",
+                              str(r["makespan_ns"]))
     return table
 
 

@@ -138,6 +138,9 @@ def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
         (["--nodes", "2", "--link", "fast"], "--link: expected a rate"),
         (["--nodes", "2", "--topology", "torus"], "--topology: expected one of star, line, ring"),
         (["--nodes", "2", "--ppn", "0"], "--ppn: 0 is out of range"),
+        (["--nodes", "2", "--queue", "soon"], "--queue: expected a time like 10ms or 500us"),
+        (["--nodes", "2", "--queue", "5s"], "--queue: expected a time"),
+        (["--nodes", "2", "--queue", "10us"], "--queue: 10us is outside 50us..1000ms"),
     ],
 )
 def test_bad_fabric_input(capsys, args, pattern):

@@ -61,6 +61,14 @@ def test_fan_patterns_give_one_row_per_peer(name):
     assert tallies.loc[0, hub] == 2 * (2 + 20) * 2 * 1024  # 2 peers x iterations x window x size
 
 
+def test_alltoall_every_rank_sends_to_every_other():
+    run = sane(run_benchmark("alltoall", ranks=4, sizes=[1024], **QUICK))
+    assert sorted(run.results["rank"]) == [0, 1, 2, 3] and set(run.results["peer"]) == {-1}
+    tallies = run.tallies.set_index("rank")
+    for rank in range(4):  # 3 peers x (warmup + iterations), each way
+        assert tallies.loc[rank, "messages_sent"] == tallies.loc[rank, "messages_received"] == 3 * (2 + 20)
+
+
 def test_loggp_parameters_are_physical():
     run = sane(run_benchmark("loggp", ranks=2, sizes=[1, 65536], **QUICK))
     rows = run.results.set_index("bytes")

@@ -37,6 +37,31 @@ def test_a_crossbar_incast_shares_the_root_link(tmp_path):
     assert abs(result.makespan - (o + n * size + 2 + n * o)) <= 0.01
 
 
+def test_packet_sharing_gives_the_incast_within_a_packet_per_message(tmp_path):
+    # As above with 1000-byte packets (1 us each): the root's ejection link serves the 4 senders in
+    # turn, so the last byte lands one packet time before the fluid answer; the others within a round.
+    path = write(tmp_path, 'kind = "crossbar"\nnodes = 5\nlink_bandwidth = "1GB/s"\npacket = 1000\n'
+                           'sharing = "packet"\n')
+    n, size, o, packet_ns = 4, 1_000_000, 1000, 1000
+    result = contend.simulate(collective="gather", ranks=n + 1, bytes=size, machine=path, records=True)
+    fluid_last = o + n * size + 2 * packet_ns
+    arrived = result.records["arrived"]
+    assert arrived.max() == fluid_last - packet_ns
+    assert (arrived > fluid_last - (n + 1) * packet_ns).all()
+    flow = contend.simulate(collective="gather", ranks=n + 1, bytes=size, machine=path, sharing="flow")
+    assert abs(flow.makespan - result.makespan) <= n * packet_ns
+
+
+def test_sharing_needs_a_network_and_a_known_model(tmp_path):
+    plain = tmp_path / "plain.toml"
+    plain.write_text(BASE)
+    with pytest.raises(UserError, match="no network"):
+        contend.simulate(collective="pingpong", ranks=2, bytes=1, machine=plain, sharing="packet")
+    path = write(tmp_path, 'kind = "crossbar"\nnodes = 2\nlink_bandwidth = "1GB/s"\n')
+    with pytest.raises(UserError, match="unknown link sharing model 'cells'"):
+        contend.simulate(collective="pingpong", ranks=2, bytes=1, machine=path, sharing="cells")
+
+
 def test_the_same_machine_without_topology_is_loggops(tmp_path):
     path = tmp_path / "plain.toml"
     path.write_text(BASE)
@@ -56,6 +81,7 @@ def test_the_same_machine_without_topology_is_loggops(tmp_path):
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nradix = 3\n', "not a key of a torus"),
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nplacement = "random"\n', "block, cyclic"),
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nhop_latency = "soon"\n', "hop_latency"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nsharing = "fluid"\n', "unknown link sharing model"),
     ],
 )
 def test_bad_topology_tables_name_the_file_and_key(tmp_path, topology, message):

@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use contend_engine::net::{Network, NetworkSpec, Placement, TopologySpec};
+use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
 use contend_engine::noise::random::{Durations, RandomNoise};
 use contend_engine::noise::trace::{read_trace_file, TraceError};
 use contend_engine::noise::{Noise, Phase};
@@ -118,6 +118,10 @@ fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec>> {
         Some(r) if !r.is_none() => Some(r.extract::<String>().map_err(|_| err("routing", "must be a name"))?),
         _ => None,
     };
+    let sharing = match n.get_item("sharing")? {
+        Some(m) if !m.is_none() => Sharing::parse(&m.extract::<String>().map_err(|_| err("sharing", "must be a name"))?).map_err(|e| err("sharing", &e))?,
+        _ => Sharing::Flow,
+    };
     Ok(Some(NetworkSpec {
         topology,
         routing,
@@ -129,6 +133,7 @@ fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec>> {
         hop_latency: int("hop_latency")?,
         packet_bytes: int("packet_bytes")?,
         seed: int("seed")?,
+        sharing,
     }))
 }
 

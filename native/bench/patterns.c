@@ -12,6 +12,7 @@ int run_master(bench *b);
 int run_pairs(bench *b);
 int run_hops(bench *b);
 int run_noise(bench *b);
+int run_alltoall(bench *b);
 
 const pattern patterns[] = {
     {"pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, 0, run_pingpong},
@@ -25,5 +26,6 @@ const pattern patterns[] = {
     {"pairs", "Bhatele-Kale Benchmark II: all pairs at once, neighbour or random", 2, 1, run_pairs},
     {"hops", "Bhatele-Kale Benchmark III: all pairs n hops apart on one dimension", 2, 1, run_hops},
     {"noise", "selfish-detour OS noise per rank", 1, 0, run_noise},
+    {"alltoall", "overlapped all-to-all: every rank sends to all others at once", 2, 0, run_alltoall},
     {0},
 };

@@ -5,8 +5,9 @@ Topologies:
 - ``line`` / ``ring``: a router namespace per node; node i hangs off router i, routers are cabled in a line
   (or a ring), and static routes send traffic the shortest way, so a message between nodes n apart
   crosses n router-to-router links and can meet other traffic there (Bhatele's Benchmark III).
-Every veth end gets ``tbf rate <link> burst 128kb latency 10ms``, so each direction of each link is
-shaped. Addresses are private (10.77.0.0/16 nodes, 10.78.0.0/16 router links) and exist only inside
+Every veth end gets ``tbf rate <link> burst 128kb latency <queue>`` (10ms unless told), so each
+direction of each link is shaped; tbf holds at most rate x queue + burst bytes and drops the rest, so
+a small queue makes links drop under incast as shallow switch buffers do. Addresses are private (10.77.0.0/16 nodes, 10.78.0.0/16 router links) and exist only inside
 the namespaces: the host's own network is never touched.
 
 All names start with a prefix (``ctd-``, or ``$CONTEND_FABRIC_PREFIX``): ``<p>n<i>`` nodes, ``<p>sw``
@@ -39,6 +40,7 @@ TBF_BURST = "128kb"  # enough for line rate at 1 Gbit/s with 1500-byte frames, s
 TBF_BURST_BYTES = 128 * 1024  # tc's "kb" is KiB
 TBF_LATENCY = "10ms"
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$")
+_QUEUE = re.compile(r"^(\d+(?:\.\d+)?)(us|ms)$")
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 
 
@@ -65,6 +67,21 @@ def parse_link_rate(text: str) -> float:
     return bits
 
 
+def parse_queue(text: str) -> float:
+    """Seconds of a tbf latency such as ``10ms`` or ``500us`` (how long a packet may wait in a link's queue).
+
+    >>> parse_queue("10ms"), parse_queue("500us")
+    (0.01, 0.0005)
+    """
+    match = _QUEUE.match(str(text).strip().lower())
+    if not match:
+        raise UserError(f"--queue: expected a time like 10ms or 500us, got {text!r}")
+    seconds = float(match.group(1)) * (1e-3 if match.group(2) == "ms" else 1e-6)
+    if not 50e-6 <= seconds <= 1:
+        raise UserError(f"--queue: {text} is outside 50us..1000ms")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Fabric:
     """A fabric that is up (or about to be built)."""
@@ -74,10 +91,16 @@ class Fabric:
     ppn: int
     link: str
     topology: str
+    queue: str = TBF_LATENCY  # tbf latency: a link queues at most link rate x queue + burst bytes
 
     @property
     def link_Bps(self) -> float:
         return parse_link_rate(self.link) / 8
+
+    @property
+    def queue_bytes(self) -> int:
+        """What a link's tbf holds before it drops: rate x latency + burst."""
+        return int(self.link_Bps * parse_queue(self.queue)) + TBF_BURST_BYTES
 
     @property
     def host_prefix(self) -> str:
@@ -95,7 +118,7 @@ class Fabric:
     def describe(self) -> dict:
         """What a benchmark run records about where it ran."""
         return {**asdict(self), "link_Bps": self.link_Bps, "burst_bytes": TBF_BURST_BYTES,
-                "host_prefix": self.host_prefix}
+                "queue_bytes": self.queue_bytes, "host_prefix": self.host_prefix}
 
 
 def _state_file(prefix: str) -> Path:
@@ -158,7 +181,7 @@ class _Builder:
 
     def shape(self, namespace: str, device: str) -> None:
         _run("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device, "root", "tbf",
-             "rate", self.rate, "burst", TBF_BURST, "latency", TBF_LATENCY)
+             "rate", self.rate, "burst", TBF_BURST, "latency", self.f.queue)
 
     def cable(self, ns_a: str, dev_a: str, ns_b: str, dev_b: str) -> None:
         """A shaped veth pair between two namespaces, both ends up."""
@@ -224,7 +247,8 @@ class _Builder:
         return (j - i) % self.f.nodes <= self.f.nodes // 2
 
 
-def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None) -> Fabric:
+def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None,
+       queue: str = TBF_LATENCY) -> Fabric:
     """Build the fabric; all or nothing. A UserError if one is already up or the input is bad."""
     prefix = default_prefix() if prefix is None else prefix
     if topology not in TOPOLOGIES:
@@ -234,13 +258,15 @@ def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | No
     if not 1 <= ppn <= MAX_PPN:
         raise UserError(f"--ppn: expected 1..{MAX_PPN}, got {ppn}")
     parse_link_rate(link)
+    parse_queue(queue)
     _require_tools()
     existing = our_namespaces(prefix)
     if existing or _state_file(prefix).exists():
         raise UserError(
             f"a fabric is already up ({len(existing)} namespaces named {prefix}*); run `contend fabric down` first"
         )
-    fabric = Fabric(prefix=prefix, nodes=nodes, ppn=ppn, link=link.lower(), topology=topology)
+    fabric = Fabric(prefix=prefix, nodes=nodes, ppn=ppn, link=link.lower(), topology=topology,
+                    queue=queue.strip().lower())
     try:
         _Builder(fabric).build()
         STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -255,9 +281,10 @@ def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | No
 
 
 @contextlib.contextmanager
-def session(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None) -> Iterator[Fabric]:
+def session(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None,
+            queue: str = TBF_LATENCY) -> Iterator[Fabric]:
     """A fabric for the length of a with-block: built on entry, removed on exit, also on errors."""
-    fabric = up(nodes, ppn, link, topology, prefix)
+    fabric = up(nodes, ppn, link, topology, prefix, queue)
     try:
         yield fabric
     finally:
@@ -293,6 +320,19 @@ def down(prefix: str | None = None) -> list[str]:
     if left:
         raise UserError(f"could not remove namespaces {', '.join(left)}")
     return names
+
+
+_DROPPED = re.compile(r"\(dropped (\d+),")
+
+
+def dropped_packets(fabric: Fabric) -> int:
+    """Packets the fabric's shaped queues have dropped since it was built (tbf counters, all links)."""
+    total = 0
+    for namespace in our_namespaces(fabric.prefix):
+        shown = subprocess.run(["ip", "netns", "exec", namespace, "tc", "-s", "qdisc", "show"],
+                               capture_output=True, text=True).stdout
+        total += sum(int(n) for n in _DROPPED.findall(shown))
+    return total
 
 
 def write_rank_wrapper(fabric: Fabric, directory: Path) -> Path:

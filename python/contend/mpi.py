@@ -26,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 from contend.errors import UserError
 
 BENCH_PROGRAM = "contend-bench"
+THROTTLE_LIBRARY = "libcontend-throttle.so"
 
 
 @dataclass(frozen=True)
@@ -94,13 +95,24 @@ def native_dir() -> Path:
     return root
 
 
+def build_dir(mpi: MPI) -> Path:
+    """Where ``contend native build`` puts the native tools built with this MPI."""
+    return native_dir() / "build" / mpi.build_name
+
+
 def bench_binary(mpi: MPI) -> Path:
     """Where ``contend native build`` puts contend-bench for this MPI."""
-    return native_dir() / "build" / mpi.build_name / BENCH_PROGRAM
+    return build_dir(mpi) / BENCH_PROGRAM
+
+
+def throttle_library(mpi: MPI) -> Path:
+    """Where ``contend native build`` puts libcontend-throttle.so for this MPI."""
+    return build_dir(mpi) / THROTTLE_LIBRARY
 
 
 def build_native(mpi: MPI, *, force: bool = False) -> Path:
-    """Compile ``native/`` with this MPI's wrapper (incrementally, by make); returns contend-bench."""
+    """Compile ``native/`` with this MPI's wrapper (incrementally, by make): contend-bench, the throttle
+    library and its test programs, all in ``build_dir(mpi)``; returns contend-bench."""
     source = native_dir()
     build = Path("build") / mpi.build_name
     if force:

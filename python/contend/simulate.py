@@ -16,6 +16,7 @@ from contend.machine import Machine, loggops_params
 from contend.noise.settings import NoiseSettings, resolve
 from contend.quantities import parse_bytes, parse_count
 from contend.result import SimulationResult
+from contend.topology import sharing_model
 
 # The largest rank count the engine accepts (collectives::MAX_RANKS, goal::MAX_RANKS).
 MAX_RANKS = 2**31 - 1
@@ -39,6 +40,7 @@ def simulate(
     timeline: bool = False,
     root: int = 0,
     seed: int = 0,
+    sharing: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
@@ -51,6 +53,7 @@ def simulate(
     ``NoiseSettings``, or ``"none"``/``False`` for none (docs/models.md, "Noise"). ``records=True``
     adds per-message records (``result.records``), ``timeline=True`` the CPU activity
     (``result.timeline``). ``root`` and ``seed`` select the root rank and the random pattern.
+    ``sharing`` ("flow" or "packet") replaces the link sharing model of the machine's network.
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
@@ -81,6 +84,10 @@ def simulate(
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
     params = loggops_params(machine, L=L, o=o, g=g, G=G, O=O, S=S)
+    if sharing is not None:
+        if "network" not in params:
+            raise UserError("sharing: the machine has no network; give a machine with a [topology] table")
+        params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
     settings = resolve(noise, NoiseSettings.from_engine(params["noise"]) if "noise" in params else None)
     params.pop("noise", None)
     if settings is not None:

@@ -16,6 +16,7 @@ that they share fairly (docs/models.md, "Links")::
     hop_latency = "100ns"          # router and wire delay of every link crossed
     packet = "256B"                # the first packet crosses each link in packet / bandwidth
     seed = 0                       # random choices of Valiant and UGAL routing
+    sharing = "flow"               # flow: fluid max-min rates; packet: packets, round robin per link
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ SIZE_KEYS = {
 }
 OPTIONAL_SIZE_KEYS = {"fattree": ("oversubscription",)}
 COMMON_KEYS = ("kind", "routing", "ranks_per_node", "placement", "link_bandwidth", "injection_bandwidth",
-               "global_bandwidth", "hop_latency", "packet", "seed")
+               "global_bandwidth", "hop_latency", "packet", "seed", "sharing")
+SHARING_MODELS = ("flow", "packet")
 
 
 def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any]:
@@ -89,7 +91,15 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
         raise UserError(f"{where('packet')}: a packet holds at least 1 byte")
     network["packet_bytes"] = packet
     network["seed"] = _count(table, "seed", where, minimum=0, default=0)
+    network["sharing"] = sharing_model(table.get("sharing", "flow"), where("sharing"))
     return network
+
+
+def sharing_model(name: Any, where: str) -> str:
+    """A link sharing model's name, checked (the engine's Sharing)."""
+    if name not in SHARING_MODELS:
+        raise UserError(f"{where}: unknown link sharing model {name!r} (flow, packet)")
+    return name
 
 
 def _is_count(value: Any, minimum: int) -> bool:

@@ -4,10 +4,11 @@
 //! contend-engine-bench gen PATTERN RANKS BYTES      simulate a generated collective
 //! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
-//! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY   over a network: torus:8x8x8,
-//!                                                         fattree:K:LEVELS, dragonfly:A:P:H:G
+//! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
+//!     over a network: TOPOLOGY torus:8x8x8, fattree:K:LEVELS or dragonfly:A:P:H:G; SHARING flow or
+//!     packet; PACKET bytes (default 256)
 //! ```
-//! Networks: 10 GB/s links and injection, 100 ns per hop, 256-byte packets, one rank per node.
+//! Networks: 10 GB/s links and injection, 100 ns per hop, one rank per node.
 //! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns).
 
 use std::path::Path;
@@ -17,7 +18,7 @@ use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::Program;
 use contend_engine::schedule::goal::read_goal_file;
 use contend_engine::schedule::writer::write_goal_file;
-use contend_engine::net::{Network, NetworkSpec, Placement, TopologySpec};
+use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
 use contend_engine::sim::{simulate, simulate_with_progress, Options, Params, SimResult};
 
 fn peak_rss_bytes() -> u64 {
@@ -103,7 +104,7 @@ fn main() {
                 peak_rss_bytes()
             );
         }
-        Some("net") if args.len() == 5 => {
+        Some("net") if args.len() == 6 || args.len() == 7 => {
             let c = collective(&args[1..4]);
             let spec = NetworkSpec {
                 topology: topology(&args[4]),
@@ -114,19 +115,20 @@ fn main() {
                 injection_bandwidth: 10e9,
                 global_bandwidth: 10e9,
                 hop_latency: 100_000,
-                packet_bytes: 256,
+                packet_bytes: args.get(6).map_or(256, |p| p.parse().unwrap_or_else(|_| fail("PACKET: bytes"))),
                 seed: 1,
+                sharing: Sharing::parse(&args[5]).unwrap_or_else(|e| fail(&e)),
             };
             let t0 = Instant::now();
             let net = Network::new(&spec, c.num_ranks()).unwrap_or_else(|e| fail(&e));
             let r = simulate_with_progress(&c, &params(), &Options::default(), Some(net), |_| true).expect("not cancelled");
             let secs = t0.elapsed().as_secs_f64();
-            println!("{{\"source\": \"network\", \"pattern\": \"{}\", \"topology\": \"{}\", \"bytes\": {}, {}, \"peak_rss_bytes\": {}}}", args[1], args[4], args[3], sim_json(&r, secs), peak_rss_bytes());
+            println!("{{\"source\": \"network\", \"pattern\": \"{}\", \"topology\": \"{}\", \"sharing\": \"{}\", \"packet_bytes\": {}, \"bytes\": {}, \"packet_events\": {}, {}, \"peak_rss_bytes\": {}}}", args[1], args[4], args[5], spec.packet_bytes, args[3], r.packet_events, sim_json(&r, secs), peak_rss_bytes());
         }
         Some("write") if args.len() == 5 => {
             let c = collective(&args[1..4]);
             write_goal_file(&c, Path::new(&args[4])).unwrap_or_else(|e| fail(&format!("{}: {e}", args[4])));
         }
-        _ => fail("usage: gen PATTERN RANKS BYTES | goal FILE | write PATTERN RANKS BYTES FILE | net PATTERN RANKS BYTES TOPOLOGY"),
+        _ => fail("usage: gen PATTERN RANKS BYTES | goal FILE | write PATTERN RANKS BYTES FILE | net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]"),
     }
 }

@@ -1,14 +1,19 @@
 //! A network attached to the simulator: topology, routing, placement and link sharing together.
 //!
-//! Timing of one message of `s` bytes between different nodes, started when the sender's overhead
-//! `o` is paid: the message is a flow over its path (injection link, network links, ejection link)
-//! that sends at its max-min fair rate ([`super::flow`]); its last byte reaches the destination
-//! `head` later, where `head = Σ over the path's links (hop_latency + min(packet, s) / bandwidth)`
-//! is the time the first packet needs to cross the path (the seed's `(Lf/B)·D`, plus router and
-//! wire delay). Uncontended, a message therefore takes `head + s / min bandwidth on the path`.
+//! A message of `s` bytes between different nodes starts when the sender's overhead `o` is paid and
+//! crosses its path (injection link, network links, ejection link) under one of two sharing models:
+//! - [`Sharing::Flow`]: a fluid flow at its max-min fair rate ([`super::flow`]); its last byte
+//!   reaches the destination `head` later, where `head = Σ over the path's links (hop_latency +
+//!   min(packet, s) / bandwidth)` is the time the first packet needs to cross the path (the seed's
+//!   `(Lf/B)·D`, plus router and wire delay). Uncontended: `head + s / min bandwidth on the path`.
+//! - [`Sharing::Packet`]: packets forwarded store-and-forward with round-robin service at every link
+//!   ([`super::packet`]). Uncontended: one packet time less than the flow model (the last packet
+//!   does not wait for itself).
+//!
 //! Messages within one node do not touch the network.
 
 use super::flow::{FlowId, FlowNet, LinkStats};
+use super::packet::PacketNet;
 use super::{route, LinkClass, Placement, RankMap, Routing, Topology, TopologySpec};
 use crate::time::Time;
 
@@ -31,12 +36,41 @@ pub struct NetworkSpec {
     pub packet_bytes: u64,
     /// Seed of the random choices of Valiant and UGAL routing.
     pub seed: u64,
+    pub sharing: Sharing,
+}
+
+/// How messages in flight share links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// Fluid max-min fair rates, recomputed whenever a message starts or ends: exact shares, cost
+    /// growing with the number of messages in flight.
+    Flow,
+    /// Packets with round-robin service at every link: shares exact to within a packet, cost
+    /// proportional to packets x links crossed.
+    Packet,
+}
+
+impl Sharing {
+    pub fn parse(name: &str) -> Result<Sharing, String> {
+        match name {
+            "flow" => Ok(Sharing::Flow),
+            "packet" => Ok(Sharing::Packet),
+            _ => Err(format!("unknown link sharing model '{name}' (flow, packet)")),
+        }
+    }
+}
+
+enum Links {
+    Flow(FlowNet),
+    Packet(PacketNet),
 }
 
 /// A message's flow once started.
 #[derive(Clone, Copy, Debug)]
 pub struct Started {
     pub flow: FlowId,
+    /// When it entered the network (not before the network's own clock).
+    pub at: Time,
     /// Time for the first packet to cross the path.
     pub head: Time,
     /// Time to send all bytes alone on the path: bytes / slowest link.
@@ -47,7 +81,7 @@ pub struct Network {
     topo: Topology,
     routing: Routing,
     ranks: RankMap,
-    flows: FlowNet,
+    links: Links,
     /// Bytes per picosecond of each link.
     capacity: Vec<f64>,
     hop_latency: Time,
@@ -69,6 +103,9 @@ impl Network {
             return Err("packet size must be at least 1 byte".into());
         }
         let topo = Topology::new(spec.topology.clone())?;
+        if spec.sharing == Sharing::Packet && topo.num_links() as usize >= PacketNet::MAX_LINKS {
+            return Err(format!("the packet model handles fewer than {} links; this network has {} (use sharing = \"flow\")", PacketNet::MAX_LINKS, topo.num_links()));
+        }
         let routing = match &spec.routing {
             Some(name) => Routing::parse(name, &spec.topology)?,
             None => Routing::default_for(&spec.topology),
@@ -85,8 +122,12 @@ impl Network {
                 nominal * link.capacity / 1e12
             })
             .collect();
+        let links = match spec.sharing {
+            Sharing::Flow => Links::Flow(FlowNet::new(capacity.clone())),
+            Sharing::Packet => Links::Packet(PacketNet::new(capacity.clone(), spec.packet_bytes, spec.hop_latency)),
+        };
         Ok(Network {
-            flows: FlowNet::new(capacity.clone()),
+            links,
             topo,
             routing,
             ranks,
@@ -110,18 +151,33 @@ impl Network {
         self.ranks.node_of(a) == self.ranks.node_of(b)
     }
 
-    /// The time up to which flows are accounted.
+    /// The time up to which the links are accounted.
     pub fn now(&self) -> Time {
-        self.flows.now()
+        match &self.links {
+            Links::Flow(f) => f.now(),
+            Links::Packet(p) => p.now(),
+        }
     }
 
-    /// Starts the flow of a message of `bytes` from rank `src` to rank `dst` at time `t`.
+    /// Whether rates need [`Network::reallocate`] after starts and finishes (the flow model).
+    pub fn is_fluid(&self) -> bool {
+        matches!(self.links, Links::Flow(_))
+    }
+
+    /// Starts a message of `bytes` from rank `src` to rank `dst` at time `t`.
     pub fn start(&mut self, t: Time, src: u32, dst: u32, bytes: u64) -> Started {
         // An event from a CPU that ran behind (see docs/models.md) cannot start a flow in the past.
-        self.flows.settle(t.max(self.flows.now()));
+        let t = t.max(self.now());
+        if let Links::Flow(f) = &mut self.links {
+            f.settle(t);
+        }
         self.path.clear();
         let (a, b) = (self.ranks.node_of(src), self.ranks.node_of(dst));
-        route(&self.topo, self.routing, a, b, self.flows.load(), &mut self.rng, &mut self.path);
+        let load = match &self.links {
+            Links::Flow(f) => f.load(),
+            Links::Packet(p) => p.load(),
+        };
+        route(&self.topo, self.routing, a, b, load, &mut self.rng, &mut self.path);
         let packet = self.packet_bytes.min(bytes.max(1)) as f64;
         let mut head = 0;
         let mut slowest = f64::INFINITY;
@@ -130,26 +186,57 @@ impl Network {
             head += self.hop_latency + (packet / c).ceil() as Time;
             slowest = slowest.min(c);
         }
-        let flow = self.flows.start(&self.path, bytes);
-        Started { flow, head, alone: (bytes as f64 / slowest).ceil() as Time }
+        let flow = match &mut self.links {
+            Links::Flow(f) => f.start(&self.path, bytes),
+            Links::Packet(p) => p.start(t, &self.path, bytes),
+        };
+        Started { flow, at: t, head, alone: (bytes as f64 / slowest).ceil() as Time }
     }
 
-    /// Ends a flow at time `t` (its last byte has left).
+    /// Flow model: ends a flow at time `t` (its last byte has left).
     pub fn finish(&mut self, t: Time, flow: FlowId) {
-        self.flows.settle(t.max(self.flows.now()));
-        self.flows.finish(flow);
+        let Links::Flow(f) = &mut self.links else { unreachable!("only flows finish") };
+        f.settle(t.max(f.now()));
+        f.finish(flow);
     }
 
-    /// New fair rates after the starts and finishes of one instant; returns the flows whose
-    /// completion time changed, with that time.
+    /// Flow model: new fair rates after the starts and finishes of one instant; returns the flows
+    /// whose completion time changed, with that time.
     pub fn reallocate(&mut self, out: &mut Vec<(FlowId, Time)>) {
+        let Links::Flow(f) = &mut self.links else { unreachable!("only flows are reallocated") };
         self.changed.clear();
-        self.flows.reallocate(&mut self.changed);
-        out.extend(self.changed.iter().map(|&f| (f, self.flows.completion(f))));
+        f.reallocate(&mut self.changed);
+        out.extend(self.changed.iter().map(|&id| (id, f.completion(id))));
+    }
+
+    /// Packet model: time of the next link event, if any.
+    pub fn next_packet_event(&mut self) -> Option<Time> {
+        match &mut self.links {
+            Links::Packet(p) => p.next_time(),
+            Links::Flow(_) => None,
+        }
+    }
+
+    /// Packet model: processes the next link event; returns the message it delivered, if any, with
+    /// the time its last packet reaches the destination.
+    pub fn packet_step(&mut self) -> Option<(FlowId, Time)> {
+        let Links::Packet(p) = &mut self.links else { unreachable!("only packets step") };
+        p.step()
+    }
+
+    /// Link events processed by the packet model (0 for the flow model).
+    pub fn packet_events(&self) -> u64 {
+        match &self.links {
+            Links::Packet(p) => p.events_processed(),
+            Links::Flow(_) => 0,
+        }
     }
 
     pub fn stats(&self) -> &LinkStats {
-        self.flows.stats()
+        match &self.links {
+            Links::Flow(f) => f.stats(),
+            Links::Packet(p) => p.stats(),
+        }
     }
 
     pub fn topology(&self) -> &Topology {

@@ -15,6 +15,11 @@ pub enum Routing {
     /// Torus and mesh: correct the lowest dimension first, then the next; the shorter way round
     /// a torus ring, `+` when both ways are equally long.
     DimensionOrder,
+    /// Torus and mesh, minimal adaptive (as Blue Gene's dynamic routing, decided per message when
+    /// it starts): at each router, among the dimensions not yet corrected, step along the one whose
+    /// outgoing link (the shorter way round; `+` on a tie) has the fewest flows; ties go to the lower
+    /// dimension. Same length as dimension-order.
+    GridAdaptive,
     /// Fat tree, static: going up from level `l`, take up-port `j` = base-k digit `l` of the
     /// destination (the usual d-mod-k); the way down is then unique.
     DModK,
@@ -38,19 +43,19 @@ pub enum Routing {
     Ugal,
 }
 
-const GRID: &[Routing] = &[Routing::DimensionOrder];
+const GRID: &[Routing] = &[Routing::DimensionOrder, Routing::GridAdaptive];
 const FAT_TREE: &[Routing] = &[Routing::DModK, Routing::FatTreeAdaptive];
 const DRAGONFLY: &[Routing] = &[Routing::Minimal, Routing::Valiant, Routing::Ugal];
 const CROSSBAR: &[Routing] = &[Routing::Minimal];
 
 impl Routing {
-    /// The name machine files use: "dimension-order", "d-mod-k", "adaptive" (fat tree),
-    /// "minimal", "valiant", "ugal".
+    /// The name machine files use: "dimension-order", "d-mod-k", "adaptive" (torus, mesh, fat
+    /// tree), "minimal", "valiant", "ugal".
     pub fn name(self) -> &'static str {
         match self {
             Routing::DimensionOrder => "dimension-order",
             Routing::DModK => "d-mod-k",
-            Routing::FatTreeAdaptive => "adaptive",
+            Routing::GridAdaptive | Routing::FatTreeAdaptive => "adaptive",
             Routing::Minimal => "minimal",
             Routing::Valiant => "valiant",
             Routing::Ugal => "ugal",
@@ -82,6 +87,7 @@ impl Routing {
             "dimension-order" | "dor" => Routing::DimensionOrder,
             "d-mod-k" | "dmodk" => Routing::DModK,
             "adaptive" if matches!(spec, TopologySpec::Dragonfly { .. }) => Routing::Ugal,
+            "adaptive" if matches!(spec, TopologySpec::Torus { .. } | TopologySpec::Mesh { .. }) => Routing::GridAdaptive,
             "adaptive" => Routing::FatTreeAdaptive,
             "minimal" => Routing::Minimal,
             "valiant" => Routing::Valiant,
@@ -116,8 +122,8 @@ fn splitmix64(state: &mut u64) -> u64 {
 
 /// Appends to `out` the links from node `src` to node `dst`: `src`'s injection link, the network
 /// links in order, `dst`'s ejection link; nothing when `src == dst`. Consecutive links share a
-/// vertex. `load[l]` is the number of flows now on link `l`; only [`Routing::FatTreeAdaptive`]
-/// and [`Routing::Ugal`] read it, and need `load.len() == topo.num_links()`. `rng` is advanced
+/// vertex. `load[l]` is the number of flows now on link `l`; only [`Routing::GridAdaptive`],
+/// [`Routing::FatTreeAdaptive`] and [`Routing::Ugal`] read it, and need `load.len() == topo.num_links()`. `rng` is advanced
 /// by [`Routing::Valiant`] and [`Routing::Ugal`] only. Deterministic in (loads, rng state).
 /// Panics if a node is out of range or `routing` does not apply to the topology.
 /// Cost: see the module documentation; no allocation beyond growing `out`.
@@ -143,6 +149,7 @@ pub fn route(
     }
     out.push(topo.injection(src));
     match &topo.shape {
+        Shape::Grid(grid) if routing == Routing::GridAdaptive => grid_adaptive(grid, src, dst, load, out),
         Shape::Grid(grid) => dimension_order(grid, src, dst, out),
         Shape::FatTree(tree) => {
             let adaptive = (routing == Routing::FatTreeAdaptive).then_some(load);
@@ -163,6 +170,28 @@ fn dimension_order(grid: &Grid, src: u32, dst: u32, out: &mut Vec<LinkId>) {
             out.push(link);
             r = next;
         }
+    }
+    debug_assert_eq!(r, dst);
+}
+
+fn grid_adaptive(grid: &Grid, src: u32, dst: u32, load: &[u32], out: &mut Vec<LinkId>) {
+    let mut r = src;
+    loop {
+        let mut best: Option<(u32, LinkId, u32)> = None; // (flows, link, next router)
+        for i in 0..grid.dims.len() {
+            let steps = grid.offset(i, grid.coordinate(r, i), grid.coordinate(dst, i));
+            if steps == 0 {
+                continue;
+            }
+            let (link, next) = grid.step(r, i, steps > 0);
+            let flows = load[link as usize];
+            if best.is_none_or(|(f, _, _)| flows < f) {
+                best = Some((flows, link, next));
+            }
+        }
+        let Some((_, link, next)) = best else { break };
+        out.push(link);
+        r = next;
     }
     debug_assert_eq!(r, dst);
 }
@@ -352,6 +381,7 @@ mod tests {
         assert_eq!(Routing::parse("d_mod_k", &tree), Ok(Routing::DModK));
         assert_eq!(Routing::parse("adaptive", &tree), Ok(Routing::FatTreeAdaptive));
         assert_eq!(Routing::parse("adaptive", &df), Ok(Routing::Ugal));
+        assert_eq!(Routing::parse("adaptive", &torus), Ok(Routing::GridAdaptive));
         assert_eq!(Routing::parse("minimal", &TopologySpec::Crossbar { nodes: 2 }), Ok(Routing::Minimal));
         for spec in [&torus, &tree, &df] {
             for &r in Routing::valid_for(spec) {
@@ -360,7 +390,7 @@ mod tests {
         }
         assert_eq!(
             Routing::parse("valiant", &torus).unwrap_err(),
-            "routing 'valiant' does not apply to a torus; use one of: dimension-order"
+            "routing 'valiant' does not apply to a torus; use one of: dimension-order, adaptive"
         );
         assert_eq!(
             Routing::parse("west-first", &tree).unwrap_err(),

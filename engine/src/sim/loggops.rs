@@ -117,6 +117,9 @@ pub struct SimResult {
     pub messages: u64,
     /// ops + messages, the event count LogGOPSim reports.
     pub events: u64,
+    /// Link events of the packet model (one per packet and link crossed, plus wake-ups); not in
+    /// `events`, which counts what LogGOPSim counts.
+    pub packet_events: u64,
     /// Times an event had to wait for a busy CPU or NIC and was queued again.
     pub requeues: u64,
     pub peak_queue: usize,
@@ -309,7 +312,6 @@ impl<P: Program> Sim<'_, P> {
             if self.net_dirty && self.queue.peek_time().is_none_or(|t| t > self.net.as_ref().map_or(0, Network::now)) {
                 self.reschedule_flows();
             }
-            let Some((t, e)) = self.queue.pop() else { break };
             countdown -= 1;
             if countdown == 0 {
                 countdown = PROGRESS_EVERY;
@@ -317,6 +319,15 @@ impl<P: Program> Sim<'_, P> {
                     return false;
                 }
             }
+            // Packet model: link events go first at equal times (a packet that arrives at t is
+            // there for an operation at t).
+            if let Some(tp) = self.net.as_mut().and_then(Network::next_packet_event) {
+                if self.queue.peek_time().is_none_or(|t| tp <= t) {
+                    self.packet_event();
+                    continue;
+                }
+            }
+            let Some((t, e)) = self.queue.pop() else { break };
             if e.data == ROOTS {
                 self.expand_roots(e.host);
                 continue;
@@ -544,24 +555,43 @@ impl<P: Program> Sim<'_, P> {
         self.free_msgs.push(id);
     }
 
-    /// A message's flow enters the network (its sender's overhead is paid).
+    /// A message enters the network (its sender's overhead is paid).
     fn flow_start(&mut self, t: Time, id: u32) {
         let net = self.net.as_mut().expect("flow events need a network");
         let m = &self.msgs[id as usize];
         let started = net.start(t, m.src, m.dst, m.size);
+        self.net_dirty = net.is_fluid();
         if self.net_msgs.len() <= id as usize {
             self.net_msgs.resize(id as usize + 1, NetMessage::default());
         }
         let nm = &mut self.net_msgs[id as usize];
         nm.flow = started.flow;
-        nm.flow_start = net.now();
+        nm.flow_start = started.at;
         nm.head = started.head;
         nm.alone = started.alone;
         if self.flow_msg.len() <= started.flow as usize {
             self.flow_msg.resize(started.flow as usize + 1, 0);
         }
         self.flow_msg[started.flow as usize] = id;
-        self.net_dirty = true;
+    }
+
+    /// Packet model: one link event; a message whose last packet it delivered arrives.
+    fn packet_event(&mut self) {
+        let net = self.net.as_mut().expect("packet events need a network");
+        if let Some((flow, arrival)) = net.packet_step() {
+            self.arrive_from_network(self.flow_msg[flow as usize], arrival);
+        }
+    }
+
+    /// The last byte of message `id` reaches its destination at `arrival`.
+    fn arrive_from_network(&mut self, id: u32, arrival: Time) {
+        let nm = self.net_msgs[id as usize];
+        let msg = &mut self.msgs[id as usize];
+        msg.arrived = arrival;
+        // Contention is whatever the message took beyond crossing the path alone.
+        msg.link_delay = (arrival - nm.flow_start).saturating_sub(nm.head + nm.alone);
+        let key = self.new_key();
+        self.queue.push(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
     }
 
     /// A flow's last byte left (if the event is still current): the message arrives `head` later.
@@ -573,12 +603,7 @@ impl<P: Program> Sim<'_, P> {
         }
         self.net.as_mut().expect("flow events need a network").finish(t, nm.flow);
         self.net_dirty = true;
-        let arrival = t + nm.head;
-        let msg = &mut self.msgs[id as usize];
-        msg.arrived = arrival;
-        msg.link_delay = (t - nm.flow_start).saturating_sub(nm.alone);
-        let key = self.new_key();
-        self.queue.push(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+        self.arrive_from_network(id, t + nm.head);
     }
 
     /// New fair rates after the flow starts and ends of one instant; each flow whose completion
@@ -692,6 +717,7 @@ impl<P: Program> Sim<'_, P> {
             ops,
             messages: self.messages,
             events: ops + self.messages,
+            packet_events: self.net.as_ref().map_or(0, Network::packet_events),
             requeues: self.requeues,
             peak_queue: self.queue.peak_len(),
             deadlock,

@@ -72,6 +72,8 @@ _ALL = (
               (8, 1 * KiB, 64 * KiB), "per_rank", ("dims", "dim", "hops")),
     Benchmark("noise", "selfish-detour OS noise per rank", 1, False, 2, (0,), "noise",
               ("duration", "threshold", "max_detours", "pin")),
+    Benchmark("alltoall", "overlapped all-to-all: every rank sends to all others at once", 2, False, 4,
+              (1 * KiB, 64 * KiB), "bandwidth"),
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in _ALL}

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from contend import fabric as fabric_module
 from contend import mpi
+from contend import throttle as throttle_module
 from contend.bench.registry import PATTERN_OPTIONS, benchmark
 from contend.bench.results import RunResult, parse_lines
 from contend.errors import UserError
@@ -71,8 +72,12 @@ def run_benchmark(
     on_fabric: bool = False,
     timeout_s: float = 600,
     progress: ProgressCallback | None = None,
+    throttle: Mapping[str, str] | None = None,
 ) -> RunResult:
-    """Run benchmark ``name`` and return its results (a UserError on bad input or a failed run)."""
+    """Run benchmark ``name`` and return its results (a UserError on bad input or a failed run).
+
+    ``throttle``: CONTEND_THROTTLE_* variables (``contend.throttle.settings``); the ranks then run under
+    libcontend-throttle.so with them, and the meta line records them."""
     bench = benchmark(name)
     program_args = harness_arguments(
         name, sizes if sizes is not None else bench.default_sizes, iters, warmup, options or {}
@@ -92,6 +97,10 @@ def run_benchmark(
     ranks = bench.default_ranks if ranks is None else ranks
     bench.check_ranks(ranks)
     binary = mpi.build_native(library)
+    program = [str(binary)] + program_args
+    if throttle is not None:
+        program = throttle_module.preload(program, mpi.throttle_library(library), throttle)
+        extra_meta["throttle"] = dict(throttle)
 
     def on_line(line: str) -> None:
         if progress is not None and line.startswith('{"type":"progress"'):
@@ -101,13 +110,13 @@ def run_benchmark(
     with tempfile.TemporaryDirectory(prefix="contend-run-") as scratch:
         if fabric is not None:
             placement = mpi.Placement(fabric_module.write_rank_wrapper(fabric, Path(scratch)))
-        argv, launch_env = mpi.launch_command(library, ranks, [str(binary)] + program_args, placement)
+        argv, launch_env = mpi.launch_command(library, ranks, program, placement)
         finished = mpi.run_streaming(argv, launch_env, on_line, timeout_s)
     if finished.timed_out:
         raise UserError(f"{name} did not finish within {timeout_s:g} s and was stopped")
     if finished.returncode != 0:
         raise _failure(name, finished)
-    extra_meta["launch"] = argv[: len(argv) - len(program_args) - 1]
+    extra_meta["launch"] = argv[: len(argv) - len(program)]
     run = parse_lines(finished.lines, extra_meta)
     if not run.complete:
         raise UserError(f"{name} ended without its closing line: {finished.stderr.strip()[-200:]}")

@@ -22,6 +22,9 @@ def register(subparsers) -> None:
     up.add_argument("--link", default="1gbit", metavar="RATE", help="link rate, tc syntax (default 1gbit)")
     up.add_argument("--topology", default="star", metavar="|".join(fabric.TOPOLOGIES),
                     help="star: one switch; line/ring: a router per node (default star)")
+    up.add_argument("--queue", default=fabric.TBF_LATENCY, metavar="TIME",
+                    help=f"longest wait in a link's queue, tbf latency (default {fabric.TBF_LATENCY}); "
+                         "a link holds rate x TIME + 128 KiB and drops beyond")
     up.set_defaults(func=run_up)
     down = actions.add_parser("down", help="remove the fabric and everything in it")
     down.set_defaults(func=run_down)
@@ -32,9 +35,10 @@ def register(subparsers) -> None:
 def run_up(args: argparse.Namespace) -> int:
     nodes = parse_count(args.nodes, "--nodes", minimum=2, maximum=fabric.MAX_NODES)
     ppn = parse_count(args.ppn, "--ppn", minimum=1, maximum=fabric.MAX_PPN)
-    built = fabric.up(nodes, ppn, args.link, args.topology)
+    built = fabric.up(nodes, ppn, args.link, args.topology, queue=args.queue)
     hosts = ", ".join(built.host_name(i) for i in range(min(nodes, 4))) + (", ..." if nodes > 4 else "")
-    print(f"fabric up: {nodes} nodes ({hosts}) x {ppn} ranks, {built.topology}, links {built.link}")
+    print(f"fabric up: {nodes} nodes ({hosts}) x {ppn} ranks, {built.topology}, links {built.link}, "
+          f"queue {built.queue} ({built.queue_bytes // 1024} KiB)")
     return 0
 
 

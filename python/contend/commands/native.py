@@ -25,7 +25,8 @@ def register(subparsers) -> None:
 def run_build(args: argparse.Namespace) -> int:
     library = mpi.find_mpi()
     binary = mpi.build_native(library, force=args.force)
-    print(f"built {binary} with {library.mpicc} ({library.flavor}, from {library.origin})")
+    print(f"built {binary} and {mpi.throttle_library(library)} with {library.mpicc} ({library.flavor}, "
+          f"from {library.origin})")
     return 0
 
 
@@ -39,6 +40,8 @@ def run_info(args: argparse.Namespace) -> int:
     if binary.exists():
         patterns = subprocess.run([str(binary), "--list"], capture_output=True, text=True).stdout
         print(f"patterns: {len(patterns.splitlines())}")
+    throttle = mpi.throttle_library(library)
+    print(f"throttle: {throttle}{'' if throttle.exists() else ' (not built: contend native build)'}")
     running = mpi.running_benchmarks()
     if running:
         print(f"running: contend-bench pids {' '.join(map(str, running))}")

@@ -1,0 +1,25 @@
+/* Admission: what a throttled call does before it injects, and how tokens come back. */
+#ifndef CONTEND_THROTTLE_ADMIT_H
+#define CONTEND_THROTTLE_ADMIT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+/* Wait until an operation of count elements of datatype may be injected.
+ * token: takes its tokens from the node's pool, first come first served; while it waits it polls
+ *   this task's own token-holding operations (oldest first), giving back the tokens of those done,
+ *   and if the head of the line sees no token come back for stall_ms it takes its tokens anyway
+ *   (an escape, counted), since waiting longer could be a deadlock (docs/measure.md).
+ * rate: waits until gap_ns have passed since this task's last injection, making MPI progress.
+ * Returns the tokens the operation now holds (0 under the rate policy). */
+int32_t admit(int64_t count, MPI_Datatype datatype);
+
+/* After the injecting call: an operation that holds tokens until completion is recorded (req, or
+ * win and target for one-sided ops without request); one that cannot (the call failed, or a one-sided
+ * op outside a passive-target epoch) gives them back at once. */
+void injected(int32_t tokens, int rc, MPI_Request req, MPI_Win win, int target);
+
+/* Give tokens back to the node's pool. */
+void give_back(int32_t tokens);
+
+#endif

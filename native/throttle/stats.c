@@ -1,0 +1,53 @@
+/* Write the counters (see stats.h and throttle.h for their meaning). */
+#include "stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "throttle.h"
+
+static void write_line(void)
+{
+    const throttle_stats *s = &throttle.stats;
+    const throttle_config *c = &throttle.cfg;
+    char line[1024];
+    int n = snprintf(line, sizeof line,
+        "{\"rank\":%d,\"node\":\"%s\",\"job\":\"%s\",\"policy\":\"%s\",\"ranks_on_node\":%d,"
+        "\"pool_tokens\":%d,\"size_per_token\":%lld,\"gap_ns\":%lld,\"stall_ms\":%lld,"
+        "\"ops\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
+        "\"waits\":%lld,\"wait_ns\":%lld,"
+        "\"escapes\":%lld,\"polls\":%lld,\"max_in_use\":%d,\"max_ahead\":%u,"
+        "\"max_served_meanwhile\":%u,\"min_gap_ns\":%lld}\n",
+        throttle.rank, throttle.node, throttle.job, policy_name(c->policy),
+        throttle.seg ? (int)atomic_load(&throttle.seg->attached) : 0,
+        throttle.seg ? (int)throttle.seg->pool.capacity : 0, (long long)c->size_per_token,
+        (long long)c->gap_ns, c->policy == POLICY_TOKEN ? (long long)c->stall_ms : 0LL,
+        (long long)s->ops, (long long)s->ops_one_sided, (long long)s->ops_large_count,
+        (long long)s->tokens, (long long)s->waits,
+        (long long)s->wait_ns, (long long)s->escapes, (long long)s->polls, (int)s->max_in_use,
+        s->max_ahead, s->max_served_meanwhile, (long long)s->min_gap_ns);
+    int fd = open(c->stats, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    /* One write per line: appends from the ranks do not interleave. */
+    if (fd < 0 || write(fd, line, (size_t)n) != n)
+        fprintf(stderr, "contend-throttle: rank %d: cannot write CONTEND_THROTTLE_STATS=%s: %s\n",
+                throttle.rank, c->stats, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+}
+
+void stats_report(void)
+{
+    const throttle_stats *s = &throttle.stats;
+    if (throttle.cfg.stats[0])
+        write_line();
+    if (s->escapes > 0)
+        fprintf(stderr, "contend-throttle: rank %d (node %s): %lld of %lld waits for tokens ended by "
+                "the stall escape: no token came back for %lld ms (sends waiting for receives not "
+                "yet posted, or for a late receiver), so the node had more than %d tokens in use; "
+                "use more tokens, a longer CONTEND_THROTTLE_STALL_MS, or post receives first\n",
+                throttle.rank, throttle.node, (long long)s->escapes, (long long)s->waits,
+                (long long)throttle.cfg.stall_ms, (int)throttle.cfg.tokens);
+}

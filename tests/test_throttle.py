@@ -1,0 +1,272 @@
+"""libcontend-throttle.so under real MPI (4 ranks on this host): every byte arrives under the token
+policy with 1-2 tokens per node (so ranks queue and the progress path runs), with size-proportional
+tokens, with emulated nodes, and under the rate policy; from C and from mpi4py (the large-count entry
+points); the node's pool grants in FIFO order; a dependency cycle ends through the stall escape; bad
+configuration stops every rank before the program runs. Counters come from the library itself
+(CONTEND_THROTTLE_STATS), so "throttled" is measured, not assumed. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from contend import mpi, throttle
+
+RANKS = 4
+TIMEOUT_S = 120
+MPI4PY_PROGRAM = Path(__file__).with_name("throttle_mpi4py.py")
+NO_ESCAPE_MS = 10000  # the strict runs: a stall escape there would be a bug, not a slow host
+
+
+@pytest.fixture(scope="module")
+def built():
+    library = mpi.find_mpi()
+    mpi.build_native(library)
+    return library
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith(throttle.PREFIX):
+            monkeypatch.delenv(key)
+
+
+def shared_segments() -> set[str]:
+    return {p.name for p in Path("/dev/shm").glob("contend-throttle-*")}
+
+
+def run(library, program, variables, ranks=RANKS):
+    """The program on `ranks` ranks under the library: (exit code, stdout lines as JSON, stderr)."""
+    argv, env = mpi.launch_command(library, ranks, throttle.preload(program, mpi.throttle_library(library),
+                                                                    variables))
+    finished = mpi.run_streaming(argv, env, lambda line: None, TIMEOUT_S)
+    assert not finished.timed_out, f"no end within {TIMEOUT_S} s: {finished.stderr[-2000:]}"
+    lines = [json.loads(line) for line in finished.lines if line.startswith("{")]
+    return finished.returncode, lines, finished.stderr
+
+
+def stress(library, tmp_path, variables, *args, program=None, ranks=RANKS):
+    stats = tmp_path / "stats.jsonl"
+    before = shared_segments()
+    program = program or [str(mpi.build_dir(library) / "throttle-stress"), *args]
+    code, lines, stderr = run(library, program, {**variables, "CONTEND_THROTTLE_STATS": str(stats)}, ranks)
+    assert code == 0, stderr[-3000:]
+    summary = lines[-1]
+    assert summary["verified"] and summary["errors"] == 0, summary
+    assert shared_segments() <= before, "the pool's shared memory was left in /dev/shm"
+    rows = throttle.read_stats(stats)
+    assert [row["rank"] for row in rows] == list(range(ranks))
+    return summary, rows, stderr
+
+
+def c_stress(library, tmp_path, variables, messages=1000, ops=1000):
+    summary, rows, stderr = stress(library, tmp_path, variables, "--messages", str(messages), "--ops", str(ops))
+    # Every send and one-sided op went through the library: 1000 sends, then 1000 writes, 16 fence
+    # puts and 251 reads per rank.
+    one_sided = ops + 16 + ops // 4 + 1
+    assert summary["sends"] == RANKS * messages and summary["one_sided"] == RANKS * one_sided
+    for row in rows:
+        assert row["ops"] == messages + one_sided and row["ops_one_sided"] == one_sided, row
+        assert row["ops_large_count"] > 0  # MPI_Isend_c, MPI_Put_c, ... from C too
+    return rows, stderr
+
+
+@pytest.mark.parametrize("tokens", [1, 2])
+def test_c_stress_under_a_tiny_node_pool(built, tmp_path, tokens):
+    rows, stderr = c_stress(built, tmp_path, throttle.settings("token", tokens=tokens, stall_ms=NO_ESCAPE_MS))
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["policy"] == "token" and row["pool_tokens"] == tokens and row["ranks_on_node"] == RANKS
+        assert row["escapes"] == 0 and row["max_in_use"] <= tokens, row  # the pool was never exceeded
+        assert row["waits"] > 100 and row["polls"] > 0, row  # ranks really queued and progressed
+        assert row["tokens"] == row["ops"]  # one token per message
+        # FIFO: while a rank waited, each of the 3 others was served at most once
+        assert row["max_ahead"] <= RANKS - 1 and row["max_served_meanwhile"] <= RANKS - 1, row
+    assert max(row["max_in_use"] for row in rows) == tokens
+
+
+def test_c_stress_with_size_proportional_tokens_and_emulated_nodes(built, tmp_path):
+    variables = throttle.settings("token", tokens=4, size_per_token=16384, ranks_per_node=2,
+                                  stall_ms=NO_ESCAPE_MS)
+    rows, _ = c_stress(built, tmp_path, variables, messages=600, ops=600)
+    assert [row["node"].rsplit("#", 1)[1] for row in rows] == ["0", "0", "1", "1"]
+    assert len({row["node"] for row in rows}) == 2
+    for row in rows:
+        assert row["ranks_on_node"] == 2 and row["escapes"] == 0 and row["max_in_use"] <= 4, row
+        assert row["tokens"] > row["ops"]  # messages over 16 KiB took more than one token
+        assert row["max_served_meanwhile"] <= 1  # one other rank on the node
+
+
+def test_c_stress_under_the_rate_policy(built, tmp_path):
+    gap_ns = 20000
+    rows, _ = c_stress(built, tmp_path, throttle.settings("rate", gap_ns=gap_ns))
+    for row in rows:
+        assert row["policy"] == "rate" and row["tokens"] == 0
+        assert row["min_gap_ns"] >= gap_ns and row["waits"] > 100, row
+
+
+@pytest.mark.parametrize("variables", [
+    throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
+    throttle.settings("rate", gap_ns=20000),
+], ids=["token", "rate"])
+def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
+    program = [sys.executable, str(MPI4PY_PROGRAM), "500", "400"]
+    summary, rows, _ = stress(built, tmp_path, variables, program=program)
+    assert summary["messages"] == RANKS * 500 and summary["one_sided"] == RANKS * 400
+    for row in rows:
+        assert row["ops"] >= 500 + 400 and row["ops_large_count"] == row["ops"], row
+        assert row["escapes"] == 0 and row["waits"] > 0, row
+        if row["policy"] == "token":
+            assert row["max_in_use"] <= 1 and row["max_served_meanwhile"] <= RANKS - 1, row
+
+
+def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
+    """Pairs MPI_Issend to each other before either posts a receive: with one token per node the
+    second sender can only start if the first's token is given back, which needs that receive. The
+    escape lets it through after stall_ms, says so on stderr, and every byte still arrives."""
+    variables = throttle.settings("token", tokens=1, stall_ms=50)
+    summary, rows, stderr = stress(built, tmp_path, variables, "--cycle", "--messages", "3",
+                                   "--max-bytes", "100000")
+    assert summary["sends"] == RANKS * 3
+    assert sum(row["escapes"] for row in rows) > 0
+    assert max(row["max_in_use"] for row in rows) > 1  # the pool was exceeded, as the warning says
+    assert "ended by the stall escape" in stderr
+
+
+def test_the_node_pool_grants_first_come_first_served(built):
+    """Without MPI: 6 processes, 4 tokens, one asking for all 4 at once among five asking for one."""
+    import subprocess
+
+    done = subprocess.run([str(mpi.build_dir(built) / "throttle-pool-check"), "6", "3000", "4"],
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    fifo, greedy = (json.loads(line) for line in done.stdout.splitlines())
+    assert fifo["mode"] == "fifo" and fifo["out_of_order"] == 0
+    assert fifo["max_in_use"] <= 4 and fifo["max_served_meanwhile"] <= 5
+    assert fifo["big_waited"] > 0  # the big request really queued behind small ones
+    assert greedy["mode"] == "greedy" and greedy["max_in_use"] <= 4
+
+
+def test_a_configuration_file_with_environment_overrides(built, tmp_path):
+    config = tmp_path / "throttle.conf"
+    config.write_text("# written by hand\npolicy = token\ntokens = 2   # per node\nsize_per_token = 0\n")
+    variables = {"CONTEND_THROTTLE_CONFIG": str(config), "CONTEND_THROTTLE_STALL_MS": str(NO_ESCAPE_MS)}
+    _, rows, _ = stress(built, tmp_path, variables, "--messages", "200", "--ops", "200")
+    assert {row["pool_tokens"] for row in rows} == {2} and {row["stall_ms"] for row in rows} == {NO_ESCAPE_MS}
+    (tmp_path / "stats.jsonl").unlink()
+    _, rows, _ = stress(built, tmp_path, {**variables, "CONTEND_THROTTLE_TOKENS": "3"}, "--messages", "200",
+                        "--ops", "200")
+    assert {row["pool_tokens"] for row in rows} == {3}
+
+
+def write(tmp_path, text):
+    path = tmp_path / "bad.conf"
+    path.write_text(text)
+    return str(path)
+
+
+BAD = [
+    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none"),
+    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate or none"),
+    (throttle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
+                                           "of 0 tokens never grants one)"),
+    (throttle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
+    (throttle.settings("token", tokens=-2), "CONTEND_THROTTLE_TOKENS=-2: expected a whole number"),
+    (throttle.settings("token", tokens=""), "CONTEND_THROTTLE_TOKENS=: expected a whole number"),
+    (throttle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
+    (throttle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
+    (throttle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
+    (throttle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token policy, "
+                                                      "not to rate"),
+    (throttle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
+    (throttle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
+    (throttle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
+                                                                       "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
+    (throttle.settings("token", tokens=2, job="my job"), "CONTEND_THROTTLE_JOB=my job: character ' ' not allowed"),
+    ({"CONTEND_THROTTLE_CONFIG": "/nonexistent/throttle.conf"},
+     "CONTEND_THROTTLE_CONFIG=/nonexistent/throttle.conf: cannot read it: No such file or directory"),
+    ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\n\ntokens 4\n")},
+     "bad.conf:3: expected `key = value`, got 'tokens 4'"),
+    ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokenz = 4\n")},
+     "bad.conf:2: unknown key 'tokenz'"),
+    ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 0\n")},
+     "bad.conf:2: tokens = 0: out of range"),
+    ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\ntokens = 3\n")},
+     "bad.conf:3: tokens given twice (first on line 2)"),
+    ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
+     "bad.conf:3: stall_ms = 5: applies to the token policy, not to rate"),
+]
+
+
+@pytest.mark.parametrize("variables, message", BAD, ids=[m.split(":")[0][:40] for _, m in BAD])
+def test_bad_configuration_stops_every_rank_before_the_program_runs(built, tmp_path, variables, message):
+    variables = {k: v(tmp_path) if callable(v) else v for k, v in variables.items()}
+    program = [str(mpi.build_dir(built) / "throttle-stress"), "--messages", "10", "--ops", "10"]
+    code, lines, stderr = run(built, program, variables, ranks=2)
+    assert code != 0
+    assert lines == [], "the program must not have started"
+    errors = [line for line in stderr.splitlines() if line.startswith("contend-throttle: error:")]
+    assert len(errors) == 1 and message in errors[0], stderr  # said once, by one rank
+    assert errors[0].endswith("; not starting")
+
+
+def test_ranks_of_a_node_that_disagree_on_the_pool_do_not_start(built):
+    """Two ranks of one node given different pools (MPMD launch): refused, not silently merged."""
+    stress_program = str(mpi.build_dir(built) / "throttle-stress")
+    library = mpi.throttle_library(built)
+
+    def rank(tokens):
+        return ["-n", "1", *throttle.preload([stress_program], library, throttle.settings("token", tokens=tokens))]
+
+    argv = [str(built.mpiexec), *rank(2), ":", *rank(3)]
+    finished = mpi.run_streaming(argv, {**os.environ}, lambda line: None, TIMEOUT_S)
+    assert finished.returncode != 0 and not any(line.startswith("{") for line in finished.lines)
+    # whichever rank created the pool first, the other is refused
+    assert re.search(r"^contend-throttle: error: node \S+: its pool has (2|3) tokens but this rank was given (3|2) "
+                     r"\(the ranks of a node must agree\); not starting$", finished.stderr, re.M), finished.stderr
+
+
+@pytest.mark.fabric
+@pytest.mark.usefixtures("isolated_fabric")
+def test_on_the_fabric_each_node_has_its_own_pool_by_host_name(built, tmp_path):
+    """Node identity by default is the host name: on the emulated fabric (2 nodes x 2 ranks, each node
+    its own namespace and host name) the ranks of a node share one pool and the nodes do not."""
+    from contend import fabric
+    from contend.bench import sanity
+    from contend.bench.runner import run_benchmark
+
+    stats = tmp_path / "stats.jsonl"
+    with fabric.session(2, 2, "1gbit", "star", fabric.TEST_PREFIX):
+        run = run_benchmark("alltoall", ranks=4, sizes=[65536], iters=5, warmup=1, on_fabric=True, timeout_s=120,
+                            throttle=throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS, stats=stats))
+    assert not sanity.problems(run), sanity.problems(run)
+    assert run.meta["throttle"]["CONTEND_THROTTLE_TOKENS"] == "1"
+    rows = throttle.read_stats(stats)
+    hosts = [f"{fabric.TEST_PREFIX}node{i}" for i in (0, 0, 1, 1)]
+    assert [row["node"] for row in rows] == hosts and all(row["ranks_on_node"] == 2 for row in rows)
+    for row in rows:  # 3 sends per exchange, 6 exchanges; one token per node, never exceeded
+        assert row["ops"] == 18 and row["max_in_use"] <= 1 and row["escapes"] == 0, row
+
+
+OPEN_MPI_CC = Path("/usr/bin/mpicc.openmpi")
+
+
+@pytest.mark.skipif(not OPEN_MPI_CC.exists(), reason="Debian's Open MPI is not installed (apt-get install "
+                                                     "openmpi-bin libopenmpi-dev)")
+def test_open_mpi_build_throttles_too(monkeypatch, tmp_path):
+    """Any mpicc: built against Open MPI (MPI 3.1 headers: no `_c` calls, handles are pointers)."""
+    monkeypatch.setenv("CONTEND_MPICC", str(OPEN_MPI_CC))
+    library = mpi.find_mpi()
+    mpi.build_native(library)
+    variables = throttle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS)
+    summary, rows, _ = stress(library, tmp_path, variables, "--messages", "300", "--ops", "300")
+    assert summary["sends"] == RANKS * 300
+    for row in rows:
+        assert row["ops"] == 300 + 300 + 16 + 76 and row["ops_large_count"] == 0, row
+        assert row["max_in_use"] <= 2 and row["escapes"] == 0 and row["waits"] > 0, row
