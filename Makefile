@@ -52,6 +52,7 @@ test: test-rust test-py
 
 bench: build
 	$(ACT) python benchmarks/engine_speed.py
+	$(ACT) python benchmarks/noise_speed.py
 
 clean:
 	rm -rf target $(VENV) demo-report native/build

@@ -13,15 +13,23 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
+use contend_engine::noise::random::{Durations, RandomNoise};
+use contend_engine::noise::trace::{read_trace_file, TraceError};
+use contend_engine::noise::{Noise, Phase};
 use contend_engine::record::{Records, Timeline};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_progress, Costs, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_noise, Costs, Deadlock, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
+create_exception!(_engine, NoiseTraceError, PyValueError, "A malformed noise trace; the message starts with path:line.");
+
+fn trace_err(e: TraceError) -> PyErr {
+    NoiseTraceError::new_err(e.to_string())
+}
 
 fn goal_err(e: EngineGoalError) -> PyErr {
     if e.line == 0 && e.message.starts_with("cannot read") {
@@ -127,6 +135,58 @@ fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec>> {
         seed: int("seed")?,
         sharing,
     }))
+}
+
+/// Reads the optional "noise" entry of the parameters (built by contend.noise.settings): kind
+/// (periodic, random, trace) and its values in ps / Hz, "phase" (None: independent phases, else
+/// the co-scheduled phase in ps), "seed", "per_byte". Trace files are read here. None: no noise.
+fn noise_from(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<Option<Noise>> {
+    let Some(n) = d.get_item("noise")? else { return Ok(None) };
+    if n.is_none() {
+        return Ok(None);
+    }
+    let n = n.cast::<PyDict>().map_err(|_| PyValueError::new_err("noise must be a dict"))?;
+    let err = |k: &str, what: &str| PyValueError::new_err(format!("noise {k}: {what}"));
+    let get = |k: &str| -> PyResult<Bound<'_, PyAny>> { n.get_item(k)?.ok_or_else(|| err(k, "missing")) };
+    let time = |k: &str| -> PyResult<u64> { get(k)?.extract::<u64>().map_err(|_| err(k, "must be a non-negative integer (ps)")) };
+    let phase = match n.get_item("phase")? {
+        Some(p) if !p.is_none() => Phase::CoScheduled(p.extract::<u64>().map_err(|_| err("phase", "must be None or a time in ps"))?),
+        _ => Phase::Independent,
+    };
+    let seed = match n.get_item("seed")? {
+        Some(s) => s.extract::<u64>().map_err(|_| err("seed", "must be a non-negative integer"))?,
+        None => 0,
+    };
+    let per_byte = match n.get_item("per_byte")? {
+        Some(b) => b.extract::<bool>().map_err(|_| err("per_byte", "must be true or false"))?,
+        None => false,
+    };
+    let kind: String = get("kind")?.extract().map_err(|_| err("kind", "must be a name"))?;
+    let noise = match kind.as_str() {
+        "periodic" => Noise::periodic(time("period")?, time("duration")?, phase, seed),
+        "random" => {
+            let rate: f64 = get("rate")?.extract().map_err(|_| err("rate", "must be a number (Hz)"))?;
+            let distribution: String = get("distribution")?.extract().map_err(|_| err("distribution", "must be a name"))?;
+            let durations = match distribution.as_str() {
+                "fixed" => Durations::Fixed(time("duration")?),
+                "exponential" => Durations::Exponential { mean: time("duration")? },
+                "uniform" => Durations::Uniform { min: time("min")?, max: time("max")? },
+                other => return Err(err("distribution", &format!("unknown '{other}' (fixed, exponential, uniform)"))),
+            };
+            RandomNoise::new(rate, durations, seed).and_then(|r| Noise::random(r, phase))
+        }
+        "trace" => {
+            let files: Vec<String> = get("files")?.extract().map_err(|_| err("files", "must be a list of paths"))?;
+            let mut patterns = Vec::new();
+            for f in &files {
+                let trace = py.detach(|| read_trace_file(Path::new(f))).map_err(trace_err)?;
+                patterns.extend(trace.ranks);
+            }
+            Noise::replay(patterns, phase, seed)
+        }
+        other => return Err(err("kind", &format!("unknown '{other}' (periodic, random, trace)"))),
+    };
+    noise.map(|x| Some(x.with_per_byte(per_byte))).map_err(|e| PyValueError::new_err(format!("noise: {e}")))
 }
 
 fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {
@@ -257,6 +317,7 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     d.set_item("requeues", r.requeues)?;
     d.set_item("peak_queue", r.peak_queue)?;
     d.set_item("wall_seconds", wall)?;
+    d.set_item("noise_ps", r.noise)?;
     d.set_item("deadlock", r.deadlock.as_ref().map(|x| deadlock_dict(py, x)).transpose()?)?;
     let dtypes = PyDict::new(py);
     d.set_item("records", r.records.as_ref().map(|x| records_dict(py, x, &dtypes)).transpose()?)?;
@@ -280,11 +341,13 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
 
 /// Runs the simulation without the GIL. Every few million events it takes the GIL back to honour
 /// Ctrl-C and to call `progress(operations_started, operations_total)` if given.
+#[allow(clippy::too_many_arguments)]
 fn run<P: Program + Sync>(
     py: Python<'_>,
     prog: &P,
     par: Params,
     network: Option<NetworkSpec>,
+    noise: Option<Noise>,
     records: bool,
     timeline: bool,
     progress: Option<Py<PyAny>>,
@@ -295,7 +358,7 @@ fn run<P: Program + Sync>(
     let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate_with_progress(prog, &par, &opts, network, |done| {
+        let r = simulate_with_noise(prog, &par, &opts, network, noise.as_ref(), |done| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|_| match &progress {
                     Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
@@ -335,8 +398,9 @@ fn simulate_goal(
 ) -> PyResult<Py<PyDict>> {
     let par = params_from(params)?;
     let network = network_from(params)?;
+    let noise = noise_from(py, params)?;
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
-    run(py, &prog, par, network, records, timeline, progress)
+    run(py, &prog, par, network, noise, records, timeline, progress)
 }
 
 /// Simulates a generated collective or pattern.
@@ -357,8 +421,9 @@ fn simulate_collective(
 ) -> PyResult<Py<PyDict>> {
     let par = params_from(params)?;
     let network = network_from(params)?;
+    let noise = noise_from(py, params)?;
     let c = collective(name, ranks, size, root, seed)?;
-    run(py, &c, par, network, records, timeline, progress)
+    run(py, &c, par, network, noise, records, timeline, progress)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).
@@ -449,9 +514,42 @@ fn network_links(py: Python<'_>, params: &Bound<'_, PyDict>, ranks: u32) -> PyRe
     Ok(d.unbind())
 }
 
+/// Reads a noise trace file (raises NoiseTraceError with path:line when malformed): its header in
+/// ps (resolution and threshold may be None) and per rank the detours' starts and lengths in ps
+/// as little-endian u64 bytes.
+#[pyfunction]
+fn read_noise_trace(py: Python<'_>, path: &str) -> PyResult<Py<PyDict>> {
+    let trace = py.detach(|| read_trace_file(Path::new(path))).map_err(trace_err)?;
+    let d = PyDict::new(py);
+    d.set_item("resolution_ps", trace.resolution)?;
+    d.set_item("threshold_ps", trace.threshold)?;
+    d.set_item("duration_ps", trace.duration)?;
+    let ranks = PyList::empty(py);
+    for p in &trace.ranks {
+        let (starts, lengths): (Vec<u64>, Vec<u64>) = p.detours().unzip();
+        let r = PyDict::new(py);
+        r.set_item("starts", le_bytes(py, &starts, u64::to_le_bytes))?;
+        r.set_item("lengths", le_bytes(py, &lengths, u64::to_le_bytes))?;
+        ranks.append(r)?;
+    }
+    d.set_item("ranks", ranks)?;
+    Ok(d.unbind())
+}
+
+/// When work of `work` ps that may start at `t` ends on `rank` under the noise in `params`
+/// (the engine's own rule, for reports and tests).
+#[pyfunction]
+fn noise_stretch(py: Python<'_>, params: &Bound<'_, PyDict>, rank: u32, t: u64, work: u64) -> PyResult<u64> {
+    let noise = noise_from(py, params)?.ok_or_else(|| PyValueError::new_err("no noise in the parameters"))?;
+    Ok(noise.stretch(rank, t, work))
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GoalError", m.py().get_type::<GoalError>())?;
+    m.add("NoiseTraceError", m.py().get_type::<NoiseTraceError>())?;
+    m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(noise_stretch, m)?)?;
     m.add_function(wrap_pyfunction!(parse_time, m)?)?;
     m.add_function(wrap_pyfunction!(parse_per_byte, m)?)?;
     m.add_function(wrap_pyfunction!(collectives, m)?)?;

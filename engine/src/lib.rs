@@ -4,9 +4,11 @@
 //! - [`schedule`]: GOAL reading and writing, compact op storage, collective generators.
 //! - [`sim`]: the event queue and the LogGOPS endpoint model.
 //! - [`net`]: network topologies, routing and placement of ranks on nodes.
+//! - [`noise`]: OS noise (detours) and how it stretches CPU work.
 //! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
 
 pub mod net;
+pub mod noise;
 pub mod record;
 pub mod schedule;
 pub mod sim;

@@ -48,6 +48,10 @@ pub struct MessageTimes {
     pub receive_cost: Time,
     /// Part of the transfer lost to sharing links with other messages.
     pub link: Time,
+    /// Detour time inside the sender's overhead o (it delays the message).
+    pub send_noise: Time,
+    /// Detour time inside the receiver's overhead (o, and O when noise applies to it).
+    pub receive_noise: Time,
 }
 
 impl Records {
@@ -61,7 +65,7 @@ impl Records {
 
     #[allow(clippy::too_many_arguments)]
     pub fn push(&mut self, src: u32, dst: u32, bytes: u64, tag: u32, send_op: u32, recv_op: u32, rendezvous: bool, t: &MessageTimes) {
-        let completed = t.matched.max(t.received + t.receive_cost);
+        let completed = t.matched.max(t.received + t.receive_cost + t.receive_noise);
         self.src.push(src);
         self.dst.push(dst);
         self.bytes.push(bytes);
@@ -75,12 +79,12 @@ impl Records {
         self.received.push(t.received);
         self.matched.push(t.matched);
         self.completed.push(completed);
-        self.ideal.push(t.arrived - t.injected - t.link + t.receive_cost);
+        self.ideal.push(t.arrived - t.injected - t.link - t.send_noise + t.receive_cost);
         self.nic_queue.push(t.injected - t.posted);
         self.link.push(t.link);
         self.target_queue.push(t.received - t.arrived);
-        self.late_receiver.push(completed - t.received - t.receive_cost);
-        self.noise.push(0);
+        self.late_receiver.push(completed - t.received - t.receive_cost - t.receive_noise);
+        self.noise.push(t.send_noise + t.receive_noise);
     }
 }
 

@@ -3,9 +3,14 @@
  * away (interrupt, daemon, another process, the hypervisor). The resolution is the fastest
  * iteration of a short calibration loop; a detour is an iteration longer than --threshold (default
  * 10 x resolution) and its stolen time is its length minus the resolution.
+ * With --pin 1, rank r first pins itself to the r-th CPU it may run on (modulo their number).
  * Rows (metric "noise", one per rank): t_* = detour lengths; extras resolution_ns, threshold_ns,
- * detours, stolen_ns, duration_ns, overhead_pct. Then one "detour" line per kept detour (rank,
- * start_ns from the rank's start, length_ns): a noise trace a simulator can replay. */
+ * detours, stolen_ns, duration_ns, overhead_pct, cpu (where the rank ran at the end, -1 unknown),
+ * complete_ns (every detour before this time was kept: the whole run unless --max-detours ran
+ * out). Then one "detour" line per kept detour (rank, start_ns from the rank's start, length_ns):
+ * a noise trace a simulator can replay. */
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "clock.h"
@@ -59,8 +64,28 @@ static void write_detours(bench *b, const double *starts, const double *lengths,
     free(counts);
 }
 
+/* Pin this rank to the (rank mod n)-th of the n CPUs it may run on. */
+static void pin_to_cpu(bench *b)
+{
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        fail_usage(b, "--pin: cannot read the CPU affinity");
+    int n = CPU_COUNT(&allowed), want = b->rank % n;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (CPU_ISSET(cpu, &allowed) && want-- == 0) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (sched_setaffinity(0, sizeof one, &one) != 0)
+                fail_usage(b, "--pin: cannot pin rank %d to CPU %d", b->rank, cpu);
+            return;
+        }
+    }
+}
+
 int run_noise(bench *b)
 {
+    if (b->opt.pin)
+        pin_to_cpu(b);
     double resolution = resolution_ns();
     double threshold = b->opt.threshold_ns > 0 ? b->opt.threshold_ns : 10 * resolution;
     int capacity = b->opt.max_detours;
@@ -69,6 +94,7 @@ int run_noise(bench *b)
     int kept = 0;
     int64_t detours = 0;
     double stolen = 0;
+    double complete = -1; /* start of the first detour not kept; -1: none was dropped */
 
     MPI_Barrier(b->comm); /* all ranks spin at once: their noise includes each other */
     int64_t start = now_ns(), duration = (int64_t)(b->opt.duration_s * 1e9);
@@ -83,6 +109,8 @@ int run_noise(bench *b)
                 starts[kept] = (double)(prev - start);
                 lengths[kept] = dt;
                 kept++;
+            } else if (complete < 0) {
+                complete = (double)(prev - start);
             }
         }
         prev = t;
@@ -96,6 +124,8 @@ int run_noise(bench *b)
     result_extra(&r, "stolen_ns", stolen);
     result_extra(&r, "duration_ns", elapsed);
     result_extra(&r, "overhead_pct", 100.0 * stolen / elapsed);
+    result_extra(&r, "cpu", (double)sched_getcpu());
+    result_extra(&r, "complete_ns", complete < 0 ? elapsed : complete);
     report(b, &r);
     write_detours(b, starts, lengths, kept);
     progress(b, 1, 1);

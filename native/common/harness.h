@@ -44,6 +44,7 @@ typedef struct {
     double duration_s;  /* noise: length of the selfish-detour loop */
     double threshold_ns;/* noise: an iteration longer than this is a detour (0: 10 x resolution) */
     int max_detours;    /* noise: detours kept per rank for the detour lines */
+    int pin;            /* noise: 1 pins rank r to the (r mod n)-th allowed CPU */
     double settle_s;    /* busy collectives before the first measurement */
     int argc;           /* the command line, echoed in the meta line */
     char **argv;

@@ -21,7 +21,8 @@ const char options_help[] =
     "  --hops N          hops: partner distance (default 1)\n"
     "  --duration S      noise: seconds of selfish-detour loop (default 1)\n"
     "  --threshold NS    noise: detour threshold (default 10 x measured resolution)\n"
-    "  --max-detours N   noise: detours kept per rank (default 10000)\n";
+    "  --max-detours N   noise: detours kept per rank (default 10000)\n"
+    "  --pin 0|1         noise: pin each rank to its own CPU (default 0)\n";
 
 /* A byte count as contend writes them everywhere: 65536, 64KiB, 1MiB (binary), 1kB, 1MB (decimal). */
 static int64_t parse_bytes(const char *text, int *ok)
@@ -216,6 +217,8 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
             rc = parse_real(name, value, 0, 1e9, &opt->threshold_ns, why, whylen);
         else if (!strcmp(name, "--max-detours"))
             rc = parse_count(name, value, 0, 10000000, &opt->max_detours, why, whylen);
+        else if (!strcmp(name, "--pin"))
+            rc = parse_count(name, value, 0, 1, &opt->pin, why, whylen);
         else {
             snprintf(why, whylen, "unknown option %s", name);
             rc = -1;

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "contend.commands.fabric",
     "contend.commands.native",
     "contend.commands.reproduce",
+    "contend.commands.noise",
 )
 
 

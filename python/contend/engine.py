@@ -26,8 +26,9 @@ def engine() -> ModuleType:
 def user_errors(context: str = "") -> Iterator[None]:
     """Re-raise the engine's GoalError / ValueError / OSError as a one-line UserError.
 
-    GoalError messages already read "path:line:col: problem" and pass through unchanged; ``context``
-    (e.g. "--collective") prefixes the others so the user knows which input was wrong.
+    GoalError and NoiseTraceError messages already read "path:line[:col]: problem" and pass through
+    unchanged; ``context`` (e.g. "--collective") prefixes the others so the user knows which input was
+    wrong.
     """
     try:
         yield
@@ -36,9 +37,9 @@ def user_errors(context: str = "") -> Iterator[None]:
     except OSError as exc:
         where = str(exc.filename) if exc.filename else context
         raise UserError(_with_context(where, exc.strerror if exc.filename else str(exc))) from None
-    except ValueError as exc:  # GoalError is a ValueError whose text already names file:line:col
-        goal_error = getattr(engine(), "GoalError", None)
-        if goal_error is not None and isinstance(exc, goal_error):
+    except ValueError as exc:  # GoalError and NoiseTraceError are ValueErrors whose text names file:line
+        located = tuple(filter(None, (getattr(engine(), name, None) for name in ("GoalError", "NoiseTraceError"))))
+        if located and isinstance(exc, located):
             raise UserError(str(exc)) from None
         raise UserError(_with_context(context, str(exc))) from None
     except OverflowError as exc:  # PyO3 raises it when a Python int does not fit the Rust integer

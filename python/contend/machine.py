@@ -20,9 +20,10 @@ An optional ``[loggops.rendezvous]`` table gives a second set of costs for messa
     [loggops.rendezvous]
     L = "2us"          # any of L, o, g, G, O; a key left out keeps its [loggops] value
 
-An optional ``[topology]`` table adds a network with link contention (``contend.topology``). Other
-keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[nic]``, ...) are
-kept in ``Machine.document`` for the models that read them. Presets ship in ``contend/machines/``.
+An optional ``[topology]`` table adds a network with link contention (``contend.topology``), an
+optional ``[noise]`` table OS noise (``contend.noise.settings``). Other keys of ``[loggops]`` (e.g.
+``o_s``, ``o_r``) and other tables (``[nic]``, ...) are kept in ``Machine.document`` for the models that
+read them. Presets ship in ``contend/machines/``.
 
 Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
 the base ``[loggops]`` values only: a rendezvous set from the machine file stays as written.
@@ -39,6 +40,7 @@ from typing import Any, Mapping
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.quantities import parse_bytes
 from contend.topology import network_params
 
@@ -66,6 +68,7 @@ class Machine:
     ``params`` are the engine's LogGOPS parameters: L, o, g in picoseconds, G, O in picoseconds per
     byte, S in bytes. ``rendezvous`` is the complete cost set (L, o, g, G, O, same units) for messages
     larger than S, or None. ``network`` is the engine's network (from ``[topology]``), or None.
+    ``noise``: the OS noise of ``[noise]``, or None.
     ``loggops`` keeps the values as written, ``document`` the whole parsed file.
     """
 
@@ -78,6 +81,7 @@ class Machine:
     path: str = ""
     rendezvous: Mapping[str, int] | None = None
     network: Mapping[str, Any] | None = None
+    noise: NoiseSettings | None = None
 
 
 def preset_names() -> list[str]:
@@ -146,6 +150,8 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         rendezvous=_rendezvous_costs(loggops, params, locate),
         network=network_params(document["topology"], lambda key: f"{locate('topology', key)}: [topology] {key}".rstrip())
         if "topology" in document else None,
+        noise=noise_from_table(document["noise"], lambda key: f"{locate('noise', key)}: [noise] {key}" if key
+                               else f"{locate('', 'noise')}: [noise]", Path(origin).parent) if "noise" in document else None,
     )
 
 
@@ -189,6 +195,8 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
     params[RENDEZVOUS] = dict(machine.rendezvous) if machine.rendezvous is not None else None
     if machine.network is not None:
         params["network"] = dict(machine.network)
+    if machine.noise is not None:
+        params["noise"] = machine.noise.engine_params()
     return params
 
 

@@ -115,8 +115,9 @@ class SimulationResult:
     ``messages``, ``wall_seconds`` (engine time, not a model quantity), ``deadlock`` (``None`` or a
     ``Deadlock``), ``params`` (LogGOPS parameters used, engine units: ps, ps/byte, bytes),
     ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``),
-    ``links`` (per-link statistics when a network was simulated, else ``None``) and ``network``
-    (its ``NetworkLayout``: link ends, node coordinates, placement).
+    ``links`` (per-link statistics when a network was simulated, else ``None``), ``network``
+    (its ``NetworkLayout``: link ends, node coordinates, placement) and ``noise_charged`` (detour time
+    the noise model added to CPU work, summed over all ranks; 0 without noise).
     """
 
     makespan: int | float
@@ -132,6 +133,7 @@ class SimulationResult:
     record_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     timeline_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     link_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
+    noise_charged: int | float = 0
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
@@ -160,6 +162,7 @@ class SimulationResult:
             record_columns=columns("records"),
             timeline_columns=columns("timeline"),
             link_columns=engine_link_columns(raw),
+            noise_charged=ps_to_ns(raw.get("noise_ps", 0)),
         )
 
     @property
@@ -216,6 +219,7 @@ class SimulationResult:
             "params": parameters_ns(self.params),
             "workload": dict(self.workload),
             "busiest_link": self.busiest_link(),
+            "noise_charged": self.noise_charged,
         }
         if include_ranks:
             summary["ranks"] = self.ranks.tolist()
@@ -240,10 +244,15 @@ class SimulationResult:
 def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes; the
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
-    ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns."""
+    ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns; a
+    ``noise`` becomes its settings in ns and Hz."""
+    from contend.noise.settings import NoiseSettings
+
     converted = {}
     for key, value in params.items():
-        if key == "rendezvous":
+        if key == "noise":
+            converted[key] = NoiseSettings.from_engine(value).to_json()
+        elif key == "rendezvous":
             converted[key] = None if value is None else parameters_ns(value)
         elif key == "network":
             converted[key] = {**value, "hop_latency": ps_to_ns(value["hop_latency"])}

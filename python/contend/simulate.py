@@ -13,6 +13,7 @@ from typing import Any, Callable
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine import Machine, loggops_params
+from contend.noise.settings import NoiseSettings, resolve
 from contend.quantities import parse_bytes, parse_count
 from contend.result import SimulationResult
 from contend.topology import sharing_model
@@ -34,6 +35,7 @@ def simulate(
     G: Any = None,
     O: Any = None,  # noqa: E741 - the model's name for the per-byte CPU overhead
     S: Any = None,
+    noise: Any = None,
     records: bool = False,
     timeline: bool = False,
     root: int = 0,
@@ -46,8 +48,11 @@ def simulate(
     Parameters come from LogGOPSim's defaults (L=2500 o=1500 g=1000 G=6 O=0 S=65535), replaced by
     ``machine`` (a preset name, a TOML path or a ``Machine``), replaced by explicit ``L o g G O S``:
     strings with units (``"3us"``, ``"12.5GB/s"``) or numbers in ns (ns per byte for G and O, bytes for
-    S). ``records=True`` adds per-message records (``result.records``), ``timeline=True`` the CPU
-    activity (``result.timeline``). ``root`` and ``seed`` select the root rank and the random pattern.
+    S). ``noise`` replaces the machine's ``[noise]``: a spec (``"periodic:1kHz:25us"``,
+    ``"random:1kHz:25us"``, ``"trace:FILE"``), a dict with the keys of a ``[noise]`` table, a
+    ``NoiseSettings``, or ``"none"``/``False`` for none (docs/models.md, "Noise"). ``records=True``
+    adds per-message records (``result.records``), ``timeline=True`` the CPU activity
+    (``result.timeline``). ``root`` and ``seed`` select the root rank and the random pattern.
     ``sharing`` ("flow" or "packet") replaces the link sharing model of the machine's network.
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
 
@@ -67,6 +72,14 @@ def simulate(
     >>> r = simulate(collective="scatter", ranks=4, bytes=1024, machine="loggops-reference", records=True)
     >>> len(r.records), int(r.records["bytes"].sum())
     (3, 3072)
+
+    A detour of 500 ns every 5 us on both ranks of a ping-pong, all ranks at the same phase (the
+    first detour at 1 us): the first message's overheads each meet one (docs/models.md, "Noise"):
+
+    >>> r = simulate(collective="pingpong", ranks=2, bytes=1, L=3000, o=1500,
+    ...              noise={"kind": "periodic", "period": "5us", "duration": "500ns", "phase": "1us"})
+    >>> r.makespan, r.noise_charged
+    (13000, 1000)
     """
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
@@ -75,6 +88,10 @@ def simulate(
         if "network" not in params:
             raise UserError("sharing: the machine has no network; give a machine with a [topology] table")
         params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
+    settings = resolve(noise, NoiseSettings.from_engine(params["noise"]) if "noise" in params else None)
+    params.pop("noise", None)
+    if settings is not None:
+        params["noise"] = settings.engine_params()
     eng = engine()
     if schedule is not None:
         for name, value in (("ranks", ranks), ("bytes", bytes)):

@@ -13,6 +13,7 @@ use std::collections::HashSet;
 
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
+use crate::noise::Noise;
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
 use crate::sim::matching::{MatchQueues, Queue};
@@ -127,6 +128,8 @@ pub struct SimResult {
     pub timeline: Option<Timeline>,
     /// Per-link statistics when a network was simulated.
     pub links: Option<LinkStats>,
+    /// Detour time charged to CPU work, summed over all ranks (0 without noise).
+    pub noise: Time,
 }
 
 /// A message in flight or waiting in an unexpected queue.
@@ -208,6 +211,11 @@ struct Sim<'p, P: Program> {
     net_msgs: Vec<NetMessage>,
     flow_msg: Vec<u32>,
     rescheduled: Vec<(FlowId, Time)>,
+    /// Detours that stretch CPU work (docs/models.md, "Noise"); None: exact LogGOPS.
+    noise: Option<&'p Noise>,
+    noise_charged: Time,
+    /// Records only: detour time in each message's send and receive overheads, by message slot.
+    msg_noise: U64Map<(Time, Time)>,
 }
 
 /// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
@@ -226,6 +234,18 @@ pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
     par: &Params,
     opts: &Options,
     network: Option<Network>,
+    progress: F,
+) -> Option<SimResult> {
+    simulate_with_noise(prog, par, opts, network, None, progress)
+}
+
+/// As [`simulate_with_progress`], with `noise` stretching the CPU work of every rank.
+pub fn simulate_with_noise<'p, P: Program, F: FnMut(u64) -> bool>(
+    prog: &'p P,
+    par: &Params,
+    opts: &Options,
+    network: Option<Network>,
+    noise: Option<&'p Noise>,
     mut progress: F,
 ) -> Option<SimResult> {
     let n = prog.num_ranks() as usize;
@@ -259,6 +279,9 @@ pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
         net_msgs: Vec::new(),
         flow_msg: Vec::new(),
         rescheduled: Vec::new(),
+        noise,
+        noise_charged: 0,
+        msg_noise: U64Map::default(),
     };
     for rank in 0..n as u32 {
         sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
@@ -351,6 +374,29 @@ impl<P: Program> Sim<'_, P> {
         self.issue = issue;
     }
 
+    /// When CPU work of `w` that may start at `t` on host `h` ends: `t + w`, stretched by noise.
+    #[inline]
+    fn cpu_work(&mut self, h: u32, t: Time, w: Time) -> Time {
+        match self.noise {
+            None => t + w,
+            Some(noise) => {
+                let end = noise.stretch(h, t, w);
+                self.noise_charged += end - t - w;
+                end
+            }
+        }
+    }
+
+    /// Per-byte CPU work (O): stretched only when the noise model applies to it.
+    #[inline]
+    fn cpu_bytes(&mut self, h: u32, t: Time, w: Time) -> Time {
+        if self.noise.is_some_and(|n| n.per_byte) {
+            self.cpu_work(h, t, w)
+        } else {
+            t + w
+        }
+    }
+
     #[inline]
     fn requeue(&mut self, time: Time, e: Entry) {
         self.requeues += 1;
@@ -367,7 +413,7 @@ impl<P: Program> Sim<'_, P> {
                     return self.requeue(self.clock[c], e);
                 }
                 self.start(h, i);
-                let end = t + op.size * self.par.unit;
+                let end = self.cpu_work(h, t, op.size * self.par.unit);
                 self.clock[c] = end;
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::Calc, t, end);
@@ -385,7 +431,9 @@ impl<P: Program> Sim<'_, P> {
                 let extra = op.size.saturating_sub(1);
                 // Between nodes of a network, the links carry the bytes instead of the NIC gap G.
                 let networked = self.net.as_ref().is_some_and(|net| !net.same_node(h, op.peer));
-                self.clock[c] = t + k.o + extra * k.O;
+                // The message leaves when the (possibly stretched) overhead o is done.
+                let sent = self.cpu_work(h, t, k.o);
+                self.clock[c] = self.cpu_bytes(h, sent, extra * k.O);
                 self.clock[n] = t + k.g + if networked { 0 } else { extra * k.G };
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.clock[c]);
@@ -401,7 +449,7 @@ impl<P: Program> Sim<'_, P> {
                     nic: op.nic,
                     posted,
                     injected: t,
-                    arrived: t + k.o + k.L,
+                    arrived: sent + k.L,
                     networked,
                     ..Message::default()
                 };
@@ -415,11 +463,14 @@ impl<P: Program> Sim<'_, P> {
                         self.msgs.len() as u32 - 1
                     }
                 };
+                if self.noise.is_some() && self.records.is_some() {
+                    self.msg_noise.insert(id as u64, (sent - t - k.o, 0));
+                }
                 let key = self.new_key();
                 if networked {
-                    self.queue.push(t + k.o, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+                    self.queue.push(sent, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
                 } else {
-                    self.queue.push(t + k.o + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+                    self.queue.push(sent + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
                 }
                 if op.size <= self.par.S {
                     self.done(h, i);
@@ -451,7 +502,11 @@ impl<P: Program> Sim<'_, P> {
         let k = self.par.costs(m.size);
         let extra = m.size.saturating_sub(1);
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
-        self.clock[c] = t + k.o + extra * per_byte_cpu;
+        let handled = self.cpu_work(m.dst, t, k.o);
+        self.clock[c] = self.cpu_bytes(m.dst, handled, extra * per_byte_cpu);
+        if self.noise.is_some() && self.records.is_some() {
+            self.msg_noise.entry(id as u64).or_default().1 = self.clock[c] - t - k.o - extra * per_byte_cpu;
+        }
         self.clock[n] = t + k.g + extra * per_byte_nic;
         if let Some(tl) = &mut self.timeline {
             tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.clock[c]);
@@ -481,6 +536,7 @@ impl<P: Program> Sim<'_, P> {
             self.done(m.src, m.send_op);
         }
         if let Some(rec) = &mut self.records {
+            let (send_noise, receive_noise) = self.msg_noise.remove(&(id as u64)).unwrap_or_default();
             let k = self.par.costs(m.size);
             let per_byte = if m.networked { k.O } else { k.O.max(k.G) };
             let times = MessageTimes {
@@ -491,6 +547,8 @@ impl<P: Program> Sim<'_, P> {
                 matched,
                 receive_cost: k.o + m.size.saturating_sub(1) * per_byte,
                 link: m.link_delay,
+                send_noise,
+                receive_noise,
             };
             rec.push(m.src, m.dst, m.size, m.tag, m.send_op, recv_op, rendezvous, &times);
         }
@@ -666,6 +724,7 @@ impl<P: Program> Sim<'_, P> {
             records: self.records.take(),
             timeline: self.timeline.take(),
             links: self.net.as_ref().map(|n| n.stats().clone()),
+            noise: self.noise_charged,
         }
     }
 

@@ -4,9 +4,11 @@
 //! dissemination round acts at the same instant), so events are kept in one bucket per time in a
 //! `BTreeMap`. Within a bucket, pushes and pops are O(1) while keys arrive in increasing order
 //! within each of two runs (see `Bucket`), O(log n) otherwise. Moving to the next time costs
-//! O(log buckets). Equal (time, key) never occur.
+//! O(log buckets). A time holding a single event (most times, once noise desynchronises the ranks)
+//! keeps it inline, without allocating a bucket. Equal (time, key) never occur.
 
 use std::cmp::Reverse;
+use std::collections::btree_map::Entry as MapEntry;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use crate::time::Time;
@@ -68,13 +70,34 @@ impl Bucket {
     }
 }
 
+/// The events of a time other than the current one: one inline, or a bucket.
+enum Slot {
+    One(Entry),
+    Many(Box<Bucket>),
+}
+
+impl Slot {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        match self {
+            Slot::One(first) => {
+                let mut bucket = Box::<Bucket>::default();
+                bucket.push(*first);
+                bucket.push(e);
+                *self = Slot::Many(bucket);
+            }
+            Slot::Many(bucket) => bucket.push(e),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct EventQueue {
     /// Time of `current`.
     now: Time,
     current: Bucket,
     /// Buckets other than `current` (later times, or earlier ones pushed while `current` is open).
-    others: BTreeMap<Time, Bucket>,
+    others: BTreeMap<Time, Slot>,
     /// Smallest key of `others`, or Time::MAX.
     others_min: Time,
     len: usize,
@@ -106,7 +129,12 @@ impl EventQueue {
         if time == self.now {
             self.current.push(e);
         } else {
-            self.others.entry(time).or_default().push(e);
+            match self.others.entry(time) {
+                MapEntry::Vacant(v) => {
+                    v.insert(Slot::One(e));
+                }
+                MapEntry::Occupied(mut o) => o.get_mut().push(e),
+            }
             self.others_min = self.others_min.min(time);
         }
     }
@@ -130,11 +158,14 @@ impl EventQueue {
                     return Some((self.now, e));
                 }
             }
-            // Move to the earliest other bucket, parking the current one if it still holds events.
-            let (time, bucket) = self.others.pop_first()?;
-            let old = std::mem::replace(&mut self.current, bucket);
-            if !old.is_empty() {
-                self.others.insert(self.now, old);
+            // Move to the earliest other time, parking the current bucket if it still holds events.
+            let (time, slot) = self.others.pop_first()?;
+            if !self.current.is_empty() {
+                self.others.insert(self.now, Slot::Many(Box::new(std::mem::take(&mut self.current))));
+            }
+            match slot {
+                Slot::One(e) => self.current.push(e), // reuses the current bucket's allocation
+                Slot::Many(bucket) => self.current = *bucket,
             }
             self.now = time;
             self.others_min = self.others.first_key_value().map_or(Time::MAX, |(&t, _)| t);

@@ -23,6 +23,8 @@ PATTERN_OPTIONS = {
     "prtt_n": "--prtt-n",
     "duration": "--duration",
     "threshold": "--threshold",
+    "max_detours": "--max-detours",
+    "pin": "--pin",
 }
 
 
@@ -69,7 +71,7 @@ _ALL = (
     Benchmark("hops", "Bhatele-Kale Benchmark III: all pairs n hops apart on one dimension", 2, True, 4,
               (8, 1 * KiB, 64 * KiB), "per_rank", ("dims", "dim", "hops")),
     Benchmark("noise", "selfish-detour OS noise per rank", 1, False, 2, (0,), "noise",
-              ("duration", "threshold")),
+              ("duration", "threshold", "max_detours", "pin")),
     Benchmark("alltoall", "overlapped all-to-all: every rank sends to all others at once", 2, False, 4,
               (1 * KiB, 64 * KiB), "bandwidth"),
 )

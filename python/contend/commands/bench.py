@@ -45,6 +45,8 @@ def register(subparsers) -> None:
     specific.add_argument("--prtt-n", dest="prtt_n", metavar="N", help="loggp: messages per parametrised round trip")
     specific.add_argument("--duration", metavar="S", help="noise: seconds of selfish-detour loop")
     specific.add_argument("--threshold", metavar="NS", help="noise: detour threshold in ns")
+    specific.add_argument("--max-detours", dest="max_detours", metavar="N", help="noise: detours kept per rank")
+    specific.add_argument("--pin", choices=("0", "1"), help="noise: 1 pins each rank to its own CPU")
     run.set_defaults(func=run_run)
 
     show = actions.add_parser("show", help="print the table of a stored run")

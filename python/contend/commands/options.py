@@ -37,5 +37,26 @@ def add_parameter_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-S", metavar="BYTES", help="eager/rendezvous threshold: size <= S is eager")
 
 
+def add_noise_options(parser: argparse.ArgumentParser) -> None:
+    """--noise SPEC and its phase, seed and per-byte switch (docs/models.md, "Noise")."""
+    group = parser.add_argument_group(
+        "OS noise", "Detours that stretch CPU work (calc and o); replaces the machine's [noise].")
+    group.add_argument("--noise", metavar="SPEC",
+                       help="periodic:FREQ:DURATION (periodic:1kHz:25us), random:RATE:DURATION[:fixed|:exponential], "
+                            "random:RATE:MIN-MAX (uniform lengths), trace:FILE[,FILE...] (from contend noise measure), "
+                            "or none")
+    group.add_argument("--noise-phase", metavar="PHASE",
+                       help="independent (each rank its own seeded phase; default), coscheduled (all at 0) or a time "
+                            "(all ranks at that phase)")
+    group.add_argument("--noise-seed", metavar="N", help="seed of the independent phases and random detours (default 0)")
+    group.add_argument("--noise-per-byte", action="store_const", const=True, default=None,
+                       help="stretch the per-byte CPU cost O too")
+
+
+def noise_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The ``--noise-*`` values for ``contend.noise.settings.resolve``."""
+    return {"phase": args.noise_phase, "seed": args.noise_seed, "per_byte": args.noise_per_byte}
+
+
 def parameter_overrides(args: argparse.Namespace) -> dict[str, str | None]:
     return {key: getattr(args, key) for key in ("L", "o", "g", "G", "O", "S")}

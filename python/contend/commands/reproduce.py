@@ -13,6 +13,18 @@ PAPERS = {
     "topology": "Bhatele and Kale, 'Effects of Contention on Message Latencies in Large Supercomputers': "
                 "latency by hops, nearest-neighbour vs random pairs, controlled contention, on BG/P-like "
                 "and XT3-like tori",
+    "noise": "Hoefler, 'Characterizing the Influence of System Noise on Large-Scale Parallel Applications': "
+             "noise shape vs intensity from 2^4 to 2^20 ranks, network speed, co-scheduling, the pipelining "
+             "error of looped broadcasts, and Beckman's and Ferreira's injection results",
+}
+# The experiments module of each paper (its run_reproduction) and what its report says first.
+EXPERIMENTS = {"topology": "contend.experiments.topology", "noise": "contend.experiments.noise"}
+INTRODUCTIONS = {
+    "topology": "Latency is per message: from the send being ready to the data being available at the receiver, "
+                "the mean over the benchmark's messages.",
+    "noise": "A collective starts at time 0 on every rank; its time is the makespan (the last rank done). Noise "
+             "stretches CPU work (calc and o) as docs/models.md ('Noise') defines; periodic detours, each rank at a "
+             "seeded phase unless co-scheduled.",
 }
 
 
@@ -26,21 +38,23 @@ def register(subparsers) -> None:
     )
     parser.add_argument("paper", choices=sorted(PAPERS), help="which paper")
     parser.add_argument("-o", "--output", metavar="DIR", help="report directory (default reproduce-PAPER)")
-    parser.add_argument("--quick", action="store_true", help="a smaller torus and fewer sizes (seconds)")
+    parser.add_argument("--quick", action="store_true", help="smaller machines, fewer sizes and ranks (seconds)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import importlib
+
     from rich.console import Console
 
-    from contend.experiments.topology import run_reproduction
     from contend.report.findings import findings_page, print_findings
 
     out = output_directory(args.output or f"reproduce-{args.paper}", "-o")
     console = Console()
     started = time.perf_counter()
-    findings, results = run_reproduction(out, quick=args.quick,
-                                         progress=lambda step: console.print(f"[dim]running: {step}[/dim]"))
+    experiments = importlib.import_module(EXPERIMENTS[args.paper])
+    findings, results = experiments.run_reproduction(
+        out, quick=args.quick, progress=lambda step: console.print(f"[dim]running: {step}[/dim]"))
     elapsed = time.perf_counter() - started
     results["wall_seconds"]["total"] = round(elapsed, 3)
     print_findings(console, findings)
@@ -51,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
     findings_page(
         f"contend reproduce {args.paper}: {PAPERS[args.paper]}",
         f"Generated in {elapsed:.1f} s by `contend reproduce {args.paper}{' --quick' if args.quick else ''}`. "
-        "Latency is per message: from the send being ready to the data being available at the receiver, the "
-        "mean over the benchmark's messages. Raw numbers and wall times: results.json.",
+        f"{INTRODUCTIONS[args.paper]} Raw numbers and wall times: results.json.",
         findings,
     ).write(out / "index.html")
     failed = [f.title for f in findings if not f.ok]

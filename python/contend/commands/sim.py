@@ -7,9 +7,11 @@ import json
 import sys
 
 from contend.atomic import check_writable
-from contend.commands.options import add_collective_options, add_parameter_options, parameter_overrides
+from contend.commands.options import (add_collective_options, add_noise_options, add_parameter_options,
+                                      noise_overrides, parameter_overrides)
 from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, load_machine
+from contend.noise.settings import resolve
 from contend.report.heatmap import METRICS
 from contend.report.progress import simulation_progress
 from contend.result import SimulationResult, parameters_ns
@@ -33,6 +35,7 @@ def register(subparsers) -> None:
     parser.add_argument("--sharing", choices=("flow", "packet"),
                         help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
                         "slow with many messages in flight) or packet (round robin per link, cost per packet)")
+    add_noise_options(parser)
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
@@ -60,10 +63,12 @@ def run(args: argparse.Namespace) -> int:
     for option, path in {"--records": args.records, "--timeline": args.timeline, **link_outputs}.items():
         if path is not None:
             check_writable(path, option)
+    machine = load_machine(args.machine or DEFAULT_MACHINE)
     for option, path in link_outputs.items():
-        if path is not None and load_machine(args.machine or DEFAULT_MACHINE).network is None:
+        if path is not None and machine.network is None:
             raise UserError(f"{option}: the machine has no network; give --machine with a [topology] table "
                             "(e.g. bgp-torus)")
+    noise = resolve(args.noise, machine.noise, **noise_overrides(args))
 
     workload = (
         {"schedule": args.schedule}
@@ -74,9 +79,10 @@ def run(args: argparse.Namespace) -> int:
     with simulation_progress() as progress:
         result = simulate(
             **workload,
-            machine=args.machine,
+            machine=machine,
             **parameter_overrides(args),
             sharing=args.sharing,
+            noise=noise if noise is not None else False,
             records=args.records is not None or args.timeline is not None,  # flows in the trace need records
             timeline=args.timeline is not None,
             progress=progress,

@@ -84,6 +84,12 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
     table.add_row("ranks / ops / messages", f"{result.num_ranks:,} / {result.ops:,} / {result.messages:,}")
     speed = result.events / result.wall_seconds if result.wall_seconds > 0 else float("inf")
     table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s)")
+    noise = result.params.get("noise")
+    if noise is not None:
+        from contend.noise.settings import NoiseSettings
+
+        table.add_row("noise", NoiseSettings.from_engine(noise).describe())
+        table.add_row("detour time charged", f"{format_time(result.noise_charged).split(' (')[0]} over all ranks")
     network = result.params.get("network")
     if network is not None:
         table.add_row("network", describe_network(network))

@@ -1,0 +1,105 @@
+"""What noise injection costs the engine: 1-byte collectives on 2^20 ranks with and without noise, all
+measured in this one run (the machine is shared, so only ratios within a run mean much).
+
+Run with `make bench` (or `.venv/bin/python benchmarks/noise_speed.py [--quick] [--trace FILE]`).
+
+Cases, each against the noiseless run of the same collective:
+- co-scheduled periodic noise: every CPU charge computes its detours (the injection itself), and the ranks
+  stay in step because all detours come at once;
+- independent periodic, random and trace noise: the same computation, and the ranks drift apart, so
+  events no longer share times and the simulation touches every rank's state in random order instead
+  of rank by rank: the cost of simulating a desynchronised machine, which LogGOPSim pays too.
+The trace is FILE (from `contend noise measure`) or, without --trace, a synthetic one second of this
+VM's kind of noise (700 detours per second around 28 us, a few longer ones). Cases that take less than
+REPEAT_BELOW_S run three times (the median is shown), the others once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+import contend
+from contend.noise import write_trace
+
+CASES = {
+    "no noise": None,
+    "periodic 1 kHz x 25 us, co-scheduled": {"kind": "periodic", "frequency": "1kHz", "duration": "25us",
+                                             "phase": "coscheduled"},
+    "periodic 1 kHz x 25 us, independent": {"kind": "periodic", "frequency": "1kHz", "duration": "25us"},
+    "random 1 kHz, exponential 25 us, independent": {"kind": "random", "rate": "1kHz", "duration": "25us"},
+    "trace, independent": "trace",
+}
+REPEAT_BELOW_S = 10.0
+
+
+def synthetic_trace(path: Path, seed: int = 1) -> Path:
+    """One second of noise like this VM's (docs/measure.md): ~700 detours/s of ~28 us, 1% of 1-8 ms."""
+    rng = np.random.default_rng(seed)
+    starts = np.sort(rng.uniform(0, 1e9, 700))
+    lengths = np.where(rng.uniform(size=starts.size) < 0.01, rng.uniform(1e6, 8e6, starts.size),
+                       rng.normal(28e3, 4e3, starts.size).clip(5e3))
+    keep, end = [], 0.0
+    for s, length in zip(starts, lengths):
+        if s >= end and s + length <= 1e9:
+            keep.append((s, length))
+            end = s + length
+    detours = pd.DataFrame({"rank": 0, "start_ns": [round(s) for s, _ in keep], "length_ns": [round(x) for _, x in keep]})
+    write_trace(path, detours, ranks=1, duration_ns=1e9, comments=["synthetic: benchmarks/noise_speed.py"])
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2^18 ranks instead of 2^20")
+    parser.add_argument("--trace", type=Path, help="a noise trace from contend noise measure (default: synthetic)")
+    parser.add_argument("--patterns", default="dissemination,binomial-bcast", help="collectives to run")
+    args = parser.parse_args()
+    ranks = 2**18 if args.quick else 2**20
+    console = Console(width=None if sys.stdout.isatty() else 150)
+    console.print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; > 1 means another job competes)")
+    table = Table(title=f"noise injection cost, {ranks:,} ranks, 1 byte ({contend.load_machine('loggopsim-default').name})")
+    for column in ("collective", "noise", "wall s", "vs no noise", "M events/s", "makespan us", "detour time charged s"):
+        table.add_column(column, justify="left" if column in ("collective", "noise") else "right")
+    verdicts = []
+    with tempfile.TemporaryDirectory(prefix="contend-noise-speed-") as scratch:
+        trace = args.trace or synthetic_trace(Path(scratch) / "synthetic.noise")
+        for pattern in args.patterns.split(","):
+            base = None
+            for label, noise in CASES.items():
+                if noise == "trace":
+                    noise = {"kind": "trace", "trace": str(trace)}
+                with console.status(f"{pattern}, {label}"):
+                    runs = [contend.simulate(collective=pattern, ranks=ranks, bytes=1, noise=noise if noise else False)]
+                    while runs[0].wall_seconds < REPEAT_BELOW_S and len(runs) < 3:
+                        runs.append(contend.simulate(collective=pattern, ranks=ranks, bytes=1,
+                                                     noise=noise if noise else False))
+                r, wall = runs[0], statistics.median(run.wall_seconds for run in runs)
+                base = base or wall
+                ratio = wall / base
+                table.add_row(pattern, label, f"{wall:.2f}" + (f" (median of {len(runs)})" if len(runs) > 1 else ""),
+                              f"{ratio:.2f}x", f"{r.events / wall / 1e6:.1f}", f"{r.makespan / 1000:,.1f}",
+                              f"{r.noise_charged / 1e9:.3f}")
+                if "co-scheduled" in label:
+                    verdicts.append(f"{pattern}: injection (co-scheduled) {ratio:.2f}x the noiseless run "
+                                    f"({'within' if ratio <= 2 else 'ABOVE'} the 2x budget)")
+                elif label != "no noise":
+                    verdicts.append(f"{pattern}: {label}: {ratio:.2f}x (desynchronised ranks)")
+    console.print(table)
+    for line in verdicts:
+        console.print(line)
+    console.print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+//! OS noise: detours that take a rank's CPU away, and how they stretch the CPU work the LogGOPS
+//! model charges (calc, o, optionally O). See docs/models.md, "Noise".
+//!
+//! - [`pattern`]: a cyclic pattern of detours (a replayed trace, periodic noise) in O(log n).
+//! - [`random`]: Poisson detours generated per window from a counter-based hash.
+//! - [`trace`]: the reader of noise trace files.
+//!
+//! Nothing is stored per rank: ranks share the patterns and differ by a phase computed from a hash
+//! of (seed, rank), so memory is independent of the rank count and a rank's noise does not depend
+//! on the order of events.
+
+pub mod pattern;
+pub mod random;
+pub mod trace;
+
+use crate::time::Time;
+use pattern::Pattern;
+use random::{mix, RandomNoise};
+
+/// How the ranks' noise lines up in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Each rank at its own phase, drawn from (seed, rank): noise on different ranks is independent.
+    Independent,
+    /// All ranks at the same phase: the pattern's time 0 falls at this rank time (periodic: the
+    /// first detour starts then). Random noise is co-scheduled only at phase 0.
+    CoScheduled(Time),
+}
+
+#[derive(Clone, Debug)]
+enum Source {
+    /// Rank r replays `patterns[r % len]` (one trace per measured rank, or one periodic pattern).
+    Cyclic(Vec<Pattern>),
+    Random(RandomNoise),
+}
+
+/// A noise model for all ranks of a simulation.
+#[derive(Clone, Debug)]
+pub struct Noise {
+    source: Source,
+    phase: Phase,
+    /// Seed of the independent phases of cyclic noise (random noise keeps its own).
+    seed: u64,
+    /// Whether per-byte CPU costs (O) are stretched too, not only calc and o.
+    pub per_byte: bool,
+}
+
+impl Noise {
+    /// One detour of `duration` every `period` ps on every rank.
+    pub fn periodic(period: Time, duration: Time, phase: Phase, seed: u64) -> Result<Noise, String> {
+        Ok(Noise { source: Source::Cyclic(vec![Pattern::periodic(period, duration)?]), phase, seed, per_byte: false })
+    }
+
+    /// Replays measured traces: rank r replays `traces[r % traces.len()]`, repeated forever.
+    pub fn replay(traces: Vec<Pattern>, phase: Phase, seed: u64) -> Result<Noise, String> {
+        if traces.is_empty() {
+            return Err("no noise trace to replay".into());
+        }
+        Ok(Noise { source: Source::Cyclic(traces), phase, seed, per_byte: false })
+    }
+
+    /// Poisson detours (see [`random`], which holds the seed); co-scheduled: every rank sees the
+    /// same detours.
+    pub fn random(random: RandomNoise, phase: Phase) -> Result<Noise, String> {
+        if let Phase::CoScheduled(p) = phase {
+            if p != 0 {
+                return Err("a phase applies to periodic and trace noise; random noise is co-scheduled or independent".into());
+            }
+        }
+        Ok(Noise { source: Source::Random(random), phase, seed: 0, per_byte: false })
+    }
+
+    /// Also stretch the per-byte CPU costs (O), not only calc and o.
+    pub fn with_per_byte(mut self, per_byte: bool) -> Noise {
+        self.per_byte = per_byte;
+        self
+    }
+
+    /// Expected fraction of a rank's time spent in detours.
+    pub fn overhead(&self) -> f64 {
+        match &self.source {
+            Source::Cyclic(patterns) => patterns.iter().map(|p| p.busy() as f64 / p.cycle() as f64).sum::<f64>() / patterns.len() as f64,
+            Source::Random(r) => r.overhead(),
+        }
+    }
+
+    /// Heap bytes held by the model (independent of the number of ranks).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.source {
+            Source::Cyclic(patterns) => patterns.iter().map(Pattern::heap_bytes).sum(),
+            Source::Random(_) => 0,
+        }
+    }
+
+    /// Where rank `rank`'s time 0 falls in a pattern of `cycle` ps.
+    #[inline]
+    fn shift(&self, rank: u32, cycle: Time) -> Time {
+        match self.phase {
+            Phase::Independent => mix(self.seed ^ mix(rank as u64 ^ 0x5851_F42D_4C95_7F2D)) % cycle,
+            Phase::CoScheduled(phase) => (cycle - phase % cycle) % cycle,
+        }
+    }
+
+    /// When CPU work of `work` ps that may start at `t` on `rank` ends: `t + work` plus the detours
+    /// it meets. A detour in progress at `t` delays the start; one starting exactly at the end is
+    /// not charged; `work == 0` ends at `t`. Composes: work a then b ends where work a + b does.
+    /// O(log detours per cycle) for cyclic noise, O(windows crossed) for random noise.
+    #[inline]
+    pub fn stretch(&self, rank: u32, t: Time, work: Time) -> Time {
+        match &self.source {
+            Source::Cyclic(patterns) => {
+                let p = &patterns[rank as usize % patterns.len()];
+                p.stretch(self.shift(rank, p.cycle()), t, work)
+            }
+            Source::Random(r) => {
+                let stream = match self.phase {
+                    Phase::Independent => rank as u64,
+                    Phase::CoScheduled(_) => u64::MAX,
+                };
+                r.stretch(stream, t, work)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::random::Durations;
+    use super::*;
+
+    #[test]
+    fn co_scheduled_periodic_phase_is_the_first_detour() {
+        let n = Noise::periodic(1_000, 100, Phase::CoScheduled(300), 0).unwrap();
+        assert_eq!(n.stretch(0, 0, 300), 300);
+        assert_eq!(n.stretch(7, 0, 301), 401); // the detour at [300, 400) on every rank
+        assert_eq!(n.stretch(7, 250, 100), 450);
+    }
+
+    #[test]
+    fn independent_phases_differ_between_ranks_and_repeat_with_the_seed() {
+        let n = Noise::periodic(1_000_000, 100_000, Phase::Independent, 3).unwrap();
+        let ends: Vec<Time> = (0..64).map(|r| n.stretch(r, 0, 500_000)).collect();
+        assert!(ends.iter().any(|&e| e == 500_000) && ends.iter().any(|&e| e == 600_000));
+        let again = Noise::periodic(1_000_000, 100_000, Phase::Independent, 3).unwrap();
+        assert_eq!(ends, (0..64).map(|r| again.stretch(r, 0, 500_000)).collect::<Vec<_>>());
+        let other = Noise::periodic(1_000_000, 100_000, Phase::Independent, 4).unwrap();
+        assert_ne!(ends, (0..64).map(|r| other.stretch(r, 0, 500_000)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn ranks_cycle_through_the_traces() {
+        let a = Pattern::new(100, &[(10, 10)]).unwrap();
+        let b = Pattern::new(100, &[(50, 20)]).unwrap();
+        let n = Noise::replay(vec![a, b], Phase::CoScheduled(0), 0).unwrap();
+        assert_eq!(n.stretch(0, 0, 40), 50);
+        assert_eq!(n.stretch(1, 0, 40), 40);
+        assert_eq!(n.stretch(3, 0, 60), 80);
+        assert!((n.overhead() - 0.15).abs() < 1e-12);
+    }
+
+    #[test]
+    fn co_scheduled_random_noise_is_the_same_on_every_rank() {
+        let r = RandomNoise::new(2000.0, Durations::Fixed(50_000_000), 9).unwrap();
+        let n = Noise::random(r.clone(), Phase::CoScheduled(0)).unwrap();
+        let first = n.stretch(0, 0, 10_000_000_000);
+        assert!(first > 10_000_000_000);
+        assert!((1..32).all(|rank| n.stretch(rank, 0, 10_000_000_000) == first));
+        assert!(Noise::random(r, Phase::CoScheduled(5)).is_err());
+    }
+}
