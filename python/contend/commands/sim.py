@@ -32,10 +32,10 @@ def register(subparsers) -> None:
     parser.add_argument("schedule", nargs="?", metavar="FILE.goal", help="GOAL schedule to simulate")
     add_collective_options(parser, required=False)
     add_parameter_options(parser)
-    add_noise_options(parser)
     parser.add_argument("--sharing", choices=("flow", "packet"),
                         help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
                         "slow with many messages in flight) or packet (round robin per link, cost per packet)")
+    add_noise_options(parser)
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
             **workload,
             machine=machine,
             **parameter_overrides(args),
-            noise=noise if noise is not None else False,
             sharing=args.sharing,
+            noise=noise if noise is not None else False,
             records=args.records is not None or args.timeline is not None,  # flows in the trace need records
             timeline=args.timeline is not None,
             progress=progress,
