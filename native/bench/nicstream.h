@@ -8,7 +8,7 @@
  * in the seed's two-node runs.
  *
  * A point is (size s, A active ranks per node, W outstanding per rank). Each round starts at a
- * barrier; the ranks with local index < A each move M = --messages messages in batches of W: post W
+ * barrier (the ranks sitting it out wait there asleep, leaving the cores to the others); the ranks with local index < A each move M = --messages messages in batches of W: post W
  * receives and W sends and wait for all (--mode send), or W puts then MPI_Win_flush (--mode put).
  * A node's round time is that of its slowest active rank; one sample = that time / (A x M), so a
  * row's bandwidth_Bps is the node's injection throughput and msg_rate its message rate. One row per

@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     run.add_argument("--plot", metavar="FILE.png", help="plot (default: the output with .png)")
     specific = run.add_argument_group("pattern options (only where they apply)")
     specific.add_argument("--window", metavar="W", help="messages in flight per peer (msgrate, incast, outcast, put, get)")
-    specific.add_argument("--mode", choices=("nn", "random"), help="pairs: nearest neighbour or random partner")
+    specific.add_argument("--mode", help="pairs: nn or random partner; nicrate, outstanding: send or put")
     specific.add_argument("--seed", metavar="N", help="pairs --mode random: seed of the pairing")
     specific.add_argument("--dims", metavar="AxBxC", help="hops: topology map of the ranks")
     specific.add_argument("--dim", metavar="D", help="hops: dimension to pair along (0 = x)")
@@ -45,6 +45,12 @@ def register(subparsers) -> None:
     specific.add_argument("--prtt-n", dest="prtt_n", metavar="N", help="loggp: messages per parametrised round trip")
     specific.add_argument("--duration", metavar="S", help="noise: seconds of selfish-detour loop")
     specific.add_argument("--threshold", metavar="NS", help="noise: detour threshold in ns")
+    specific.add_argument("--active", metavar="LIST",
+                          help="nicrate, outstanding: ranks per node injecting at once, e.g. 1,2 or 1:8")
+    specific.add_argument("--windows", metavar="LIST",
+                          help="nicrate, outstanding, randomaccess: operations in flight per rank, e.g. 1:32")
+    specific.add_argument("--messages", metavar="N", help="nicrate, outstanding: messages per rank per round")
+    specific.add_argument("--table", metavar="N", help="randomaccess: 64-bit words of the table per rank")
     run.set_defaults(func=run_run)
 
     show = actions.add_parser("show", help="print the table of a stored run")
