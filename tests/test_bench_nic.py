@@ -7,11 +7,12 @@ both sweeps also run under libcontend-throttle.so. Correctness only: no timing i
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 import pytest
 
-from contend import mpi, throttle
+from contend import fabric, mpi, throttle
 from contend.bench import sanity
 from contend.bench.nic import SWEEP_COLUMNS, sweep_table
 from contend.bench.results import read_run
@@ -20,6 +21,8 @@ from contend.cli import main
 
 TINY = dict(ranks=4, iters=4, warmup=1, timeout_s=120)
 MESSAGES = 4
+# Not fabric.TEST_PREFIX: a prefix of its own, so this test never meets another session's test fabric.
+FABRIC_PREFIX = "ctnict-"
 
 
 def sane(run):
@@ -172,3 +175,23 @@ def test_the_harness_itself_exits_2_on_every_rank():
     assert finished.returncode == 2
     assert finished.stderr.count("contend-bench: error: bad --windows '0'") == 1  # rank 0 says it once
     assert not any(json.loads(line).get("type") == "result" for line in finished.lines if line.startswith("{"))
+
+
+@pytest.fixture
+def nic_fabric(monkeypatch):
+    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", FABRIC_PREFIX)
+    with fabric.session(2, 2, "200mbit", "star", FABRIC_PREFIX) as built:
+        yield built
+    assert fabric.our_namespaces(FABRIC_PREFIX) == [], "the test left namespaces behind"
+    assert mpi.running_benchmarks(os.getpid()) == [], "the test left benchmark processes behind"
+
+
+@pytest.mark.fabric
+def test_nicrate_between_two_emulated_nodes(nic_fabric):
+    run = sane(run_benchmark("nicrate", sizes=[1024], options={"messages": MESSAGES}, on_fabric=True, **TINY))
+    assert run.meta["nodes"] == 2 and run.meta["ranks_per_node"] == 2
+    rows = run.results
+    assert (rows["one_host"] == 0).all() and set(rows["active"]) == {1, 2}
+    assert sorted(set(zip(rows["rank"], rows["peer"]))) == [(0, 2), (2, 0)]
+    assert sorted(set(rows["host"])) == [f"{FABRIC_PREFIX}node0", f"{FABRIC_PREFIX}node1"]
+    assert (run.tallies["verified"] == 1).all()
