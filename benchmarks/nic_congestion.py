@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -155,6 +156,7 @@ def shm_part(repeats: int) -> tuple[list[dict], list[str]]:
 
 def fabric_part(repeats: int, link: str, queue: str, tokens: int) -> tuple[list[dict], list[str]]:
     nic = {"messages": 32}
+    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX  # where run_benchmark looks for the fabric that is up
     with fabric.session(2, 2, link, "star", PREFIX, queue) as built:
         common = dict(ranks=4, sizes=FABRIC_SIZES, iters=5, warmup=1, built=built)
         configs = []
