@@ -141,7 +141,8 @@ static unsigned char check_byte(int64_t i, int from)
     return (unsigned char)(i * 131 + from * 29 + 7);
 }
 
-/* Every rank sends the largest size with known contents to its partner, which checks every byte. */
+/* Every rank sends the largest size with known contents to its partner, which checks every byte.
+ * In put mode this closes the sweep's lock_all epoch: the target reads its slots under its own lock. */
 static void check_data(bench *b, stream *st, int64_t bytes)
 {
     for (int64_t i = 0; i < bytes; i++)
