@@ -85,7 +85,7 @@ def run_list(args: argparse.Namespace) -> int:
 
     table = Table(title="contend bench: benchmarks")
     for column in ("name", "what it measures", "ranks", "default sizes", "options"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "name")  # names are what one types: never cut
     for b in BENCHMARKS.values():
         ranks = f"{b.default_ranks} (min {b.min_ranks}{', even' if b.even_ranks else ''})"
         sizes = sizes_text(b.default_sizes)
