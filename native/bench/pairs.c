@@ -87,8 +87,10 @@ static int run_paired(bench *b, const int *partner, int hops)
 
 int run_pairs(bench *b)
 {
+    static const char *const modes[] = {"nn", "random", NULL};
+    int random = pattern_mode(b, modes);
     int *partner = malloc(sizeof(int) * b->size);
-    if (b->opt.random_pairs)
+    if (random)
         random_partners(b->size, b->opt.seed, partner);
     else
         for (int r = 0; r < b->size; r++)

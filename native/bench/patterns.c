@@ -13,6 +13,12 @@ int run_pairs(bench *b);
 int run_hops(bench *b);
 int run_noise(bench *b);
 int run_alltoall(bench *b);
+int run_alltoall_pairwise(bench *b);
+int run_alltoall_bruck(bench *b);
+int run_alltoall_mpi(bench *b);
+int run_nicrate(bench *b);
+int run_outstanding(bench *b);
+int run_randomaccess(bench *b);
 
 const pattern patterns[] = {
     {"pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, 0, run_pingpong},
@@ -27,5 +33,16 @@ const pattern patterns[] = {
     {"hops", "Bhatele-Kale Benchmark III: all pairs n hops apart on one dimension", 2, 1, run_hops},
     {"noise", "selfish-detour OS noise per rank", 1, 0, run_noise},
     {"alltoall", "overlapped all-to-all: every rank sends to all others at once", 2, 0, run_alltoall},
+    {"alltoall-pairwise", "pairwise-exchange all-to-all: P-1 blocking steps, rank+k and rank-k", 2, 0,
+     run_alltoall_pairwise},
+    {"alltoall-bruck", "Bruck all-to-all: log2(P) steps of packed blocks (small messages)", 2, 0,
+     run_alltoall_bruck},
+    {"alltoall-mpi", "the MPI library's MPI_Alltoall", 2, 0, run_alltoall_mpi},
+    {"nicrate", "node injection throughput vs active cores per node x size (seed Fig. 1)", 2, 0,
+     run_nicrate},
+    {"outstanding", "node injection throughput vs messages in flight per core x size (seed Fig. 2)", 2,
+     0, run_outstanding},
+    {"randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, 0,
+     run_randomaccess},
     {0},
 };

@@ -23,6 +23,21 @@ int64_t largest_size(const bench *b)
     return largest;
 }
 
+int pattern_mode(const bench *b, const char *const *modes)
+{
+    if (!b->opt.mode[0])
+        return 0;
+    char choices[256] = "";
+    for (int i = 0; modes[i]; i++) {
+        if (!strcmp(b->opt.mode, modes[i]))
+            return i;
+        snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s", i ? " or " : "",
+                 modes[i]);
+    }
+    fail_usage(b, "bad --mode '%s' for %s (want %s)", b->opt.mode, b->pattern, choices);
+    return -1;
+}
+
 void *alloc_buffer(int64_t n)
 {
     void *buf = NULL;

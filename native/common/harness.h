@@ -35,7 +35,7 @@ typedef struct {
     int warmup;         /* untimed repetitions before timing */
     int window;         /* messages in flight per peer (msgrate, incast, outcast, put/get bw) */
     int prtt_n;         /* loggp: messages per parametrised round trip */
-    int random_pairs;   /* pairs: 0 nearest neighbour, 1 random partner */
+    char mode[16];      /* --mode as given ("" if not): each pattern checks it with pattern_mode() */
     unsigned seed;      /* pairs --mode random: the permutation's seed */
     int dims[MAX_DIMS]; /* hops: the topology map (rank = x + X*(y + Y*z) ...) */
     int ndims;
@@ -46,6 +46,12 @@ typedef struct {
     int max_detours;    /* noise: detours kept per rank for the detour lines */
     int pin;            /* noise: 1 pins rank r to the (r mod n)-th allowed CPU */
     double settle_s;    /* busy collectives before the first measurement */
+    int active[MAX_SIZES]; /* nicrate, outstanding: ranks per node injecting at once (0 entries: default) */
+    int nactive;
+    int windows[MAX_SIZES]; /* nicrate, outstanding, randomaccess: outstanding ops per rank, swept */
+    int nwindows;
+    int messages;       /* nicrate, outstanding: messages per active rank per round */
+    int64_t table_words;/* randomaccess: 64-bit words of the table on each rank */
     int argc;           /* the command line, echoed in the meta line */
     char **argv;
 } options;
@@ -98,6 +104,10 @@ extern const pattern patterns[];
 
 /* Repetitions for a message of this size (fewer for large messages, which take longer). */
 int iterations_for(const bench *b, int64_t bytes);
+
+/* Index of --mode in modes (a NULL-terminated list; the first is the default when --mode was not
+ * given); a usage error naming the choices for any other mode. */
+int pattern_mode(const bench *b, const char *const *modes);
 
 /* The largest size in --sizes. */
 int64_t largest_size(const bench *b);

@@ -14,7 +14,8 @@ const char options_help[] =
     "  --settle S        seconds of busy collectives before measuring (default 0.2)\n"
     "  --window N        messages in flight per peer (default 16)\n"
     "  --prtt-n N        loggp: messages per parametrised round trip (default 16)\n"
-    "  --mode nn|random  pairs: nearest-neighbour or random partner (default nn)\n"
+    "  --mode M          pairs: nn|random partner (default nn); nicrate, outstanding: send|put\n"
+    "                    (default send)\n"
     "  --seed N          pairs --mode random: seed of the pairing (default 1)\n"
     "  --dims AxBxC      hops: topology map, rank = x + A*(y + B*z) (default: ranks in a line)\n"
     "  --dim D           hops: dimension to pair along, 0 is x (default 0)\n"
@@ -22,7 +23,13 @@ const char options_help[] =
     "  --duration S      noise: seconds of selfish-detour loop (default 1)\n"
     "  --threshold NS    noise: detour threshold (default 10 x measured resolution)\n"
     "  --max-detours N   noise: detours kept per rank (default 10000)\n"
-    "  --pin 0|1         noise: pin each rank to its own CPU (default 0)\n";
+    "  --pin 0|1         noise: pin each rank to its own CPU (default 0)\n"
+    "  --active LIST     nicrate, outstanding: ranks per node injecting at once, e.g. 1,2,4 or 1:8\n"
+    "                    (default: nicrate 1 to all, outstanding all)\n"
+    "  --windows LIST    nicrate, outstanding, randomaccess: outstanding operations per rank, swept\n"
+    "                    (default: nicrate 1, outstanding 1:32, randomaccess 1,4,16,64)\n"
+    "  --messages N      nicrate, outstanding: messages per active rank per round (default 64)\n"
+    "  --table N         randomaccess: 64-bit words of the table on each rank (default 65536)\n";
 
 /* A byte count as contend writes them everywhere: 65536, 64KiB, 1MiB (binary), 1kB, 1MB (decimal). */
 static int64_t parse_bytes(const char *text, int *ok)
@@ -137,6 +144,39 @@ static int parse_count(const char *name, const char *text, long lo, long hi, int
     return 0;
 }
 
+/* A list of counts: 1,2,4 or a doubling range 1:32. */
+static int parse_counts(const char *name, const char *text, long hi, int *out, int *n, char *why,
+                        size_t whylen)
+{
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", text);
+    *n = 0;
+    char *colon = strchr(copy, ':');
+    if (colon) {
+        int lo, top;
+        *colon = '\0';
+        if (parse_count(name, copy, 1, hi, &lo, why, whylen) ||
+            parse_count(name, colon + 1, lo, hi, &top, why, whylen))
+            return -1;
+        for (long c = lo; c <= top && *n < MAX_SIZES; c *= 2)
+            out[(*n)++] = (int)c;
+        return 0;
+    }
+    for (char *item = strtok(copy, ","); item; item = strtok(NULL, ",")) {
+        if (*n == MAX_SIZES) {
+            snprintf(why, whylen, "too many values in %s (at most %d)", name, MAX_SIZES);
+            return -1;
+        }
+        if (parse_count(name, item, 1, hi, &out[(*n)++], why, whylen))
+            return -1;
+    }
+    if (*n == 0) {
+        snprintf(why, whylen, "no values in %s '%s'", name, text);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_real(const char *name, const char *text, double lo, double hi, double *out,
                       char *why, size_t whylen)
 {
@@ -163,6 +203,8 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
     opt->duration_s = 1.0;
     opt->max_detours = 10000;
     opt->settle_s = 0.2;
+    opt->messages = 64;
+    opt->table_words = 65536;
     if (parse_sizes("1,4,16,64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", opt, why, whylen))
         return -1;
 
@@ -195,14 +237,22 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
             opt->seed = (unsigned)seed;
         } else if (!strcmp(name, "--mode")) {
             rc = 0;
-            if (!strcmp(value, "nn"))
-                opt->random_pairs = 0;
-            else if (!strcmp(value, "random"))
-                opt->random_pairs = 1;
-            else {
-                snprintf(why, whylen, "bad --mode '%s' (want nn or random)", value);
+            if (!*value || strlen(value) >= sizeof opt->mode) {
+                snprintf(why, whylen, "bad --mode '%s'", value);
                 rc = -1;
+            } else {
+                snprintf(opt->mode, sizeof opt->mode, "%s", value);
             }
+        } else if (!strcmp(name, "--active"))
+            rc = parse_counts(name, value, 4096, opt->active, &opt->nactive, why, whylen);
+        else if (!strcmp(name, "--windows"))
+            rc = parse_counts(name, value, 4096, opt->windows, &opt->nwindows, why, whylen);
+        else if (!strcmp(name, "--messages"))
+            rc = parse_count(name, value, 1, 1 << 20, &opt->messages, why, whylen);
+        else if (!strcmp(name, "--table")) {
+            int words = 0;
+            rc = parse_count(name, value, 1, 1 << 27, &words, why, whylen);
+            opt->table_words = words;
         } else if (!strcmp(name, "--dims"))
             rc = parse_dims(value, opt, why, whylen);
         else if (!strcmp(name, "--dim"))

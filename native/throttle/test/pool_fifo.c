@@ -36,6 +36,7 @@ typedef struct {
 typedef struct {
     token_pool pool;
     _Atomic uint32_t grants;  /* greedy mode: grants made, to count those a waiting process saw */
+    _Atomic int big_joined;   /* FIFO mode: the big process has taken its first ticket */
     _Atomic uint64_t logged;
     grant_record log[];
 } shared;
@@ -46,7 +47,7 @@ static void hold(void)
     }
 }
 
-static void fifo_round(shared *s, int32_t n, grant_record *r)
+static void fifo_round(shared *s, int32_t n, grant_record *r, int big)
 {
     pool_grant g;
     if (pool_try(&s->pool, n, &g)) {
@@ -54,6 +55,8 @@ static void fifo_round(shared *s, int32_t n, grant_record *r)
     } else {
         pool_place place;
         pool_join(&s->pool, &place);
+        if (big)
+            atomic_store(&s->big_joined, 1);
         while (!pool_turn(&s->pool, &place) || !pool_take(&s->pool, &place, n, 0, &g))
             sched_yield();
         r->waited = 1;
@@ -77,14 +80,35 @@ static void greedy_round(shared *s, int32_t n, grant_record *r)
     r->in_use = g.in_use;
 }
 
-static void run_process(shared *s, int id, int rounds, int32_t tokens, int fifo)
+/* FIFO mode starts staged, so that the big process queues at least once however the processes are
+ * scheduled (on a busy machine they may otherwise run one after the other and nobody waits):
+ * small processes 1..tokens each hold one token until the big one has joined the line, which it
+ * does once the pool is empty; the other small processes start after that. */
+static void staged_start(shared *s, int id, int32_t tokens)
+{
+    pool_grant g;
+    if (id == 0) {
+        while (pool_free(&s->pool) > 0)
+            sched_yield();
+        return;
+    }
+    int holder = id <= tokens && pool_try(&s->pool, 1, &g);
+    while (!atomic_load(&s->big_joined))
+        sched_yield();
+    if (holder)
+        pool_release(&s->pool, 1);
+}
+
+static void run_process(shared *s, int id, int rounds, int32_t tokens, int fifo, int staged)
 {
     int32_t n = id == 0 ? tokens : 1;
+    if (staged)
+        staged_start(s, id, tokens);
     for (int k = 0; k < rounds; k++) {
         grant_record r = {0};
         r.process = id;
         if (fifo)
-            fifo_round(s, n, &r);
+            fifo_round(s, n, &r, id == 0);
         else
             greedy_round(s, n, &r);
         hold();
@@ -114,9 +138,11 @@ static int run_mode(int fifo, int processes, int rounds, int32_t tokens)
     pool_init(&s->pool, tokens);
     atomic_init(&s->grants, 0);
     atomic_init(&s->logged, 0);
+    atomic_init(&s->big_joined, 0);
+    int staged = fifo && processes - 1 >= tokens; /* enough small processes to empty the pool */
     for (int id = 0; id < processes; id++)
         if (fork() == 0) {
-            run_process(s, id, rounds, tokens, fifo);
+            run_process(s, id, rounds, tokens, fifo, staged);
             _exit(0);
         }
     int failures = 0, status;

@@ -11,6 +11,8 @@ from contend.errors import UserError
 
 KiB, MiB = 1024, 1024 * 1024
 POWERS_OF_4 = tuple(4**k for k in range(11))  # 1 B .. 1 MiB
+NIC_SIZES = (8, 256, 8 * KiB, 256 * KiB)  # the seed sweeps 8 B .. 512 KiB; four sizes keep a sweep short
+NIC_OPTIONS = ("active", "windows", "messages", "mode")
 
 # Harness options a benchmark may take besides sizes/iterations (CLI name -> harness flag).
 PATTERN_OPTIONS = {
@@ -25,6 +27,10 @@ PATTERN_OPTIONS = {
     "threshold": "--threshold",
     "max_detours": "--max-detours",
     "pin": "--pin",
+    "active": "--active",
+    "windows": "--windows",
+    "messages": "--messages",
+    "table": "--table",
 }
 
 
@@ -38,8 +44,23 @@ class Benchmark:
     even_ranks: bool
     default_ranks: int
     default_sizes: tuple[int, ...]
-    plot: str  # "latency" or "bandwidth" against size, "per_rank" latency, "noise" detours
+    # "latency" or "bandwidth" against size, "per_rank" latency, "noise" detours, "alltoall" time and
+    # bandwidth against size, "concurrency" / "outstanding" node throughput against active cores /
+    # messages in flight, "updates" updates/s against outstanding updates
+    plot: str
     options: tuple[str, ...] = ()  # keys of PATTERN_OPTIONS it accepts
+    modes: tuple[str, ...] = ()  # values --mode takes, the default first
+
+    def check_mode(self, mode: str) -> None:
+        """A UserError when --mode is not one this benchmark knows.
+
+        >>> benchmark("nicrate").check_mode("put")
+        >>> benchmark("nicrate").check_mode("get")
+        Traceback (most recent call last):
+        contend.errors.UserError: unknown --mode 'get' for nicrate (choose send or put)
+        """
+        if mode not in self.modes:
+            raise UserError(f"unknown --mode {mode!r} for {self.name} (choose {' or '.join(self.modes)})")
 
     def check_ranks(self, ranks: int) -> None:
         """A UserError when this benchmark cannot run on that many ranks."""
@@ -67,13 +88,25 @@ _ALL = (
     Benchmark("master", "Bhatele-Kale Benchmark I: master to each rank in turn", 2, False, 4,
               (8, 1 * KiB, 64 * KiB), "per_rank"),
     Benchmark("pairs", "Bhatele-Kale Benchmark II: all pairs at once, neighbour or random", 2, True, 4,
-              (8, 1 * KiB, 64 * KiB), "per_rank", ("mode", "seed")),
+              (8, 1 * KiB, 64 * KiB), "per_rank", ("mode", "seed"), ("nn", "random")),
     Benchmark("hops", "Bhatele-Kale Benchmark III: all pairs n hops apart on one dimension", 2, True, 4,
               (8, 1 * KiB, 64 * KiB), "per_rank", ("dims", "dim", "hops")),
     Benchmark("noise", "selfish-detour OS noise per rank", 1, False, 2, (0,), "noise",
               ("duration", "threshold", "max_detours", "pin")),
     Benchmark("alltoall", "overlapped all-to-all: every rank sends to all others at once", 2, False, 4,
-              (1 * KiB, 64 * KiB), "bandwidth"),
+              (1 * KiB, 64 * KiB), "alltoall"),
+    Benchmark("alltoall-pairwise", "pairwise-exchange all-to-all: P-1 blocking steps, rank+k and rank-k", 2,
+              False, 4, (8, 1 * KiB, 64 * KiB), "alltoall"),
+    Benchmark("alltoall-bruck", "Bruck all-to-all: log2(P) steps of packed blocks (small messages)", 2, False,
+              4, (8, 1 * KiB, 64 * KiB), "alltoall"),
+    Benchmark("alltoall-mpi", "the MPI library's MPI_Alltoall", 2, False, 4, (8, 1 * KiB, 64 * KiB),
+              "alltoall"),
+    Benchmark("nicrate", "node injection throughput vs active cores per node x size (seed Fig. 1)", 2, False,
+              4, NIC_SIZES, "concurrency", NIC_OPTIONS, ("send", "put")),
+    Benchmark("outstanding", "node injection throughput vs messages in flight per core x size (seed Fig. 2)",
+              2, False, 4, NIC_SIZES, "outstanding", NIC_OPTIONS, ("send", "put")),
+    Benchmark("randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, False,
+              4, (8, 16), "updates", ("windows", "table", "seed")),
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in _ALL}

@@ -51,6 +51,8 @@ def harness_arguments(
         if key not in bench.options:
             flag = PATTERN_OPTIONS.get(key, key).lstrip("-")
             raise UserError(f"option --{flag} does not apply to {name}")
+        if key == "mode":
+            bench.check_mode(str(value))
         args += [PATTERN_OPTIONS[key], str(value)]
     return args
 

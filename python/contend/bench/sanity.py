@@ -5,7 +5,7 @@ Each check returns a list of problems (empty means sane), so callers can print t
 - no bandwidth beats what can carry it: a link's rate on the emulated fabric, or on one host the
   speed of copying the same number of bytes in memory (an MPI message is at least one copy);
 - all bytes are accounted for: what all ranks sent equals what all ranks received, counted from MPI
-  statuses; data moved one-sided was checked byte by byte;
+  statuses; data moved one-sided was checked byte by byte; no rank found data it checked wrong;
 - the nodes are what the launcher made: one host name per node, K ranks on each.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 from contend.bench.results import RunResult
 
 TIME_COLUMNS = ("t_min_ns", "t_p50_ns", "t_p90_ns", "t_p99_ns", "t_max_ns")
-ONE_SIDED = ("put", "get")
+ONE_SIDED = ("put", "get", "randomaccess")
 NO_TRAFFIC = ("noise",)
 # Timing noise margin on the copy bound: a copy timed here and a message timed there differ by more
 # than their physics when the machine is shared.
@@ -107,7 +107,11 @@ def check_accounting(run: RunResult) -> list[str]:
     problems = []
     if len(t) != run.meta.get("ranks"):
         problems.append(f"{len(t)} tallies for {run.meta.get('ranks')} ranks")
-    if run.pattern in ONE_SIDED:
+    if (t["verified"] == 0).any():
+        problems.append(f"ranks {t.loc[t['verified'] == 0, 'rank'].tolist()} received data that was not what was sent")
+    # nicrate and outstanding --mode put move their data one-sided only
+    only_one_sided = int(t["rma_bytes"].sum()) > 0 and int(t["bytes_sent"].sum()) == 0
+    if run.pattern in ONE_SIDED or only_one_sided:
         if int(t["rma_bytes"].sum()) <= 0:
             problems.append("no one-sided bytes moved")
         if (t["verified"] == 0).any() or not (t["verified"] == 1).any():

@@ -62,15 +62,60 @@ def count_text(x: float) -> str:
     return f"{x:.0f}"
 
 
+def _nic_rows(table: Table, rows: pd.DataFrame) -> Table:
+    """nicrate / outstanding: one row per point, the nodes' mean throughput, their range, the rank spread."""
+    from contend.bench.nic import node_points
+
+    for column in ("size", "active", "in flight", "node rate", "slowest node", "node msg/s", "rank spread"):
+        table.add_column(column, justify="right")
+    for _, p in node_points(rows).iterrows():
+        spread = p.get("rank_spread")
+        table.add_row(size_text(p["bytes"]), str(int(p["active"])), str(int(p["window"])),
+                      rate_text(p["throughput_Bps"]), rate_text(p["node_min_Bps"]),
+                      count_text(p["msg_rate"]), "-" if pd.isna(spread) else f"x{spread:.2f}")
+    return table
+
+
+def _update_rows(table: Table, rows: pd.DataFrame) -> Table:
+    """randomaccess: one row per point, the ranks' updates/s added up, the slowest and fastest rank, and the
+    table words that verification found wrong."""
+    for column in ("size", "in flight", "updates/s", "slowest rank", "fastest rank", "p50 us", "wrong words"):
+        table.add_column(column, justify="right")
+    for (size, window), group in rows.groupby(["bytes", "window"]):
+        table.add_row(size_text(size), str(int(window)), count_text(group["msg_rate"].sum()),
+                      count_text(group["msg_rate"].min()), count_text(group["msg_rate"].max()),
+                      us(group["t_p50_ns"].median()), str(int(group["errors"].sum())))
+    return table
+
+
+def _alltoall_rows(table: Table, rows: pd.DataFrame) -> Table:
+    """All-to-all: per size, the slowest and fastest rank's median exchange (us), the ranks' effective
+    bandwidth added up and the slowest rank's."""
+    for column in ("size", "ranks", "slowest us", "fastest us", "bandwidth", "slowest rank"):
+        table.add_column(column, justify="right")
+    for size, group in rows.groupby("bytes"):
+        table.add_row(size_text(size), str(len(group)), us(group["alltoall_ns"].max()),
+                      us(group["alltoall_ns"].min()), rate_text(group["bandwidth_Bps"].sum()),
+                      rate_text(group["bandwidth_Bps"].min()))
+    return table
+
+
 def results_table(run: RunResult) -> Table:
     """One row per result, columns chosen for the benchmark's kind."""
     kind = benchmark(run.pattern).plot if run.pattern else "latency"
     meta = run.meta
     where = f"{meta.get('fabric', {}).get('topology', '')} fabric" if meta.get("fabric") else "shared memory"
     library = " ".join(str(meta.get("mpi_library", "")).split())
+    throttled = f", throttle {meta['throttle'].get('CONTEND_THROTTLE_POLICY')}" if meta.get("throttle") else ""
     table = Table(title=f"{run.pattern}: {meta.get('ranks')} ranks on {meta.get('nodes')} node(s), {where}, "
-                        f"{library}, load {meta.get('loadavg_1min', '?')}")
+                        f"{library}{throttled}, load {meta.get('loadavg_1min', '?')}")
     rows = run.results
+    if kind in ("concurrency", "outstanding"):
+        return _nic_rows(table, rows)
+    if kind == "updates":
+        return _update_rows(table, rows)
+    if kind == "alltoall" and "alltoall_ns" in rows:
+        return _alltoall_rows(table, rows)
     if kind == "noise":
         for column in ("rank", "host", "resolution ns", "detours", "overhead %", "median detour us",
                        "max detour us"):

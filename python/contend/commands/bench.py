@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     run.add_argument("--plot", metavar="FILE.png", help="plot (default: the output with .png)")
     specific = run.add_argument_group("pattern options (only where they apply)")
     specific.add_argument("--window", metavar="W", help="messages in flight per peer (msgrate, incast, outcast, put, get)")
-    specific.add_argument("--mode", choices=("nn", "random"), help="pairs: nearest neighbour or random partner")
+    specific.add_argument("--mode", help="pairs: nn or random partner; nicrate, outstanding: send or put")
     specific.add_argument("--seed", metavar="N", help="pairs --mode random: seed of the pairing")
     specific.add_argument("--dims", metavar="AxBxC", help="hops: topology map of the ranks")
     specific.add_argument("--dim", metavar="D", help="hops: dimension to pair along (0 = x)")
@@ -47,6 +47,12 @@ def register(subparsers) -> None:
     specific.add_argument("--threshold", metavar="NS", help="noise: detour threshold in ns")
     specific.add_argument("--max-detours", dest="max_detours", metavar="N", help="noise: detours kept per rank")
     specific.add_argument("--pin", choices=("0", "1"), help="noise: 1 pins each rank to its own CPU")
+    specific.add_argument("--active", metavar="LIST",
+                          help="nicrate, outstanding: ranks per node injecting at once, e.g. 1,2 or 1:8")
+    specific.add_argument("--windows", metavar="LIST",
+                          help="nicrate, outstanding, randomaccess: operations in flight per rank, e.g. 1:32")
+    specific.add_argument("--messages", metavar="N", help="nicrate, outstanding: messages per rank per round")
+    specific.add_argument("--table", metavar="N", help="randomaccess: 64-bit words of the table per rank")
     run.set_defaults(func=run_run)
 
     show = actions.add_parser("show", help="print the table of a stored run")
@@ -81,7 +87,7 @@ def run_list(args: argparse.Namespace) -> int:
 
     table = Table(title="contend bench: benchmarks")
     for column in ("name", "what it measures", "ranks", "default sizes", "options"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "name")  # names are what one types: never cut
     for b in BENCHMARKS.values():
         ranks = f"{b.default_ranks} (min {b.min_ranks}{', even' if b.even_ranks else ''})"
         sizes = sizes_text(b.default_sizes)

@@ -1,0 +1,239 @@
+/* Streams between nodes for nicrate and outstanding: layout, rounds, node rows, the final check.
+ * What is measured and how is described in nicstream.h. */
+#include "nicstream.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+
+enum { DATA = 1, CHECK = 2 };
+
+/* Above this the put window (outstanding x largest size per rank) would crowd the host's memory. */
+#define MAX_PUT_WINDOW (1LL << 30)
+
+nic_layout nic_layout_of(bench *b)
+{
+    nic_layout l;
+    memset(&l, 0, sizeof l);
+    int p = b->size;
+    l.node_of = malloc(sizeof(int) * p);
+    l.local_of = malloc(sizeof(int) * p);
+    MPI_Allgather(&b->node, 1, MPI_INT, l.node_of, 1, MPI_INT, b->comm);
+    if (b->nodes == 1) {
+        if (p % 2)
+            fail_usage(b, "%s on one host uses the two halves of the ranks as two nodes: needs an even "
+                          "number of ranks, got %d", b->pattern, p);
+        for (int r = 0; r < p; r++)
+            l.node_of[r] = r >= p / 2;
+        l.one_host = 1;
+        l.nodes = 2;
+    } else {
+        l.nodes = b->nodes;
+    }
+    int *count = calloc(l.nodes, sizeof(int));
+    for (int r = 0; r < p; r++)
+        l.local_of[r] = count[l.node_of[r]]++;
+    for (int n = 1; n < l.nodes; n++)
+        if (count[n] != count[0])
+            fail_usage(b, "%s needs the same number of ranks on every node: node 0 has %d, node %d has %d",
+                       b->pattern, count[0], n, count[n]);
+    l.per_node = count[0];
+    free(count);
+    l.rank_at = malloc(sizeof(int) * p);
+    for (int r = 0; r < p; r++)
+        l.rank_at[l.node_of[r] * l.per_node + l.local_of[r]] = r;
+    return l;
+}
+
+void nic_layout_free(nic_layout *l)
+{
+    free(l->rank_at);
+    free(l->node_of);
+    free(l->local_of);
+}
+
+typedef struct {
+    int put;              /* --mode put: MPI_Put + flush instead of Isend/Irecv */
+    int src, dst;         /* this rank's partners */
+    char *send, *recv;    /* one slot of the largest size per outstanding message */
+    MPI_Win win;          /* put: the target slots (recv) */
+    MPI_Request *reqs;
+} stream;
+
+/* One round: M messages in batches of w, all complete at the end. */
+static void round_of(bench *b, stream *st, int64_t bytes, int w)
+{
+    int messages = b->opt.messages;
+    for (int sent = 0; sent < messages; sent += w) {
+        int batch = messages - sent < w ? messages - sent : w;
+        if (st->put) {
+            for (int j = 0; j < batch; j++)
+                MPI_Put(st->send + (size_t)j * bytes, (int)bytes, MPI_BYTE, st->dst, (MPI_Aint)j * bytes,
+                        (int)bytes, MPI_BYTE, st->win);
+            MPI_Win_flush(st->dst, st->win);
+            b->count.rma_bytes += bytes * batch;
+        } else {
+            for (int j = 0; j < batch; j++)
+                post_recv(b, st->recv + (size_t)j * bytes, bytes, st->src, DATA, &st->reqs[j]);
+            for (int j = 0; j < batch; j++)
+                post_send(b, st->send + (size_t)j * bytes, bytes, st->dst, DATA, &st->reqs[batch + j]);
+            wait_recvs(b, batch, st->reqs);
+            wait_sends(b, batch, st->reqs + batch);
+        }
+    }
+}
+
+/* The barrier that starts a round. Ranks sitting the round out wait in it asleep (polling every
+ * 50 us), so that where ranks outnumber cores they leave the cores to the ranks that inject, as the
+ * seed's idle cores do; the others spin, so that they leave the barrier together. */
+static void start_round(bench *b, int idle)
+{
+    MPI_Request barrier;
+    MPI_Ibarrier(b->comm, &barrier);
+    int done = 0;
+    while (!done) {
+        MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (!done && idle)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
+/* Rank 0: one row per node from every rank's round times ([rank][round]). */
+static void node_rows(bench *b, const nic_layout *l, const stream *st, const double *all, int rounds,
+                      int64_t bytes, int active, int w)
+{
+    double *samples = malloc(sizeof(double) * rounds);
+    for (int n = 0; n < l->nodes; n++) {
+        double slowest = 0, fastest = 0;
+        for (int i = 0; i < rounds; i++) {
+            samples[i] = 0;
+            for (int a = 0; a < active; a++) {
+                double t = all[(size_t)l->rank_at[n * l->per_node + a] * rounds + i];
+                samples[i] = t > samples[i] ? t : samples[i];
+            }
+            samples[i] /= (double)active * b->opt.messages;
+        }
+        for (int a = 0; a < active; a++) {
+            double t = median(&all[(size_t)l->rank_at[n * l->per_node + a] * rounds], rounds);
+            double rate = t > 0 ? (double)bytes * b->opt.messages / t * 1e9 : 0;
+            slowest = a == 0 || rate < slowest ? rate : slowest;
+            fastest = rate > fastest ? rate : fastest;
+        }
+        int next = (n + 1) % l->nodes;
+        result r = result_init(st->put ? "put" : "send", bytes, l->rank_at[n * l->per_node],
+                               l->rank_at[next * l->per_node], samples, rounds);
+        r.window = w;
+        result_extra(&r, "active", active);
+        result_extra(&r, "messages", b->opt.messages);
+        result_extra(&r, "logical_node", n);
+        result_extra(&r, "one_host", l->one_host);
+        result_extra(&r, "rank_min_Bps", slowest);
+        result_extra(&r, "rank_max_Bps", fastest);
+        report_row(b, &r);
+    }
+    free(samples);
+}
+
+static unsigned char check_byte(int64_t i, int from)
+{
+    return (unsigned char)(i * 131 + from * 29 + 7);
+}
+
+/* Every rank sends the largest size with known contents to its partner, which checks every byte.
+ * In put mode this closes the sweep's lock_all epoch: the target reads its slots under its own lock. */
+static void check_data(bench *b, stream *st, int64_t bytes)
+{
+    for (int64_t i = 0; i < bytes; i++)
+        st->send[i] = (char)check_byte(i, b->rank);
+    if (st->put) {
+        MPI_Put(st->send, (int)bytes, MPI_BYTE, st->dst, 0, (int)bytes, MPI_BYTE, st->win);
+        MPI_Win_flush(st->dst, st->win);
+        b->count.rma_bytes += bytes;
+        MPI_Win_unlock_all(st->win);
+        MPI_Barrier(b->comm); /* every put has reached its target */
+        MPI_Win_lock(MPI_LOCK_SHARED, b->rank, 0, st->win); /* makes them visible to local loads */
+    } else {
+        MPI_Request req;
+        post_recv(b, st->recv, bytes, st->src, CHECK, &req);
+        send_msg(b, st->send, bytes, st->dst, CHECK);
+        wait_recvs(b, 1, &req);
+    }
+    int ok = 1;
+    for (int64_t i = 0; i < bytes && ok; i++)
+        ok = (unsigned char)st->recv[i] == check_byte(i, st->src);
+    b->count.verified = ok;
+    if (st->put)
+        MPI_Win_unlock(b->rank, st->win);
+}
+
+int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, const int *windows,
+              int nwindows)
+{
+    static const char *const modes[] = {"send", "put", NULL};
+    stream st;
+    memset(&st, 0, sizeof st);
+    st.put = pattern_mode(b, modes);
+    int wmax = 0;
+    for (int i = 0; i < nactive; i++)
+        if (active[i] > l->per_node)
+            fail_usage(b, "--active %d exceeds the %d ranks per node", active[i], l->per_node);
+    for (int i = 0; i < nwindows; i++) {
+        if (windows[i] > b->opt.messages)
+            fail_usage(b, "--windows %d exceeds --messages %d (a rank sends only %d per round)", windows[i],
+                       b->opt.messages, b->opt.messages);
+        wmax = windows[i] > wmax ? windows[i] : wmax;
+    }
+    int64_t largest = largest_size(b), slots = (int64_t)wmax * largest;
+    if (st.put && slots > MAX_PUT_WINDOW)
+        fail_usage(b, "--mode put needs a window of %d x %lld bytes per rank, more than 1 GiB", wmax,
+                   (long long)largest);
+
+    int me = b->rank, node = l->node_of[me], local = l->local_of[me];
+    st.dst = l->rank_at[((node + 1) % l->nodes) * l->per_node + local];
+    st.src = l->rank_at[((node - 1 + l->nodes) % l->nodes) * l->per_node + local];
+    st.send = alloc_buffer(slots);
+    if (st.put) {
+        MPI_Win_allocate(slots > 0 ? slots : 1, 1, MPI_INFO_NULL, b->comm, &st.recv, &st.win);
+        MPI_Win_lock_all(0, st.win);
+    } else {
+        st.recv = alloc_buffer(slots);
+    }
+    st.reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)wmax);
+    int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
+    double *mine = malloc(sizeof(double) * iters_max);
+    double *all = me == 0 ? malloc(sizeof(double) * iters_max * (size_t)b->size) : NULL;
+
+    int done = 0, total = b->opt.nsizes * nactive * nwindows;
+    for (int k = 0; k < b->opt.nsizes; k++) {
+        int64_t bytes = b->opt.sizes[k];
+        int rounds = iterations_for(b, bytes);
+        for (int a = 0; a < nactive; a++) {
+            for (int v = 0; v < nwindows; v++) {
+                for (int i = -b->opt.warmup; i < rounds; i++) {
+                    start_round(b, local >= active[a]); /* active ranks of all nodes start together */
+                    int64_t start = now_ns();
+                    if (local < active[a])
+                        round_of(b, &st, bytes, windows[v]);
+                    if (i >= 0)
+                        mine[i] = local < active[a] ? (double)(now_ns() - start) : 0;
+                }
+                MPI_Gather(mine, rounds, MPI_DOUBLE, all, rounds, MPI_DOUBLE, 0, b->comm);
+                if (me == 0)
+                    node_rows(b, l, &st, all, rounds, bytes, active[a], windows[v]);
+                progress(b, ++done, total);
+            }
+        }
+    }
+    check_data(b, &st, largest);
+    if (st.put)
+        MPI_Win_free(&st.win);
+    else
+        free(st.recv);
+    free(st.send);
+    free(st.reqs);
+    free(mine);
+    free(all);
+    return 0;
+}
