@@ -36,13 +36,16 @@ fn params() -> Params {
 
 fn sim_json(r: &SimResult, secs: f64) -> String {
     format!(
-        "\"ranks\": {}, \"events\": {}, \"sim_seconds\": {:.4}, \"events_per_second\": {:.0}, \"makespan_ns\": {}, \"deadlock\": {}",
+        "\"ranks\": {}, \"events\": {}, \"sim_seconds\": {:.4}, \"events_per_second\": {:.0}, \"makespan_ns\": {}, \"deadlock\": {}, \"finish_digest\": {}",
         r.num_ranks,
         r.events,
         secs,
         r.events as f64 / secs,
         r.makespan / 1000,
-        r.deadlock.is_some()
+        r.deadlock.is_some(),
+        // Every rank's finish time folded into one number: equal digests mean equal per-rank results
+        // (to compare two builds of the engine).
+        r.finish.iter().enumerate().fold(0u64, |acc, (k, &f)| acc.rotate_left(5) ^ f.wrapping_mul(k as u64 * 2 + 1))
     )
 }
 

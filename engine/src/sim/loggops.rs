@@ -173,8 +173,25 @@ const ARRIVAL: u32 = 0;
 const FLOW_START: u32 = 1 << 30;
 const FLOW_DONE: u32 = 2 << 30;
 const KIND_MASK: u32 = 3 << 30;
+/// An arrival that stands for its receiver's wait list (see `WaitList`); the low bits carry the
+/// list's version, so a copy left in the queue after the list moved on is recognised and skipped.
+const WAITER: u32 = 1 << 29;
+const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
+
+/// Message arrivals waiting for the same receiving CPU and NIC. LogGOPSim v1 re-queues every one of
+/// them at each instant the receiver frees, where the smallest key wins and the others are re-queued
+/// again: O(n²) for an n-message incast. They all wait for the same free time, so only the one with
+/// the smallest key needs to be in the event queue (`first`); the others wait here in key order and
+/// the next one is queued when the first has been handled. Same order, same times, O(n log n).
+#[derive(Default)]
+struct WaitList {
+    /// Key and data of the arrival in the event queue (None: just made), and its entry's version.
+    first: Option<(u64, u32)>,
+    version: u32,
+    rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
+}
 
 struct Sim<'p, P: Program> {
     prog: &'p P,
@@ -211,6 +228,9 @@ struct Sim<'p, P: Program> {
     net_msgs: Vec<NetMessage>,
     flow_msg: Vec<u32>,
     rescheduled: Vec<(FlowId, Time)>,
+    /// Arrivals waiting for a busy receiver, by (host, CPU, NIC).
+    arrivals_waiting: U64Map<WaitList>,
+    wait_versions: u32,
     /// Detours that stretch CPU work (docs/models.md, "Noise"); None: exact LogGOPS.
     noise: Option<&'p Noise>,
     noise_charged: Time,
@@ -279,6 +299,8 @@ pub fn simulate_with_noise<'p, P: Program, F: FnMut(u64) -> bool>(
         net_msgs: Vec::new(),
         flow_msg: Vec::new(),
         rescheduled: Vec::new(),
+        arrivals_waiting: U64Map::default(),
+        wait_versions: 0,
         noise,
         noise_charged: 0,
         msg_noise: U64Map::default(),
@@ -495,8 +517,13 @@ impl<P: Program> Sim<'_, P> {
         let c = self.o_slot(m.dst, m.cpu);
         let n = self.gr_slot(m.dst, m.nic);
         let free = self.clock[c].max(self.clock[n]);
+        let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
+        let first = e.host & WAITER != 0;
+        if first && self.arrivals_waiting.get(&list).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
+            return; // a copy superseded by an arrival with a smaller key
+        }
         if free > t {
-            return self.requeue(free, e);
+            return self.wait_for_receiver(free, e, list, first);
         }
         self.messages += 1;
         let k = self.par.costs(m.size);
@@ -518,6 +545,51 @@ impl<P: Program> Sim<'_, P> {
                 self.done(m.dst, recv_op);
             }
             None => self.queues.push(m.dst, Queue::Unexpected, m.src, m.tag, id),
+        }
+        if first {
+            let free = self.clock[c].max(self.clock[n]);
+            self.next_waiter(list, free);
+        }
+    }
+
+    /// Arrival `e` finds its receiver busy until `free`: it joins the receiver's wait list, and is
+    /// queued at `free` only if it is (or becomes) the list's first.
+    fn wait_for_receiver(&mut self, free: Time, e: Entry, list: u64, first: bool) {
+        if first {
+            return self.requeue(free, e);
+        }
+        self.requeues += 1;
+        let waiting = self.arrivals_waiting.entry(list).or_default();
+        match waiting.first {
+            Some(first) if first.0 < e.key => {
+                waiting.rest.push(std::cmp::Reverse((e.key, e.data)));
+                return;
+            }
+            // A smaller key than the first's: the first steps back into the list.
+            Some(first) => waiting.rest.push(std::cmp::Reverse(first)),
+            None => {}
+        }
+        self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
+        let version = self.wait_versions;
+        let waiting = self.arrivals_waiting.get_mut(&list).expect("just made");
+        waiting.first = Some((e.key, e.data));
+        waiting.version = version;
+        self.queue.push(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
+    }
+
+    /// The first of a wait list has been handled: the next one (smallest key) is queued at `free`.
+    fn next_waiter(&mut self, list: u64, free: Time) {
+        let waiting = self.arrivals_waiting.get_mut(&list).expect("a first has its list");
+        match waiting.rest.pop() {
+            Some(std::cmp::Reverse(next)) => {
+                self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
+                waiting.first = Some(next);
+                waiting.version = self.wait_versions;
+                self.queue.push(free, Entry { key: next.0, host: ARRIVAL | WAITER | waiting.version, data: next.1 });
+            }
+            None => {
+                self.arrivals_waiting.remove(&list);
+            }
         }
     }
 
