@@ -3,6 +3,8 @@
 //!   hop = 2o + L + (s-1)max(O,G),  gap = max(o + (s-1)O, g + (s-1)G)
 //!   binomial broadcast: max over 0<v<P of popcount(v)*hop + (bitlen(v)-popcount(v))*gap
 //!   linear scatter:     (P-2)*gap + hop
+//!   linear gather:      o + L + (P-2)*gap_r + o + (s-1)max(O,G) (all arrive at once; the root takes
+//!                       them one by one), gap_r = max(o + (s-1)max(O,G), g + (s-1)G)
 //!   dissemination:      ceil(log2 P) * (max(o+L, o+(s-1)O) + o + (s-1)max(O,G)),
 //!                       valid while the NIC keeps up: g + (s-1)G <= that round time.
 
@@ -76,6 +78,20 @@ fn linear_scatter() {
         let (hop, gap) = hop_gap(s, &par);
         let expect = if p < 2 { 0 } else { (p as u64 - 2) * gap + hop };
         assert_eq!(makespan(Pattern::Scatter, p, s, &par), expect, "P={p} s={s} {par:?}");
+    }
+}
+
+#[test]
+fn linear_gather_serves_an_incast_one_by_one() {
+    let mut rng = Rng(4);
+    for _ in 0..400 {
+        let (p, s, par) = random_case(&mut rng);
+        let e = s - 1;
+        let cpu = par.o + e * par.O.max(par.G);
+        let gap_r = cpu.max(par.g + e * par.G);
+        let root = if p < 2 { 0 } else { par.o + par.L + (p as u64 - 2) * gap_r + cpu };
+        let sender = if p < 2 { 0 } else { par.o + e * par.O };
+        assert_eq!(makespan(Pattern::Gather, p, s, &par), root.max(sender), "P={p} s={s} {par:?}");
     }
 }
 
