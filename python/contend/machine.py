@@ -24,7 +24,7 @@ An optional ``[topology]`` table adds a network with link contention (``contend.
 optional ``[noise]`` table OS noise (``contend.noise.settings``), an optional ``[nic]`` table NIC
 congestion curves (``contend.nic``) and an optional ``[throttle]`` table admission control
 (``contend.admission``). Other keys of ``[loggops]`` (e.g.
-``o_s``, ``o_r``) and other tables (``[nic]``, ...) are kept in ``Machine.document`` for the models that
+``o_s``, ``o_r``) and other tables (``[memory]``, ...) are kept in ``Machine.document`` for the models that
 read them. Presets ship in ``contend/machines/``.
 
 Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
