@@ -98,10 +98,10 @@ def test_a_rendezvous_key_that_is_not_a_table_is_an_error():
 def test_unknown_tables_and_extra_keys_are_kept():
     machine = parse_machine(
         '[machine]\nname = "t"\n[loggops]\nL = "1us"\no = "1us"\ng = "1us"\nG = "1ns"\nO = "0"\nS = 1\n'
-        'o_s = "1us"\no_r = "2us"\n[memory]\nbandwidth = "20GB/s"\n[nic]\nprofile = "x"\n',
+        'o_s = "1us"\no_r = "2us"\n[memory]\nbandwidth = "20GB/s"\n[power]\nprofile = "x"\n',
         "t.toml")
     assert machine.document["memory"] == {"bandwidth": "20GB/s"}
-    assert machine.document["nic"] == {"profile": "x"}
+    assert machine.document["power"] == {"profile": "x"}
     assert machine.loggops["o_r"] == "2us"
 
 

@@ -13,6 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
+use contend_engine::nic::{Curve, NicCurves, SizeClass};
+use contend_engine::node::NodeModel;
+use contend_engine::policy::{PolicySpec, Thresholds, TokenSpec};
 use contend_engine::noise::random::{Durations, RandomNoise};
 use contend_engine::noise::trace::{read_trace_file, TraceError};
 use contend_engine::noise::{Noise, Phase};
@@ -21,7 +24,7 @@ use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_noise, Costs, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_node, Costs, Deadlock, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -189,6 +192,82 @@ fn noise_from(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<Option<Noise>> 
     noise.map(|x| Some(x.with_per_byte(per_byte))).map_err(|e| PyValueError::new_err(format!("noise: {e}")))
 }
 
+/// `[[a, b], ...]` as pairs; None if an entry is not a pair.
+fn pairs<T: Copy>(v: Vec<Vec<T>>) -> Option<Vec<(T, T)>> {
+    v.into_iter().map(|p| (p.len() == 2).then(|| (p[0], p[1]))).collect()
+}
+
+/// Reads the optional "node" entry of the parameters (built by contend.nic and contend.admission):
+/// "ranks_per_node", "nic" (None or a list of size classes {up_to, concurrency, outstanding} with
+/// curves as [[x, factor], ...]) and "policy" (None or {kind: token | rate | proxy, ...}).
+fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
+    let Some(n) = d.get_item("node")? else { return Ok(None) };
+    if n.is_none() {
+        return Ok(None);
+    }
+    let n = n.cast::<PyDict>().map_err(|_| PyValueError::new_err("node must be a dict"))?;
+    let err = |k: &str, what: &str| PyValueError::new_err(format!("{k}: {what}"));
+    fn item<'py>(d: &Bound<'py, PyDict>, k: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(d.get_item(k)?.filter(|v| !v.is_none()))
+    }
+    let ranks_per_node: u32 = item(n, "ranks_per_node")?.ok_or_else(|| err("ranks_per_node", "missing"))?.extract().map_err(|_| err("ranks_per_node", "must be a positive integer"))?;
+    let nic = match item(n, "nic")? {
+        None => None,
+        Some(classes) => {
+            let mut out = Vec::new();
+            for (i, c) in classes.try_iter()?.enumerate() {
+                let c = c?;
+                let c = c.cast::<PyDict>().map_err(|_| err("nic", "each size class must be a dict"))?;
+                let curve = |k: &str| -> PyResult<Curve> {
+                    let points: Vec<Vec<f64>> = item(c, k)?.map(|v| v.extract()).transpose().map_err(|_| err(k, "must be [[x, factor], ...]"))?.unwrap_or_else(|| vec![vec![0.0, 1.0]]);
+                    let points = pairs(points).ok_or_else(|| err(k, "must be [[x, factor], ...]"))?;
+                    Curve::new(points).map_err(|e| err(&format!("nic class {} {k}", i + 1), &e))
+                };
+                let up_to: u64 = item(c, "up_to")?.map(|v| v.extract()).transpose().map_err(|_| err("up_to", "must be bytes"))?.unwrap_or(u64::MAX);
+                out.push(SizeClass { up_to, concurrency: curve("concurrency")?, outstanding: curve("outstanding")? });
+            }
+            Some(NicCurves::new(out).map_err(|e| err("nic", &e))?)
+        }
+    };
+    let tokens_of = |p: &Bound<'_, PyDict>| -> PyResult<TokenSpec> {
+        let tokens: Option<u64> = item(p, "tokens")?.map(|v| v.extract()).transpose().map_err(|_| err("tokens", "must be an integer"))?;
+        let size_per_token: u64 = item(p, "size_per_token")?.map(|v| v.extract()).transpose().map_err(|_| err("size_per_token", "must be an integer"))?.unwrap_or(0);
+        let mut thresholds = Vec::new();
+        if let Some(list) = item(p, "thresholds")? {
+            for t in list.try_iter()? {
+                let t = t?;
+                let t = t.cast::<PyDict>().map_err(|_| err("thresholds", "each class must be a dict"))?;
+                let get = |k: &str| -> PyResult<u32> { item(t, k)?.ok_or_else(|| err(k, "missing"))?.extract().map_err(|_| err(k, "must be a positive integer")) };
+                thresholds.push(Thresholds {
+                    up_to: item(t, "up_to")?.map(|v| v.extract()).transpose().map_err(|_| err("up_to", "must be bytes"))?.unwrap_or(u64::MAX),
+                    cct: get("cct")?,
+                    nrct: get("nrct")?,
+                    crct: pairs(item(t, "crct")?.ok_or_else(|| err("crct", "missing"))?.extract::<Vec<Vec<u32>>>().map_err(|_| err("crct", "must be [[cores, messages], ...]"))?)
+                        .ok_or_else(|| err("crct", "must be [[cores, messages], ...]"))?,
+                });
+            }
+        }
+        Ok(TokenSpec { tokens, size_per_token, thresholds })
+    };
+    let policy = match item(n, "policy")? {
+        None => None,
+        Some(p) => {
+            let p = p.cast::<PyDict>().map_err(|_| err("policy", "must be a dict"))?;
+            let kind: String = item(p, "kind")?.ok_or_else(|| err("policy", "missing kind"))?.extract().map_err(|_| err("policy", "kind must be a name"))?;
+            Some(match kind.as_str() {
+                "token" => PolicySpec::Token(tokens_of(p)?),
+                "rate" => PolicySpec::Rate { gap: item(p, "gap")?.ok_or_else(|| err("gap", "missing"))?.extract().map_err(|_| err("gap", "must be ps"))? },
+                "proxy" => PolicySpec::Proxy {
+                    servers: item(p, "servers")?.ok_or_else(|| err("servers", "missing"))?.extract().map_err(|_| err("servers", "must be an integer"))?,
+                    tokens: if item(p, "tokens")?.is_some() || item(p, "thresholds")?.is_some() { Some(tokens_of(p)?) } else { None },
+                },
+                other => return Err(err("policy", &format!("unknown kind '{other}' (token, rate, proxy)"))),
+            })
+        }
+    };
+    Ok(Some(NodeModel { ranks_per_node, nic, policy }))
+}
+
 fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {
     let pattern = Pattern::from_name(name).map_err(PyValueError::new_err)?;
     if ranks < 1 || ranks > u32::MAX as i64 {
@@ -318,6 +397,7 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     d.set_item("peak_queue", r.peak_queue)?;
     d.set_item("wall_seconds", wall)?;
     d.set_item("noise_ps", r.noise)?;
+    d.set_item("admission_waits", r.admission_waits)?;
     d.set_item("deadlock", r.deadlock.as_ref().map(|x| deadlock_dict(py, x)).transpose()?)?;
     let dtypes = PyDict::new(py);
     d.set_item("records", r.records.as_ref().map(|x| records_dict(py, x, &dtypes)).transpose()?)?;
@@ -348,17 +428,21 @@ fn run<P: Program + Sync>(
     par: Params,
     network: Option<NetworkSpec>,
     noise: Option<Noise>,
+    node: Option<NodeModel>,
     records: bool,
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let opts = Options { records, timeline };
     let network = network.map(|spec| Network::new(&spec, prog.num_ranks())).transpose().map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
+    if let Some(model) = &node {
+        model.validate(network.is_some()).map_err(PyValueError::new_err)?;
+    }
     let total: u64 = (0..prog.num_ranks()).map(|r| prog.num_ops(r) as u64).sum();
     let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate_with_noise(prog, &par, &opts, network, noise.as_ref(), |done| {
+        let r = simulate_with_node(prog, &par, &opts, network, noise.as_ref(), node.as_ref(), |done| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|_| match &progress {
                     Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
@@ -399,8 +483,9 @@ fn simulate_goal(
     let par = params_from(params)?;
     let network = network_from(params)?;
     let noise = noise_from(py, params)?;
+    let node = node_from(params)?;
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
-    run(py, &prog, par, network, noise, records, timeline, progress)
+    run(py, &prog, par, network, noise, node, records, timeline, progress)
 }
 
 /// Simulates a generated collective or pattern.
@@ -422,8 +507,9 @@ fn simulate_collective(
     let par = params_from(params)?;
     let network = network_from(params)?;
     let noise = noise_from(py, params)?;
+    let node = node_from(params)?;
     let c = collective(name, ranks, size, root, seed)?;
-    run(py, &c, par, network, noise, records, timeline, progress)
+    run(py, &c, par, network, noise, node, records, timeline, progress)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).

@@ -5,10 +5,14 @@
 //! - [`sim`]: the event queue and the LogGOPS endpoint model.
 //! - [`net`]: network topologies, routing and placement of ranks on nodes.
 //! - [`noise`]: OS noise (detours) and how it stretches CPU work.
+//! - [`nic`], [`policy`], [`node`]: NIC congestion curves, admission control, the node model.
 //! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
 
 pub mod net;
+pub mod nic;
+pub mod node;
 pub mod noise;
+pub mod policy;
 pub mod record;
 pub mod schedule;
 pub mod sim;

@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "contend.commands.native",
     "contend.commands.reproduce",
     "contend.commands.noise",
+    "contend.commands.tune",
 )
 
 

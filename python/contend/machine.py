@@ -21,8 +21,10 @@ An optional ``[loggops.rendezvous]`` table gives a second set of costs for messa
     L = "2us"          # any of L, o, g, G, O; a key left out keeps its [loggops] value
 
 An optional ``[topology]`` table adds a network with link contention (``contend.topology``), an
-optional ``[noise]`` table OS noise (``contend.noise.settings``). Other keys of ``[loggops]`` (e.g.
-``o_s``, ``o_r``) and other tables (``[nic]``, ...) are kept in ``Machine.document`` for the models that
+optional ``[noise]`` table OS noise (``contend.noise.settings``), an optional ``[nic]`` table NIC
+congestion curves (``contend.nic``) and an optional ``[throttle]`` table admission control
+(``contend.admission``). Other keys of ``[loggops]`` (e.g.
+``o_s``, ``o_r``) and other tables (``[memory]``, ...) are kept in ``Machine.document`` for the models that
 read them. Presets ship in ``contend/machines/``.
 
 Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
@@ -38,8 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from contend.admission import policy_params
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.quantities import parse_bytes
 from contend.topology import network_params
@@ -68,7 +72,8 @@ class Machine:
     ``params`` are the engine's LogGOPS parameters: L, o, g in picoseconds, G, O in picoseconds per
     byte, S in bytes. ``rendezvous`` is the complete cost set (L, o, g, G, O, same units) for messages
     larger than S, or None. ``network`` is the engine's network (from ``[topology]``), or None.
-    ``noise``: the OS noise of ``[noise]``, or None.
+    ``noise``: the OS noise of ``[noise]``, or None. ``node``: the engine's node model (ranks per
+    node, NIC curves of ``[nic]``, policy of ``[throttle]``), or None when neither table is there.
     ``loggops`` keeps the values as written, ``document`` the whole parsed file.
     """
 
@@ -82,6 +87,7 @@ class Machine:
     rendezvous: Mapping[str, int] | None = None
     network: Mapping[str, Any] | None = None
     noise: NoiseSettings | None = None
+    node: Mapping[str, Any] | None = None
 
 
 def preset_names() -> list[str]:
@@ -152,7 +158,31 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         if "topology" in document else None,
         noise=noise_from_table(document["noise"], lambda key: f"{locate('noise', key)}: [noise] {key}" if key
                                else f"{locate('', 'noise')}: [noise]", Path(origin).parent) if "noise" in document else None,
+        node=_node_model(document, locate),
     )
+
+
+def _node_model(document: Mapping[str, Any], locate) -> dict[str, Any] | None:
+    """The engine's ``params["node"]`` from ``[nic]`` and ``[throttle]``; None without both."""
+    def where(table):
+        return lambda key: f"{locate(table, key)}: [{table}] {key}".rstrip() if key else f"{locate('', table)}: [{table}]"
+    nic = nic_classes(document["nic"], where("nic")) if "nic" in document else None
+    policy = policy_params(document["throttle"], where("throttle")) if "throttle" in document else None
+    if nic is None and "throttle" not in document:
+        return None
+    return {"ranks_per_node": _ranks_per_node(document, where), "nic": nic, "policy": policy}
+
+
+def _ranks_per_node(document: Mapping[str, Any], where) -> int:
+    """Ranks per node: [topology]'s, else [nic]'s, else [throttle]'s; at least one must say."""
+    for table in ("topology", "nic", "throttle"):
+        value = document.get(table, {}).get("ranks_per_node") if isinstance(document.get(table), dict) else None
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
+                raise UserError(f"{where(table)('ranks_per_node')}: expected an integer >= 1, got {value!r}")
+            return value
+    table = "nic" if "nic" in document else "throttle"
+    raise UserError(f"{where(table)('')} needs ranks_per_node (how many ranks share a node), here or in [topology]")
 
 
 def _rendezvous_costs(loggops: Mapping[str, Any], base: Mapping[str, int], locate) -> dict[str, int] | None:
@@ -197,6 +227,8 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
         params["network"] = dict(machine.network)
     if machine.noise is not None:
         params["noise"] = machine.noise.engine_params()
+    if machine.node is not None:
+        params["node"] = dict(machine.node)
     return params
 
 

@@ -134,6 +134,7 @@ class SimulationResult:
     timeline_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     link_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     noise_charged: int | float = 0
+    admission_waits: int = 0
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
@@ -163,6 +164,7 @@ class SimulationResult:
             timeline_columns=columns("timeline"),
             link_columns=engine_link_columns(raw),
             noise_charged=ps_to_ns(raw.get("noise_ps", 0)),
+            admission_waits=int(raw.get("admission_waits", 0)),
         )
 
     @property
@@ -220,6 +222,7 @@ class SimulationResult:
             "workload": dict(self.workload),
             "busiest_link": self.busiest_link(),
             "noise_charged": self.noise_charged,
+            "admission_waits": self.admission_waits,
         }
         if include_ranks:
             summary["ranks"] = self.ranks.tolist()
@@ -245,7 +248,8 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes; the
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
     ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns; a
-    ``noise`` becomes its settings in ns and Hz."""
+    ``noise`` becomes its settings in ns and Hz; a ``node`` model keeps its values, a rate policy's
+    gap in ns."""
     from contend.noise.settings import NoiseSettings
 
     converted = {}
@@ -256,6 +260,11 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
             converted[key] = None if value is None else parameters_ns(value)
         elif key == "network":
             converted[key] = {**value, "hop_latency": ps_to_ns(value["hop_latency"])}
+        elif key == "node":
+            policy = value.get("policy")
+            if policy is not None and "gap" in policy:
+                policy = {**policy, "gap": ps_to_ns(policy["gap"])}
+            converted[key] = {**value, "policy": policy}
         else:
             converted[key] = value if key == "S" else ps_to_ns(value)
     return converted

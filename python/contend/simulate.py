@@ -36,6 +36,8 @@ def simulate(
     O: Any = None,  # noqa: E741 - the model's name for the per-byte CPU overhead
     S: Any = None,
     noise: Any = None,
+    throttle: Any = None,
+    ranks_per_node: int | None = None,
     records: bool = False,
     timeline: bool = False,
     root: int = 0,
@@ -54,6 +56,9 @@ def simulate(
     adds per-message records (``result.records``), ``timeline=True`` the CPU activity
     (``result.timeline``). ``root`` and ``seed`` select the root rank and the random pattern.
     ``sharing`` ("flow" or "packet") replaces the link sharing model of the machine's network.
+    ``throttle`` replaces the machine's ``[throttle]`` policy: a spec (``"token:20"``, ``"rate:2us"``,
+    ``"proxy:8:16"``, ``"none"``) or an engine policy dict (docs/models.md, "NIC congestion and
+    admission control"); ``ranks_per_node`` replaces the machine's when a node model applies.
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
@@ -88,6 +93,7 @@ def simulate(
         if "network" not in params:
             raise UserError("sharing: the machine has no network; give a machine with a [topology] table")
         params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
+    _apply_node_options(params, throttle, ranks_per_node)
     settings = resolve(noise, NoiseSettings.from_engine(params["noise"]) if "noise" in params else None)
     params.pop("noise", None)
     if settings is not None:
@@ -110,6 +116,25 @@ def simulate(
                 progress=progress,
             )
     return SimulationResult.from_engine(raw, params, workload)
+
+
+def _apply_node_options(params: dict[str, Any], throttle: Any, ranks_per_node: int | None) -> None:
+    """Replace the machine's policy and ranks per node in ``params["node"]``."""
+    from contend.admission import parse_spec
+
+    if throttle is None and ranks_per_node is None:
+        return
+    node = dict(params.get("node") or {"ranks_per_node": None, "nic": None, "policy": None})
+    if throttle is not None:
+        node["policy"] = parse_spec(throttle) if isinstance(throttle, str) else (throttle or None)
+    if ranks_per_node is not None:
+        node["ranks_per_node"] = parse_count(ranks_per_node, "ranks per node", minimum=1, maximum=2**32 - 1)
+    if node["ranks_per_node"] is None:
+        if node["policy"] is None:
+            return
+        raise UserError("throttle: the machine does not say how many ranks share a node; give ranks_per_node "
+                        "([nic], [topology] or [throttle] of the machine file, or --ranks-per-node)")
+    params["node"] = node
 
 
 def collective_arguments(

@@ -13,6 +13,12 @@ use std::collections::HashSet;
 
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
+use crate::nic::{stretched, NicCurves, NicQueues};
+use crate::node::NodeModel;
+use crate::policy::proxy::Proxy;
+use crate::policy::rate::RateLimiter;
+use crate::policy::tokens::TokenPool;
+use crate::policy::PolicySpec;
 use crate::noise::Noise;
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
@@ -130,6 +136,8 @@ pub struct SimResult {
     pub links: Option<LinkStats>,
     /// Detour time charged to CPU work, summed over all ranks (0 without noise).
     pub noise: Time,
+    /// Sends that waited for admission (token tickets, a rate gap); 0 without a policy.
+    pub admission_waits: u64,
 }
 
 /// A message in flight or waiting in an unexpected queue.
@@ -149,8 +157,14 @@ struct Message {
     received: Time,
     /// Crossed the network (not within a node, not LogGOPS-only).
     networked: bool,
-    /// Time lost to sharing links with other messages.
+    /// Time lost to sharing links with other messages (or the node's NIC).
     link_delay: Time,
+    /// When the sender's overhead was done (the message was handed to its node).
+    handed: Time,
+    /// Tokens of the node's pool the message holds until its send completes.
+    tokens: u64,
+    /// Who injects it into the node's NIC: its rank, or ranks + a proxy server's global index.
+    injector: u32,
 }
 
 /// The network side of a message (kept apart so the LogGOPS-only path moves less memory): its flow,
@@ -167,16 +181,33 @@ struct NetMessage {
     alone: Time,
 }
 
+/// What admission control says to a send that leaves its node.
+enum Admission {
+    /// Go now, holding this many tokens.
+    Now(u64),
+    /// Try again at this time (rate).
+    At(Time),
+    /// Wait in line: the pool re-issues the send when its tokens come back.
+    Parked,
+}
+
 const MSG_FLAG: u32 = 1 << 31;
 /// Kinds of message events, in the top bits of `Entry::host`; the low bits carry a version.
 const ARRIVAL: u32 = 0;
 const FLOW_START: u32 = 1 << 30;
 const FLOW_DONE: u32 = 2 << 30;
+/// Node events (NIC and admission control); the low bits say which.
+const NODE: u32 = 3 << 30;
 const KIND_MASK: u32 = 3 << 30;
 /// An arrival that stands for its receiver's wait list (see `WaitList`); the low bits carry the
 /// list's version, so a copy left in the queue after the list moved on is recognised and skipped.
 const WAITER: u32 = 1 << 29;
 const VERSION_MASK: u32 = WAITER - 1;
+const NIC_ENQUEUE: u32 = NODE;
+const NIC_DONE: u32 = NODE | 1;
+/// Tokens come back (data: MSG_FLAG | slot in `NodeSim::releases`).
+const RELEASE: u32 = NODE | 2;
+const PROXY_DONE: u32 = NODE | 3;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
 
@@ -236,6 +267,56 @@ struct Sim<'p, P: Program> {
     noise_charged: Time,
     /// Records only: detour time in each message's send and receive overheads, by message slot.
     msg_noise: U64Map<(Time, Time)>,
+    /// NIC congestion and admission control (docs/models.md); None: exact LogGOPS.
+    node: Option<NodeSim>,
+}
+
+/// The node models' state during a run.
+struct NodeSim {
+    node_of: Vec<u32>,
+    curves: Option<NicCurves>,
+    nic: NicQueues,
+    tokens: Option<TokenPool<Entry>>,
+    rate: Option<RateLimiter>,
+    proxy: Option<(Proxy, u32)>,
+    /// Sends granted their tokens after waiting, by rank << 32 | op: the tokens they hold.
+    admitted: U64Map<u64>,
+    /// Tokens to give back at a RELEASE event: (rank, tokens), slots reused through `free_releases`.
+    releases: Vec<(u32, u64)>,
+    free_releases: Vec<u32>,
+    granted: Vec<(Entry, u64)>,
+    waits: u64,
+}
+
+impl NodeSim {
+    fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
+        let ranks = node_of.len();
+        let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
+        let (mut tokens, mut rate, mut proxy) = (None, None, None);
+        match &model.policy {
+            Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
+            Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
+            Some(PolicySpec::Proxy { servers, tokens: behind }) => {
+                proxy = Some((Proxy::new(*servers, &node_of), *servers));
+                tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
+            }
+            None => {}
+        }
+        let servers = proxy.as_ref().map_or(0, |p| p.1 as usize);
+        NodeSim {
+            curves: model.nic.clone(),
+            nic: NicQueues::new(nodes, ranks + nodes * servers),
+            node_of,
+            tokens,
+            rate,
+            proxy,
+            admitted: U64Map::default(),
+            releases: Vec::new(),
+            free_releases: Vec::new(),
+            granted: Vec::new(),
+            waits: 0,
+        }
+    }
 }
 
 /// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
@@ -266,11 +347,30 @@ pub fn simulate_with_noise<'p, P: Program, F: FnMut(u64) -> bool>(
     opts: &Options,
     network: Option<Network>,
     noise: Option<&'p Noise>,
+    progress: F,
+) -> Option<SimResult> {
+    simulate_with_node(prog, par, opts, network, noise, None, progress)
+}
+
+/// As [`simulate_with_noise`], with the node model (NIC congestion, admission control) if given.
+/// Panics if `node` does not pass [`NodeModel::validate`].
+pub fn simulate_with_node<'p, P: Program, F: FnMut(u64) -> bool>(
+    prog: &'p P,
+    par: &Params,
+    opts: &Options,
+    network: Option<Network>,
+    noise: Option<&'p Noise>,
+    node: Option<&NodeModel>,
     mut progress: F,
 ) -> Option<SimResult> {
     let n = prog.num_ranks() as usize;
     let cpus = prog.num_cpus().max(1) as usize;
     let nics = prog.num_nics().max(1) as usize;
+    let node = node.map(|model| {
+        model.validate(network.is_some()).expect("a valid node model");
+        let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
+        NodeSim::new(model, node_of)
+    });
     let mut sim = Sim {
         prog,
         par: *par,
@@ -304,6 +404,7 @@ pub fn simulate_with_noise<'p, P: Program, F: FnMut(u64) -> bool>(
         noise,
         noise_charged: 0,
         msg_noise: U64Map::default(),
+        node,
     };
     for rank in 0..n as u32 {
         sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
@@ -358,7 +459,8 @@ impl<P: Program> Sim<'_, P> {
                 match e.host & KIND_MASK {
                     ARRIVAL => self.message(t, e),
                     FLOW_START => self.flow_start(t, e.data & !MSG_FLAG),
-                    _ => self.flow_done(t, e),
+                    FLOW_DONE => self.flow_done(t, e),
+                    _ => self.node_event(t, e),
                 }
             } else {
                 self.operation(t, e);
@@ -448,15 +550,33 @@ impl<P: Program> Sim<'_, P> {
                 if free > t {
                     return self.requeue(free, e);
                 }
+                // Node models apply to messages that leave the node: (through the shared NIC,
+                // through the proxy servers).
+                let (mut nic_path, mut proxied) = (false, false);
+                let mut held = 0;
+                if let Some(ns) = &self.node {
+                    if ns.node_of[h as usize] != ns.node_of[op.peer as usize] {
+                        (nic_path, proxied) = (ns.curves.is_some(), ns.proxy.is_some());
+                        match self.admit(t, e, op.size) {
+                            Admission::Now(tokens) => held = tokens,
+                            Admission::At(later) => return self.requeue(later, e),
+                            Admission::Parked => return,
+                        }
+                    }
+                }
                 self.start(h, i);
                 let k = self.par.costs(op.size);
                 let extra = op.size.saturating_sub(1);
+                let eager = op.size <= self.par.S;
                 // Between nodes of a network, the links carry the bytes instead of the NIC gap G.
                 let networked = self.net.as_ref().is_some_and(|net| !net.same_node(h, op.peer));
                 // The message leaves when the (possibly stretched) overhead o is done.
                 let sent = self.cpu_work(h, t, k.o);
                 self.clock[c] = self.cpu_bytes(h, sent, extra * k.O);
-                self.clock[n] = t + k.g + if networked { 0 } else { extra * k.G };
+                if !nic_path {
+                    // With NIC curves the node's shared NIC does this work instead (`nic_start`).
+                    self.clock[n] = t + k.g + if networked { 0 } else { extra * k.G };
+                }
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.clock[c]);
                 }
@@ -473,6 +593,9 @@ impl<P: Program> Sim<'_, P> {
                     injected: t,
                     arrived: sent + k.L,
                     networked,
+                    handed: sent,
+                    tokens: held,
+                    injector: h,
                     ..Message::default()
                 };
                 let id = match self.free_msgs.pop() {
@@ -489,12 +612,19 @@ impl<P: Program> Sim<'_, P> {
                     self.msg_noise.insert(id as u64, (sent - t - k.o, 0));
                 }
                 let key = self.new_key();
-                if networked {
+                if nic_path || proxied {
+                    self.queue.push(sent, Entry { key, host: NIC_ENQUEUE, data: MSG_FLAG | id });
+                } else if networked {
                     self.queue.push(sent, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
                 } else {
                     self.queue.push(sent + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
                 }
-                if op.size <= self.par.S {
+                if eager && held > 0 && !nic_path && !proxied {
+                    // Its tokens come back when the LogGOPS NIC is done with it.
+                    self.schedule_release(t + k.g + extra * k.G, h, held);
+                }
+                // With NIC curves an eager send completes when the shared NIC has injected it.
+                if eager && !nic_path {
                     self.done(h, i);
                 }
             }
@@ -606,6 +736,9 @@ impl<P: Program> Sim<'_, P> {
             self.clock[c] = self.clock[c].max(t);
             self.clock[n] = self.clock[n].max(t);
             self.done(m.src, m.send_op);
+            if m.tokens > 0 {
+                self.release(t, m.src, m.tokens);
+            }
         }
         if let Some(rec) = &mut self.records {
             let (send_noise, receive_noise) = self.msg_noise.remove(&(id as u64)).unwrap_or_default();
@@ -694,6 +827,196 @@ impl<P: Program> Sim<'_, P> {
             self.queue.push(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
         }
         self.rescheduled = moved;
+    }
+
+    /// Admission control of a send leaving its node (a send granted after waiting brings its
+    /// tokens; the proxy admits at its servers instead).
+    fn admit(&mut self, t: Time, e: Entry, size: u64) -> Admission {
+        let ns = self.node.as_mut().expect("admission needs the node model");
+        if let Some(tokens) = ns.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
+            return Admission::Now(tokens);
+        }
+        if ns.proxy.is_some() {
+            return Admission::Now(0);
+        }
+        if let Some(rate) = &mut ns.rate {
+            if let Err(at) = rate.admit(e.host, t) {
+                ns.waits += 1;
+                return Admission::At(at);
+            }
+        }
+        match &mut ns.tokens {
+            Some(pool) => match pool.request(ns.node_of[e.host as usize], e.host, size, e) {
+                Some(tokens) => Admission::Now(tokens),
+                None => Admission::Parked,
+            },
+            None => Admission::Now(0),
+        }
+    }
+
+    fn node_event(&mut self, t: Time, e: Entry) {
+        let id = e.data & !MSG_FLAG;
+        match e.host {
+            NIC_ENQUEUE => {
+                let ns = self.node.as_mut().expect("node events need the node model");
+                let m = &self.msgs[id as usize];
+                let node = ns.node_of[m.src as usize];
+                match &mut ns.proxy {
+                    Some((proxy, _)) => {
+                        proxy.push(node, m.src, id);
+                        self.proxy_dispatch(t, node);
+                    }
+                    None => self.nic_enqueue(t, id),
+                }
+            }
+            NIC_DONE => self.nic_done(t, id),
+            RELEASE => {
+                let ns = self.node.as_mut().expect("node events need the node model");
+                let (task, tokens) = ns.releases[id as usize];
+                ns.free_releases.push(id);
+                self.release(t, task, tokens);
+            }
+            _ => self.proxy_done(t, id),
+        }
+    }
+
+    /// Message `id` enters its node's NIC; its service starts now if the NIC was idle.
+    fn nic_enqueue(&mut self, t: Time, id: u32) {
+        let ns = self.node.as_mut().expect("NIC events need the node model");
+        let m = &self.msgs[id as usize];
+        let node = ns.node_of[m.src as usize];
+        if ns.nic.push(node, m.injector, id) {
+            self.nic_start(t, node);
+        }
+    }
+
+    /// The NIC of `node` starts injecting its oldest message at the rate its load allows now:
+    /// `(g + (s-1)G) / factor(active injectors, messages held)`.
+    fn nic_start(&mut self, t: Time, node: u32) {
+        let ns = self.node.as_ref().expect("NIC events need the node model");
+        let id = ns.nic.front(node).expect("a message to inject");
+        let (active, held) = ns.nic.load(node);
+        let m = self.msgs[id as usize];
+        let k = self.par.costs(m.size);
+        let nominal = k.g + m.size.saturating_sub(1) * k.G;
+        let factor = ns.curves.as_ref().expect("NIC queues run only with curves").factor(m.size, active, held);
+        let service = stretched(nominal, factor);
+        // Waiting for the shared NIC and its slowdown count as contention, like a busy link.
+        self.msgs[id as usize].link_delay = (t - m.handed + service).saturating_sub(nominal);
+        let key = self.new_key();
+        self.queue.push(t + service, Entry { key, host: NIC_DONE, data: MSG_FLAG | id });
+    }
+
+    /// The NIC injected message `id`: it travels L; an eager send completes and gives back its
+    /// tokens; the next message's service starts.
+    fn nic_done(&mut self, t: Time, id: u32) {
+        let m = self.msgs[id as usize];
+        let ns = self.node.as_mut().expect("NIC events need the node model");
+        let node = ns.node_of[m.src as usize];
+        ns.nic.pop(node, m.injector);
+        let more = ns.nic.front(node).is_some();
+        let k = self.par.costs(m.size);
+        self.msgs[id as usize].arrived = t + k.L;
+        let key = self.new_key();
+        self.queue.push(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+        if m.size <= self.par.S {
+            self.done(m.src, m.send_op);
+            if m.tokens > 0 {
+                self.release(t, m.src, m.tokens);
+            }
+        }
+        if more {
+            self.nic_start(t, node);
+        }
+    }
+
+    /// Free servers of `node` take the waiting messages, round robin over the tasks' queues (and
+    /// take their tokens first when tokens stand behind the servers). A server is busy `g` per
+    /// message.
+    fn proxy_dispatch(&mut self, t: Time, node: u32) {
+        let ns = self.node.as_mut().expect("proxy events need the node model");
+        let ranks = ns.node_of.len() as u32;
+        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
+        let msgs = &mut self.msgs;
+        loop {
+            let mut held = 0;
+            let tokens = &mut ns.tokens;
+            let Some((server, _, id)) = proxy.dispatch(node, |task, id| match tokens {
+                None => true,
+                Some(pool) => pool.try_take(node, task, msgs[id as usize].size).map(|k| held = k).is_some(),
+            }) else {
+                break;
+            };
+            let m = &mut msgs[id as usize];
+            m.tokens = held;
+            m.injector = ranks + node * *servers + server;
+            let key = self.next_key;
+            self.next_key += 1;
+            self.queue.push(t + self.par.costs(m.size).g, Entry { key, host: PROXY_DONE, data: MSG_FLAG | id });
+        }
+    }
+
+    /// A proxy server has injected message `id`: into the shared NIC (with curves), else on its
+    /// way as in LogGOPS; the server takes the next message.
+    fn proxy_done(&mut self, t: Time, id: u32) {
+        let m = self.msgs[id as usize];
+        let ns = self.node.as_mut().expect("proxy events need the node model");
+        let node = ns.node_of[m.src as usize];
+        let ranks = ns.node_of.len() as u32;
+        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
+        proxy.free_server(node, m.injector - ranks - node * *servers);
+        if ns.curves.is_some() {
+            self.nic_enqueue(t, id);
+        } else {
+            let k = self.par.costs(m.size);
+            let key = self.new_key();
+            if m.networked {
+                self.queue.push(t, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+            } else {
+                self.msgs[id as usize].arrived = t + k.L;
+                self.queue.push(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+            }
+            if m.tokens > 0 && m.size <= self.par.S {
+                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, m.tokens);
+            }
+        }
+        self.proxy_dispatch(t, node);
+    }
+
+    /// `task` gives back `tokens` at `at` (a RELEASE event).
+    fn schedule_release(&mut self, at: Time, task: u32, tokens: u64) {
+        let ns = self.node.as_mut().expect("tokens need the node model");
+        let slot = match ns.free_releases.pop() {
+            Some(slot) => {
+                ns.releases[slot as usize] = (task, tokens);
+                slot
+            }
+            None => {
+                ns.releases.push((task, tokens));
+                ns.releases.len() as u32 - 1
+            }
+        };
+        let key = self.new_key();
+        self.queue.push(at, Entry { key, host: RELEASE, data: MSG_FLAG | slot });
+    }
+
+    /// `task`'s send completed and gives back its tokens: the waiting sends they admit are issued
+    /// now, in ticket order, keeping their keys (or the proxy's servers resume).
+    fn release(&mut self, t: Time, task: u32, tokens: u64) {
+        let ns = self.node.as_mut().expect("tokens need the node model");
+        let node = ns.node_of[task as usize];
+        let mut granted = std::mem::take(&mut ns.granted);
+        granted.clear();
+        ns.tokens.as_mut().expect("a token pool").release(node, task, tokens, &mut granted);
+        if ns.proxy.is_some() {
+            ns.granted = granted;
+            return self.proxy_dispatch(t, node);
+        }
+        for &(entry, k) in &granted {
+            ns.admitted.insert((entry.host as u64) << 32 | entry.data as u64, k);
+            self.queue.push(t, entry);
+        }
+        ns.granted = granted;
     }
 
     #[inline]
@@ -797,6 +1120,7 @@ impl<P: Program> Sim<'_, P> {
             timeline: self.timeline.take(),
             links: self.net.as_ref().map(|n| n.stats().clone()),
             noise: self.noise_charged,
+            admission_waits: self.node.as_ref().map_or(0, |ns| ns.waits + ns.tokens.as_ref().map_or(0, |p| p.waits)),
         }
     }
 

@@ -16,15 +16,23 @@ PAPERS = {
     "noise": "Hoefler, 'Characterizing the Influence of System Noise on Large-Scale Parallel Applications': "
              "noise shape vs intensity from 2^4 to 2^20 ranks, network speed, co-scheduling, the pipelining "
              "error of looped broadcasts, and Beckman's and Ferreira's injection results",
+    "congestion": "Luo, Panda, Ibrahim, Iancu, 'Congestion Avoidance on Manycore HPC Systems': concurrency and rate "
+                  "congestion (Figures 1, 2), thresholds tuned, all-to-all and RandomAccess with token and proxy "
+                  "throttling, on InfiniBand-like and Gemini-like presets",
 }
 # The experiments module of each paper (its run_reproduction) and what its report says first.
-EXPERIMENTS = {"topology": "contend.experiments.topology", "noise": "contend.experiments.noise"}
+EXPERIMENTS = {"topology": "contend.experiments.topology", "noise": "contend.experiments.noise",
+               "congestion": "contend.experiments.congestion"}
 INTRODUCTIONS = {
     "topology": "Latency is per message: from the send being ready to the data being available at the receiver, "
                 "the mean over the benchmark's messages.",
     "noise": "A collective starts at time 0 on every rank; its time is the makespan (the last rank done). Noise "
              "stretches CPU work (calc and o) as docs/models.md ('Noise') defines; periodic detours, each rank at a "
              "seeded phase unless co-scheduled.",
+    "congestion": "Two nodes; a node's throughput is its bytes sent over the makespan. The presets' NIC curves are shaped "
+                  "after the seed's Figures 1 and 2 (docs/models.md, 'NIC congestion and admission control'), so Figures 1 "
+                  "and 2 check that the engine carries the shapes through; the all-to-all, RandomAccess and tuning are the "
+                  "consequences.",
 }
 
 

@@ -36,6 +36,11 @@ def register(subparsers) -> None:
                         help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
                         "slow with many messages in flight) or packet (round robin per link, cost per packet)")
     add_noise_options(parser)
+    node = parser.add_argument_group("NIC congestion and admission control",
+                                     "The machine's [nic] curves apply; these replace its [throttle].")
+    node.add_argument("--throttle", metavar="SPEC",
+                      help="token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
+    node.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a node (its NIC and token pool)")
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
@@ -83,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             **parameter_overrides(args),
             sharing=args.sharing,
             noise=noise if noise is not None else False,
+            throttle=args.throttle,
+            ranks_per_node=args.ranks_per_node,
             records=args.records is not None or args.timeline is not None,  # flows in the trace need records
             timeline=args.timeline is not None,
             progress=progress,

@@ -1,0 +1,239 @@
+//! Inline token throttling: each node has a pool of tokens; a message takes one token (or one per
+//! `size_per_token` bytes) before it is injected and gives them back when its send completes.
+//! Requests that cannot be served wait in a FIFO of tickets: the head is served first, always, so
+//! no task starves (a later small request never overtakes an earlier large one).
+//!
+//! The seed's Algorithm 1 thresholds act as a count-based predictor on the same tickets: a message
+//! is admitted only while a new core would not make CCT[size] or more cores active, fewer than
+//! NRCT[size] messages are in flight on the node, and its task has fewer than
+//! CRCT[active cores][size] in flight.
+
+use std::collections::VecDeque;
+
+/// The Algorithm 1 thresholds for messages of at most `up_to` bytes (the last class: all larger).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Thresholds {
+    pub up_to: u64,
+    /// Concurrency congestion threshold: cores that may have messages in flight at once.
+    pub cct: u32,
+    /// Node rate congestion threshold: messages in flight per node.
+    pub nrct: u32,
+    /// Core rate congestion threshold: (active cores, messages in flight per core), by increasing
+    /// cores; the entry with the most cores not above the active count applies (the first below it).
+    pub crct: Vec<(u32, u32)>,
+}
+
+impl Thresholds {
+    fn crct_at(&self, active: u32) -> u32 {
+        let i = self.crct.partition_point(|&(cores, _)| cores <= active);
+        self.crct[i.saturating_sub(1)].1
+    }
+}
+
+/// A token pool and/or thresholds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenSpec {
+    /// Tokens per node (None: only the thresholds limit).
+    pub tokens: Option<u64>,
+    /// A message takes ceil(bytes / size_per_token) tokens (at least 1, at most the pool); 0: one.
+    pub size_per_token: u64,
+    pub thresholds: Vec<Thresholds>,
+}
+
+impl TokenSpec {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tokens == Some(0) {
+            return Err("token: tokens must be at least 1 (zero tokens would never admit a message)".into());
+        }
+        if self.tokens.is_none() && self.thresholds.is_empty() {
+            return Err("token: give tokens, thresholds or both".into());
+        }
+        if self.size_per_token > 0 && self.tokens.is_none() {
+            return Err("token: size_per_token needs a token pool (tokens)".into());
+        }
+        if self.thresholds.windows(2).any(|w| w[1].up_to <= w[0].up_to) {
+            return Err("token: threshold classes must be in increasing up_to".into());
+        }
+        for t in &self.thresholds {
+            if t.cct == 0 || t.nrct == 0 {
+                return Err(format!("token: class up to {} bytes: cct and nrct must be at least 1", t.up_to));
+            }
+            if t.crct.is_empty() || t.crct.iter().any(|&(_, m)| m == 0) || t.crct.windows(2).any(|w| w[1].0 <= w[0].0) {
+                return Err(format!(
+                    "token: class up to {} bytes: crct must be [active cores, messages >= 1] pairs in increasing cores",
+                    t.up_to
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Ticket<T> {
+    task: u32,
+    size: u64,
+    need: u64,
+    payload: T,
+}
+
+/// The pools and ticket lines of all nodes, and what is in flight per node and per task.
+pub struct TokenPool<T> {
+    spec: TokenSpec,
+    used: Vec<u64>,
+    in_flight: Vec<u32>,
+    active: Vec<u32>,
+    per_task: Vec<u32>,
+    tickets: Vec<VecDeque<Ticket<T>>>,
+    /// Requests that had to wait for their tokens.
+    pub waits: u64,
+}
+
+impl<T> TokenPool<T> {
+    pub fn new(spec: TokenSpec, nodes: usize, tasks: usize) -> TokenPool<T> {
+        TokenPool {
+            spec,
+            used: vec![0; nodes],
+            in_flight: vec![0; nodes],
+            active: vec![0; nodes],
+            per_task: vec![0; tasks],
+            tickets: (0..nodes).map(|_| VecDeque::new()).collect(),
+            waits: 0,
+        }
+    }
+
+    /// Tokens a message of `size` bytes takes.
+    pub fn need(&self, size: u64) -> u64 {
+        match self.spec.tokens {
+            Some(pool) if self.spec.size_per_token > 0 => size.div_ceil(self.spec.size_per_token).clamp(1, pool),
+            _ => 1,
+        }
+    }
+
+    fn fits(&self, node: u32, task: u32, size: u64, need: u64) -> bool {
+        let n = node as usize;
+        if self.spec.tokens.is_some_and(|pool| self.used[n] + need > pool) {
+            return false;
+        }
+        if self.spec.thresholds.is_empty() {
+            return true;
+        }
+        let i = self.spec.thresholds.partition_point(|t| t.up_to < size).min(self.spec.thresholds.len() - 1);
+        let th = &self.spec.thresholds[i];
+        let mine = self.per_task[task as usize];
+        let active_after = self.active[n] + (mine == 0) as u32;
+        !(mine == 0 && self.active[n] >= th.cct) && self.in_flight[n] < th.nrct && mine < th.crct_at(active_after)
+    }
+
+    fn take(&mut self, node: u32, task: u32, need: u64) {
+        let n = node as usize;
+        self.used[n] += need;
+        self.in_flight[n] += 1;
+        self.per_task[task as usize] += 1;
+        if self.per_task[task as usize] == 1 {
+            self.active[n] += 1;
+        }
+    }
+
+    /// A message of `task` asks to be injected: its tokens if granted now (nobody waiting and they
+    /// fit), else None and `payload` waits in line until [`TokenPool::release`] hands it back.
+    pub fn request(&mut self, node: u32, task: u32, size: u64, payload: T) -> Option<u64> {
+        let need = self.need(size);
+        if self.tickets[node as usize].is_empty() && self.fits(node, task, size, need) {
+            self.take(node, task, need);
+            return Some(need);
+        }
+        self.waits += 1;
+        self.tickets[node as usize].push_back(Ticket { task, size, need, payload });
+        None
+    }
+
+    /// Takes the tokens at once if they fit, without a ticket (the proxy's servers, which already
+    /// serve the tasks in turn); None if they do not.
+    pub fn try_take(&mut self, node: u32, task: u32, size: u64) -> Option<u64> {
+        let need = self.need(size);
+        self.fits(node, task, size, need).then(|| {
+            self.take(node, task, need);
+            need
+        })
+    }
+
+    /// A message of `task` that held `tokens` completed: gives them back and grants the waiting
+    /// tickets, head first, while they fit; appends (payload, tokens) of each grant to `granted`.
+    pub fn release(&mut self, node: u32, task: u32, tokens: u64, granted: &mut Vec<(T, u64)>) {
+        let n = node as usize;
+        self.used[n] -= tokens;
+        self.in_flight[n] -= 1;
+        self.per_task[task as usize] -= 1;
+        if self.per_task[task as usize] == 0 {
+            self.active[n] -= 1;
+        }
+        while let Some(head) = self.tickets[n].front() {
+            if !self.fits(node, head.task, head.size, head.need) {
+                break;
+            }
+            let t = self.tickets[n].pop_front().expect("head exists");
+            self.take(node, t.task, t.need);
+            granted.push((t.payload, t.need));
+        }
+    }
+
+    /// Messages in flight on `node` (admitted, not yet released).
+    pub fn in_flight(&self, node: u32) -> u32 {
+        self.in_flight[node as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(tokens: u64, size_per_token: u64) -> TokenPool<u32> {
+        TokenPool::new(TokenSpec { tokens: Some(tokens), size_per_token, thresholds: vec![] }, 1, 4)
+    }
+
+    #[test]
+    fn tickets_are_served_in_order_and_a_large_request_is_not_overtaken() {
+        let mut p = pool(4, 100);
+        assert_eq!(p.request(0, 0, 300, 1), Some(3));
+        assert_eq!(p.request(0, 1, 400, 2), None); // needs the whole pool
+        assert_eq!(p.request(0, 2, 50, 3), None); // would fit, but a ticket is ahead of it
+        let mut granted = Vec::new();
+        p.release(0, 0, 3, &mut granted);
+        assert_eq!(granted, vec![(2, 4)]);
+        granted.clear();
+        p.release(0, 1, 4, &mut granted);
+        assert_eq!(granted, vec![(3, 1)]);
+        assert_eq!(p.need(0), 1);
+        assert_eq!(p.need(1_000_000), 4);
+    }
+
+    #[test]
+    fn thresholds_limit_cores_node_and_core_counts() {
+        let spec = |nrct| TokenSpec { tokens: None, size_per_token: 0, thresholds: vec![Thresholds { up_to: u64::MAX, cct: 2, nrct, crct: vec![(1, 3), (2, 1)] }] };
+        let mut p: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
+        assert_eq!(p.request(0, 0, 8, 0), Some(1)); // one core active: up to 3 per core
+        assert_eq!(p.request(0, 0, 8, 1), Some(1));
+        assert_eq!(p.request(0, 1, 8, 2), Some(1)); // a second core may join (fewer than CCT = 2 active)
+        let mut p2: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
+        p2.request(0, 0, 8, 0);
+        p2.request(0, 1, 8, 1);
+        assert_eq!(p2.request(0, 2, 8, 2), None); // a third core would reach CCT
+        let mut p3: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
+        p3.request(0, 0, 8, 0);
+        p3.request(0, 1, 8, 1);
+        assert_eq!(p3.request(0, 0, 8, 2), None); // two cores active: CRCT[2] = 1 per core
+        let mut p4: TokenPool<u32> = TokenPool::new(spec(2), 1, 4);
+        p4.request(0, 0, 8, 0);
+        p4.request(0, 0, 8, 1);
+        assert_eq!(p4.request(0, 1, 8, 2), None); // NRCT = 2 in flight on the node
+        let mut granted = Vec::new();
+        p4.release(0, 0, 1, &mut granted);
+        assert_eq!(granted, vec![(2, 1)]);
+    }
+
+    #[test]
+    fn zero_tokens_and_empty_specs_are_refused() {
+        assert!(TokenSpec { tokens: Some(0), size_per_token: 0, thresholds: vec![] }.validate().unwrap_err().contains("at least 1"));
+        assert!(TokenSpec { tokens: None, size_per_token: 0, thresholds: vec![] }.validate().is_err());
+    }
+}

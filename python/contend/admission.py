@@ -1,0 +1,165 @@
+"""Admission control in the engine: the ``[throttle]`` table of a machine file and ``contend sim
+--throttle``, validated into the engine's ``params["node"]["policy"]``; and the configuration file of
+the native throttle library (docs/formats.md), which ``contend tune`` writes.
+
+Keys shared with the native library's configuration keep its names and meaning (policy, tokens,
+size_per_token, gap_ns, stall_ms); the engine adds the proxy's servers and the seed's Algorithm 1
+thresholds::
+
+    [throttle]
+    policy = "token"        # token | rate | proxy | none
+    tokens = 20             # token (and proxy, behind the servers): tokens per node
+    size_per_token = 0      # a message takes ceil(bytes / size_per_token) tokens; 0: one per message
+    gap_ns = 2000           # rate: least time between two injections of a task
+    servers = 8             # proxy: servers per node
+    stall_ms = 100          # native library only (the engine has no stall escape)
+    ranks_per_node = 32     # when neither [topology] nor [nic] gives it
+
+    [[throttle.class]]      # Algorithm 1 thresholds for messages of at most up_to bytes (the last
+    up_to = "4KiB"          #   class also takes every larger message)
+    cct = 20                # concurrency congestion threshold: cores active at once
+    nrct = 32               # node rate congestion threshold: messages in flight per node
+    crct = [[1, 32], [20, 1]]   # [active cores, messages in flight per core]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from contend.atomic import atomic_path
+from contend.engine import engine, user_errors
+from contend.errors import UserError
+from contend.quantities import parse_bytes, parse_count
+
+POLICIES = ("token", "rate", "proxy", "none")
+KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
+APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {"gap_ns"},
+           "proxy": {"servers", "tokens", "size_per_token", "class"}, "none": set()}
+CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
+MAX_BYTES = 2**64 - 1
+
+
+def policy_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any] | None:
+    """The engine's policy from a ``[throttle]`` table (None for policy "none"); ``where(key)``
+    locates a key ("file:line: [throttle] key") for errors."""
+    if not isinstance(table, dict):
+        raise UserError(f"{where('')}: [throttle] must be a table")
+    for key in table:
+        if key not in KEYS:
+            raise UserError(f"{where(key)}: unknown key {key!r}; known: {', '.join(KEYS)}")
+    policy = table.get("policy")
+    if policy not in POLICIES:
+        raise UserError(f"{where('policy')}: unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+    for key in table:
+        if key not in APPLIES[policy] | {"policy", "ranks_per_node"}:
+            raise UserError(f"{where(key)}: {key} does not apply to policy {policy!r}")
+    if policy == "none":
+        return None
+    if policy == "rate":
+        if "gap_ns" not in table:
+            raise UserError(f"{where('')}: policy 'rate' needs gap_ns")
+        gap = _count(table, "gap_ns", where, minimum=1)
+        return {"kind": "rate", "gap": gap * 1000}
+    out: dict[str, Any] = {"kind": policy}
+    if "tokens" in table:
+        out["tokens"] = _count(table, "tokens", where, minimum=1)
+    if "size_per_token" in table:
+        out["size_per_token"] = _count(table, "size_per_token", where, minimum=0)
+        if out["size_per_token"] and "tokens" not in out:
+            raise UserError(f"{where('size_per_token')}: size_per_token needs tokens")
+    if "class" in table:
+        out["thresholds"] = _thresholds(table["class"], where)
+    if policy == "token" and "tokens" not in out and "thresholds" not in out:
+        raise UserError(f"{where('')}: policy 'token' needs tokens or [[throttle.class]] thresholds")
+    if policy == "proxy":
+        if "servers" not in table:
+            raise UserError(f"{where('')}: policy 'proxy' needs servers")
+        out["servers"] = _count(table, "servers", where, minimum=1)
+    return out
+
+
+def _thresholds(classes: Any, where) -> list[dict[str, Any]]:
+    if not isinstance(classes, list) or not classes:
+        raise UserError(f"{where('class')}: expected [[throttle.class]] tables")
+    out = []
+    for number, entry in enumerate(classes, start=1):
+        name = f"{where('class')}: [[throttle.class]] #{number}"
+        if not isinstance(entry, dict):
+            raise UserError(f"{name} must be a table")
+        for key in entry:
+            if key not in CLASS_KEYS:
+                raise UserError(f"{name}: unknown key {key!r}; known: {', '.join(CLASS_KEYS)}")
+        for key in ("cct", "nrct", "crct"):
+            if key not in entry:
+                raise UserError(f"{name} needs {key}")
+        crct = entry["crct"]
+        if (not isinstance(crct, list) or not crct
+                or not all(isinstance(p, list) and len(p) == 2 and all(_is_int(v, 1) for v in p) for p in crct)
+                or any(b[0] <= a[0] for a, b in zip(crct, crct[1:]))):
+            raise UserError(f"{name} crct: expected [[active cores, messages >= 1], ...] in increasing cores, "
+                            f"got {crct!r}")
+        cls = {"up_to": parse_bytes(entry["up_to"], f"{name} up_to") if "up_to" in entry else MAX_BYTES,
+               "cct": parse_count(entry["cct"], f"{name} cct", minimum=1, maximum=2**32 - 1),
+               "nrct": parse_count(entry["nrct"], f"{name} nrct", minimum=1, maximum=2**32 - 1),
+               "crct": crct}
+        out.append(cls)
+    out.sort(key=lambda c: c["up_to"])
+    if any(a["up_to"] == b["up_to"] for a, b in zip(out, out[1:])):
+        raise UserError(f"{where('class')}: two [[throttle.class]] tables have the same up_to")
+    return out
+
+
+def parse_spec(spec: str) -> dict[str, Any] | None:
+    """``--throttle``: ``token:TOKENS[:SIZE_PER_TOKEN]``, ``rate:GAP`` (a time, bare numbers ns),
+    ``proxy:SERVERS[:TOKENS]`` or ``none``.
+
+    >>> parse_spec("token:20"), parse_spec("rate:2us"), parse_spec("proxy:8:16")
+    ({'kind': 'token', 'tokens': 20}, {'kind': 'rate', 'gap': 2000000}, {'kind': 'proxy', 'servers': 8, 'tokens': 16})
+    """
+    where = f"--throttle {spec}"
+    kind, *values = spec.split(":")
+    if kind == "none" and not values:
+        return None
+    if kind == "token" and 1 <= len(values) <= 2:
+        out = {"kind": "token", "tokens": parse_count(values[0], f"{where}: tokens", minimum=1)}
+        if len(values) == 2:
+            out["size_per_token"] = parse_bytes(values[1], f"{where}: size per token")
+        return out
+    if kind == "rate" and len(values) == 1:
+        with user_errors(f"{where}: gap"):
+            gap = engine().parse_time(values[0])
+        if gap == 0:
+            raise UserError(f"{where}: the gap must be larger than 0")
+        return {"kind": "rate", "gap": gap}
+    if kind == "proxy" and 1 <= len(values) <= 2:
+        out = {"kind": "proxy", "servers": parse_count(values[0], f"{where}: servers", minimum=1)}
+        if len(values) == 2:
+            out["tokens"] = parse_count(values[1], f"{where}: tokens", minimum=1)
+        return out
+    raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
+
+
+def native_config(tokens: int, size_per_token: int = 0, comment: str = "") -> str:
+    """The text of a native throttle configuration (docs/formats.md) for the token policy."""
+    lines = ["# contend throttle configuration"] + [f"# {line}" for line in comment.splitlines()]
+    lines += ["policy = token", f"tokens = {tokens}"]
+    if size_per_token:
+        lines.append(f"size_per_token = {size_per_token}")
+    return "\n".join(lines) + "\n"
+
+
+def write_native_config(path: str | Path, text: str) -> None:
+    with atomic_path(Path(path)) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _count(table: Mapping[str, Any], key: str, where, *, minimum: int) -> int:
+    value = table[key]
+    if not _is_int(value, minimum) or value >= 2**63:
+        raise UserError(f"{where(key)}: expected an integer >= {minimum}, got {value!r}")
+    return value

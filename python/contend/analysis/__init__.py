@@ -1,0 +1,1 @@
+"""Analyses built on simulations and measurements: NIC sweeps and threshold tuning."""

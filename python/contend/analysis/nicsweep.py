@@ -1,0 +1,171 @@
+"""The seed's NIC microbenchmarks (Luo et al., seed 003, Section 4) as GOAL schedules, simulated point
+by point: two nodes, every active core sends to its partner core on the other node and back.
+
+- ``concurrency``: ``cores`` cores per node active, blocking (one message in flight per core).
+- ``outstanding``: ``cores`` cores per node active, each with ``outstanding`` messages in flight: it
+  posts that many, waits for all of them, and starts the next round (the seed's Figure 2).
+- ``random_access``: fine-grained updates (16 bytes) to random ranks on other nodes, ``outstanding``
+  in flight per core (1: blocking), as HPC RandomAccess does.
+
+Throughput is a node's bytes sent over the makespan. A sweep returns a DataFrame with the columns of
+``contend.bench.nic.sweep_table`` (source, experiment, size, active_cores, outstanding,
+throughput_Bps, msg_rate), with ``source = "engine"``. Points run in parallel: over MPI ranks under
+``mpiexec`` (mpi4py), over local processes otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+COLUMNS = ("source", "experiment", "size", "active_cores", "outstanding", "throughput_Bps", "msg_rate")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One benchmark run: ``experiment`` (concurrency, outstanding, random-access) on 2 nodes of
+    ``ranks_per_node`` ranks, ``cores`` active per node, ``outstanding`` per core, ``count`` messages
+    per core of ``size`` bytes, under ``throttle`` (a spec or engine policy dict, None: the machine's)."""
+
+    experiment: str
+    ranks_per_node: int
+    cores: int
+    outstanding: int
+    size: int
+    count: int
+    throttle: Any = None
+
+
+def goal_text(p: Point, seed: int = 0) -> str:
+    """The GOAL schedule of a point (rounds of ``outstanding`` sends, a zero calc between rounds)."""
+    ranks = 2 * p.ranks_per_node
+    active = [r for node in (0, 1) for r in range(node * p.ranks_per_node, node * p.ranks_per_node + p.cores)]
+    if p.experiment == "random-access":
+        rng = random.Random(seed)
+        dests = {r: [(r // p.ranks_per_node ^ 1) * p.ranks_per_node + rng.randrange(p.cores) for _ in range(p.count)]
+                 for r in active}
+        incoming = {r: 0 for r in range(ranks)}
+        for targets in dests.values():
+            for d in targets:
+                incoming[d] += 1
+    else:
+        partner = {r: (r + p.ranks_per_node) % ranks for r in active}
+        dests = {r: [partner[r]] * p.count for r in active}
+        incoming = {r: (p.count if r in partner else 0) for r in range(ranks)}
+    window = max(1, p.outstanding)
+    out = [f"num_ranks {ranks}\n"]
+    for r in range(ranks):
+        lines = [f"rank {r} {{\n"]
+        source = -1 if p.experiment == "random-access" else (r + p.ranks_per_node) % ranks
+        lines += [f"  r{j}: recv {p.size}b from {source}\n" for j in range(incoming[r])]
+        for j, d in enumerate(dests.get(r, ())):
+            lines.append(f"  s{j}: send {p.size}b to {d}\n")
+            if j >= window and j % window == 0:
+                k = j // window
+                lines.append(f"  w{k}: calc 0\n")
+                lines += [f"  w{k} requires s{i}\n" for i in range(j - window, j)]
+            if j >= window:
+                lines.append(f"  s{j} requires w{j // window}\n")
+        lines.append("}\n")
+        out += lines
+    return "".join(out)
+
+
+def run_point(machine: Any, p: Point) -> dict[str, Any]:
+    """Simulate one point; its row of the sweep table."""
+    from contend.simulate import simulate
+
+    with tempfile.TemporaryDirectory(prefix="contend-nic-") as tmp:
+        path = Path(tmp) / "point.goal"
+        path.write_text(goal_text(p), encoding="utf-8")
+        r = simulate(path, machine=machine, throttle=p.throttle)
+    if r.deadlock is not None:
+        raise RuntimeError(f"{p}: the benchmark deadlocked")
+    seconds = r.makespan * 1e-9
+    messages = p.cores * p.count  # per node
+    return {"source": "engine", "experiment": p.experiment, "size": p.size, "active_cores": p.cores,
+            "outstanding": p.outstanding, "throughput_Bps": messages * p.size / seconds,
+            "msg_rate": messages / seconds, "makespan_ns": float(r.makespan),
+            "admission_waits": r.admission_waits}
+
+
+def _run_star(args):
+    return run_point(*args)
+
+
+def under_mpi() -> bool:
+    """Launched by mpiexec with more than one rank (and mpi4py importable)."""
+    size = next((os.environ[k] for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE") if k in os.environ), "1")
+    if int(size) <= 1:
+        return False
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def sweep(machine: Any, points: Sequence[Point], *, workers: int | None = None,
+          progress: Callable[[int, int], None] | None = None):
+    """Simulate ``points``; a DataFrame in their order. Under mpiexec the ranks share the points
+    (round robin) and every rank gets the whole table; otherwise ``workers`` local processes
+    (default: 2, at most the CPUs)."""
+    import pandas as pd
+
+    if under_mpi():
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD
+        mine = [(i, run_point(machine, p)) for i, p in enumerate(points) if i % comm.size == comm.rank]
+        gathered = comm.allgather(mine)
+        rows = [row for _, row in sorted((pair for part in gathered for pair in part), key=lambda x: x[0])]
+        if progress:
+            progress(len(points), len(points))
+        return pd.DataFrame(rows)
+    workers = workers or min(2, os.cpu_count() or 1)
+    rows: list[dict[str, Any]] = []
+    if workers <= 1 or len(points) <= 1:
+        for i, p in enumerate(points):
+            rows.append(run_point(machine, p))
+            if progress:
+                progress(i + 1, len(points))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for i, row in enumerate(pool.map(_run_star, [(machine, p) for p in points])):
+                rows.append(row)
+                if progress:
+                    progress(i + 1, len(points))
+    return pd.DataFrame(rows)
+
+
+def is_root() -> bool:
+    """Whether this process writes the outputs: rank 0 under mpiexec, always otherwise."""
+    if not under_mpi():
+        return True
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD.rank == 0
+
+
+def core_steps(ranks_per_node: int, step: int) -> list[int]:
+    """1, 2, then every ``step`` cores up to all of them."""
+    return sorted({1, 2, *range(step, ranks_per_node + 1, step), ranks_per_node} & set(range(1, ranks_per_node + 1)))
+
+
+def powers_of_two(limit: int) -> list[int]:
+    return [2**k for k in range(limit.bit_length()) if 2**k <= limit]
+
+
+def concurrency_points(rpn: int, sizes: Iterable[int], step: int, count: int, throttle: Any = None) -> list[Point]:
+    return [Point("concurrency", rpn, c, 1, s, count, throttle) for s in sizes for c in core_steps(rpn, step)]
+
+
+def outstanding_points(rpn: int, sizes: Iterable[int], cores: Iterable[int], max_outstanding: int, count: int,
+                       throttle: Any = None) -> list[Point]:
+    return [Point("outstanding", rpn, c, d, s, max(count, d), throttle)
+            for s in sizes for c in cores for d in powers_of_two(max_outstanding)]

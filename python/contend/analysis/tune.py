@@ -1,0 +1,112 @@
+"""``contend tune``: derive the seed's congestion thresholds and a token count from NIC sweeps (the
+seed did this by hand, Section 7), and write them as a machine file's ``[throttle]`` and as a
+configuration of the native throttle library.
+
+The rule, with tolerance X (default 5%), for each message size s swept:
+
+- CCT[s]: the largest number of active cores (blocking, one message per core) whose node throughput
+  is within X of the best over all core counts.
+- NRCT[s]: with all cores of the node active, the largest outstanding count per core D whose
+  throughput is within X of the best over D; NRCT = cores x D (messages per node).
+- CRCT[c][s]: for c in {1, CCT[s], all cores}, the largest D within X of the best at c cores.
+- tokens: min over sizes of min(NRCT[s], CCT[s] x CRCT[CCT[s]][s]): a one-token-per-message pool
+  that keeps both the active cores and the messages in flight at or below their thresholds.
+
+Largest-within-X (not the arg max) because below the knee a flat curve's maximum is noise: the
+threshold is where the loss starts, and a little slack costs nothing there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contend.analysis.nicsweep import concurrency_points, core_steps, outstanding_points, sweep
+
+DEFAULT_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class TuneScale:
+    sizes: tuple[int, ...]
+    core_step: int
+    max_outstanding: int
+    count: int
+
+
+FULL = TuneScale(sizes=(64, 1024, 8192), core_step=4, max_outstanding=64, count=64)
+QUICK = TuneScale(sizes=(1024,), core_step=4, max_outstanding=16, count=16)
+
+
+@dataclass
+class Tuned:
+    """Thresholds per size (sorted), the token count and the sweep behind them."""
+
+    ranks_per_node: int
+    tolerance: float
+    cct: dict[int, int] = field(default_factory=dict)
+    nrct: dict[int, int] = field(default_factory=dict)
+    crct: dict[int, list[list[int]]] = field(default_factory=dict)
+    tokens: int = 0
+    table: Any = None
+
+    def throttle_table(self) -> dict[str, Any]:
+        """The ``[throttle]`` table: a token pool and one threshold class per size swept (the
+        largest class also takes every larger message)."""
+        sizes = sorted(self.cct)
+        classes = [{"up_to": s, "cct": self.cct[s], "nrct": self.nrct[s], "crct": self.crct[s]} for s in sizes[:-1]]
+        last = sizes[-1]
+        classes.append({"cct": self.cct[last], "nrct": self.nrct[last], "crct": self.crct[last]})
+        return {"policy": "token", "tokens": self.tokens, "ranks_per_node": self.ranks_per_node, "class": classes}
+
+    def engine_policy(self) -> dict[str, Any]:
+        from contend.admission import policy_params
+
+        return policy_params(self.throttle_table(), lambda key: f"tuned [throttle] {key}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ranks_per_node": self.ranks_per_node, "tolerance": self.tolerance,
+                "cct": self.cct, "nrct": self.nrct, "crct": self.crct, "tokens": self.tokens}
+
+
+def largest_within(xs, ys, tolerance: float) -> int:
+    """The largest x whose y is within ``tolerance`` of the best y."""
+    best = max(ys)
+    return int(max(x for x, y in zip(xs, ys) if y >= (1 - tolerance) * best))
+
+
+def tune(machine: Any, ranks_per_node: int, scale: TuneScale = FULL, tolerance: float = DEFAULT_TOLERANCE,
+         progress=None, workers: int | None = None) -> Tuned:
+    """Sweep on ``machine`` (simulated) and derive the thresholds."""
+    import pandas as pd
+
+    rpn = ranks_per_node
+    first = concurrency_points(rpn, scale.sizes, scale.core_step, scale.count) + \
+        outstanding_points(rpn, scale.sizes, [1, rpn], scale.max_outstanding, scale.count)
+    table = sweep(machine, first, workers=workers, progress=progress)
+    out = Tuned(ranks_per_node=rpn, tolerance=tolerance)
+    conc = table[table.experiment == "concurrency"]
+    for s in scale.sizes:
+        rows = conc[conc["size"] == s]
+        out.cct[s] = largest_within(rows.active_cores, rows.throughput_Bps, tolerance)
+    # The CRCT row at CCT cores needs its own sweep, now that CCT is known.
+    second = [p for s in scale.sizes if out.cct[s] not in (1, rpn)
+              for p in outstanding_points(rpn, [s], [out.cct[s]], scale.max_outstanding, scale.count)]
+    if second:
+        table = pd.concat([table, sweep(machine, second, workers=workers, progress=progress)], ignore_index=True)
+    outs = table[table.experiment == "outstanding"]
+    for s in scale.sizes:
+        best_d = {}
+        for c in sorted({1, out.cct[s], rpn}):
+            rows = outs[(outs["size"] == s) & (outs.active_cores == c)]
+            best_d[c] = largest_within(rows.outstanding, rows.throughput_Bps, tolerance)
+        out.nrct[s] = rpn * best_d[rpn]
+        out.crct[s] = [[c, best_d[c]] for c in sorted(best_d)]
+    out.tokens = min(min(out.nrct[s], out.cct[s] * dict(map(tuple, out.crct[s]))[out.cct[s]]) for s in scale.sizes)
+    out.table = table
+    return out
+
+
+def steps(ranks_per_node: int, scale: TuneScale) -> list[int]:
+    """The core counts the concurrency sweep visits."""
+    return core_steps(ranks_per_node, scale.core_step)

@@ -1,0 +1,111 @@
+"""``contend tune``: sweep a machine's NIC (simulated on its machine file), derive the congestion
+thresholds and token count (contend.analysis.tune), and write them as a machine file with a
+``[throttle]`` table and as a configuration file of the native throttle library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+from contend.atomic import atomic_path, output_directory
+from contend.errors import UserError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "tune", help="derive congestion thresholds and token counts from NIC sweeps",
+        description="Run the seed's NIC sweeps (active cores x size, outstanding messages per core) on a machine "
+        "file's engine model, derive CCT, NRCT, CRCT and a token count (docs/models.md, 'NIC congestion and "
+        "admission control'), and write DIR/machine.toml (the machine with a [throttle] table), DIR/throttle.conf "
+        "(for libcontend-throttle.so), DIR/sweep.csv and DIR/tune.json. Under mpiexec the sweep points are shared "
+        "among the ranks; otherwise among local processes.",
+    )
+    parser.add_argument("--machine", metavar="NAME|FILE.toml", required=True, help="machine preset or file to tune")
+    parser.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a NIC (default: the machine's)")
+    parser.add_argument("--tolerance", metavar="X", default="0.05",
+                        help="a threshold is the largest setting within X of the best throughput (default 0.05)")
+    parser.add_argument("--quick", action="store_true", help="one size, fewer points (seconds)")
+    parser.add_argument("--workers", metavar="N", help="local processes (default 2)")
+    parser.add_argument("-o", "--output", metavar="DIR", default="tune-output", help="output directory")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from contend.admission import native_config, write_native_config
+    from contend.analysis.nicsweep import is_root
+    from contend.analysis.tune import FULL, QUICK, tune
+    from contend.machine import load_machine
+    from contend.quantities import parse_count
+
+    machine = load_machine(args.machine)
+    if args.ranks_per_node is not None:
+        rpn = parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=4096)
+    elif machine.node is not None:
+        rpn = machine.node["ranks_per_node"]
+    else:
+        raise UserError(f"{machine.path}: the machine says nothing of its nodes; give --ranks-per-node "
+                        "(or a [nic] table with ranks_per_node)")
+    try:
+        tolerance = float(args.tolerance)
+    except ValueError:
+        tolerance = -1.0
+    if not 0 <= tolerance < 1:
+        raise UserError(f"--tolerance: expected a number in [0, 1), got {args.tolerance!r}")
+    workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
+    root = is_root()
+    out = output_directory(args.output, "-o") if root else None
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("[bold]sweeping"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
+                  TimeElapsedColumn(), console=console, transient=True, disable=not root) as bar:
+        task = bar.add_task("sweep", total=None)
+        tuned = tune(machine, rpn, QUICK if args.quick else FULL, tolerance,
+                     progress=lambda done, total: bar.update(task, completed=done, total=total), workers=workers)
+    if not root:
+        return 0
+    table = Table(title=f"contend tune: {machine.name}, {rpn} ranks per node, tolerance {tolerance:g}")
+    for column in ("size (B)", "CCT (cores)", "NRCT (msgs/node)", "CRCT [cores, msgs/core]"):
+        table.add_column(column, justify="right")
+    for s in sorted(tuned.cct):
+        table.add_row(str(s), str(tuned.cct[s]), str(tuned.nrct[s]), " ".join(f"[{c},{d}]" for c, d in tuned.crct[s]))
+    Console().print(table)
+    Console().print(f"tokens per node: {tuned.tokens}")
+
+    with atomic_path(out / "machine.toml") as tmp:
+        tmp.write_text(with_throttle(Path(machine.path).read_text(encoding="utf-8"), tuned.throttle_table(), tuned),
+                       encoding="utf-8")
+    write_native_config(out / "throttle.conf", native_config(
+        tuned.tokens, comment=f"written by contend tune from {machine.name} ({rpn} ranks per node)"))
+    with atomic_path(out / "sweep.csv") as tmp:
+        tuned.table.to_csv(tmp, index=False)
+    with atomic_path(out / "tune.json") as tmp:
+        tmp.write_text(json.dumps({"machine": machine.name, **tuned.to_dict()}, indent=1), encoding="utf-8")
+    Console().print(f"wrote {out}/machine.toml, throttle.conf, sweep.csv, tune.json")
+    return 0
+
+
+_THROTTLE_SECTION = re.compile(r"^\s*\[\[?\s*throttle(\.[A-Za-z_]+)?\s*\]\]?\s*$")
+_ANY_SECTION = re.compile(r"^\s*\[")
+
+
+def with_throttle(text: str, throttle: dict, tuned) -> str:
+    """The machine file's text without its ``[throttle]`` tables, with the tuned ones appended."""
+    kept, skipping = [], False
+    for line in text.splitlines():
+        if _ANY_SECTION.match(line):
+            skipping = bool(_THROTTLE_SECTION.match(line))
+        if not skipping:
+            kept.append(line)
+    lines = [*kept, "", f"# Written by contend tune (tolerance {tuned.tolerance:g}); docs/models.md.", "[throttle]"]
+    for key in ("policy", "tokens", "ranks_per_node"):
+        lines.append(f"{key} = {json.dumps(throttle[key])}")
+    for cls in throttle["class"]:
+        lines += ["", "[[throttle.class]]"]
+        lines += [f"{key} = {json.dumps(cls[key])}" for key in ("up_to", "cct", "nrct", "crct") if key in cls]
+    return "\n".join(lines) + "\n"

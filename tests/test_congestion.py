@@ -1,0 +1,127 @@
+"""NIC congestion and admission control through the Python API and CLI (docs/models.md, "NIC
+congestion and admission control"): the seed's shapes on the presets, tuned throttling of the
+overlapped all-to-all, tune recovering the presets' built-in thresholds, no cost below the
+thresholds, every byte delivered under every policy, and bad configuration as one clean line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from contend.admission import parse_spec
+from contend.analysis.nicsweep import Point, concurrency_points, core_steps, outstanding_points, run_point, sweep
+from contend.analysis.tune import QUICK, tune
+from contend.cli import main
+from contend.machine import load_machine
+from contend.nic import knee
+from contend.simulate import simulate
+
+PRESETS = {"ib-congestion": 32, "gemini-congestion": 48}
+
+
+@pytest.fixture(scope="module")
+def tuned():
+    return {name: tune(name, rpn, QUICK, workers=1) for name, rpn in PRESETS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_tune_recovers_the_presets_thresholds_within_one_sweep_step(tuned, name):
+    machine = load_machine(name)
+    curves = machine.node["nic"][-1]
+    rpn = PRESETS[name]
+    built_cct, built_nrct = knee(curves["concurrency"], 0.05), knee(curves["outstanding"], 0.05)
+    t = tuned[name]
+    (size,) = QUICK.sizes
+    steps = core_steps(rpn, QUICK.core_step)
+    i = steps.index(min(steps, key=lambda c: abs(c - built_cct)))
+    assert steps[max(0, i - 1)] <= t.cct[size] <= steps[min(len(steps) - 1, i + 1)], (t.cct, built_cct)
+    # outstanding is swept in powers of two per core: one step is a factor of two
+    assert built_nrct / 2 <= t.nrct[size] <= built_nrct * 2, (t.nrct, built_nrct)
+    assert (name, t.cct[size], t.nrct[size]) in {("ib-congestion", 20, 32), ("gemini-congestion", 40, 96)}
+
+
+def test_seed_shapes_reappear_on_the_infiniband_like_preset():
+    table = sweep("ib-congestion", concurrency_points(32, [1024], 4, 16) + outstanding_points(32, [1024], [32], 16, 16),
+                  workers=1)
+    conc = table[table.experiment == "concurrency"].set_index("active_cores").throughput_Bps
+    assert conc.idxmax() == 20  # Figure 1: best with 20 cores, falling beyond
+    assert conc[32] < 0.75 * conc[20]
+    out = table[table.experiment == "outstanding"].set_index("outstanding").throughput_Bps
+    assert out.idxmax() == 1  # Figure 2: blocking is best
+    assert 0.4 < out[2] / out[1] < 0.65  # two outstanding: about half
+    assert out[16] < 0.35 * out[1]  # several times worse asymptotically
+
+
+def test_tuned_tokens_speed_up_the_overlapped_alltoall_at_least_1_7x(tuned):
+    policy = tuned["ib-congestion"].engine_policy()
+    free = simulate(collective="alltoall-linear", ranks=64, bytes=1024, machine="ib-congestion", records=True)
+    throttled = simulate(collective="alltoall-linear", ranks=64, bytes=1024, machine="ib-congestion",
+                         throttle=policy, records=True)
+    assert free.makespan / throttled.makespan >= 1.7
+    assert throttled.admission_waits > 0
+    for r in (free, throttled):
+        assert len(r.records) == 64 * 63 and int(r.records["bytes"].sum()) == 64 * 63 * 1024
+
+
+@pytest.mark.parametrize("point", [Point("concurrency", 32, 16, 1, 1024, 16), Point("outstanding", 32, 8, 2, 1024, 16),
+                                   Point("concurrency", 32, 4, 1, 64, 16)])
+def test_throttling_costs_at_most_a_few_percent_below_the_thresholds(tuned, point):
+    policy = tuned["ib-congestion"].engine_policy()
+    free = run_point("ib-congestion", point)
+    throttled = run_point("ib-congestion", Point(**{**vars(point), "throttle": policy}))
+    assert throttled["throughput_Bps"] >= 0.97 * free["throughput_Bps"]
+
+
+@pytest.mark.parametrize("throttle", ["none", "token:4", "token:6:2KiB", "rate:2us", "proxy:2", "proxy:3:5"])
+@pytest.mark.parametrize("collective,size", [("alltoall-linear", 1024), ("random-pairs", 20000), ("incast", 64)])
+def test_every_policy_delivers_every_message(throttle, collective, size):
+    r = simulate(collective=collective, ranks=16, bytes=size, machine="ib-congestion", ranks_per_node=4,
+                 throttle=throttle, records=True, seed=3)
+    expected = {"alltoall-linear": 16 * 15, "random-pairs": 16, "incast": 15}[collective]
+    assert r.deadlock is None and len(r.records) == expected
+    assert int(r.records["bytes"].sum()) == expected * size
+
+
+def test_random_access_updates_all_arrive():
+    row = run_point("gemini-congestion", Point("random-access", 48, 48, 4, 16, 32))
+    assert row["msg_rate"] > 0
+
+
+BASE = '[machine]\nname = "x"\n[loggops]\nL = 1\no = 1\ng = 1\nG = 1\nO = 0\nS = 10\n'
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    ("[nic]\nranks_per_node = 2\nconcurrency = [[1, 1.0], [1, 0.5]]\n", r":12: \[nic\] concurrency: point 2"),
+    ("[nic]\nranks_per_node = 2\noutstanding = [[1, 0]]\n", r":12: \[nic\] outstanding: point 1"),
+    ("[nic]\nranks_per_node = 2\noutstanding = [3]\n", r":12: \[nic\] outstanding: point 1 must be \[x, factor\]"),
+    ("[nic]\nconcurrency = [[1, 1.0]]\n", r":10: \[nic\] needs ranks_per_node"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"tokens\"\n", r":12: \[throttle\] policy: unknown policy 'tokens'"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\ntokens = 0\n", r":13: \[throttle\] tokens: expected an integer >= 1"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"rate\"\ntokens = 3\n", r":13: \[throttle\] tokens: tokens does not apply"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"proxy\"\n", r":10: \[throttle\]: policy 'proxy' needs servers"),
+])
+def test_bad_configuration_is_one_line_naming_file_and_line(tmp_path, capsys, extra, pattern):
+    path = tmp_path / "m.toml"
+    path.write_text(BASE + extra)
+    code = main(["sim", "--machine", str(path), "--collective", "incast", "--ranks", "4", "--bytes", "8"])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert re.search(re.escape(str(path)) + pattern, err), err
+
+
+@pytest.mark.parametrize("spec", ["token:0", "proxy:0", "rate:0", "bogus:3", "token"])
+def test_bad_throttle_options_exit_2(capsys, spec):
+    code = main(["sim", "--machine", "ib-congestion", "--collective", "incast", "--ranks", "4", "--bytes", "8",
+                 "--throttle", spec])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1 and "--throttle" in err, err
+
+
+def test_tune_cli_writes_a_machine_and_a_native_config(tmp_path, capsys):
+    assert main(["tune", "--machine", "ib-congestion", "--quick", "--workers", "1", "-o", str(tmp_path)]) == 0
+    conf = (tmp_path / "throttle.conf").read_text()
+    assert re.search(r"^policy = token$", conf, re.M) and re.search(r"^tokens = 20$", conf, re.M)
+    machine = load_machine(tmp_path / "machine.toml")
+    assert machine.node["policy"]["tokens"] == 20 and machine.node["policy"]["thresholds"][0]["cct"] == 20
+    assert parse_spec("token:20") == {"kind": "token", "tokens": 20}
