@@ -195,3 +195,28 @@ def test_nicrate_between_two_emulated_nodes(nic_fabric):
     assert sorted(set(zip(rows["rank"], rows["peer"]))) == [(0, 2), (2, 0)]
     assert sorted(set(rows["host"])) == [f"{FABRIC_PREFIX}node0", f"{FABRIC_PREFIX}node1"]
     assert (run.tallies["verified"] == 1).all()
+
+
+def test_tune_derives_thresholds_from_real_sweeps(tmp_path):
+    """contend tune --real: the sweeps measured here (4 ranks: 2 per half), thresholds derived from them."""
+    out = tmp_path / "tuned"
+    assert main(["tune", "--machine", "ib-congestion", "--real", "4", "--quick", "-o", str(out)]) == 0
+    table = pd.read_csv(out / "sweep.csv")
+    assert set(table["source"]) == {"real"} and set(table["experiment"]) == {"concurrency", "outstanding"}
+    assert (table["throughput_Bps"] > 0).all()
+    tuned = json.loads((out / "tune.json").read_text())
+    # Thresholds lie within what was swept: 1..2 active cores per node, 1..16 messages in flight per core.
+    cct = tuned["cct"]["1024"]
+    assert 1 <= cct <= 2 and 1 <= tuned["nrct"]["1024"] <= 2 * 16
+    assert 1 <= tuned["tokens"] <= tuned["nrct"]["1024"]
+    assert f"tokens = {tuned['tokens']}" in (out / "machine.toml").read_text()
+    assert (out / "throttle.conf").read_text().count("tokens") >= 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--real", "3"], "NP must be even"),
+    (["--real", "4", "--ranks-per-node", "2"], "give one of the two"),
+])
+def test_tune_real_refuses_bad_arguments(tmp_path, capsys, args, message):
+    assert main(["tune", "--machine", "ib-congestion", *args, "-o", str(tmp_path / "t")]) == 2
+    assert message in capsys.readouterr().err

@@ -19,7 +19,7 @@ threshold is where the loss starts, and a little slack costs nothing there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from contend.analysis.nicsweep import concurrency_points, core_steps, outstanding_points, sweep
 
@@ -76,14 +76,18 @@ def largest_within(xs, ys, tolerance: float) -> int:
 
 
 def tune(machine: Any, ranks_per_node: int, scale: TuneScale = FULL, tolerance: float = DEFAULT_TOLERANCE,
-         progress=None, workers: int | None = None) -> Tuned:
-    """Sweep on ``machine`` (simulated) and derive the thresholds."""
+         progress=None, workers: int | None = None, sweeper: Callable[[list], Any] | None = None) -> Tuned:
+    """Sweep on ``machine`` (simulated; or with ``sweeper(points)``, e.g. ``real_sweeper``, which
+    returns the sweep table of those points) and derive the thresholds."""
     import pandas as pd
 
+    if sweeper is None:
+        def sweeper(points):
+            return sweep(machine, points, workers=workers, progress=progress)
     rpn = ranks_per_node
     first = concurrency_points(rpn, scale.sizes, scale.core_step, scale.count) + \
         outstanding_points(rpn, scale.sizes, [1, rpn], scale.max_outstanding, scale.count)
-    table = sweep(machine, first, workers=workers, progress=progress)
+    table = sweeper(first)
     out = Tuned(ranks_per_node=rpn, tolerance=tolerance)
     conc = table[table.experiment == "concurrency"]
     for s in scale.sizes:
@@ -93,7 +97,7 @@ def tune(machine: Any, ranks_per_node: int, scale: TuneScale = FULL, tolerance: 
     second = [p for s in scale.sizes if out.cct[s] not in (1, rpn)
               for p in outstanding_points(rpn, [s], [out.cct[s]], scale.max_outstanding, scale.count)]
     if second:
-        table = pd.concat([table, sweep(machine, second, workers=workers, progress=progress)], ignore_index=True)
+        table = pd.concat([table, sweeper(second)], ignore_index=True)
     outs = table[table.experiment == "outstanding"]
     for s in scale.sizes:
         best_d = {}
@@ -105,6 +109,36 @@ def tune(machine: Any, ranks_per_node: int, scale: TuneScale = FULL, tolerance: 
     out.tokens = min(min(out.nrct[s], out.cct[s] * dict(map(tuple, out.crct[s]))[out.cct[s]]) for s in scale.sizes)
     out.table = table
     return out
+
+
+def real_sweeper(ranks: int, progress=None) -> Callable[[list], Any]:
+    """A sweeper that measures the points with the native suite on this host (``ranks`` ranks, the two
+    halves standing for two nodes): one ``nicrate`` run for the concurrency points, one ``outstanding``
+    run per active-core count; the sweep table of ``contend.bench.nic.sweep_table``."""
+    from contend.bench.nic import sweep_table
+    from contend.bench.runner import run_benchmark
+
+    def measure(points: list) -> Any:
+        runs = []
+        conc = [p for p in points if p.experiment == "concurrency"]
+        groups = []
+        if conc:
+            groups.append(("nicrate", sorted({p.size for p in conc}), {
+                "active": ",".join(str(c) for c in sorted({p.cores for p in conc})), "windows": "1",
+                "messages": max(p.count for p in conc)}))
+        outs = [p for p in points if p.experiment == "outstanding"]
+        for cores in sorted({p.cores for p in outs}):
+            mine = [p for p in outs if p.cores == cores]
+            groups.append(("outstanding", sorted({p.size for p in mine}), {
+                "active": str(cores), "windows": ",".join(str(w) for w in sorted({p.outstanding for p in mine})),
+                "messages": max(p.count for p in mine)}))
+        for k, (name, sizes, options) in enumerate(groups):
+            runs.append(run_benchmark(name, ranks=ranks, sizes=sizes, options=options))
+            if progress:
+                progress(k + 1, len(groups))
+        return sweep_table(runs)
+
+    return measure
 
 
 def steps(ranks_per_node: int, scale: TuneScale) -> list[int]:

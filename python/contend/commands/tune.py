@@ -28,6 +28,10 @@ def register(subparsers) -> None:
                         help="a threshold is the largest setting within X of the best throughput (default 0.05)")
     parser.add_argument("--quick", action="store_true", help="one size, fewer points (seconds)")
     parser.add_argument("--workers", metavar="N", help="local processes (default 2)")
+    parser.add_argument("--real", metavar="NP",
+                        help="measure the sweeps on this host with the native suite (contend native build) on NP "
+                        "ranks, the two halves standing for two nodes, instead of simulating them; the machine "
+                        "file is then only the base the [throttle] table is added to")
     parser.add_argument("-o", "--output", metavar="DIR", default="tune-output", help="output directory")
     parser.set_defaults(func=run)
 
@@ -39,12 +43,19 @@ def run(args: argparse.Namespace) -> int:
 
     from contend.admission import native_config, write_native_config
     from contend.analysis.nicsweep import is_root
-    from contend.analysis.tune import FULL, QUICK, tune
+    from contend.analysis.tune import FULL, QUICK, real_sweeper, tune
     from contend.machine import load_machine
     from contend.quantities import parse_count
 
     machine = load_machine(args.machine)
-    if args.ranks_per_node is not None:
+    real_ranks = parse_count(args.real, "--real", minimum=2, maximum=64) if args.real is not None else None
+    if real_ranks is not None and real_ranks % 2:
+        raise UserError(f"--real: the two halves of the ranks stand for two nodes, so NP must be even, got {real_ranks}")
+    if real_ranks is not None and args.ranks_per_node is not None:
+        raise UserError("--ranks-per-node: with --real NP the ranks per node are NP / 2; give one of the two")
+    if real_ranks is not None:
+        rpn = real_ranks // 2
+    elif args.ranks_per_node is not None:
         rpn = parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=4096)
     elif machine.node is not None:
         rpn = machine.node["ranks_per_node"]
@@ -65,11 +76,13 @@ def run(args: argparse.Namespace) -> int:
     with Progress(TextColumn("[bold]sweeping"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
                   TimeElapsedColumn(), console=console, transient=True, disable=not root) as bar:
         task = bar.add_task("sweep", total=None)
-        tuned = tune(machine, rpn, QUICK if args.quick else FULL, tolerance,
-                     progress=lambda done, total: bar.update(task, completed=done, total=total), workers=workers)
+        advance = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
+        tuned = tune(machine, rpn, QUICK if args.quick else FULL, tolerance, progress=advance, workers=workers,
+                     sweeper=real_sweeper(real_ranks, advance) if real_ranks is not None else None)
     if not root:
         return 0
-    table = Table(title=f"contend tune: {machine.name}, {rpn} ranks per node, tolerance {tolerance:g}")
+    source = f"measured on this host, {real_ranks} ranks" if real_ranks is not None else f"simulated on {machine.name}"
+    table = Table(title=f"contend tune ({source}), {rpn} ranks per node, tolerance {tolerance:g}")
     for column in ("size (B)", "CCT (cores)", "NRCT (msgs/node)", "CRCT [cores, msgs/core]"):
         table.add_column(column, justify="right")
     for s in sorted(tuned.cct):
