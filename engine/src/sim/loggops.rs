@@ -199,15 +199,15 @@ const FLOW_DONE: u32 = 2 << 30;
 /// Node events (NIC and admission control); the low bits say which.
 const NODE: u32 = 3 << 30;
 const KIND_MASK: u32 = 3 << 30;
-/// An arrival that stands for its receiver's wait list (see `WaitList`); the low bits carry the
-/// list's version, so a copy left in the queue after the list moved on is recognised and skipped.
-const WAITER: u32 = 1 << 29;
-const VERSION_MASK: u32 = WAITER - 1;
 const NIC_ENQUEUE: u32 = NODE;
 const NIC_DONE: u32 = NODE | 1;
 /// Tokens come back (data: MSG_FLAG | slot in `NodeSim::releases`).
 const RELEASE: u32 = NODE | 2;
 const PROXY_DONE: u32 = NODE | 3;
+/// An arrival that stands for its receiver's wait list (see `WaitList`); the low bits carry the
+/// list's version, so a copy left in the queue after the list moved on is recognised and skipped.
+const WAITER: u32 = 1 << 29;
+const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
 
