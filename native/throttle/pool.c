@@ -56,10 +56,13 @@ int pool_try(token_pool *p, int32_t n, pool_grant *g)
 
 void pool_join(token_pool *p, pool_place *place)
 {
-    /* In line first (this stops the fast path), then the ticket that fixes the order. */
-    uint64_t s = atomic_fetch_add_explicit(&p->state, IN_LINE, memory_order_acq_rel);
-    place->grants_at_join = grants_of(s);
+    /* In line first (this stops the fast path), then the ticket that fixes the order. Grants are
+     * counted from the ticket on: a task preempted between the two steps is overtaken by those who
+     * take their tickets meanwhile (its place is its ticket), and they must not count as served
+     * while it waited. */
+    atomic_fetch_add_explicit(&p->state, IN_LINE, memory_order_acq_rel);
     place->ticket = atomic_fetch_add_explicit(&p->next_ticket, 1, memory_order_acq_rel);
+    place->grants_at_join = grants_of(atomic_load_explicit(&p->state, memory_order_acquire));
     place->ahead = (uint32_t)(place->ticket - atomic_load_explicit(&p->serving, memory_order_acquire));
 }
 

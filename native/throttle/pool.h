@@ -35,7 +35,7 @@ typedef struct {
 /* A task's place in line. */
 typedef struct {
     uint64_t ticket;
-    uint32_t grants_at_join;
+    uint32_t grants_at_join;      /* grants made when it took its ticket */
     uint32_t ahead;               /* tasks in line before it when it joined */
 } pool_place;
 
