@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "contend.commands.reproduce",
     "contend.commands.noise",
     "contend.commands.tune",
+    "contend.commands.diagnose",
 )
 
 

@@ -96,6 +96,25 @@ def write_records_parquet(
         pq.write_table(table, temporary)
 
 
+def read_records_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``contend.*`` metadata of a records file (``params``, ``workload``), decoded from JSON."""
+    import pyarrow.parquet as pq
+
+    try:
+        raw = pq.read_schema(path).metadata or {}
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{os.fspath(path)}: not a readable records file ({exc})") from None
+    metadata = {}
+    for key, value in raw.items():
+        name = key.decode()
+        if name.startswith("contend.") and name != "contend.time_unit":
+            try:
+                metadata[name.removeprefix("contend.")] = json.loads(value)
+            except ValueError:
+                raise UserError(f"{os.fspath(path)}: metadata {name} is not JSON") from None
+    return metadata
+
+
 def read_records(path: str | os.PathLike):
     """Read a records Parquet file written by ``contend sim --records`` as a DataFrame in float ns."""
     import pyarrow.parquet as pq

@@ -1,0 +1,67 @@
+"""``contend diagnose``: contention of each message, initiator vs target, by call site and target rank."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from contend.atomic import atomic_path, check_writable
+from contend.errors import UserError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "diagnose",
+        help="attribute message contention to call sites and targets",
+        description="Diagnose contention in per-message records (from `contend sim --records`): each "
+        "message's time beyond its ideal latency (LogGOPS and network parameters from the file, or "
+        "--machine), classed as initiator or target contention, by call site (send op) and target rank "
+        "(docs/models.md, \"Diagnosis\"). Exit code 2 for bad input.",
+    )
+    parser.add_argument("records", metavar="FILE.parquet", help="records written by contend sim --records")
+    parser.add_argument("--machine", metavar="NAME|FILE.toml",
+                        help="ideal latencies from this machine instead of the parameters in the file")
+    parser.add_argument("--top", type=int, default=10, help="rows in the call-site and target tables")
+    parser.add_argument("--bins", type=int, default=20, help="time bins of the hot-target plot")
+    parser.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON")
+    parser.add_argument("--html", metavar="DIR", help="write an HTML report with plots into DIR")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from contend.analysis.diagnose import diagnose
+    from contend.records import read_records, read_records_metadata
+
+    if not os.path.isfile(args.records):
+        raise UserError(f"{args.records}: no such records file")
+    if args.top < 1 or args.bins < 1:
+        raise UserError("diagnose: --top and --bins must be positive")
+    if args.json is not None:
+        check_writable(args.json, "--json")
+    records = read_records(args.records)
+    metadata = read_records_metadata(args.records)
+    if args.machine is not None:
+        from contend.machine import loggops_params
+        from contend.result import parameters_ns
+
+        params = parameters_ns(loggops_params(args.machine))
+    elif "params" in metadata:
+        params = metadata["params"]
+    else:
+        raise UserError(f"{args.records}: no LogGOPS parameters in the file; give --machine")
+    diagnosis = diagnose(records, params, bins=args.bins)
+
+    if args.json is not None:
+        with atomic_path(args.json) as temporary:
+            temporary.write_text(json.dumps(diagnosis.to_dict(top=args.top)) + "\n", encoding="utf-8")
+    if args.html is not None:
+        from contend.report.diagnosis import write_html
+
+        write_html(diagnosis, args.html, os.path.basename(args.records), top=args.top)
+    from rich.console import Console
+
+    from contend.report.diagnosis import summary_tables
+
+    Console().print(*summary_tables(diagnosis, top=args.top))
+    return 0

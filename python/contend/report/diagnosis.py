@@ -1,0 +1,86 @@
+"""How ``contend diagnose`` shows a ``Diagnosis``: a rich summary, and an HTML page with its plots."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from contend.analysis.diagnose import CLASSES, Diagnosis
+from contend.report.plots import pyplot, save_figure, stacked_bars
+
+
+def summary_tables(diagnosis: Diagnosis, top: int = 10):
+    """Rich renderables: the totals, the top call sites, the top targets."""
+    from rich.table import Table
+
+    totals = Table(title="Contention diagnosis", show_header=False)
+    totals.add_row("messages / ranks", f"{len(diagnosis.messages)} / {diagnosis.num_ranks}")
+    totals.add_row("run time", f"{diagnosis.run_time:,.0f} ns")
+    totals.add_row("t_contention", _with_share(diagnosis, diagnosis.contention))
+    totals.add_row("t_blocked (late receiver)", _with_share(diagnosis, diagnosis.blocked))
+    split = diagnosis.split()
+    for name in CLASSES:
+        share = split[name] / diagnosis.contention if diagnosis.contention > 0 else 0.0
+        totals.add_row(f"  {name} contention", f"{split[name]:,.0f} ns ({share:.1%} of contention)")
+
+    sites = Table(title=f"Top call sites (of {len(diagnosis.call_sites())})")
+    for column in ("call site", "contention ns", "share", "messages", "initiator", "target", "top ranks"):
+        sites.add_column(column, justify="left" if column in ("call site", "top ranks") else "right")
+    for row in diagnosis.call_sites().head(top).itertuples():
+        sites.add_row(row.call_site, f"{row.contention:,.0f}", f"{row.share:.1%}", str(row.messages),
+                      f"{row.initiator:,.0f}", f"{row.target:,.0f}", ", ".join(map(str, row.top_ranks)))
+
+    targets = Table(title="Top targets")
+    targets.add_column("rank", justify="right")
+    targets.add_column("contention ns", justify="right")
+    for rank, value in diagnosis.targets().head(top).items():
+        targets.add_row(str(rank), f"{value:,.0f}")
+    return totals, sites, targets
+
+
+def _with_share(diagnosis: Diagnosis, total: float) -> str:
+    return f"{total:,.0f} ns ({diagnosis.share(total):.2%} of ranks x run time)"
+
+
+def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, top: int = 20) -> Path:
+    """index.html with the totals, the call-site and target tables, and two PNGs beside it."""
+    from contend.report.html import HtmlPage
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    sites = diagnosis.call_sites().head(top)
+    stacked_bars(out / "call_sites.png", list(sites["call_site"]),
+                 {name: list(sites[name] / 1e3) for name in CLASSES},
+                 title="Contention by call site", ylabel="contention (us)")
+    _hot_targets_plot(diagnosis, out / "targets.png")
+
+    page = HtmlPage(f"Contention diagnosis: {title}")
+    split = diagnosis.split()
+    page.paragraph(f"{len(diagnosis.messages)} messages on {diagnosis.num_ranks} ranks over "
+                   f"{diagnosis.run_time:,.0f} ns. t_contention {_with_share(diagnosis, diagnosis.contention)}; "
+                   f"t_blocked {_with_share(diagnosis, diagnosis.blocked)}; initiator {split['initiator']:,.0f} ns, "
+                   f"target {split['target']:,.0f} ns.")
+    page.heading("Call sites")
+    page.table(["call site", "contention ns", "share", "messages", "initiator ns", "target ns", "top ranks"],
+               [[r.call_site, round(r.contention), f"{r.share:.1%}", r.messages, round(r.initiator),
+                 round(r.target), ", ".join(map(str, r.top_ranks))] for r in sites.itertuples()])
+    page.image("call_sites.png", "Contention by call site, initiator vs target")
+    page.heading("Targets")
+    page.table(["rank", "contention ns"], [[rank, round(v)] for rank, v in diagnosis.targets().head(top).items()])
+    page.image("targets.png", "Contention by target rank over time")
+    index = out / "index.html"
+    page.write(index)
+    return index
+
+
+def _hot_targets_plot(diagnosis: Diagnosis, path: Path) -> None:
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
+    edges = diagnosis.bins / 1e3
+    image = axes.imshow(diagnosis.hot_targets() / 1e3, aspect="auto", origin="lower", cmap="magma",
+                        extent=(edges[0], edges[-1], -0.5, diagnosis.num_ranks - 0.5))
+    figure.colorbar(image, ax=axes, label="contention (us)")
+    axes.set_title("Contention by target rank over time")
+    axes.set_xlabel("time (us)")
+    axes.set_ylabel("target rank")
+    save_figure(figure, path)

@@ -1,0 +1,136 @@
+"""`contend diagnose` on engine records: contention against the engine's own delay split (the truth),
+initiator vs target, call sites, outputs, and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import contend
+from contend.analysis.diagnose import diagnose
+from contend.cli import main
+from contend.records import write_records_parquet
+from contend.result import parameters_ns
+
+CROSSBAR = """[machine]
+name = "crossbar"
+[loggops]
+L = "1us"
+o = "1us"
+g = "500ns"
+G = "1ns"
+O = "0"
+S = 1000000000
+[topology]
+kind = "crossbar"
+nodes = 9
+link_bandwidth = "1GB/s"
+packet = 1
+"""
+TRUTH = ("nic_queue", "link", "target_queue")  # the engine's contention columns
+
+
+@pytest.fixture
+def machine(tmp_path):
+    path = tmp_path / "crossbar.toml"
+    path.write_text(CROSSBAR)
+    return path
+
+
+def run(machine, collective: str, ranks: int, size: int = 100_000):
+    result = contend.simulate(collective=collective, ranks=ranks, bytes=size, machine=machine, records=True)
+    return result, diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+
+
+def truth(result) -> float:
+    return float(result.records[list(TRUTH)].to_numpy().sum())
+
+
+def test_incast_is_target_contention_matching_the_engine(machine):
+    result, diagnosis = run(machine, "gather", 9)
+    assert truth(result) > 0
+    assert abs(diagnosis.contention - truth(result)) <= 0.1 * truth(result)
+    split = diagnosis.split()
+    assert split["target"] >= 0.9 * diagnosis.contention
+    assert list(diagnosis.targets().index[:1]) == [0], "the root is the hot target"
+    # The model's ideal agrees with the engine's: ideal transfer plus the receiver's o.
+    messages = diagnosis.messages
+    assert ((messages["ideal_transfer"] + 1000 - messages["ideal"]).abs() < 1e-6).all()
+
+
+def test_uncontended_pingpong_shows_almost_none(machine):
+    result, diagnosis = run(machine, "pingpong", 2)
+    assert diagnosis.share(diagnosis.contention) < 0.02
+    assert truth(result) == 0
+
+
+def test_outcast_is_initiator_contention(machine):
+    result, diagnosis = run(machine, "scatter", 9)
+    assert abs(diagnosis.contention - truth(result)) <= 0.1 * truth(result)
+    assert diagnosis.split()["initiator"] >= 0.9 * diagnosis.contention
+    sites = diagnosis.call_sites()
+    assert len(sites) == 8 and set(sites["send_op"]) == set(range(8)), "one call site per send of the root"
+    assert all(ranks == [0] for ranks in sites["top_ranks"])
+
+
+def test_cli_writes_summary_json_and_html(machine, tmp_path, capsys):
+    result, _ = run(machine, "gather", 9)
+    records = tmp_path / "incast.parquet"
+    write_records_parquet(result.record_columns, records,
+                          {"params": parameters_ns(result.params), "workload": dict(result.workload)})
+    out_json, out_html = tmp_path / "d.json", tmp_path / "report"
+    assert main(["diagnose", str(records), "--json", str(out_json), "--html", str(out_html)]) == 0
+    out, _ = capsys.readouterr()
+    assert "send op 0" in out and "target contention" in out
+    summary = json.loads(out_json.read_text())
+    assert abs(summary["t_contention_ns"] - truth(result)) <= 0.1 * truth(result)
+    assert summary["split_ns"]["target"] == summary["t_contention_ns"]
+    assert summary["targets"][0]["rank"] == 0
+    hot = summary["hot_targets"]["contention_ns"]
+    assert abs(sum(hot[0]) - summary["t_contention_ns"]) < 1.0 and sum(map(sum, hot[1:])) == 0
+    assert {p.name for p in out_html.iterdir()} == {"index.html", "call_sites.png", "targets.png"}
+
+
+def fails_cleanly(capsys, args: list[str], pattern: str) -> None:
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert re.search(pattern, err), err
+
+
+def test_bad_input_is_one_line_exit_2(capsys, tmp_path, machine):
+    fails_cleanly(capsys, ["diagnose", str(tmp_path / "missing.parquet")], r"missing\.parquet: no such records file")
+    text = tmp_path / "notes.parquet"
+    text.write_text("not parquet")
+    fails_cleanly(capsys, ["diagnose", str(text)], r"notes\.parquet: not a readable records file")
+    foreign = tmp_path / "foreign.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), foreign)
+    fails_cleanly(capsys, ["diagnose", str(foreign)], r"not a contend records file")
+    result, _ = run(machine, "pingpong", 2)
+    empty = tmp_path / "empty.parquet"
+    columns = {name: values[:0] for name, values in result.record_columns.items()}
+    write_records_parquet(columns, empty, {"params": parameters_ns(result.params)})
+    fails_cleanly(capsys, ["diagnose", str(empty)], r"records hold no messages")
+    bare = tmp_path / "bare.parquet"
+    write_records_parquet(result.record_columns, bare, {})
+    fails_cleanly(capsys, ["diagnose", str(bare)], r"no LogGOPS parameters in the file; give --machine")
+    assert main(["diagnose", str(bare), "--machine", str(machine)]) == 0
+    capsys.readouterr()
+    fails_cleanly(capsys, ["diagnose", str(bare), "--machine", "nonesuch"], r"unknown machine 'nonesuch'")
+
+
+def test_ideal_over_a_torus_and_without_a_network_matches_the_engine(tmp_path):
+    torus = tmp_path / "torus.toml"
+    torus.write_text(CROSSBAR.replace('kind = "crossbar"\nnodes = 9', 'kind = "torus"\ndims = [4, 2]\n'
+                                      'hop_latency = "50ns"').replace("packet = 1", "packet = 256"))
+    for machine in (torus, None):
+        params = {} if machine else {"L": 1000, "o": 1000, "g": 500, "G": 1}
+        result = contend.simulate(collective="alltoall-linear", ranks=8, bytes=10_000, machine=machine,
+                                  records=True, **params)
+        diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+        assert abs(diagnosis.contention - truth(result)) <= 1e-6 * truth(result)
