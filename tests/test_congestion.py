@@ -100,6 +100,14 @@ BASE = '[machine]\nname = "x"\n[loggops]\nL = 1\no = 1\ng = 1\nG = 1\nO = 0\nS =
     ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\ntokens = 0\n", r":13: \[throttle\] tokens: expected an integer >= 1"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"rate\"\ntokens = 3\n", r":13: \[throttle\] tokens: tokens does not apply"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"proxy\"\n", r":10: \[throttle\]: policy 'proxy' needs servers"),
+    ("[nic]\nranks_per_node = 2\nspeed = 3\n", r":12: \[nic\] speed: unknown key 'speed'"),
+    ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\nbogus = 1\n", r": \[nic\] class: \[\[nic\.class\]\] #1: unknown key 'bogus'"),
+    ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\n[[nic.class]]\nup_to = 64\n",
+     r": \[nic\] class: two \[\[nic\.class\]\] tables have the same up_to"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\n[[throttle.class]]\ncct = 1\nnrct = 1\ncrct = [[1, 1]]\nzz = 1\n",
+     r": \[throttle\] class: \[\[throttle\.class\]\] #1: unknown key 'zz'"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\n[[throttle.class]]\ncct = 1\nnrct = 1\ncrct = [[1, 1]]\n"
+     "[[throttle.class]]\ncct = 2\nnrct = 2\ncrct = [[1, 2]]\n", r": \[throttle\] class: two \[\[throttle\.class\]\] tables have the same up_to"),
 ])
 def test_bad_configuration_is_one_line_naming_file_and_line(tmp_path, capsys, extra, pattern):
     path = tmp_path / "m.toml"

@@ -31,13 +31,13 @@ from contend.atomic import atomic_path
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.quantities import parse_bytes, parse_count
+from contend.size_classes import MAX_BYTES, reject_unknown_keys, sorted_by_size
 
 POLICIES = ("token", "rate", "proxy", "none")
 KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
 APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {"gap_ns"},
            "proxy": {"servers", "tokens", "size_per_token", "class"}, "none": set()}
 CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
-MAX_BYTES = 2**64 - 1
 
 
 def policy_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any] | None:
@@ -45,9 +45,7 @@ def policy_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict
     locates a key ("file:line: [throttle] key") for errors."""
     if not isinstance(table, dict):
         raise UserError(f"{where('')}: [throttle] must be a table")
-    for key in table:
-        if key not in KEYS:
-            raise UserError(f"{where(key)}: unknown key {key!r}; known: {', '.join(KEYS)}")
+    reject_unknown_keys(table, KEYS, where)
     policy = table.get("policy")
     if policy not in POLICIES:
         raise UserError(f"{where('policy')}: unknown policy {policy!r}; known: {', '.join(POLICIES)}")
@@ -87,9 +85,7 @@ def _thresholds(classes: Any, where) -> list[dict[str, Any]]:
         name = f"{where('class')}: [[throttle.class]] #{number}"
         if not isinstance(entry, dict):
             raise UserError(f"{name} must be a table")
-        for key in entry:
-            if key not in CLASS_KEYS:
-                raise UserError(f"{name}: unknown key {key!r}; known: {', '.join(CLASS_KEYS)}")
+        reject_unknown_keys(entry, CLASS_KEYS, lambda key: name)
         for key in ("cct", "nrct", "crct"):
             if key not in entry:
                 raise UserError(f"{name} needs {key}")
@@ -104,10 +100,7 @@ def _thresholds(classes: Any, where) -> list[dict[str, Any]]:
                "nrct": parse_count(entry["nrct"], f"{name} nrct", minimum=1, maximum=2**32 - 1),
                "crct": crct}
         out.append(cls)
-    out.sort(key=lambda c: c["up_to"])
-    if any(a["up_to"] == b["up_to"] for a, b in zip(out, out[1:])):
-        raise UserError(f"{where('class')}: two [[throttle.class]] tables have the same up_to")
-    return out
+    return sorted_by_size(out, where("class"), "throttle.class")
 
 
 def parse_spec(spec: str) -> dict[str, Any] | None:

@@ -23,19 +23,17 @@ from typing import Any, Callable, Mapping
 
 from contend.errors import UserError
 from contend.quantities import parse_bytes
+from contend.size_classes import MAX_BYTES, reject_unknown_keys, sorted_by_size
 
 KEYS = ("ranks_per_node", "concurrency", "outstanding", "class")
 CLASS_KEYS = ("up_to", "concurrency", "outstanding")
-MAX_BYTES = 2**64 - 1
 
 
 def nic_classes(table: Mapping[str, Any], where: Callable[[str], str]) -> list[dict[str, Any]]:
     """The engine's size classes from a ``[nic]`` table; ``where(key)`` locates a key for errors."""
     if not isinstance(table, dict):
         raise UserError(f"{where('')}: [nic] must be a table")
-    for key in table:
-        if key not in KEYS:
-            raise UserError(f"{where(key)}: unknown key {key!r}; known: {', '.join(KEYS)}")
+    reject_unknown_keys(table, KEYS, where)
     classes = []
     written = table.get("class", [])
     if not isinstance(written, list):
@@ -44,17 +42,13 @@ def nic_classes(table: Mapping[str, Any], where: Callable[[str], str]) -> list[d
         name = f"[[nic.class]] #{number}"
         if not isinstance(entry, dict):
             raise UserError(f"{where('class')}: {name} must be a table")
-        for key in entry:
-            if key not in CLASS_KEYS:
-                raise UserError(f"{where('class')}: {name}: unknown key {key!r}; known: {', '.join(CLASS_KEYS)}")
+        reject_unknown_keys(entry, CLASS_KEYS, lambda key: f"{where('class')}: {name}")
         if "up_to" not in entry:
             raise UserError(f"{where('class')}: {name} needs up_to (the largest message size of the class)")
         classes.append({"up_to": parse_bytes(entry["up_to"], f"{where('class')}: {name} up_to"),
                         **{key: curve(entry.get(key), lambda k=key: f"{where('class')}: {name} {k}")
                            for key in ("concurrency", "outstanding")}})
-    classes.sort(key=lambda c: c["up_to"])
-    if any(a["up_to"] == b["up_to"] for a, b in zip(classes, classes[1:])):
-        raise UserError(f"{where('class')}: two [[nic.class]] tables have the same up_to")
+    classes = sorted_by_size(classes, where("class"), "nic.class")
     classes.append({"up_to": MAX_BYTES, **{key: curve(table.get(key), lambda k=key: where(k))
                                            for key in ("concurrency", "outstanding")}})
     return classes
