@@ -1,0 +1,157 @@
+/* Point to point: MPI_Send, Ssend, Recv (blocking: complete when they return) and Isend, Issend, Irecv
+ * (complete in the Wait/Test that completes their request, complete.c), each in the classic and the
+ * MPI 4 large-count form that mpi4py uses on MPICH. A call on MPI_PROC_NULL moves nothing: not recorded. */
+#include "trace.h"
+
+static inline void stamp(trace_record *r, int64_t bytes, int peer, int tag, MPI_Comm comm)
+{
+    r->bytes = bytes;
+    r->peer = world_of_comm(comm, peer);
+    r->tag = tag;
+}
+
+#define BLOCKING_SEND(KIND, FLAGS, CALL)                                                              \
+    trace_record *r = dest == MPI_PROC_NULL ? 0 : record_begin(KIND, __builtin_return_address(0));   \
+    if (!r)                                                                                           \
+        return CALL;                                                                                  \
+    r->flags |= FLAGS;                                                                                \
+    stamp(r, type_bytes(datatype, (int64_t)count), dest, tag, comm);                                  \
+    int rc = CALL;                                                                                    \
+    r->returned = r->completed = now_ns();                                                            \
+    return rc;
+
+#define NONBLOCKING_SEND(KIND, FLAGS, CALL)                                                           \
+    trace_record *r = dest == MPI_PROC_NULL ? 0 : record_begin(KIND, __builtin_return_address(0));   \
+    if (!r)                                                                                           \
+        return CALL;                                                                                  \
+    r->flags |= FLAGS;                                                                                \
+    stamp(r, type_bytes(datatype, (int64_t)count), dest, tag, comm);                                  \
+    int rc = CALL;                                                                                    \
+    r->returned = now_ns();                                                                           \
+    if (rc == MPI_SUCCESS)                                                                            \
+        requests_add(*request, r, comm);                                                              \
+    return rc;
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SEND, 0, PMPI_Send(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SSEND, 0, PMPI_Ssend(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISEND, 0, PMPI_Isend(buf, count, datatype, dest, tag, comm, request))
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISSEND, 0, PMPI_Issend(buf, count, datatype, dest, tag, comm, request))
+}
+
+/* A receive's source, tag and size are known for sure only from its status (MPI_ANY_SOURCE,
+ * MPI_ANY_TAG, a shorter message): take them from there, with our own status if the program
+ * passed MPI_STATUS_IGNORE. */
+static void received(trace_record *r, MPI_Comm comm, const MPI_Status *status)
+{
+    r->peer = world_of_comm(comm, status->MPI_SOURCE);
+    r->tag = status->MPI_TAG;
+#if MPI_VERSION >= 4
+    MPI_Count got = 0;
+    if (PMPI_Get_count_c(status, MPI_BYTE, &got) == MPI_SUCCESS && got != MPI_UNDEFINED)
+        r->bytes = got;
+#else
+    int got = 0;
+    if (PMPI_Get_count(status, MPI_BYTE, &got) == MPI_SUCCESS && got != MPI_UNDEFINED)
+        r->bytes = got;
+#endif
+}
+
+#define BLOCKING_RECV(FLAGS, CALL)                                                                    \
+    trace_record *r = source == MPI_PROC_NULL ? 0 : record_begin(K_RECV, __builtin_return_address(0)); \
+    if (!r)                                                                                           \
+        return CALL;                                                                                  \
+    r->flags |= FLAGS;                                                                                \
+    stamp(r, type_bytes(datatype, (int64_t)count), source, tag, comm);                                \
+    MPI_Status own;                                                                                   \
+    if (status == MPI_STATUS_IGNORE)                                                                  \
+        status = &own;                                                                                \
+    int rc = CALL;                                                                                    \
+    r->returned = r->completed = now_ns();                                                            \
+    if (rc == MPI_SUCCESS)                                                                            \
+        received(r, comm, status);                                                                    \
+    return rc;
+
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    BLOCKING_RECV(0, PMPI_Recv(buf, count, datatype, source, tag, comm, status))
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request)
+{
+    trace_record *r = source == MPI_PROC_NULL ? 0 : record_begin(K_IRECV, __builtin_return_address(0));
+    if (!r)
+        return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    stamp(r, type_bytes(datatype, (int64_t)count), source, tag, comm);
+    int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
+    r->returned = now_ns();
+    if (rc == MPI_SUCCESS)
+        requests_add(*request, r, comm);
+    return rc;
+}
+
+#if MPI_VERSION >= 4
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SEND, F_LARGE_COUNT, PMPI_Send_c(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SSEND, F_LARGE_COUNT, PMPI_Ssend_c(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISEND, F_LARGE_COUNT,
+                     PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request))
+}
+
+int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISSEND, F_LARGE_COUNT,
+                     PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request))
+}
+
+int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Status *status)
+{
+    BLOCKING_RECV(F_LARGE_COUNT, PMPI_Recv_c(buf, count, datatype, source, tag, comm, status))
+}
+
+int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,
+                MPI_Comm comm, MPI_Request *request)
+{
+    trace_record *r = source == MPI_PROC_NULL ? 0 : record_begin(K_IRECV, __builtin_return_address(0));
+    if (!r)
+        return PMPI_Irecv_c(buf, count, datatype, source, tag, comm, request);
+    r->flags |= F_LARGE_COUNT;
+    stamp(r, type_bytes(datatype, (int64_t)count), source, tag, comm);
+    int rc = PMPI_Irecv_c(buf, count, datatype, source, tag, comm, request);
+    r->returned = now_ns();
+    if (rc == MPI_SUCCESS)
+        requests_add(*request, r, comm);
+    return rc;
+}
+#endif

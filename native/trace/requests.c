@@ -1,0 +1,130 @@
+/* Nonblocking operations waiting for their completion: an open-addressing hash table from the request
+ * (its handle, as MPI gave it) to the operation's record, allocated once at MPI_Init
+ * ($CONTEND_TRACE_REQUESTS slots). Linear probing with backward-shift deletion: no tombstones, so a
+ * long run never degrades. When the table is three quarters full, a new request is not followed: its
+ * record says F_UNTRACKED and the file counts it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+typedef struct {
+    uintptr_t key;   /* 0: empty */
+    uint64_t record; /* index in tracer.records */
+    MPI_Comm comm;   /* to translate the source of a receive that named MPI_ANY_SOURCE */
+} slot;
+
+static slot *slots;
+static uint64_t mask, live;
+
+int requests_init(uint64_t capacity)
+{
+    uint64_t n = 1;
+    while (n < capacity)
+        n <<= 1;
+    slots = calloc(n, sizeof(slot));
+    if (!slots)
+        return -1;
+    mask = n - 1;
+    return 0;
+}
+
+static uintptr_t key_of(MPI_Request req)
+{
+    uintptr_t k = 0;
+    memcpy(&k, &req, sizeof req < sizeof k ? sizeof req : sizeof k);
+    return k ^ (uintptr_t)1 << (sizeof(uintptr_t) * 8 - 1); /* never 0, even for a handle 0 */
+}
+
+static uint64_t home(uintptr_t key)
+{
+    return (uint64_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+}
+
+int requests_live(void)
+{
+    return live > 0;
+}
+
+void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm)
+{
+    if (req == MPI_REQUEST_NULL)
+        return;
+    if (!slots || (live + 1) * 4 > (mask + 1) * 3) {
+        r->flags |= F_UNTRACKED;
+        tracer.untracked++;
+        return;
+    }
+    uintptr_t key = key_of(req);
+    uint64_t i = home(key);
+    while (slots[i].key != 0 && slots[i].key != key)
+        i = (i + 1) & mask;
+    if (slots[i].key == 0)
+        live++;
+    /* else: MPI reused the handle of a request we never saw completed; the newer one wins */
+    slots[i] = (slot){.key = key, .record = record_index(r), .comm = comm};
+}
+
+/* Remove the entry at i, moving later entries of the same probe run back so lookups still find them. */
+static void remove_at(uint64_t i)
+{
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (slots[j].key == 0)
+            break;
+        uint64_t h = home(slots[j].key);
+        /* slot j may move to i if its home is not cyclically in (i, j] */
+        if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+            slots[i] = slots[j];
+            i = j;
+        }
+    }
+    slots[i].key = 0;
+    live--;
+}
+
+static int64_t find(MPI_Request req)
+{
+    if (live == 0)
+        return -1;
+    uintptr_t key = key_of(req);
+    for (uint64_t i = home(key); slots[i].key != 0; i = (i + 1) & mask)
+        if (slots[i].key == key)
+            return (int64_t)i;
+    return -1;
+}
+
+void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)
+{
+    int64_t i = find(req);
+    if (i < 0)
+        return;
+    trace_record *r = &tracer.records[slots[i].record];
+    if (r->completed < 0)
+        r->completed = now;
+    if (status && (r->kind == K_IRECV)) {
+        if (r->peer < 0 && status->MPI_SOURCE >= 0)
+            r->peer = world_of_comm(slots[i].comm, status->MPI_SOURCE);
+        r->tag = status->MPI_TAG;
+#if MPI_VERSION >= 4
+        MPI_Count count = 0;
+        if (PMPI_Get_count_c(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
+            r->bytes = count;
+#else
+        int count = 0;
+        if (PMPI_Get_count(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
+            r->bytes = count;
+#endif
+    }
+    remove_at((uint64_t)i);
+}
+
+void requests_free(MPI_Request req)
+{
+    int64_t i = find(req);
+    if (i < 0)
+        return;
+    tracer.records[slots[i].record].flags |= F_FREED;
+    remove_at((uint64_t)i);
+}

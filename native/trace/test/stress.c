@@ -1,0 +1,169 @@
+/* The tracer's stress test: every rank issues a random mix of two-sided and one-sided operations to
+ * random peers, then prints how many of each it issued (one JSON line per rank), so the trace can be
+ * checked against the program's own counts: no operation lost, every message matched.
+ *   trace-stress [ITERATIONS [SEED]]
+ * Two-sided rounds: a random destination per rank (the same on all ranks, from the shared seed), so
+ * each rank knows whom it receives from; receives are blocking or nonblocking, by source or
+ * MPI_ANY_SOURCE, completed by Wait, Waitall, Waitany, Waitsome or a Test loop. One-sided rounds: Put,
+ * Get, Accumulate, Get_accumulate, Rput, Rget to a random target in a lock_all epoch, completed by
+ * flush, flush_all, flush_local or the request's Wait; then a fence epoch of puts. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, KINDS };
+static const char *names[KINDS] = {"send", "isend", "ssend", "issend", "recv", "irecv", "put", "get",
+                                   "accumulate", "get_accumulate", "rput", "rget", "fence_put"};
+static long issued[KINDS];
+static long bytes_sent, bytes_received;
+
+/* A generator all ranks share (same seed, same sequence) and one of this rank's own. */
+static unsigned next(unsigned *state)
+{
+    *state = *state * 1103515245u + 12345u;
+    return (*state >> 8) & 0xffffff;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int iterations = argc > 1 ? atoi(argv[1]) : 200;
+    unsigned shared = argc > 2 ? (unsigned)atoi(argv[2]) : 7, own = shared * 31u + (unsigned)rank;
+    int *dest = malloc(sizeof(int) * (size_t)size);
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)(size + 1));
+    char sendbuf[256], recvbuf[64][256];
+    long *base;
+    MPI_Win win;
+    MPI_Win_allocate(1024 * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    MPI_Win_lock_all(0, win);
+
+    for (int it = 0; it < iterations; it++) {
+        if (next(&shared) % 2 == 0) { /* a two-sided round */
+            for (int r = 0; r < size; r++)
+                do
+                    dest[r] = (int)(next(&shared) % (unsigned)size);
+                while (dest[r] == r);
+            int bytes = 1 + (int)(next(&shared) % 200), tag = it % 97;
+            int style = (int)(next(&shared) % 4), any = next(&shared) % 2, ring = next(&shared) % 3 == 0;
+            int n = 0;
+            for (int s = 0; s < size; s++) {
+                if (dest[s] != rank || style == 0)
+                    continue;
+                MPI_Irecv(recvbuf[n % 64], bytes, MPI_CHAR, any ? MPI_ANY_SOURCE : s, tag,
+                          MPI_COMM_WORLD, &reqs[n]);
+                issued[IRECV]++;
+                bytes_received += bytes;
+                n++;
+            }
+            int kind = (int)(next(&own) % 4); /* which send this rank uses */
+            MPI_Request send_req = MPI_REQUEST_NULL;
+            if (kind == 1)
+                MPI_Issend(sendbuf, bytes, MPI_CHAR, dest[rank], tag, MPI_COMM_WORLD, &send_req);
+            else
+                MPI_Isend(sendbuf, bytes, MPI_CHAR, dest[rank], tag, MPI_COMM_WORLD, &send_req);
+            issued[kind == 1 ? ISSEND : ISEND]++;
+            bytes_sent += bytes;
+            if (style == 0) { /* blocking receives, one per sender */
+                for (int s = 0; s < size; s++)
+                    if (dest[s] == rank) {
+                        MPI_Recv(recvbuf[0], bytes, MPI_CHAR, any ? MPI_ANY_SOURCE : s, tag,
+                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                        issued[RECV]++;
+                        bytes_received += bytes;
+                    }
+            }
+            reqs[n++] = send_req;
+            if (style <= 1) {
+                MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+            } else if (style == 2) {
+                for (int done = 0; done < n; done++) {
+                    int index;
+                    MPI_Waitany(n, reqs, &index, MPI_STATUS_IGNORE);
+                }
+            } else {
+                int left = n, outcount, indices[72], flag = 0;
+                MPI_Status st[72];
+                while (left > 0) {
+                    if (next(&own) % 2) {
+                        MPI_Waitsome(n, reqs, &outcount, indices, st);
+                        left = outcount == MPI_UNDEFINED ? 0 : left - outcount;
+                    } else {
+                        MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+                        if (flag)
+                            left = 0;
+                    }
+                }
+            }
+            /* sometimes (the same rounds on all ranks) also a ring exchange with a blocking receive */
+            if (ring && size > 1) { /* receive posted first, so even a synchronous send completes */
+                MPI_Request r;
+                MPI_Irecv(recvbuf[0], 8, MPI_CHAR, MPI_ANY_SOURCE, 1000, MPI_COMM_WORLD, &r);
+                issued[IRECV]++;
+                bytes_received += 8;
+                if (next(&own) % 2) {
+                    MPI_Send(sendbuf, 8, MPI_CHAR, (rank + 1) % size, 1000, MPI_COMM_WORLD);
+                    issued[SEND]++;
+                } else {
+                    MPI_Ssend(sendbuf, 8, MPI_CHAR, (rank + 1) % size, 1000, MPI_COMM_WORLD);
+                    issued[SSEND]++;
+                }
+                bytes_sent += 8;
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else { /* a one-sided round, then a barrier so the next two-sided round starts together */
+            int ops = 1 + (int)(next(&own) % 6);
+            for (int k = 0; k < ops; k++) {
+                int target = (int)(next(&own) % (unsigned)size), count = 1 + (int)(next(&own) % 16);
+                long value[16] = {0}, result[16];
+                MPI_Request r;
+                switch (next(&own) % 6) {
+                case 0: MPI_Put(value, count, MPI_LONG, target, 0, count, MPI_LONG, win); issued[PUT]++; break;
+                case 1: MPI_Get(result, count, MPI_LONG, target, 16, count, MPI_LONG, win); issued[GET]++; break;
+                case 2: MPI_Accumulate(value, count, MPI_LONG, target, 32, count, MPI_LONG, MPI_SUM, win);
+                        issued[ACC]++; break;
+                case 3: MPI_Get_accumulate(value, count, MPI_LONG, result, count, MPI_LONG, target, 48, count,
+                                           MPI_LONG, MPI_SUM, win);
+                        issued[GACC]++; break;
+                case 4: MPI_Rput(value, count, MPI_LONG, target, 64 + 16 * rank, count, MPI_LONG, win, &r);
+                        MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RPUT]++; break;
+                default: MPI_Rget(result, count, MPI_LONG, target, 16, count, MPI_LONG, win, &r);
+                         MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RGET]++; break;
+                }
+                switch (next(&own) % 3) {
+                case 0: MPI_Win_flush(target, win); break;
+                case 1: MPI_Win_flush_local(target, win); break;
+                default: break; /* left to the flush_all below */
+                }
+            }
+            MPI_Win_flush_all(win);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+    }
+    MPI_Win_unlock_all(win);
+
+    /* a fence epoch: active target */
+    MPI_Win_fence(0, win);
+    for (int k = 0; k < 3; k++) {
+        long value = rank;
+        MPI_Put(&value, 1, MPI_LONG, (rank + k) % size, 200 + rank, 1, MPI_LONG, win);
+        issued[FENCE_PUT]++;
+    }
+    MPI_Win_fence(0, win);
+    MPI_Win_free(&win);
+
+    long totals[2] = {bytes_sent, bytes_received}, sums[2];
+    MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    printf("{\"rank\": %d, \"bytes_sent\": %ld, \"bytes_received\": %ld, \"all_sent\": %ld, "
+           "\"all_received\": %ld", rank, bytes_sent, bytes_received, sums[0], sums[1]);
+    for (int k = 0; k < KINDS; k++)
+        printf(", \"%s\": %ld", names[k], issued[k]);
+    printf("}\n");
+    free(dest);
+    free(reqs);
+    MPI_Finalize();
+    return 0;
+}

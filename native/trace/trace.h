@@ -1,0 +1,135 @@
+/* libcontend-trace.so: one fixed-size record per MPI operation, kept in a bounded per-rank buffer and
+ * written to $CONTEND_TRACE_DIR/rank-NNNNN.ctrace at MPI_Finalize (or at exit). The file format is in
+ * docs/formats.md ("Trace files"); python/contend/trace/files.py reads it.
+ *
+ * The per-call cost is the point of the design: a call takes the next slot of a buffer allocated at
+ * MPI_Init, reads CLOCK_MONOTONIC at entry and return, and keeps its return addresses. Nothing is
+ * allocated, locked or symbolized per call; addresses are resolved to objects (dladdr) once per
+ * distinct address when the file is written, and to function and line after the run (addr2line).
+ * Not thread-safe: one thread calls MPI at a time (MPI_THREAD_FUNNELED or SERIALIZED), as for
+ * libcontend-throttle. */
+#ifndef CONTEND_TRACE_H
+#define CONTEND_TRACE_H
+
+#include <execinfo.h>
+#include <mpi.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+#define TRACE_MAGIC "CTRACE1"
+#define TRACE_VERSION 1
+#define TRACE_FRAMES 6 /* return addresses kept per record: the call site, then its callers */
+
+/* Record kinds: the numbers are part of the file format (python/contend/trace/files.py KINDS). */
+enum {
+    K_SEND = 0, K_ISEND, K_SSEND, K_ISSEND, K_RECV, K_IRECV,
+    K_PUT = 8, K_GET, K_ACCUMULATE, K_GET_ACCUMULATE, K_RPUT, K_RGET,
+    /* regions: time inside a call, no message of its own */
+    K_BARRIER = 32, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLTOALL, K_ALLGATHER, K_GATHER, K_SCATTER,
+    K_WAIT = 48, K_FENCE, K_FLUSH, K_FLUSH_ALL, K_FLUSH_LOCAL, K_FLUSH_LOCAL_ALL, K_LOCK, K_UNLOCK,
+    K_LOCK_ALL, K_UNLOCK_ALL,
+};
+
+/* flags */
+#define F_LARGE_COUNT 1u /* through an MPI 4 `_c` entry point */
+#define F_FREED 2u       /* the request was freed before anything completed it: completed unknown */
+#define F_UNTRACKED 4u   /* the request or one-sided table was full: completed unknown */
+
+typedef struct {
+    int64_t posted;    /* CLOCK_MONOTONIC ns at call entry */
+    int64_t returned;  /* ns when the call returned */
+    int64_t completed; /* ns when the Wait/Test/flush/unlock/fence that completed it returned; -1 unknown */
+    int64_t bytes;
+    int32_t peer;      /* world rank: destination, source, one-sided target, collective root; -1 none */
+    int32_t tag;       /* -1 none */
+    uint16_t kind;
+    uint16_t flags;
+    uint32_t depth;    /* frames kept */
+    uint64_t frames[TRACE_FRAMES]; /* return addresses, the call site first */
+} trace_record;
+
+_Static_assert(sizeof(trace_record) == 96, "the record size is part of the file format");
+
+typedef struct {
+    int64_t local_ns;  /* this rank's clock at the sample's midpoint */
+    int64_t offset_ns; /* rank 0's clock minus this rank's at that moment */
+    int64_t rtt_ns;    /* the round trip of the best (shortest) sample; -1: no sample */
+} clock_sample;
+
+typedef struct {
+    int on;            /* recording (after MPI_Init, with a directory) */
+    int written;
+    int rank, ranks;
+    int depth;         /* frames per record, 1..TRACE_FRAMES */
+    char dir[4096];
+    trace_record *records;
+    uint64_t capacity, used, dropped, untracked;
+    clock_sample at_init, at_finalize;
+    MPI_Comm sync_comm;
+} tracer_state;
+
+extern tracer_state tracer;
+
+/* The next record, stamped with its kind and entry time and the caller's return addresses; NULL when
+ * not tracing or the buffer is full (counted in tracer.dropped). `site` is the wrapper's own
+ * __builtin_return_address(0): always right, even where backtrace() cannot unwind. */
+static inline __attribute__((always_inline)) trace_record *record_begin(int kind, void *site)
+{
+    if (!tracer.on)
+        return 0;
+    if (tracer.used >= tracer.capacity) {
+        tracer.dropped++;
+        return 0;
+    }
+    trace_record *r = &tracer.records[tracer.used++];
+    r->kind = (uint16_t)kind;
+    r->flags = 0;
+    r->peer = -1;
+    r->tag = -1;
+    r->bytes = 0;
+    r->completed = -1;
+    r->frames[0] = (uint64_t)(uintptr_t)site;
+    r->depth = 1;
+    if (tracer.depth > 1) {
+        void *stack[TRACE_FRAMES + 2];
+        int n = backtrace(stack, tracer.depth + 2);
+        int first = 0; /* the wrapper's own frames come first: start at the call site */
+        while (first < n && stack[first] != site)
+            first++;
+        for (int i = first + 1; i < n && r->depth < (uint32_t)tracer.depth; i++)
+            r->frames[r->depth++] = (uint64_t)(uintptr_t)stack[i];
+    }
+    r->posted = now_ns();
+    return r;
+}
+
+static inline uint64_t record_index(const trace_record *r)
+{
+    return (uint64_t)(r - tracer.records);
+}
+
+/* The world rank of `rank` in a communicator or a window's group (-1 for MPI_PROC_NULL / ANY). */
+int world_of_comm(MPI_Comm comm, int rank);
+int world_of_win(MPI_Win win, int rank);
+void forget_comm(MPI_Comm comm);
+void forget_win(MPI_Win win);
+
+int64_t type_bytes(MPI_Datatype type, int64_t count);
+
+/* Requests of nonblocking operations, until a Wait/Test completes them (requests.c). */
+void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm);
+/* Complete the operation of `req` (its value before the call) with its status; now: the time. */
+void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now);
+void requests_free(MPI_Request req);
+int requests_live(void);
+
+/* One-sided operations, until a flush, unlock or fence covers them (pending.c). */
+void pending_add(MPI_Win win, int target, trace_record *r);
+/* Complete the ops of win to target (or all targets: target == MPI_ANY_SOURCE). */
+void pending_complete(MPI_Win win, int target, int64_t now);
+
+/* Write the file (init.c); also from atexit when the program never finalized. */
+void trace_write(void);
+
+#endif
