@@ -27,6 +27,7 @@ from contend.errors import UserError
 
 BENCH_PROGRAM = "contend-bench"
 THROTTLE_LIBRARY = "libcontend-throttle.so"
+TRACE_LIBRARY = "libcontend-trace.so"
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,14 @@ def throttle_library(mpi: MPI) -> Path:
     return build_dir(mpi) / THROTTLE_LIBRARY
 
 
+def trace_library(mpi: MPI) -> Path:
+    """Where ``contend native build`` puts libcontend-trace.so for this MPI."""
+    return build_dir(mpi) / TRACE_LIBRARY
+
+
 def build_native(mpi: MPI, *, force: bool = False) -> Path:
     """Compile ``native/`` with this MPI's wrapper (incrementally, by make): contend-bench, the throttle
-    library and its test programs, all in ``build_dir(mpi)``; returns contend-bench."""
+    and trace libraries and their test programs, all in ``build_dir(mpi)``; returns contend-bench."""
     source = native_dir()
     build = Path("build") / mpi.build_name
     if force:

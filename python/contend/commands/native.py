@@ -25,7 +25,8 @@ def register(subparsers) -> None:
 def run_build(args: argparse.Namespace) -> int:
     library = mpi.find_mpi()
     binary = mpi.build_native(library, force=args.force)
-    print(f"built {binary} and {mpi.throttle_library(library)} with {library.mpicc} ({library.flavor}, "
+    print(f"built {binary}, {mpi.throttle_library(library).name} and {mpi.trace_library(library).name} with "
+          f"{library.mpicc} ({library.flavor}, "
           f"from {library.origin})")
     return 0
 

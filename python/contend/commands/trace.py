@@ -1,0 +1,163 @@
+"""``contend trace``: run an MPI program under libcontend-trace.so and turn its per-rank files into trace
+records (``DIR/records.parquet``, ``DIR/regions.parquet``) for ``contend diagnose``; or import an OTF2
+trace into the same records.
+
+    contend trace -o DIR [options] -- mpiexec -n 4 ./prog
+    contend trace convert DIR            (again, from the rank files already in DIR)
+    contend trace import TRACE.otf2 -o records.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from contend.errors import UserError
+
+ACTIONS = ("convert", "import")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "trace", help="trace an MPI run (or import OTF2) into records for contend diagnose",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run COMMAND with libcontend-trace.so preloaded (every rank records its MPI calls: "
+        "two-sided, one-sided and collectives, with call sites), then write DIR/records.parquet and "
+        "DIR/regions.parquet, symbolized and on one clock (docs/formats.md, \"Trace files\").\n\n"
+        "  contend trace -o DIR [options] -- mpiexec -n 4 ./prog\n"
+        "  contend trace convert DIR\n"
+        "  contend trace import TRACE.otf2 -o records.parquet\n\nExit code 2 for bad input or a bad trace.")
+    parser.add_argument("-o", "--output", metavar="DIR|FILE",
+                        help="trace directory (run), or the records file (import)")
+    parser.add_argument("--records", type=int, default=262144, metavar="N",
+                        help="records kept per rank (96 bytes each); beyond that they are counted as dropped")
+    parser.add_argument("--depth", type=int, default=1, metavar="D",
+                        help="return addresses per call, 1..6 (the call site and D-1 callers; more costs "
+                             "an unwind per call)")
+    parser.add_argument("--machine", metavar="NAME|FILE.toml",
+                        help="store this machine's LogGOPS parameters in the records, so contend diagnose "
+                             "needs no --machine")
+    parser.add_argument("--timeout", type=float, default=3600.0, metavar="S",
+                        help="end the traced run after S seconds")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="-- the MPI launch command; or `convert DIR`, or `import TRACE.otf2`")
+    parser.set_defaults(func=run)
+
+
+def _machine_params(machine: str | None):
+    if machine is None:
+        return None
+    from contend.machine import loggops_params
+    from contend.result import parameters_ns
+
+    return parameters_ns(loggops_params(machine))
+
+
+def run(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UserError("trace: give the command to trace after --, e.g. contend trace -o DIR -- mpiexec -n 4 "
+                        "./prog; or `contend trace convert DIR`, `contend trace import TRACE.otf2 -o FILE`")
+    if command[0] == "import" and args.command[0] != "--":
+        return _import(command[1:], args)
+    if command[0] == "convert" and args.command[0] != "--":
+        if len(command) != 2:
+            raise UserError("trace convert: give one trace directory")
+        return _convert(Path(command[1]), _machine_params(args.machine))
+    if args.output is None:
+        raise UserError("trace: -o DIR is required (where the rank files and records go)")
+    if not 1 <= args.depth <= 6:
+        raise UserError(f"trace: --depth {args.depth}: expected 1..6")
+    if args.records < 1:
+        raise UserError(f"trace: --records {args.records}: expected a positive count")
+    params = _machine_params(args.machine)  # a bad machine fails before the run, not after
+    directory = _prepare(Path(args.output))
+    _run(command, directory, args)
+    return _convert(directory, params)
+
+
+def _prepare(directory: Path) -> Path:
+    """The trace directory, made, and emptied of an earlier trace's files (only ours)."""
+    from contend.atomic import output_directory
+
+    directory = output_directory(directory, "-o").resolve()
+    for entry in directory.iterdir():
+        if entry.name.startswith("rank-") and (entry.name.endswith(".ctrace") or entry.name.endswith(".tmp")) \
+                or entry.name in ("records.parquet", "regions.parquet"):
+            entry.unlink()
+    return directory
+
+
+def _run(command: list[str], directory: Path, args: argparse.Namespace) -> None:
+    from contend import mpi
+
+    library = mpi.trace_library(mpi.find_mpi())
+    if not library.is_file():
+        raise UserError(f"{library} is not built: run `contend native build`")
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = f"{library}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(library)
+    env.update(CONTEND_TRACE_DIR=str(directory), CONTEND_TRACE_RECORDS=str(args.records),
+               CONTEND_TRACE_DEPTH=str(args.depth))
+    env[mpi.LAUNCHER_MARK] = str(os.getpid())
+    finished = mpi.run_streaming(command, env, lambda line: sys.stdout.write(line), args.timeout)
+    if finished.stderr:
+        sys.stderr.write(finished.stderr)
+    if finished.timed_out:
+        raise UserError(f"trace: the traced command ran longer than --timeout {args.timeout:g} s and was ended")
+    if finished.returncode != 0:
+        raise UserError(f"trace: the traced command exited with code {finished.returncode}; rank files so far "
+                        f"are in {directory} (contend trace convert {directory})")
+
+
+def _convert(directory: Path, params) -> int:
+    from rich.console import Console
+
+    from contend.trace.convert import convert, write
+
+    console = Console(stderr=False)
+    with console.status(f"reading and symbolizing {directory}"):
+        converted = convert(directory)
+    records, regions = write(converted, directory, params)
+    for warning in converted.warnings:
+        print(f"contend: warning: {warning}", file=sys.stderr)
+    console.print(_summary(converted, records, regions))
+    return 0
+
+
+def _summary(converted, records: Path, regions: Path):
+    from rich.table import Table
+
+    table = Table(title=f"trace: {converted.ranks} ranks -> {records}")
+    table.add_column("kind")
+    table.add_column("calls", justify="right")
+    counts = converted.counts
+    skip = {"records", "dropped", "untracked", "messages"}
+    for kind, n in sorted(((k, v) for k, v in counts.items() if k not in skip), key=lambda kv: -kv[1]):
+        table.add_row(kind, str(n))
+    table.add_row("[bold]messages paired[/bold]", str(counts.get("messages", 0)))
+    table.add_row("dropped (buffer full)", str(counts.get("dropped", 0)))
+    worst = max((c["error_ns"] for c in converted.clock), default=0.0)
+    table.caption = f"clock error at most {worst / 1000:.1f} us; regions: {regions}"
+    return table
+
+
+def _import(rest: list[str], args: argparse.Namespace) -> int:
+    from contend.trace.otf2_import import import_otf2, write_records
+
+    if len(rest) != 1:
+        raise UserError("trace import: give one OTF2 trace (its .otf2 anchor file)")
+    if args.output is None:
+        raise UserError("trace import: -o FILE.parquet is required")
+    from contend.atomic import check_writable
+
+    check_writable(args.output, "-o")
+    imported = import_otf2(rest[0])
+    write_records(imported, args.output, _machine_params(args.machine))
+    for warning in imported.warnings:
+        print(f"contend: warning: {warning}", file=sys.stderr)
+    print(f"imported {len(imported.records)} operations of {imported.ranks} ranks from {rest[0]} into {args.output}")
+    return 0

@@ -1,0 +1,138 @@
+"""The tracer's per-rank files (``native/trace``, docs/formats.md "Trace files"): a fixed header, fixed
+96-byte records, a table of the distinct return addresses with their object and load bias, and the
+objects' paths. Every problem is a ``UserError`` naming the file: never a half-read trace."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from contend.errors import UserError
+
+MAGIC = b"CTRACE1\0"
+VERSION = 1
+FRAMES = 6
+
+_CLOCK = [("local_ns", "<i8"), ("offset_ns", "<i8"), ("rtt_ns", "<i8")]
+HEADER = np.dtype([
+    ("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4"), ("record_bytes", "<u4"), ("frames", "<u4"),
+    ("rank", "<i4"), ("ranks", "<i4"), ("depth", "<i4"), ("pid", "<i4"),
+    ("records", "<u8"), ("dropped", "<u8"), ("capacity", "<u8"), ("untracked", "<u8"),
+    ("at_init", _CLOCK), ("at_finalize", _CLOCK),
+    ("addresses", "<u8"), ("names_bytes", "<u8"), ("host", "S64"),
+])
+RECORD = np.dtype([
+    ("posted", "<i8"), ("returned", "<i8"), ("completed", "<i8"), ("bytes", "<i8"),
+    ("peer", "<i4"), ("tag", "<i4"), ("kind", "<u2"), ("flags", "<u2"), ("depth", "<u4"),
+    ("frames", "<u8", (FRAMES,)),
+])
+ADDRESS = np.dtype([("address", "<u8"), ("bias", "<u8"), ("name", "<u4"), ("unused", "<u4")])
+NO_NAME = 0xFFFFFFFF
+
+# native/trace/trace.h, enum of kinds: the numbers are the file format.
+KINDS = {
+    0: "send", 1: "isend", 2: "ssend", 3: "issend", 4: "recv", 5: "irecv",
+    8: "put", 9: "get", 10: "accumulate", 11: "get_accumulate", 12: "rput", 13: "rget",
+    32: "barrier", 33: "bcast", 34: "allreduce", 35: "reduce", 36: "alltoall", 37: "allgather",
+    38: "gather", 39: "scatter",
+    48: "wait", 49: "fence", 50: "win_flush", 51: "win_flush_all", 52: "win_flush_local",
+    53: "win_flush_local_all", 54: "win_lock", 55: "win_unlock", 56: "win_lock_all", 57: "win_unlock_all",
+}
+FIRST_REGION = 32
+FLAG_LARGE_COUNT, FLAG_FREED, FLAG_UNTRACKED = 1, 2, 4
+_NAME = re.compile(r"^rank-(\d+)\.ctrace$")
+
+
+@dataclass
+class RankTrace:
+    """One rank's file: its header (a numpy record), records and address table."""
+
+    path: Path
+    header: np.void
+    records: np.ndarray  # RECORD
+    addresses: np.ndarray  # ADDRESS, sorted by address
+    names: bytes
+
+    @property
+    def rank(self) -> int:
+        return int(self.header["rank"])
+
+    def object_name(self, offset: int) -> str | None:
+        if offset == NO_NAME or offset >= len(self.names):
+            return None
+        return self.names[offset:self.names.index(b"\0", offset)].decode(errors="replace")
+
+
+def read_rank(path: str | os.PathLike) -> RankTrace:
+    """Read and check one ``rank-NNNNN.ctrace`` file."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) < HEADER.itemsize:
+        raise UserError(f"{path}: truncated: {len(data)} bytes, shorter than the {HEADER.itemsize}-byte header")
+    header = np.frombuffer(data, HEADER, count=1)[0]
+    if bytes(header["magic"]).ljust(8, b"\0") != MAGIC:
+        raise UserError(f"{path}: not a contend trace file (bad magic)")
+    if header["version"] != VERSION:
+        raise UserError(f"{path}: trace format version {header['version']}, this contend reads {VERSION}")
+    if (header["header_bytes"], header["record_bytes"], header["frames"]) != \
+            (HEADER.itemsize, RECORD.itemsize, FRAMES):
+        raise UserError(f"{path}: header says {header['header_bytes']}-byte header and "
+                        f"{header['record_bytes']}-byte records with {header['frames']} frames; expected "
+                        f"{HEADER.itemsize}, {RECORD.itemsize}, {FRAMES}")
+    records, addresses = int(header["records"]), int(header["addresses"])
+    expected = HEADER.itemsize + records * RECORD.itemsize + addresses * ADDRESS.itemsize + \
+        int(header["names_bytes"])
+    if len(data) != expected:
+        raise UserError(f"{path}: truncated or corrupt: {len(data)} bytes, the header promises {expected} "
+                        f"({records} records, {addresses} addresses)")
+    start = HEADER.itemsize
+    rows = np.frombuffer(data, RECORD, count=records, offset=start)
+    start += records * RECORD.itemsize
+    table = np.frombuffer(data, ADDRESS, count=addresses, offset=start)
+    names = data[start + addresses * ADDRESS.itemsize:]
+    unknown = sorted(set(np.unique(rows["kind"]).tolist()) - set(KINDS))
+    if unknown:
+        raise UserError(f"{path}: unknown record kind(s) {unknown}")
+    return RankTrace(path=path, header=header, records=rows, addresses=table, names=names)
+
+
+def read_directory(directory: str | os.PathLike) -> list[RankTrace]:
+    """Every rank's file of a trace directory, checked to be one complete run: the same rank count in
+    every file, and a file for each rank."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"{directory}: no such trace directory")
+    found = {}
+    for entry in sorted(directory.iterdir()):
+        match = _NAME.match(entry.name)
+        if match:
+            found[int(match.group(1))] = entry
+    if not found:
+        raise UserError(f"{directory}: no rank-NNNNN.ctrace files (was the program run under `contend trace`, "
+                        "and did it call MPI_Init?)")
+    traces = [read_rank(found[rank]) for rank in sorted(found)]
+    counts = {int(t.header["ranks"]) for t in traces}
+    if len(counts) != 1:
+        detail = ", ".join(f"{t.path.name}: {int(t.header['ranks'])}" for t in traces)
+        raise UserError(f"{directory}: mismatched rank counts in the rank files ({detail}); files of "
+                        "different runs are mixed")
+    ranks = counts.pop()
+    for rank, trace in zip(sorted(found), traces):
+        if trace.rank != rank:
+            raise UserError(f"{trace.path}: holds rank {trace.rank}, not {rank} as its name says")
+    missing = sorted(set(range(ranks)) - set(found))
+    if missing:
+        shown = ", ".join(f"rank-{r:05d}.ctrace" for r in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        raise UserError(f"{directory}: {len(missing)} of {ranks} rank files missing ({shown}); did those "
+                        "ranks crash before MPI_Finalize and exit?")
+    extra = sorted(set(found) - set(range(ranks)))
+    if extra:
+        raise UserError(f"{directory}: rank-{extra[0]:05d}.ctrace is beyond the {ranks} ranks of the run")
+    return traces
