@@ -148,16 +148,31 @@ def _summary(converted, records: Path, regions: Path):
 def _import(rest: list[str], args: argparse.Namespace) -> int:
     from contend.trace.otf2_import import import_otf2, write_records
 
-    if len(rest) != 1:
+    # options may follow the trace's name: contend trace import T.otf2 -o out.parquet
+    files, output, machine = [], args.output, args.machine
+    words = iter(rest)
+    for word in words:
+        if word in ("-o", "--output", "--machine"):
+            value = next(words, None)
+            if value is None:
+                raise UserError(f"trace import: {word} needs a value")
+            if word == "--machine":
+                machine = value
+            else:
+                output = value
+        else:
+            files.append(word)
+    if len(files) != 1:
         raise UserError("trace import: give one OTF2 trace (its .otf2 anchor file)")
-    if args.output is None:
+    if output is None:
         raise UserError("trace import: -o FILE.parquet is required")
     from contend.atomic import check_writable
 
-    check_writable(args.output, "-o")
-    imported = import_otf2(rest[0])
-    write_records(imported, args.output, _machine_params(args.machine))
+    check_writable(output, "-o")
+    params = _machine_params(machine)
+    imported = import_otf2(files[0])
+    write_records(imported, output, params)
     for warning in imported.warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
-    print(f"imported {len(imported.records)} operations of {imported.ranks} ranks from {rest[0]} into {args.output}")
+    print(f"imported {len(imported.records)} operations of {imported.ranks} ranks from {files[0]} into {output}")
     return 0
