@@ -26,12 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import numpy as np
 
 from contend import throttle
+from contend.bench.overhead import interleaved, overhead_table
 from contend.bench.runner import run_benchmark
 
 VARIANTS = {
@@ -53,14 +53,6 @@ def per_message_ns(variables, iters: int) -> dict[str, float]:
     return {column: float(run.results[column].iloc[0]) for column in STATISTICS.values()}
 
 
-def overhead(variant: list[float], base: list[float], rng: np.random.Generator) -> tuple[float, float, float]:
-    """Median over median minus one, and its 95% bootstrap interval."""
-    v, b = np.asarray(variant), np.asarray(base)
-    draws = [np.median(rng.choice(v, v.size)) / np.median(rng.choice(b, b.size)) - 1 for _ in range(4000)]
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return float(np.median(v) / np.median(b) - 1), float(low), float(high)
-
-
 def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=12)
@@ -68,13 +60,8 @@ def run() -> int:
     parser.add_argument("--json", help="also write the samples and the summary to this file")
     args = parser.parse_args()
     names = list(VARIANTS)
-    samples: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    for repeat in range(args.repeats):
-        order = names[repeat % len(names):] + names[:repeat % len(names)]
-        for name in order:
-            samples[name].append(per_message_ns(VARIANTS[name], args.iters))
-        print(f"repetition {repeat + 1}/{args.repeats}: " +
-              ", ".join(f"{n} {samples[n][-1]['t_p50_ns']:.1f}" for n in names) + " ns/message", file=sys.stderr)
+    samples = interleaved({name: (lambda v=VARIANTS[name]: per_message_ns(v, args.iters)) for name in names},
+                          args.repeats, lambda run: f"{run['t_p50_ns']:.1f} ns/message")
 
     load = os.getloadavg()[0]
     print(f"msgrate, 2 ranks, 8 B, window 64, {args.iters} windows per run, {args.repeats} interleaved "
@@ -83,19 +70,8 @@ def run() -> int:
     summary: dict[str, dict] = {}
     for statistic, column in STATISTICS.items():
         print(f"\nEach run's {statistic}:\n")
-        print("| variant | ns per message: median (quartiles) | overhead vs none | 95% interval |")
-        print("|---|---|---|---|")
         values = {name: [run[column] for run in samples[name]] for name in names}
-        for name in names:
-            q1, q2, q3 = statistics.quantiles(values[name], n=4, method="inclusive")
-            row = summary.setdefault(statistic, {})[name] = {"ns_median": q2, "ns_q1": q1, "ns_q3": q3}
-            if name == "none":
-                print(f"| {name} | {q2:.1f} ({q1:.1f} .. {q3:.1f}) | (baseline) | |")
-                continue
-            mid, low, high = overhead(values[name], values["none"], rng)
-            row.update(overhead=mid, overhead_low=low, overhead_high=high)
-            print(f"| {name} | {q2:.1f} ({q1:.1f} .. {q3:.1f}) | {100 * mid:+.2f}% | "
-                  f"{100 * low:+.2f}% .. {100 * high:+.2f}% |")
+        summary[statistic] = overhead_table(values, "ns per message", rng)
         worst = max(summary[statistic][name]["overhead"] for name in ("token", "rate"))
         noise = summary[statistic]["none-again"]
         print(f"\nworst throttled overhead {100 * worst:+.2f}% (target at most {100 * TARGET:.0f}%); the "

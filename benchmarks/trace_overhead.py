@@ -1,0 +1,109 @@
+"""Overhead of libcontend-trace.so on small-message latency and message rate, with its noise.
+
+    .venv/bin/python benchmarks/trace_overhead.py [--repeats 10] [--iters 2000] [--json FILE]
+
+Two runs of contend-bench on 2 ranks of this host's shared memory, 8-byte messages:
+
+    pingpong   half round trip (latency): the median over the timed iterations
+    msgrate    time per message, a sender streaming windows of 64 nonblocking sends (message rate)
+
+each in four variants, interleaved and rotated (contend.bench.overhead):
+
+    none          no LD_PRELOAD                                (the baseline)
+    none-again    no LD_PRELOAD, a second time                 (the noise floor: baseline vs itself)
+    trace         LD_PRELOAD libcontend-trace.so, the default (the call site only, depth 1)
+    trace-depth4  the call site and three callers (an unwind with backtrace() per call)
+
+A run's figure is its median iteration and, separately, its best window (other jobs on a shared host
+only ever add time, so the best window is the steadier figure when the host is busy). The tracer's
+buffer holds every call of a run (no drops). Target: at most 2% (the seed's tool: 1-5%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from contend import mpi
+from contend.bench.overhead import BASELINE, NOISE, interleaved, overhead_table
+from contend.bench.runner import run_benchmark
+
+TARGET = 0.02
+STATISTICS = {"median": "t_p50_ns", "best window": "t_min_ns"}
+BENCHMARKS = {"pingpong": {}, "msgrate": {"window": 64}}
+VARIANTS = {BASELINE: None, NOISE: None, "trace": 1, "trace-depth4": 4}
+
+
+@contextlib.contextmanager
+def traced(depth: int | None, records: int):
+    """The environment the ranks inherit: the tracer preloaded (depth given) or nothing."""
+    if depth is None:
+        yield
+        return
+    directory = tempfile.mkdtemp(prefix="contend-trace-overhead-")
+    saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "CONTEND_TRACE_DIR", "CONTEND_TRACE_DEPTH",
+                                             "CONTEND_TRACE_RECORDS")}
+    os.environ.update(LD_PRELOAD=str(mpi.trace_library(mpi.find_mpi())), CONTEND_TRACE_DIR=directory,
+                      CONTEND_TRACE_DEPTH=str(depth), CONTEND_TRACE_RECORDS=str(records))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def measure(benchmark: str, depth: int | None, iters: int) -> dict[str, float]:
+    window = BENCHMARKS[benchmark].get("window", 1)
+    records = 4 * (iters + iters // 10 + 100) * window + 100000  # every call of the run fits
+    with traced(depth, records):
+        run = run_benchmark(benchmark, ranks=2, sizes=[8], iters=iters, warmup=max(iters // 10, 10),
+                            options=BENCHMARKS[benchmark], timeout_s=300)
+    return {column: float(run.results[column].iloc[0]) for column in STATISTICS.values()}
+
+
+def run() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--iters", type=int, default=2000, help="timed iterations (msgrate: windows) per run")
+    parser.add_argument("--json", help="also write the samples and the summary to this file")
+    args = parser.parse_args()
+    library = mpi.find_mpi()
+    mpi.build_native(library)
+    rng = np.random.default_rng(1)
+    report: dict[str, dict] = {}
+    for benchmark in BENCHMARKS:
+        samples = interleaved(
+            {name: (lambda b=benchmark, d=depth: measure(b, d, args.iters)) for name, depth in VARIANTS.items()},
+            args.repeats, lambda r: f"{r['t_p50_ns']:.1f} ns")
+        load = os.getloadavg()[0]
+        print(f"\n## {benchmark}, 2 ranks, 8 B, {args.iters} iterations per run, {args.repeats} interleaved "
+              f"repetitions (load average {load:.2f} at the end)")
+        summary = {}
+        for statistic, column in STATISTICS.items():
+            print(f"\nEach run's {statistic}, ns:\n")
+            values = {name: [r[column] for r in samples[name]] for name in VARIANTS}
+            summary[statistic] = overhead_table(values, "ns", rng)
+            noise = summary[statistic][NOISE]
+            print(f"\ntracer (depth 1) overhead {100 * summary[statistic]['trace']['overhead']:+.2f}% (target at "
+                  f"most {100 * TARGET:.0f}%); the baseline against itself {100 * noise['overhead']:+.2f}% "
+                  f"({100 * noise['overhead_low']:+.2f}% .. {100 * noise['overhead_high']:+.2f}%)")
+        report[benchmark] = {"samples_ns": samples, "summary": summary, "load": load}
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({**report, "iters": args.iters, "repeats": args.repeats}, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())
