@@ -73,11 +73,13 @@ def test_outcast_is_initiator_contention(machine):
     assert abs(diagnosis.contention - truth(result)) <= 0.1 * truth(result)
     assert diagnosis.split()["initiator"] >= 0.9 * diagnosis.contention
     sites = diagnosis.call_sites()
-    assert len(sites) == 8 and set(sites["send_op"]) == set(range(8)), "one call site per send of the root"
+    assert set(sites["call_site"]) == {f"send op {n}" for n in range(8)}, "one call site per send of the root"
     assert all(ranks == [0] for ranks in sites["top_ranks"])
+    assert all(contexts == ["rank 0"] for contexts in sites["top_contexts"])
 
 
-def test_cli_writes_summary_json_and_html(machine, tmp_path, capsys):
+def test_cli_writes_summary_json_and_html(machine, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the call-site table on one line
     result, _ = run(machine, "gather", 9)
     records = tmp_path / "incast.parquet"
     write_records_parquet(result.record_columns, records,
@@ -118,7 +120,7 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, machine):
     fails_cleanly(capsys, ["diagnose", str(empty)], r"records hold no messages")
     bare = tmp_path / "bare.parquet"
     write_records_parquet(result.record_columns, bare, {})
-    fails_cleanly(capsys, ["diagnose", str(bare)], r"no LogGOPS parameters in the file; give --machine")
+    fails_cleanly(capsys, ["diagnose", str(bare)], r"no LogGOPS parameters in the file \(contend.params\); give --machine")
     assert main(["diagnose", str(bare), "--machine", str(machine)]) == 0
     capsys.readouterr()
     fails_cleanly(capsys, ["diagnose", str(bare), "--machine", "nonesuch"], r"unknown machine 'nonesuch'")

@@ -12,7 +12,7 @@ to target ranks over time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -25,20 +25,22 @@ _ROUTED_KINDS = ("crossbar", "torus", "mesh")
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Per-message diagnosis (``messages``: a DataFrame) and the run's totals (ns, float)."""
+    """Per-operation diagnosis (``messages``: a DataFrame, one row per message, or per get pairing a
+    request with its reply, or per traced operation) and the run's totals (ns, float)."""
 
-    messages: Any  # pandas DataFrame: the records plus ideal_transfer, contention, blocked, class, demands
+    messages: Any  # pandas DataFrame: src, dst, bytes, kind, call_site, context, start, finish, ideal,
+    #                contention, initiator_demand, target_demand, class (+ the engine's truth if known)
     num_ranks: int
     run_time: float
     bins: np.ndarray  # time-bin edges (ns) of ``hot_targets``
+    source: str = "engine"
+    blocked: float = 0.0  # t_blocked, summed over ranks (ns)
+    sync: float = 0.0  # t_sync, summed over ranks (ns)
+    warnings: tuple[str, ...] = ()
 
     @property
     def contention(self) -> float:
         return float(self.messages["contention"].sum())
-
-    @property
-    def blocked(self) -> float:
-        return float(self.messages["blocked"].sum())
 
     def share(self, total: float) -> float:
         """``total`` (summed over ranks) as a share of the ranks' run time, P * T."""
@@ -49,22 +51,32 @@ class Diagnosis:
         by_class = self.messages.groupby("class", observed=False)["contention"].sum()
         return {name: float(by_class.get(name, 0.0)) for name in CLASSES}
 
+    def truth(self) -> dict[str, float] | None:
+        """The engine's own contention by end (``nic_queue`` at the initiator; ``target_queue`` and
+        ``link`` at the target), or None for trace records."""
+        if "truth_initiator" not in self.messages:
+            return None
+        return {name: float(self.messages[f"truth_{name}"].sum()) for name in CLASSES}
+
     def call_sites(self):
-        """Contention per call site (send op), largest first: contention, messages, share of the total,
-        initiator / target time, and the sending ranks (contexts) that contributed most."""
+        """Contention per call site, largest first: contention, operations, share of the total,
+        initiator / target time, the operation kinds, and the ranks and calling contexts that
+        contributed most."""
         import pandas as pd
 
         frame = self.messages[self.messages["contention"] > 0]
         rows = []
-        for site, group in frame.groupby("send_op"):
+        for site, group in frame.groupby("call_site", sort=False):
             by_class = group.groupby("class", observed=False)["contention"].sum()
             by_rank = group.groupby("src")["contention"].sum().sort_values(ascending=False)
-            rows.append({"call_site": f"send op {site}", "send_op": int(site),
+            by_context = group.groupby("context")["contention"].sum().sort_values(ascending=False)
+            rows.append({"call_site": str(site), "kind": ", ".join(sorted(set(group["kind"]))),
                          "contention": float(group["contention"].sum()), "messages": len(group),
                          **{name: float(by_class.get(name, 0.0)) for name in CLASSES},
-                         "top_ranks": [int(r) for r in by_rank.index[:5]]})
-        table = pd.DataFrame(rows, columns=["call_site", "send_op", "contention", "messages", *CLASSES,
-                                            "top_ranks"])
+                         "top_ranks": [int(r) for r in by_rank.index[:5]],
+                         "top_contexts": [str(c) for c in by_context.index[:3]]})
+        table = pd.DataFrame(rows, columns=["call_site", "kind", "contention", "messages", *CLASSES,
+                                            "top_ranks", "top_contexts"])
         total = self.contention
         table["share"] = table["contention"] / total if total > 0 else 0.0
         return table.sort_values("contention", ascending=False, kind="stable").reset_index(drop=True)
@@ -76,8 +88,8 @@ class Diagnosis:
 
     def hot_targets(self) -> np.ndarray:
         """Contention (ns) per destination rank (rows) and time bin (columns of ``bins``): each
-        message's contention is spread evenly over its delivery, posted..received."""
-        start, end = self.messages["posted"].to_numpy(), self.messages["received"].to_numpy()
+        operation's contention is spread evenly over its delivery, start..finish."""
+        start, end = self.messages["start"].to_numpy(), self.messages["finish"].to_numpy()
         end = np.maximum(end, start + 1e-9)  # an instant delivery still lands in one bin
         dst, contention = self.messages["dst"].to_numpy(), self.messages["contention"].to_numpy()
         grid = np.zeros((self.num_ranks, len(self.bins) - 1))
@@ -90,6 +102,7 @@ class Diagnosis:
         sites = self.call_sites().head(top)
         targets = self.targets().head(top)
         return {
+            "source": self.source,
             "messages": len(self.messages),
             "ranks": self.num_ranks,
             "run_time_ns": self.run_time,
@@ -97,35 +110,152 @@ class Diagnosis:
             "t_contention_share": self.share(self.contention),
             "t_blocked_ns": self.blocked,
             "t_blocked_share": self.share(self.blocked),
+            "t_sync_ns": self.sync,
+            "t_sync_share": self.share(self.sync),
             "split_ns": self.split(),
+            "engine_truth_ns": self.truth(),
             "call_sites": sites.to_dict(orient="records"),
             "targets": [{"rank": int(r), "contention": float(c)} for r, c in targets.items()],
             "hot_targets": {"bins_ns": self.bins.tolist(), "contention_ns": self.hot_targets().tolist()},
+            "warnings": list(self.warnings),
         }
 
 
-def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, bins: int = 20) -> Diagnosis:
-    """Diagnose a records DataFrame (float ns, ``contend.records``) under engine-unit LogGOPS ``params``
-    in ns (``contend.result.parameters_ns``)."""
+def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, bins: int = 20,
+             source: str = "engine", sites: Sequence[Mapping[str, Any]] | None = None) -> Diagnosis:
+    """Diagnose a records DataFrame (float ns, docs/formats.md "Records") under LogGOPS ``params`` in
+    ns (``contend.result.parameters_ns``). ``source`` is "engine" or "trace"; ``sites`` (engine records
+    only) names call sites by tag and pairs get requests with their replies (``contend.sites``)."""
     if len(records) == 0:
         raise UserError("diagnose: the records hold no messages")
-    frame = records.copy()
-    ranks = int(max(frame["src"].max(), frame["dst"].max()) + 1) if num_ranks is None else num_ranks
+    _check_params(params)
+    ranks = int(max(records["src"].max(), records["dst"].max()) + 1) if num_ranks is None else num_ranks
+    if source == "trace":
+        ops, sync, warnings, (first, last) = _trace(records, params, ranks)
+    else:
+        ops, sync, warnings = _engine(records, params, ranks, sites or ())
+        first, last = float(records["posted"].min()), float(records["completed"].max())
+    ops["initiator_demand"] = _demand(ops, "src")
+    ops["target_demand"] = _demand(ops, "dst")
+    ops["class"] = _classify(ops)
+    blocked = _union_per_rank(ops["waiter"].to_numpy(), ops["blocked_from"].to_numpy(),
+                              ops["completed"].to_numpy())
+    edges = np.linspace(first, last if last > first else first + 1.0, bins + 1)
+    return Diagnosis(messages=ops, num_ranks=ranks, run_time=last - first, bins=edges, source=source,
+                     blocked=blocked, sync=sync, warnings=tuple(warnings))
+
+
+def _check_params(params: Mapping[str, Any]) -> None:
+    missing = [key for key in ("L", "o", "G") if key not in params]
+    if missing:
+        raise UserError(f"diagnose: the LogGOPS parameters lack {', '.join(missing)}; give --machine")
+
+
+def _engine(frame, params: Mapping[str, Any], ranks: int, sites: Sequence[Mapping[str, Any]]):
+    """Engine records as operations: each message's contention from its timestamps; messages of a get
+    site paired (request + reply) into one get."""
+    import pandas as pd
+
+    frame = frame.copy()
     frame["ideal_transfer"] = ideal_transfer(frame, params, ranks)
     # Waiting to start (sender's CPU / NIC busy), a transfer slower than alone, waiting at the busy
     # destination: all three are time the message lost to other messages.
-    excess = np.maximum(0.0, (frame["arrived"] - frame["injected"]) - frame["ideal_transfer"])
     frame["initiator_wait"] = frame["injected"] - frame["posted"]
-    frame["transfer_excess"] = excess
+    frame["transfer_excess"] = np.maximum(0.0, (frame["arrived"] - frame["injected"]) - frame["ideal_transfer"])
     frame["target_wait"] = frame["received"] - frame["arrived"]
     frame["contention"] = frame["initiator_wait"] + frame["transfer_excess"] + frame["target_wait"]
-    frame["blocked"] = frame["matched"] - frame["received"]  # waiting for the receive: synchronisation
-    frame["initiator_demand"] = _demand(frame, "src")
-    frame["target_demand"] = _demand(frame, "dst")
-    frame["class"] = _classify(frame)
-    start, end = float(frame["posted"].min()), float(frame["completed"].max())
-    edges = np.linspace(start, end if end > start else start + 1.0, bins + 1)
-    return Diagnosis(messages=frame, num_ranks=ranks, run_time=end - start, bins=edges)
+    frame["late"] = frame["matched"] - frame["received"]  # waiting for the receive: synchronisation
+    frame["kind"] = "send"
+    frame["call_site"] = "send op " + frame["send_op"].astype(str)
+    frame["context"] = "rank " + frame["src"].astype(str)
+    frame["start"], frame["finish"], frame["waiter"] = frame["posted"], frame["received"], frame["dst"]
+    frame["blocked_from"] = frame["posted"]
+    frame["begin"], frame["end"] = frame["injected"], frame["arrived"]
+    frame["tie_target"] = frame["target_wait"] > frame["initiator_wait"] + frame["transfer_excess"]
+    if "nic_queue" in frame:
+        frame["truth_initiator"] = frame["nic_queue"]
+        frame["truth_target"] = frame["target_queue"] + frame["link"]
+    warnings: list[str] = []
+    gets = []
+    for site in sites:
+        tag, name = int(site["tag"]), str(site["site"])
+        if site.get("kind", "send") == "get":
+            reply_tag = int(site["reply_tag"])
+            get, frame, lone = _pair_gets(frame, tag, reply_tag, name)
+            gets.append(get)
+            if lone:
+                warnings.append(f"site {name}: {lone} request(s) or reply(ies) without a partner, kept as messages")
+        else:
+            chosen = frame["tag"] == tag
+            frame.loc[chosen, "call_site"] = name
+            frame.loc[chosen, "kind"] = str(site.get("kind", "send"))
+    ops = pd.concat([frame, *gets], ignore_index=True) if gets else frame.reset_index(drop=True)
+    return ops, float(ops["late"].sum()), warnings
+
+
+def _pair_gets(frame, tag: int, reply_tag: int, name: str):
+    """Pair the k-th request (tag, initiator -> target) with the k-th reply (reply_tag, target ->
+    initiator); returns (gets, the other messages, number left unpaired)."""
+    import pandas as pd
+
+    requests = frame[frame["tag"] == tag].sort_values("posted", kind="stable")
+    replies = frame[frame["tag"] == reply_tag].sort_values("posted", kind="stable")
+    requests = requests.assign(nth=requests.groupby(["src", "dst"]).cumcount())
+    replies = replies.assign(nth=replies.groupby(["src", "dst"]).cumcount())
+    pair = requests.reset_index().merge(replies.reset_index(), left_on=["src", "dst", "nth"],
+                                        right_on=["dst", "src", "nth"], suffixes=("", "_r"))
+    get = pd.DataFrame({
+        "src": pair["src"], "dst": pair["dst"], "bytes": pair["bytes_r"], "tag": pair["tag"], "kind": "get",
+        "call_site": name, "context": "rank " + pair["src"].astype(str),
+        "posted": pair["posted"], "completed": pair["completed_r"],
+        "ideal": pair["ideal"] + pair["ideal_r"] if "ideal" in pair else np.nan,
+        # the request loses time at the initiator (out) and the target (in); the reply at the target
+        # (out: its CPU / NIC serving other gets) and back at the initiator (in)
+        "contention": pair["contention"] + pair["contention_r"],
+        "late": pair["late"] + pair["late_r"],
+        "start": pair["posted"], "finish": pair["received_r"], "waiter": pair["src"],
+        "blocked_from": pair["posted"],
+        "begin": pair["injected"], "end": pair["arrived_r"],
+        "tie_target": (pair["target_wait"] + pair["initiator_wait_r"] + pair["transfer_excess_r"])
+        > (pair["initiator_wait"] + pair["transfer_excess"] + pair["target_wait_r"]),
+    })
+    if "truth_initiator" in pair:
+        get["truth_initiator"] = pair["nic_queue"] + pair["target_queue_r"]
+        get["truth_target"] = pair["target_queue"] + pair["link"] + pair["nic_queue_r"] + pair["link_r"]
+    used = set(pair["index"]) | set(pair["index_r"])
+    lone = len(requests) + len(replies) - 2 * len(pair)
+    return get, frame.drop(index=list(used)), lone
+
+
+def _trace(frame, params: Mapping[str, Any], ranks: int):
+    """Trace records as operations (analysis/trace_ops.py); t_sync from the collective regions."""
+    from contend.analysis.trace_ops import trace_ops
+
+    ops, regions, warnings = trace_ops(frame, params)
+    if len(ops) == 0:
+        raise UserError("diagnose: the records hold no messages (only collective regions)")
+    if params.get("network") is not None:
+        warnings.append("the machine's [topology] is not used for trace records: ideal latencies are LogGP")
+    ops["contention"] = np.maximum(0.0, ops["observed"] - ops["ideal"])
+    ops["finish"] = ops["completed"]
+    ops["begin"], ops["end"] = ops["start"], ops["completed"]
+    ops["tie_target"] = False  # no delay split: equal demand counts as initiator contention
+    sync = _union_per_rank(regions["src"].to_numpy(), regions["posted"].to_numpy(),
+                           regions["completed"].to_numpy())
+    return ops, sync, warnings, (float(frame["posted"].min()), float(frame["completed"].max()))
+
+
+def _union_per_rank(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
+    """Sum over ranks of the time covered by at least one of the rank's intervals [start, end]."""
+    total = 0.0
+    for r in np.unique(rank):
+        mine = rank == r
+        order = np.argsort(start[mine], kind="stable")
+        begin, finish = start[mine][order], np.maximum.accumulate(end[mine][order])
+        # A new stretch starts where an interval begins after everything before it has ended.
+        covered_until = np.concatenate([[-np.inf], finish[:-1]])
+        total += float(np.sum(np.clip(finish - np.maximum(begin, covered_until), 0.0, None)))
+    return total
 
 
 def ideal_transfer(frame, params: Mapping[str, Any], ranks: int) -> np.ndarray:
@@ -171,11 +301,12 @@ def _engine_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _demand(frame, end: str) -> np.ndarray:
-    """Time-averaged number of other messages in flight (injected..arrived) at the same ``end`` (src:
-    the initiator's out-link, dst: the target's in-link) during each message's own transfer."""
+    """Time-averaged number of other operations in flight (``begin``..``end``: injected..arrived for an
+    engine message, posted..completed for a traced operation) at the same ``end`` (src: the initiator,
+    dst: the target) during each operation's own flight."""
     demand = np.zeros(len(frame))
     for _, group in frame.groupby(end):
-        begin, finish = group["injected"].to_numpy(), group["arrived"].to_numpy()
+        begin, finish = group["begin"].to_numpy(), group["end"].to_numpy()
         # The integral of the number in flight, as a function of time, evaluated at each message's ends.
         times = np.concatenate([begin, finish])
         steps = np.concatenate([np.ones(len(begin)), -np.ones(len(finish))])
@@ -190,11 +321,10 @@ def _demand(frame, end: str) -> np.ndarray:
 
 
 def _classify(frame):
-    """Target when the target's in-link saw more demand than the initiator's out-link; on a tie, where
-    the message waited longer (at the destination, or at the sender and on the way)."""
+    """Target when the target saw more demand than the initiator; on a tie, ``tie_target`` (engine: where
+    the message waited longer, at the destination or at the sender and on the way; trace: initiator)."""
     import pandas as pd
 
     initiator, target = frame["initiator_demand"].to_numpy(), frame["target_demand"].to_numpy()
-    waited_at_target = frame["target_wait"] > frame["initiator_wait"] + frame["transfer_excess"]
-    is_target = np.where(target != initiator, target > initiator, waited_at_target)
+    is_target = np.where(target != initiator, target > initiator, frame["tie_target"].to_numpy(dtype=bool))
     return pd.Categorical.from_codes(is_target.astype(np.int8), categories=list(CLASSES))

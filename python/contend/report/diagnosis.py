@@ -14,21 +14,29 @@ def summary_tables(diagnosis: Diagnosis, top: int = 10):
     from rich.table import Table
 
     totals = Table(title="Contention diagnosis", show_header=False)
-    totals.add_row("messages / ranks", f"{len(diagnosis.messages)} / {diagnosis.num_ranks}")
+    totals.add_row("records", diagnosis.source)
+    totals.add_row("operations / ranks", f"{len(diagnosis.messages)} / {diagnosis.num_ranks}")
     totals.add_row("run time", f"{diagnosis.run_time:,.0f} ns")
     totals.add_row("t_contention", _with_share(diagnosis, diagnosis.contention))
-    totals.add_row("t_blocked (late receiver)", _with_share(diagnosis, diagnosis.blocked))
-    split = diagnosis.split()
+    totals.add_row("t_blocked", _with_share(diagnosis, diagnosis.blocked))
+    totals.add_row("t_sync", _with_share(diagnosis, diagnosis.sync))
+    split, truth = diagnosis.split(), diagnosis.truth()
     for name in CLASSES:
         share = split[name] / diagnosis.contention if diagnosis.contention > 0 else 0.0
         totals.add_row(f"  {name} contention", f"{split[name]:,.0f} ns ({share:.1%} of contention)")
+    if truth is not None:
+        totals.add_row("engine truth (initiator / target)",
+                       f"{truth['initiator']:,.0f} / {truth['target']:,.0f} ns")
 
     sites = Table(title=f"Top call sites (of {len(diagnosis.call_sites())})")
-    for column in ("call site", "contention ns", "share", "messages", "initiator", "target", "top ranks"):
-        sites.add_column(column, justify="left" if column in ("call site", "top ranks") else "right")
+    left = ("call site", "kind", "top ranks", "top contexts")
+    for column in ("call site", "kind", "contention ns", "share", "ops", "initiator", "target", "top ranks",
+                   "top contexts"):
+        sites.add_column(column, justify="left" if column in left else "right")
     for row in diagnosis.call_sites().head(top).itertuples():
-        sites.add_row(row.call_site, f"{row.contention:,.0f}", f"{row.share:.1%}", str(row.messages),
-                      f"{row.initiator:,.0f}", f"{row.target:,.0f}", ", ".join(map(str, row.top_ranks)))
+        sites.add_row(row.call_site, row.kind, f"{row.contention:,.0f}", f"{row.share:.1%}", str(row.messages),
+                      f"{row.initiator:,.0f}", f"{row.target:,.0f}", ", ".join(map(str, row.top_ranks)),
+                      "; ".join(row.top_contexts))
 
     targets = Table(title="Top targets")
     targets.add_column("rank", justify="right")
@@ -58,12 +66,15 @@ def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, t
     split = diagnosis.split()
     page.paragraph(f"{len(diagnosis.messages)} messages on {diagnosis.num_ranks} ranks over "
                    f"{diagnosis.run_time:,.0f} ns. t_contention {_with_share(diagnosis, diagnosis.contention)}; "
-                   f"t_blocked {_with_share(diagnosis, diagnosis.blocked)}; initiator {split['initiator']:,.0f} ns, "
+                   f"t_blocked {_with_share(diagnosis, diagnosis.blocked)}; "
+                   f"t_sync {_with_share(diagnosis, diagnosis.sync)}; initiator {split['initiator']:,.0f} ns, "
                    f"target {split['target']:,.0f} ns.")
     page.heading("Call sites")
-    page.table(["call site", "contention ns", "share", "messages", "initiator ns", "target ns", "top ranks"],
-               [[r.call_site, round(r.contention), f"{r.share:.1%}", r.messages, round(r.initiator),
-                 round(r.target), ", ".join(map(str, r.top_ranks))] for r in sites.itertuples()])
+    page.table(["call site", "kind", "contention ns", "share", "ops", "initiator ns", "target ns", "top ranks",
+                "top contexts"],
+               [[r.call_site, r.kind, round(r.contention), f"{r.share:.1%}", r.messages, round(r.initiator),
+                 round(r.target), ", ".join(map(str, r.top_ranks)), "; ".join(r.top_contexts)]
+                for r in sites.itertuples()])
     page.image("call_sites.png", "Contention by call site, initiator vs target")
     page.heading("Targets")
     page.table(["rank", "contention ns"], [[rank, round(v)] for rank, v in diagnosis.targets().head(top).items()])
