@@ -80,6 +80,8 @@ def test_hand_computed_trace(trace):
     assert get["class"] == "initiator" and get["initiator_demand"] == pytest.approx(1599 / 3599)
     assert diagnosis.split() == {"initiator": 1000.0, "target": 6000.0}
     assert diagnosis.contention == 7000.0
+    # as rank time: rank 0 waits 2999..5999 beyond its receives' ideal (overlaps count once), rank 5 1000 ns
+    assert diagnosis.contention_time == 4000.0
     assert diagnosis.run_time == 12_000.0
     # t_blocked: rank 0 waits 0..5999 for its receives, rank 5 0..3599 for its put and get.
     assert diagnosis.blocked == 5999.0 + 3599.0
@@ -109,7 +111,7 @@ def test_cli_on_a_trace_names_the_source_line(trace, tmp_path, capsys, monkeypat
     out, err = capsys.readouterr()
     assert INCAST_SITE in out and err == ""
     summary = json.loads(out_json.read_text())
-    assert summary["source"] == "trace" and summary["t_contention_ns"] == 7000.0
+    assert summary["source"] == "trace" and summary["contention_ns"] == 7000.0
     assert summary["call_sites"][0]["call_site"] == INCAST_SITE
     assert summary["call_sites"][0]["target"] == 6000.0
     assert summary["t_sync_ns"] == 3000.0 and summary["engine_truth_ns"] is None

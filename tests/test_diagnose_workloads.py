@@ -96,3 +96,25 @@ def test_block_ownership():
     assert [onesided.owner(b, 16, 4, "blocked") for b in range(16)] == [r for r in range(4) for _ in range(4)]
     assert [onesided.owner(b, 16, 4, "cyclic") for b in range(8)] == [0, 1, 2, 3, 0, 1, 2, 3]
     assert [onesided.owner(b, 16, 4, "cyclic", chunk=2) for b in range(8)] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_recommendations_follow_the_findings_with_their_numbers():
+    import contend
+    from contend.result import parameters_ns
+
+    hot = onesided.diagnose_workload(onesided.global_array(ranks=8, layout="blocked", size=16384))[1]
+    advice = hot.recommendations()[0]
+    assert "block-cyclic" in advice.advice and onesided.GA_SITE in advice.advice
+    assert "100% of the contention" in advice.evidence and "moves over the run" in advice.evidence
+    incast = onesided.diagnose_workload(onesided.incast())[1]
+    assert incast.recommendations()[0].advice.startswith("Rank 0 is a fixed hot target")
+    quiet = onesided.diagnose_workload(onesided.control())[1]
+    assert quiet.recommendations()[0].advice.startswith("Contention is negligible")
+    assert "0.00% of ranks x run time" in quiet.recommendations()[0].evidence
+    # An outcast (scatter): the root's queue of 8 sends is initiator contention; throttle to half
+    result = contend.simulate(collective="scatter", ranks=9, bytes=100_000, L=1000, o=1000, g=500, G=1,
+                              records=True)
+    outcast = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+    advice = outcast.recommendations()[0]
+    assert advice.advice.startswith("Initiator contention: throttle outstanding operations")
+    assert "CONTEND_THROTTLE_TOKENS=3" in advice.advice and "rank 0 has 100% of it" in advice.evidence

@@ -40,7 +40,22 @@ class Diagnosis:
 
     @property
     def contention(self) -> float:
+        """Contention summed over operations (ns); overlapping operations each count."""
         return float(self.messages["contention"].sum())
+
+    @property
+    def contention_time(self) -> float:
+        """t_contention as rank time (ns): per waiting rank, the time covered by the last
+        ``contention`` ns of each of its operations (what it would not have waited without
+        contention), so that overlapping operations count once."""
+        ops = self.messages
+        return _union_per_rank(ops["waiter"].to_numpy(), (ops["completed"] - ops["contention"]).to_numpy(),
+                               ops["completed"].to_numpy())
+
+    def outstanding(self) -> np.ndarray:
+        """Per operation, the time-averaged number of operations of its initiator between start and
+        completed (its own included): how many it kept outstanding."""
+        return _demand(self.messages, "src", "start", "completed") + 1.0
 
     def share(self, total: float) -> float:
         """``total`` (summed over ranks) as a share of the ranks' run time, P * T."""
@@ -106,8 +121,9 @@ class Diagnosis:
             "messages": len(self.messages),
             "ranks": self.num_ranks,
             "run_time_ns": self.run_time,
-            "t_contention_ns": self.contention,
-            "t_contention_share": self.share(self.contention),
+            "contention_ns": self.contention,
+            "t_contention_ns": self.contention_time,
+            "t_contention_share": self.share(self.contention_time),
             "t_blocked_ns": self.blocked,
             "t_blocked_share": self.share(self.blocked),
             "t_sync_ns": self.sync,
@@ -117,8 +133,15 @@ class Diagnosis:
             "call_sites": sites.to_dict(orient="records"),
             "targets": [{"rank": int(r), "contention": float(c)} for r, c in targets.items()],
             "hot_targets": {"bins_ns": self.bins.tolist(), "contention_ns": self.hot_targets().tolist()},
+            "recommendations": [r.to_dict() for r in self.recommendations()],
             "warnings": list(self.warnings),
         }
+
+    def recommendations(self):
+        """Advice with its evidence (analysis/recommend.py)."""
+        from contend.analysis.recommend import recommend
+
+        return recommend(self)
 
 
 def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, bins: int = 20,
@@ -300,13 +323,13 @@ def _engine_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return {"network": network}
 
 
-def _demand(frame, end: str) -> np.ndarray:
+def _demand(frame, end: str, begin_column: str = "begin", end_column: str = "end") -> np.ndarray:
     """Time-averaged number of other operations in flight (``begin``..``end``: injected..arrived for an
     engine message, posted..completed for a traced operation) at the same ``end`` (src: the initiator,
     dst: the target) during each operation's own flight."""
     demand = np.zeros(len(frame))
     for _, group in frame.groupby(end):
-        begin, finish = group["begin"].to_numpy(), group["end"].to_numpy()
+        begin, finish = group[begin_column].to_numpy(), group[end_column].to_numpy()
         # The integral of the number in flight, as a function of time, evaluated at each message's ends.
         times = np.concatenate([begin, finish])
         steps = np.concatenate([np.ones(len(begin)), -np.ones(len(finish))])
