@@ -140,3 +140,24 @@ def test_ideal_over_a_torus_and_without_a_network_matches_the_engine(tmp_path):
                                   records=True, **params)
         diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
         assert abs(diagnosis.contention - truth(result)) <= 1e-6 * truth(result)
+
+
+FAT_TREE = 'kind = "fattree"\nk = 2\nlevels = 3\noversubscription = 2'
+DRAGONFLY = 'kind = "dragonfly"\na = 2\np = 2\nh = 1\ng = 3\nglobal_bandwidth = "500MB/s"'
+
+
+@pytest.mark.parametrize("topology", [FAT_TREE, DRAGONFLY], ids=["fattree", "dragonfly"])
+def test_ideal_over_a_fat_tree_and_a_dragonfly_matches_the_engine(tmp_path, topology):
+    """Minimal routes through the link graph (oversubscribed leaf up-links, slower global links): the
+    ideal is the engine's uncontended time, so contention equals the truth and a ping-pong has none."""
+    path = tmp_path / "net.toml"
+    path.write_text(CROSSBAR.replace('kind = "crossbar"\nnodes = 9', topology)
+                    .replace("packet = 1", 'packet = 256\nhop_latency = "50ns"\ninjection_bandwidth = "2GB/s"'))
+    for collective, ranks in (("pingpong", 2), ("alltoall-linear", 8), ("random-pairs", 8)):
+        result = contend.simulate(collective=collective, ranks=ranks, bytes=10_000, machine=path, records=True)
+        diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+        assert abs(diagnosis.contention - truth(result)) <= 1e-6 * max(1.0, truth(result)), collective
+        if collective == "pingpong":
+            assert diagnosis.contention == 0
+        else:
+            assert truth(result) > 0

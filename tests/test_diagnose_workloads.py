@@ -71,6 +71,20 @@ def test_hot_spot_as_a_trace_totals_the_same(tmp_path):
     assert servers["contention"].sum() > 0.5 * total
 
 
+def test_fan_out_is_initiator_and_mixed_splits_by_call_site():
+    fan = onesided.diagnose_workload(onesided.fan_out(ranks=8))[1]
+    truth = agrees_with_truth(fan)
+    assert truth["initiator"] == sum(truth.values()) > 0
+    assert fan.split()["initiator"] == pytest.approx(fan.contention)
+    mixed = onesided.diagnose_workload(onesided.mixed(ranks=8, rounds=4))[1]
+    truth = agrees_with_truth(mixed)
+    assert min(truth.values()) > 0.2 * sum(truth.values()), "both ends contend"
+    sites = mixed.call_sites().set_index("call_site")
+    assert sites.loc["prefetch_all (fanout.c:20)", "initiator"] > 0.9 * sites.loc["prefetch_all (fanout.c:20)", "contention"]
+    hot = sites.loc["read_hot (hotspot.c:31)"]
+    assert hot["target"] == pytest.approx(hot["contention"]) and hot["contention"] > 0
+
+
 def test_control_shows_almost_none():
     result, diagnosis = onesided.diagnose_workload(onesided.control(ranks=8, rounds=8))
     assert sum(diagnosis.truth().values()) < 1e-6

@@ -3,6 +3,8 @@ schedules generated here (docs/reproductions.md, "diagnose"):
 
 - ``hot_spot``: a moving hot spot; in round k every rank reads (gets) from rank k mod P;
 - ``incast``: every rank sends to rank 0, round after round;
+- ``fan_out``: rank 0 gets from every other rank at once (initiator contention); ``mixed``: that and a
+  moving hot spot at the same time, from two call sites;
 - ``control``: pairs of ranks, each even rank reading from its odd partner: no two operations meet;
 - ``global_array``: the seed's case study in miniature, gets from a distributed array under a blocked or a
   block-cyclic distribution while all ranks sweep over the same region at the same time.
@@ -121,6 +123,39 @@ def control(ranks: int = 8, rounds: int = 8, size: int = 4096, compute_ns: int =
             work = schedule.programs[rank].op(f"calc {compute_ns}", last[rank])
             last[rank] = schedule.get(rank, (rank + 1) % ranks, size, 30, work)
     return Workload("control", schedule.ranks, schedule.text(), [get_site(30, "read_partner (control.c:12)")])
+
+
+def fan_out(ranks: int = 8, rounds: int = 4, size: int = 4096, compute_ns: int = 2000) -> Workload:
+    """Initiator contention: each round rank 0 computes, then gets ``size`` bytes from every other
+    rank's memory at once (nonblocking gets, then wait for all); the replies converge on rank 0."""
+    schedule = _Schedule(ranks)
+    last: str | None = None
+    for _ in range(rounds):
+        work = schedule.programs[0].op(f"calc {compute_ns}", last)
+        replies = [schedule.get(0, owner, size, 50, work) for owner in range(1, ranks)]
+        last = schedule.programs[0].op("calc 0")
+        for reply in replies:
+            schedule.programs[0].lines.append(f"{last} requires {reply}")
+    return Workload("fan-out", schedule.ranks, schedule.text(), [get_site(50, "prefetch_all (fanout.c:20)")])
+
+
+def mixed(ranks: int = 8, rounds: int = 4, size: int = 4096) -> Workload:
+    """Both ends at once: rank 0 fans gets out to every rank (initiator contention) while ranks 1..P-1
+    read a moving hot spot (target contention), from two call sites."""
+    schedule = _Schedule(ranks)
+    last: list[str | None] = [None] * ranks
+    for k in range(rounds):
+        work = schedule.programs[0].op("calc 2000", last[0])
+        replies = [schedule.get(0, owner, size, 50, work) for owner in range(1, ranks)]
+        last[0] = schedule.programs[0].op("calc 0")
+        schedule.programs[0].lines += [f"{last[0]} requires {reply}" for reply in replies]
+        hot = 1 + k % (ranks - 1)
+        for rank in range(1, ranks):
+            if rank != hot:
+                work = schedule.programs[rank].op("calc 2000", last[rank])
+                last[rank] = schedule.get(rank, hot, size, 60, work)
+    return Workload("mixed", schedule.ranks, schedule.text(),
+                    [get_site(50, "prefetch_all (fanout.c:20)"), get_site(60, "read_hot (hotspot.c:31)")])
 
 
 GA_SITE = "ga_get (fock.c:120)"
