@@ -128,6 +128,22 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, machine):
     assert main(["diagnose", str(bare), "--machine", str(machine)]) == 0
     capsys.readouterr()
     fails_cleanly(capsys, ["diagnose", str(bare), "--machine", "nonesuch"], r"unknown machine 'nonesuch'")
+    mismatched = tmp_path / "mismatched.parquet"
+    write_records_parquet(result.record_columns, mismatched,
+                          {"params": parameters_ns(result.params), "workload": {"ranks": 1}})
+    fails_cleanly(capsys, ["diagnose", str(mismatched)], r"records name rank 1 but the metadata says 1 rank\(s\) "
+                  r"\(mismatched rank counts\)")
+    lacking = tmp_path / "lacking.parquet"
+    columns = {k: v for k, v in result.record_columns.items() if k not in ("arrived", "matched")}
+    write_records_parquet(columns, lacking, {"params": parameters_ns(result.params)})
+    fails_cleanly(capsys, ["diagnose", str(lacking)], r"lacking\.parquet: engine records lack column\(s\) arrived, matched")
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(bare.read_bytes()[:200])
+    fails_cleanly(capsys, ["diagnose", str(truncated)], r"truncated\.parquet: not a readable records file")
+    notjson = tmp_path / "notjson.parquet"
+    table = pq.read_table(bare)
+    pq.write_table(table.replace_schema_metadata({**table.schema.metadata, b"contend.params": b"{"}), notjson)
+    fails_cleanly(capsys, ["diagnose", str(notjson)], r"metadata contend\.params is not JSON")
 
 
 def test_ideal_over_a_torus_and_without_a_network_matches_the_engine(tmp_path):

@@ -142,7 +142,7 @@ def test_bad_trace_records_are_one_line_exit_2(trace, tmp_path, capsys):
     truncated.write_bytes(trace.read_bytes()[: trace.stat().st_size // 2])
     fails_cleanly(capsys, ["diagnose", str(truncated)], r"truncated\.parquet: not a readable records file")
     cases = {
-        "mismatched": (dict(ranks=4), r"records name rank 7 but contend\.ranks is 4 \(mismatched rank counts\)"),
+        "mismatched": (dict(ranks=4), r"records name rank 7 but the metadata says 4 rank\(s\) \(mismatched rank counts\)"),
         "noranks": (dict(ranks=None), r"trace records lack the contend\.ranks metadata"),
         "noparams": (dict(params=None), r"no LogGOPS parameters in the file \(contend\.params\); give --machine"),
         "nokind": (dict(drop=("kind", "call_site")), r"trace records lack column\(s\) kind, call_site"),

@@ -132,3 +132,49 @@ def test_recommendations_follow_the_findings_with_their_numbers():
     advice = outcast.recommendations()[0]
     assert advice.advice.startswith("Initiator contention: throttle outstanding operations")
     assert "CONTEND_THROTTLE_TOKENS=3" in advice.advice and "rank 0 has 100% of it" in advice.evidence
+
+
+def test_cli_names_sites_from_metadata_or_a_sites_file(tmp_path, capsys, monkeypatch):
+    import json
+
+    from contend.cli import main
+    from contend.records import write_records_parquet
+    from contend.result import parameters_ns
+
+    monkeypatch.setenv("COLUMNS", "250")
+    workload = onesided.hot_spot(ranks=4, rounds=4)
+    result = onesided.simulate_workload(workload)
+    bare = tmp_path / "hot.parquet"
+    write_records_parquet(result.record_columns, bare, {"params": parameters_ns(result.params)})
+    assert main(["diagnose", str(bare)]) == 0
+    assert "read_hot" not in capsys.readouterr().out, "without names: send op N"
+    sites = tmp_path / "sites.json"
+    sites.write_text(json.dumps(workload.sites))
+    out_json = tmp_path / "d.json"
+    assert main(["diagnose", str(bare), "--sites", str(sites), "--json", str(out_json)]) == 0
+    assert "read_hot (hotspot.c:31)" in capsys.readouterr().out
+    summary = json.loads(out_json.read_text())
+    assert summary["call_sites"][0]["kind"] == "get" and summary["messages"] == 12
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"tag": 10, "site": "x", "kind": "get"}]')
+    assert main(["diagnose", str(bare), "--sites", str(bad)]) == 2
+    assert "bad.json: contend.sites entry 'x' is a get without an int reply_tag" in capsys.readouterr().err
+    bad.write_text("{")
+    assert main(["diagnose", str(bare), "--sites", str(bad)]) == 2
+    assert "bad.json: not JSON" in capsys.readouterr().err
+
+
+def test_reproduce_diagnose_quick(tmp_path, capsys):
+    import json
+
+    from contend.cli import main
+
+    out = tmp_path / "report"
+    assert main(["reproduce", "diagnose", "--quick", "-o", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    study = results["case_study"]
+    assert study["blocked"]["top_site"] == onesided.GA_SITE
+    assert study["block-cyclic 1"]["contention_ratio"] < 0.5 and study["block-cyclic 1"]["run_time_ratio"] < 1
+    assert all(f["ok"] for f in results["findings"])
+    assert {"index.html", "case_study.png", "ga-blocked.parquet"} <= {p.name for p in out.iterdir()}
+    assert (out / "ga-blocked" / "index.html").is_file()

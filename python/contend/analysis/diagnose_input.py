@@ -120,6 +120,9 @@ def _ranks(frame, metadata: dict[str, Any], source: str, name: str) -> int:
     """``contend.ranks`` (required for traces), checked against the ranks the rows name."""
     seen = int(max(frame["src"].max(), frame["dst"].max()) + 1) if len(frame) else 0
     declared = metadata.get("ranks")
+    workload = metadata.get("workload")
+    if declared is None and isinstance(workload, dict) and "ranks" in workload:
+        declared = workload["ranks"]  # engine records of a generated collective say it there
     if declared is None:
         if source == "trace":
             raise UserError(f"{name}: trace records lack the contend.ranks metadata (the number of ranks)")
@@ -127,6 +130,6 @@ def _ranks(frame, metadata: dict[str, Any], source: str, name: str) -> int:
     if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
         raise UserError(f"{name}: contend.ranks is {declared!r}; expected a positive integer")
     if seen > declared:
-        raise UserError(f"{name}: records name rank {seen - 1} but contend.ranks is {declared} "
+        raise UserError(f"{name}: records name rank {seen - 1} but the metadata says {declared} rank(s) "
                         "(mismatched rank counts)")
     return declared

@@ -22,6 +22,9 @@ def register(subparsers) -> None:
     parser.add_argument("records", metavar="FILE.parquet", help="records written by contend sim --records or contend trace")
     parser.add_argument("--machine", metavar="NAME|FILE.toml",
                         help="ideal latencies from this machine instead of the parameters in the file")
+    parser.add_argument("--sites", metavar="FILE.json",
+                        help="name call sites of engine records by tag (and pair get requests with their "
+                        "replies): a JSON list as the contend.sites metadata (docs/formats.md); replaces it")
     parser.add_argument("--top", type=int, default=10, help="rows in the call-site and target tables")
     parser.add_argument("--bins", type=int, default=20, help="time bins of the hot-target plot")
     parser.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON")
@@ -50,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
         params = metadata["params"]
     else:
         raise UserError(f"{args.records}: no LogGOPS parameters in the file (contend.params); give --machine")
-    sites = _sites(metadata.get("sites"), args.records) if loaded.source == "engine" else None
+    if args.sites is not None:
+        if loaded.source != "engine":
+            raise UserError("--sites: trace records name their call sites themselves (call_site column)")
+        sites = _sites(_read_json(args.sites), args.sites)
+    else:
+        sites = _sites(metadata.get("sites"), args.records) if loaded.source == "engine" else None
     diagnosis = diagnose(loaded.frame, params, loaded.num_ranks, bins=args.bins, source=loaded.source,
                          sites=sites)
     import sys
@@ -71,6 +79,16 @@ def run(args: argparse.Namespace) -> int:
 
     Console().print(*summary_tables(diagnosis, top=args.top))
     return 0
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise UserError(f"{path}: not JSON ({exc})") from None
 
 
 def _sites(sites, path: str):
