@@ -177,3 +177,20 @@ def test_ideal_over_a_fat_tree_and_a_dragonfly_matches_the_engine(tmp_path, topo
             assert diagnosis.contention == 0
         else:
             assert truth(result) > 0
+
+
+def test_engine_sync_is_the_late_receivers_wait(tmp_path):
+    """Rank 1 posts its receive from rank 0 only after rank 2's message, which rank 2 sends after 50 us
+    of computation: rank 0's message, processed on arrival, waits for its receive (t_sync); nothing
+    contends. t_blocked is rank 1's time with a message outstanding (posted..completed, merged)."""
+    schedule = tmp_path / "late.goal"
+    schedule.write_text("num_ranks 3\nrank 0 {\n  send 1000b to 1\n}\nrank 1 {\n  l0: recv 8b from 2\n"
+                        "  l1: recv 1000b from 0\n  l1 requires l0\n}\nrank 2 {\n  l0: calc 50000\n"
+                        "  l1: send 8b to 1\n  l1 requires l0\n}\n")
+    result = contend.simulate(schedule, L=1000, o=1000, g=500, G=1, records=True)
+    diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+    records = result.records.set_index("src")
+    late = float(records["late_receiver"].sum())
+    assert late > 45_000
+    assert diagnosis.sync == late and diagnosis.contention == 0
+    assert diagnosis.blocked == records["completed"].max() - records["posted"].min()

@@ -187,7 +187,10 @@ def _engine(frame, params: Mapping[str, Any], ranks: int, sites: Sequence[Mappin
     frame["transfer_excess"] = np.maximum(0.0, (frame["arrived"] - frame["injected"]) - frame["ideal_transfer"])
     frame["target_wait"] = frame["received"] - frame["arrived"]
     frame["contention"] = frame["initiator_wait"] + frame["transfer_excess"] + frame["target_wait"]
-    frame["late"] = frame["matched"] - frame["received"]  # waiting for the receive: synchronisation
+    # Waiting for the receive to be posted (synchronisation): from when the receiver had processed the
+    # arrival (received + its o + (s-1)G, the ideal's receiving part) until the match.
+    receiving = frame["ideal"] - frame["ideal_transfer"] if "ideal" in frame else 0.0
+    frame["late"] = np.maximum(0.0, frame["matched"] - frame["received"] - receiving)
     frame["kind"] = "send"
     frame["call_site"] = "send op " + frame["send_op"].astype(str)
     frame["context"] = "rank " + frame["src"].astype(str)
@@ -262,6 +265,11 @@ def _trace(frame, params: Mapping[str, Any], ranks: int):
         raise UserError("diagnose: the records hold no messages (only collective regions)")
     if params.get("network") is not None:
         warnings.append("the machine's [topology] is not used for trace records: ideal latencies are LogGP")
+    sites = ops["call_site"].astype(str)
+    raw = sites.str.fullmatch(r"0x[0-9a-fA-F]+")
+    if raw.any():
+        warnings.append(f"{int(sites[raw].nunique())} of {int(sites.nunique())} call site(s) are unsymbolized "
+                        "addresses (0x...): the tracer found no symbols for them (build with -g, keep the binary)")
     ops["contention"] = np.maximum(0.0, ops["observed"] - ops["ideal"])
     ops["finish"] = ops["completed"]
     ops["begin"], ops["end"] = ops["start"], ops["completed"]
