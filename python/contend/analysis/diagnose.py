@@ -281,15 +281,16 @@ def _trace(frame, params: Mapping[str, Any], ranks: int):
 
 def _union_per_rank(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:
     """Sum over ranks of the time covered by at least one of the rank's intervals [start, end]."""
-    total = 0.0
-    for r in np.unique(rank):
-        mine = rank == r
-        order = np.argsort(start[mine], kind="stable")
-        begin, finish = start[mine][order], np.maximum.accumulate(end[mine][order])
-        # A new stretch starts where an interval begins after everything before it has ended.
-        covered_until = np.concatenate([[-np.inf], finish[:-1]])
-        total += float(np.sum(np.clip(finish - np.maximum(begin, covered_until), 0.0, None)))
-    return total
+    import pandas as pd
+
+    if len(rank) == 0:
+        return 0.0
+    order = np.lexsort((start, rank))
+    ranks = pd.Series(rank[order])
+    finish = pd.Series(end[order]).groupby(ranks.to_numpy()).cummax()
+    # A new stretch starts where an interval begins after everything before it (same rank) has ended.
+    covered_until = finish.groupby(ranks.to_numpy()).shift(1).fillna(-np.inf).to_numpy()
+    return float(np.sum(np.clip(finish.to_numpy() - np.maximum(start[order], covered_until), 0.0, None)))
 
 
 def ideal_transfer(frame, params: Mapping[str, Any], ranks: int) -> np.ndarray:

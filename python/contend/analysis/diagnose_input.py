@@ -90,7 +90,7 @@ def _frame(table, source: str, name: str):
             if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
                     or pa.types.is_dictionary(values.type)):
                 raise UserError(f"{name}: column {column} must hold strings, not {values.type}")
-            columns[column] = np.asarray(values.to_pylist(), dtype=object)
+            columns[column] = values.to_pandas().to_numpy(dtype=object)
         elif column in TRACE_TIMES + ("src", "dst", "bytes", "tag", "site_id"):
             if not pa.types.is_integer(values.type):
                 raise UserError(f"{name}: column {column} must hold integers, not {values.type}")
