@@ -100,7 +100,8 @@ def _frame(table, source: str, name: str):
         else:
             columns[column] = values.to_pandas().to_numpy()
     frame = pd.DataFrame(columns)
-    frame["kind"] = frame["kind"].str.lower()
+    # MPI's names are accepted too: MPI_Isend, MPI_Get_c (large-count forms) -> isend, get
+    frame["kind"] = frame["kind"].str.lower().str.removeprefix("mpi_").str.replace(r"_c$", "", regex=True)
     if "context" not in frame:
         frame["context"] = ""
     if "site_id" not in frame:
