@@ -19,7 +19,8 @@ def register(subparsers) -> None:
         "network parameters from the file, or --machine), classed as initiator or target contention, by "
         "call site and target rank (docs/models.md, \"Diagnosis\"). Exit code 2 for bad input.",
     )
-    parser.add_argument("records", metavar="FILE.parquet", help="records written by contend sim --records or contend trace")
+    parser.add_argument("records", metavar="FILE.parquet|DIR",
+                        help="records written by contend sim --records, or contend trace (its DIR or records file)")
     parser.add_argument("--machine", metavar="NAME|FILE.toml",
                         help="ideal latencies from this machine instead of the parameters in the file")
     parser.add_argument("--sites", metavar="FILE.json",
@@ -36,6 +37,12 @@ def run(args: argparse.Namespace) -> int:
     from contend.analysis.diagnose import diagnose
     from contend.analysis.diagnose_input import load_records
 
+    if os.path.isdir(args.records):  # a `contend trace` directory: its records.parquet
+        inside = os.path.join(args.records, "records.parquet")
+        if not os.path.isfile(inside):
+            raise UserError(f"{args.records}: a directory without records.parquet (contend trace convert "
+                            f"{args.records} makes it from the rank files)")
+        args.records = inside
     if not os.path.isfile(args.records):
         raise UserError(f"{args.records}: no such records file")
     if args.top < 1 or args.bins < 1:
