@@ -11,7 +11,7 @@
     r->bytes = BYTES;                                                                                 \
     r->peer = world_of_comm(comm, ROOT);                                                              \
     int rc = CALL;                                                                                    \
-    r->returned = r->completed = now_ns();                                                            \
+    r->returned = r->completed = stamp();                                                            \
     return rc;
 
 /* MPI_IN_PLACE sends nothing of its own type: count the receive side instead. */

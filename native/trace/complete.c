@@ -80,7 +80,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     if (follow && status == MPI_STATUS_IGNORE)
         status = &own;
     int rc = PMPI_Wait(request, status);
-    int64_t now = now_ns();
+    int64_t now = stamp();
     end_region(w, now);
     if (follow && *request == MPI_REQUEST_NULL)
         settle_all(1, request, status, now);
@@ -95,7 +95,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
         status = &own;
     int rc = PMPI_Test(request, flag, status);
     if (follow && *flag)
-        settle_all(1, request, status, now_ns());
+        settle_all(1, request, status, stamp());
     return rc;
 }
 
@@ -106,7 +106,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     if (follow && statuses == MPI_STATUSES_IGNORE)
         statuses = statuses_own;
     int rc = PMPI_Waitall(count, requests, statuses);
-    int64_t now = now_ns();
+    int64_t now = stamp();
     end_region(w, now);
     if (follow)
         settle_all(count, requests, statuses, now);
@@ -120,7 +120,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
         statuses = statuses_own;
     int rc = PMPI_Testall(count, requests, flag, statuses);
     if (follow && *flag)
-        settle_all(count, requests, statuses, now_ns());
+        settle_all(count, requests, statuses, stamp());
     return rc;
 }
 
@@ -132,7 +132,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     if (follow && status == MPI_STATUS_IGNORE)
         status = &own;
     int rc = PMPI_Waitany(count, requests, index, status);
-    int64_t now = now_ns();
+    int64_t now = stamp();
     end_region(w, now);
     if (follow && *index != MPI_UNDEFINED)
         requests_complete(before[*index], status, now);
@@ -147,7 +147,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
         status = &own;
     int rc = PMPI_Testany(count, requests, index, flag, status);
     if (follow && *flag && *index != MPI_UNDEFINED)
-        requests_complete(before[*index], status, now_ns());
+        requests_complete(before[*index], status, stamp());
     return rc;
 }
 
@@ -159,7 +159,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
     if (follow && statuses == MPI_STATUSES_IGNORE)
         statuses = statuses_own;
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    int64_t now = now_ns();
+    int64_t now = stamp();
     end_region(w, now);
     if (follow)
         settle_some(*outcount, indices, statuses, now);
@@ -174,7 +174,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
         statuses = statuses_own;
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (follow)
-        settle_some(*outcount, indices, statuses, now_ns());
+        settle_some(*outcount, indices, statuses, stamp());
     return rc;
 }
 

@@ -8,7 +8,8 @@
  *                           an unwind per call, see docs/measure.md)
  *   CONTEND_TRACE_REQUESTS  nonblocking requests followed at once (default 65536)
  *   CONTEND_TRACE_PENDING   one-sided operations awaiting a flush at once (default 65536)
- *   CONTEND_TRACE_SYNC_ROUNDS  ping-pongs per rank and clock estimate (default 20) */
+ *   CONTEND_TRACE_SYNC_ROUNDS  ping-pongs per rank and clock estimate (default 20)
+ *   CONTEND_TRACE_CLOCK     tsc (default on x86-64) or monotonic (clock_gettime per timestamp) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,6 +47,9 @@ typedef struct {
     uint64_t addresses;  /* entries of the address table after the records */
     uint64_t names_bytes; /* bytes of object names after the address table */
     char host[64];
+    int32_t clock_kind; /* 0: record times are CLOCK_MONOTONIC ns; 1: time-stamp counter ticks */
+    int32_t reserved;
+    int64_t calibration[4]; /* tick0, ns0, tick1, ns1: ticks -> ns = ns0 + (t - tick0) * (ns1 - ns0) / (tick1 - tick0) */
 } file_header;
 
 /* Where a return address lies: the object (an offset into the name table) and its load bias. */
@@ -106,6 +110,20 @@ static void sync_clocks(clock_sample *out, int rounds)
 
 static int sync_rounds = 20;
 
+/* A tick and a ns read together (the tick between two ns reads, the pair closest together of a few). */
+static void calibrate(int64_t *pair)
+{
+    int64_t best = -1;
+    for (int k = 0; k < 5; k++) {
+        int64_t a = now_ns(), t = stamp(), b = now_ns();
+        if (best < 0 || b - a < best) {
+            best = b - a;
+            pair[0] = t;
+            pair[1] = a + (b - a) / 2;
+        }
+    }
+}
+
 static void start(void)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &tracer.rank);
@@ -131,6 +149,16 @@ static void start(void)
         PMPI_Finalize();
         exit(2);
     }
+    const char *clock = getenv("CONTEND_TRACE_CLOCK");
+    if (clock && *clock && strcmp(clock, "tsc") != 0 && strcmp(clock, "monotonic") != 0) {
+        if (tracer.rank == 0)
+            fprintf(stderr, "contend-trace: error: CONTEND_TRACE_CLOCK=%s: expected tsc or monotonic\n", clock);
+        PMPI_Finalize();
+        exit(2);
+    }
+#if defined(__x86_64__)
+    tracer.tsc = !(clock && strcmp(clock, "monotonic") == 0);
+#endif
     snprintf(tracer.dir, sizeof tracer.dir, "%s", dir);
     tracer.records = malloc(capacity * sizeof(trace_record));
     if (!tracer.records || requests_init(requests) != 0 || pending_init(pending) != 0) {
@@ -144,6 +172,7 @@ static void start(void)
     backtrace(warm, 2); /* the first unwind loads libgcc_s: do it now, not inside a traced call */
     PMPI_Comm_dup(MPI_COMM_WORLD, &tracer.sync_comm);
     sync_clocks(&tracer.at_init, sync_rounds);
+    calibrate(&tracer.calibration[0]);
     atexit(trace_write); /* a program that never finalizes still leaves its file */
     tracer.on = 1;
 }
@@ -252,6 +281,7 @@ void trace_write(void)
         return;
     tracer.written = 1;
     tracer.on = 0;
+    calibrate(&tracer.calibration[2]);
     address_entry *entries;
     char *names;
     uint64_t names_bytes;
@@ -276,6 +306,8 @@ void trace_write(void)
     h.addresses = addresses;
     h.names_bytes = names_bytes;
     gethostname(h.host, sizeof h.host - 1);
+    h.clock_kind = tracer.tsc;
+    memcpy(h.calibration, tracer.calibration, sizeof h.calibration);
 
     char path[sizeof tracer.dir + 32], temporary[sizeof tracer.dir + 48];
     mkdir(tracer.dir, 0777); /* usually made by `contend trace`; EEXIST is fine */

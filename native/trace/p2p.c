@@ -3,7 +3,7 @@
  * MPI 4 large-count form that mpi4py uses on MPICH. A call on MPI_PROC_NULL moves nothing: not recorded. */
 #include "trace.h"
 
-static inline void stamp(trace_record *r, int64_t bytes, int peer, int tag, MPI_Comm comm)
+static inline void describe(trace_record *r, int64_t bytes, int peer, int tag, MPI_Comm comm)
 {
     r->bytes = bytes;
     r->peer = world_of_comm(comm, peer);
@@ -15,9 +15,9 @@ static inline void stamp(trace_record *r, int64_t bytes, int peer, int tag, MPI_
     if (!r)                                                                                           \
         return CALL;                                                                                  \
     r->flags |= FLAGS;                                                                                \
-    stamp(r, type_bytes(datatype, (int64_t)count), dest, tag, comm);                                  \
+    describe(r, type_bytes(datatype, (int64_t)count), dest, tag, comm);                                  \
     int rc = CALL;                                                                                    \
-    r->returned = r->completed = now_ns();                                                            \
+    r->returned = r->completed = stamp();                                                            \
     return rc;
 
 #define NONBLOCKING_SEND(KIND, FLAGS, CALL)                                                           \
@@ -25,9 +25,9 @@ static inline void stamp(trace_record *r, int64_t bytes, int peer, int tag, MPI_
     if (!r)                                                                                           \
         return CALL;                                                                                  \
     r->flags |= FLAGS;                                                                                \
-    stamp(r, type_bytes(datatype, (int64_t)count), dest, tag, comm);                                  \
+    describe(r, type_bytes(datatype, (int64_t)count), dest, tag, comm);                                  \
     int rc = CALL;                                                                                    \
-    r->returned = now_ns();                                                                           \
+    r->returned = stamp();                                                                           \
     if (rc == MPI_SUCCESS)                                                                            \
         requests_add(*request, r, comm);                                                              \
     return rc;
@@ -77,12 +77,12 @@ static void received(trace_record *r, MPI_Comm comm, const MPI_Status *status)
     if (!r)                                                                                           \
         return CALL;                                                                                  \
     r->flags |= FLAGS;                                                                                \
-    stamp(r, type_bytes(datatype, (int64_t)count), source, tag, comm);                                \
+    describe(r, type_bytes(datatype, (int64_t)count), source, tag, comm);                                \
     MPI_Status own;                                                                                   \
     if (status == MPI_STATUS_IGNORE)                                                                  \
         status = &own;                                                                                \
     int rc = CALL;                                                                                    \
-    r->returned = r->completed = now_ns();                                                            \
+    r->returned = r->completed = stamp();                                                            \
     if (rc == MPI_SUCCESS)                                                                            \
         received(r, comm, status);                                                                    \
     return rc;
@@ -99,9 +99,9 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
     trace_record *r = source == MPI_PROC_NULL ? 0 : record_begin(K_IRECV, __builtin_return_address(0));
     if (!r)
         return PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    stamp(r, type_bytes(datatype, (int64_t)count), source, tag, comm);
+    describe(r, type_bytes(datatype, (int64_t)count), source, tag, comm);
     int rc = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
-    r->returned = now_ns();
+    r->returned = stamp();
     if (rc == MPI_SUCCESS)
         requests_add(*request, r, comm);
     return rc;
@@ -147,9 +147,9 @@ int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, i
     if (!r)
         return PMPI_Irecv_c(buf, count, datatype, source, tag, comm, request);
     r->flags |= F_LARGE_COUNT;
-    stamp(r, type_bytes(datatype, (int64_t)count), source, tag, comm);
+    describe(r, type_bytes(datatype, (int64_t)count), source, tag, comm);
     int rc = PMPI_Irecv_c(buf, count, datatype, source, tag, comm, request);
-    r->returned = now_ns();
+    r->returned = stamp();
     if (rc == MPI_SUCCESS)
         requests_add(*request, r, comm);
     return rc;

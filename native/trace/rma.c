@@ -14,7 +14,7 @@
     r->bytes = type_bytes(TYPE, (int64_t)(COUNT));                                                    \
     r->peer = world_of_win(win, target_rank);                                                         \
     int rc = CALL;                                                                                    \
-    r->returned = now_ns();                                                                           \
+    r->returned = stamp();                                                                           \
     if (rc == MPI_SUCCESS)                                                                            \
         pending_add(win, target_rank, r);                                                             \
     return rc;
@@ -28,7 +28,7 @@
     r->bytes = type_bytes(TYPE, (int64_t)(COUNT));                                                    \
     r->peer = world_of_win(win, target_rank);                                                         \
     int rc = CALL;                                                                                    \
-    r->returned = now_ns();                                                                           \
+    r->returned = stamp();                                                                           \
     if (rc == MPI_SUCCESS) {                                                                          \
         pending_add(win, target_rank, r);                                                             \
         requests_add(*request, r, MPI_COMM_NULL);                                                     \
@@ -154,7 +154,7 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
     if (r && (TARGET) != MPI_ANY_SOURCE)                                                              \
         r->peer = world_of_win(win, TARGET);                                                          \
     int rc = CALL;                                                                                    \
-    int64_t now = now_ns();                                                                           \
+    int64_t now = stamp();                                                                           \
     if (r)                                                                                            \
         r->returned = r->completed = now;                                                             \
     if (COMPLETES && tracer.on && rc == MPI_SUCCESS)                                                  \
@@ -211,7 +211,7 @@ int MPI_Win_unlock_all(MPI_Win win)
 int MPI_Win_free(MPI_Win *win)
 {
     if (tracer.on) {
-        pending_complete(*win, MPI_ANY_SOURCE, now_ns());
+        pending_complete(*win, MPI_ANY_SOURCE, stamp());
         forget_win(*win);
     }
     return PMPI_Win_free(win);

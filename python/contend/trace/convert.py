@@ -56,7 +56,7 @@ def _rank_frame(trace: RankTrace, correction: clocks.Correction, origin_ns: int)
         values = np.asarray(values, dtype=np.int64)
         known = values >= 0
         out = np.full(len(values), -1, dtype=np.int64)
-        out[known] = correction.to_global_ns(values[known]) - origin_ns
+        out[known] = correction.to_global_ns(trace.to_ns(values[known])) - origin_ns
         return out
 
     return pd.DataFrame({

@@ -24,7 +24,9 @@ HEADER = np.dtype([
     ("records", "<u8"), ("dropped", "<u8"), ("capacity", "<u8"), ("untracked", "<u8"),
     ("at_init", _CLOCK), ("at_finalize", _CLOCK),
     ("addresses", "<u8"), ("names_bytes", "<u8"), ("host", "S64"),
+    ("clock_kind", "<i4"), ("reserved", "<i4"), ("calibration", "<i8", (4,)),
 ])
+CLOCK_NS, CLOCK_TSC = 0, 1
 RECORD = np.dtype([
     ("posted", "<i8"), ("returned", "<i8"), ("completed", "<i8"), ("bytes", "<i8"),
     ("peer", "<i4"), ("tag", "<i4"), ("kind", "<u2"), ("flags", "<u2"), ("depth", "<u4"),
@@ -60,6 +62,16 @@ class RankTrace:
     @property
     def rank(self) -> int:
         return int(self.header["rank"])
+
+    def to_ns(self, stamps: np.ndarray) -> np.ndarray:
+        """Record timestamps as this rank's CLOCK_MONOTONIC ns (time-stamp counter ticks are mapped
+        linearly through the two calibration pairs)."""
+        stamps = np.asarray(stamps, dtype=np.int64)
+        if int(self.header["clock_kind"]) == CLOCK_NS:
+            return stamps
+        tick0, ns0, tick1, ns1 = (int(v) for v in self.header["calibration"])
+        scale = (ns1 - ns0) / (tick1 - tick0)
+        return ns0 + np.rint((stamps - tick0).astype(np.float64) * scale).astype(np.int64)
 
     def object_name(self, offset: int) -> str | None:
         if offset == NO_NAME or offset >= len(self.names):
@@ -97,6 +109,13 @@ def read_rank(path: str | os.PathLike) -> RankTrace:
     start += records * RECORD.itemsize
     table = np.frombuffer(data, ADDRESS, count=addresses, offset=start)
     names = data[start + addresses * ADDRESS.itemsize:]
+    if int(header["clock_kind"]) not in (CLOCK_NS, CLOCK_TSC):
+        raise UserError(f"{path}: unknown clock kind {int(header['clock_kind'])}")
+    if int(header["clock_kind"]) == CLOCK_TSC:
+        tick0, ns0, tick1, ns1 = (int(v) for v in header["calibration"])
+        if tick1 <= tick0 or ns1 <= ns0:
+            raise UserError(f"{path}: the time-stamp counter calibration is unusable (ticks {tick0}..{tick1}, "
+                            f"ns {ns0}..{ns1})")
     unknown = sorted(set(np.unique(rows["kind"]).tolist()) - set(KINDS))
     if unknown:
         raise UserError(f"{path}: unknown record kind(s) {unknown}")
