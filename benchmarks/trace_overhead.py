@@ -1,6 +1,6 @@
 """Overhead of libcontend-trace.so on small-message latency and message rate, with its noise.
 
-    .venv/bin/python benchmarks/trace_overhead.py [--repeats 10] [--iters 2000] [--json FILE]
+    .venv/bin/python benchmarks/trace_overhead.py [--repeats 10] [--iters 2000] [--fabric] [--json FILE]
 
 Two runs of contend-bench on 2 ranks of this host's shared memory, 8-byte messages:
 
@@ -11,8 +11,14 @@ each in four variants, interleaved and rotated (contend.bench.overhead):
 
     none          no LD_PRELOAD                                (the baseline)
     none-again    no LD_PRELOAD, a second time                 (the noise floor: baseline vs itself)
-    trace         LD_PRELOAD libcontend-trace.so, the default (the call site only, depth 1)
+    trace         LD_PRELOAD libcontend-trace.so, the default (the call site only, depth 1, timestamps
+                  from the time-stamp counter)
+    trace-monotonic  the same with clock_gettime(CLOCK_MONOTONIC) timestamps (CONTEND_TRACE_CLOCK)
     trace-depth4  the call site and three callers (an unwind with backtrace() per call)
+
+With --fabric (root, iproute2) the two ranks run instead on two nodes of an emulated fabric (network
+namespaces, TCP over veth, links shaped to 1 Gbit/s; prefix ctdto-, removed afterwards): the latency
+of a network rather than of shared memory.
 
 A run's figure is its median iteration and, separately, its best window (other jobs on a shared host
 only ever add time, so the best window is the steadier figure when the host is busy). The tracer's
@@ -38,20 +44,24 @@ from contend.bench.runner import run_benchmark
 TARGET = 0.02
 STATISTICS = {"median": "t_p50_ns", "best window": "t_min_ns"}
 BENCHMARKS = {"pingpong": {}, "msgrate": {"window": 64}}
-VARIANTS = {BASELINE: None, NOISE: None, "trace": 1, "trace-depth4": 4}
+FABRIC_PREFIX = "ctdto-"
+VARIANTS = {BASELINE: None, NOISE: None, "trace": (1, "tsc"), "trace-monotonic": (1, "monotonic"),
+            "trace-depth4": (4, "tsc")}
 
 
 @contextlib.contextmanager
-def traced(depth: int | None, records: int):
-    """The environment the ranks inherit: the tracer preloaded (depth given) or nothing."""
-    if depth is None:
+def traced(setting: tuple[int, str] | None, records: int):
+    """The environment the ranks inherit: the tracer preloaded (depth and clock given) or nothing."""
+    if setting is None:
         yield
         return
+    depth, clock = setting
     directory = tempfile.mkdtemp(prefix="contend-trace-overhead-")
     saved = {k: os.environ.get(k) for k in ("LD_PRELOAD", "CONTEND_TRACE_DIR", "CONTEND_TRACE_DEPTH",
-                                             "CONTEND_TRACE_RECORDS")}
+                                             "CONTEND_TRACE_RECORDS", "CONTEND_TRACE_CLOCK")}
     os.environ.update(LD_PRELOAD=str(mpi.trace_library(mpi.find_mpi())), CONTEND_TRACE_DIR=directory,
-                      CONTEND_TRACE_DEPTH=str(depth), CONTEND_TRACE_RECORDS=str(records))
+                      CONTEND_TRACE_DEPTH=str(depth), CONTEND_TRACE_RECORDS=str(records),
+                      CONTEND_TRACE_CLOCK=clock)
     try:
         yield
     finally:
@@ -63,12 +73,12 @@ def traced(depth: int | None, records: int):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def measure(benchmark: str, depth: int | None, iters: int) -> dict[str, float]:
+def measure(benchmark: str, setting: tuple[int, str] | None, iters: int, on_fabric: bool) -> dict[str, float]:
     window = BENCHMARKS[benchmark].get("window", 1)
     records = 4 * (iters + iters // 10 + 100) * window + 100000  # every call of the run fits
-    with traced(depth, records):
+    with traced(setting, records):
         run = run_benchmark(benchmark, ranks=2, sizes=[8], iters=iters, warmup=max(iters // 10, 10),
-                            options=BENCHMARKS[benchmark], timeout_s=300)
+                            options=BENCHMARKS[benchmark], on_fabric=on_fabric, timeout_s=300)
     return {column: float(run.results[column].iloc[0]) for column in STATISTICS.values()}
 
 
@@ -76,18 +86,29 @@ def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--iters", type=int, default=2000, help="timed iterations (msgrate: windows) per run")
+    parser.add_argument("--fabric", action="store_true", help="two nodes of an emulated fabric instead of shared memory")
     parser.add_argument("--json", help="also write the samples and the summary to this file")
     args = parser.parse_args()
     library = mpi.find_mpi()
     mpi.build_native(library)
+    if args.fabric:
+        from contend import fabric
+
+        os.environ["CONTEND_FABRIC_PREFIX"] = FABRIC_PREFIX
+        with fabric.session(2, 1, "1gbit", "star", FABRIC_PREFIX):
+            return measure_all(args, "2 nodes of the emulated fabric (TCP, 1 Gbit/s)")
+    return measure_all(args, "shared memory")
+
+
+def measure_all(args, where: str) -> int:
     rng = np.random.default_rng(1)
     report: dict[str, dict] = {}
     for benchmark in BENCHMARKS:
         samples = interleaved(
-            {name: (lambda b=benchmark, d=depth: measure(b, d, args.iters)) for name, depth in VARIANTS.items()},
+            {name: (lambda b=benchmark, s=setting: measure(b, s, args.iters, args.fabric)) for name, setting in VARIANTS.items()},
             args.repeats, lambda r: f"{r['t_p50_ns']:.1f} ns")
         load = os.getloadavg()[0]
-        print(f"\n## {benchmark}, 2 ranks, 8 B, {args.iters} iterations per run, {args.repeats} interleaved "
+        print(f"\n## {benchmark}, 2 ranks on {where}, 8 B, {args.iters} iterations per run, {args.repeats} interleaved "
               f"repetitions (load average {load:.2f} at the end)")
         summary = {}
         for statistic, column in STATISTICS.items():
@@ -101,7 +122,7 @@ def run() -> int:
         report[benchmark] = {"samples_ns": samples, "summary": summary, "load": load}
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({**report, "iters": args.iters, "repeats": args.repeats}, out, indent=1)
+            json.dump({**report, "where": where, "iters": args.iters, "repeats": args.repeats}, out, indent=1)
     return 0
 
 

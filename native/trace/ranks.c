@@ -143,13 +143,27 @@ void forget_win(MPI_Win win)
     forget(handle_of_win(win), 1);
 }
 
+/* The size of the last datatype asked about: most programs send one type again and again, and
+ * MPI_Type_size (with its argument checks) costs as much as the rest of a record. MPI_Type_free
+ * forgets it, since a freed handle may come back as another type. */
+static MPI_Datatype last_type = MPI_DATATYPE_NULL;
+static int last_size;
+
 int64_t type_bytes(MPI_Datatype type, int64_t count)
 {
-    int size = 0;
     if (type == MPI_DATATYPE_NULL)
         return 0;
-    PMPI_Type_size(type, &size);
-    return count * (int64_t)size;
+    if (type != last_type) {
+        PMPI_Type_size(type, &last_size);
+        last_type = type;
+    }
+    return count * (int64_t)last_size;
+}
+
+int MPI_Type_free(MPI_Datatype *type)
+{
+    last_type = MPI_DATATYPE_NULL;
+    return PMPI_Type_free(type);
 }
 
 int MPI_Comm_free(MPI_Comm *comm)
