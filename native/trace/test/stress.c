@@ -157,11 +157,16 @@ int main(int argc, char **argv)
 
     long totals[2] = {bytes_sent, bytes_received}, sums[2];
     MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    printf("{\"rank\": %d, \"bytes_sent\": %ld, \"bytes_received\": %ld, \"all_sent\": %ld, "
-           "\"all_received\": %ld", rank, bytes_sent, bytes_received, sums[0], sums[1]);
+    /* one write per rank, so the launcher never interleaves two ranks' lines */
+    char line[2048];
+    int n = snprintf(line, sizeof line, "{\"rank\": %d, \"bytes_sent\": %ld, \"bytes_received\": %ld, "
+                     "\"all_sent\": %ld, \"all_received\": %ld", rank, bytes_sent, bytes_received, sums[0],
+                     sums[1]);
     for (int k = 0; k < KINDS; k++)
-        printf(", \"%s\": %ld", names[k], issued[k]);
-    printf("}\n");
+        n += snprintf(line + n, sizeof line - (size_t)n, ", \"%s\": %ld", names[k], issued[k]);
+    n += snprintf(line + n, sizeof line - (size_t)n, "}\n");
+    fwrite(line, 1, (size_t)n, stdout);
+    fflush(stdout);
     free(dest);
     free(reqs);
     MPI_Finalize();
