@@ -1,7 +1,8 @@
 /* The Wait and Test families complete nonblocking operations. MPI sets a completed request to
  * MPI_REQUEST_NULL, so the rule is the same for all eight calls: keep the requests before the call,
  * and every one that is MPI_REQUEST_NULL after it was completed by it, at the time the call returned.
- * A receive's source, tag and size come from its status (ours when the program ignores statuses).
+ * A wildcard receive's source and tag come from its status (ours when the program ignores statuses;
+ * statuses are read only while such a receive is outstanding, since filling them costs MPI time).
  * Waits are also recorded as regions (the time a rank spent blocked); Tests are not, since a polling
  * loop would fill the buffer with them. The copies live in scratch arrays that grow, rarely, to the
  * largest count seen; nothing is copied while no tracked request is outstanding. */
@@ -43,19 +44,27 @@ static int snapshot(int n, const MPI_Request *requests)
     return 1;
 }
 
+/* statuses: MPI_STATUSES_IGNORE (or MPI_STATUS_IGNORE) when not read */
 static void settle_all(int n, const MPI_Request *after, const MPI_Status *statuses, int64_t now)
 {
+    int read = statuses != MPI_STATUSES_IGNORE && statuses != MPI_STATUS_IGNORE;
     for (int i = 0; i < n; i++)
         if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
-            requests_complete(before[i], &statuses[i], now);
+            requests_complete(before[i], read ? &statuses[i] : NULL, now);
 }
 
 static void settle_some(int outcount, const int *indices, const MPI_Status *statuses, int64_t now)
 {
     if (outcount == MPI_UNDEFINED)
         return;
+    int read = statuses != MPI_STATUSES_IGNORE;
     for (int k = 0; k < outcount; k++)
-        requests_complete(before[indices[k]], &statuses[k], now);
+        requests_complete(before[indices[k]], read ? &statuses[k] : NULL, now);
+}
+
+static const MPI_Status *read_status(const MPI_Status *status)
+{
+    return status == MPI_STATUS_IGNORE ? NULL : status;
 }
 
 static trace_record *wait_region(void *site, int n)
@@ -77,7 +86,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     trace_record *w = wait_region(__builtin_return_address(0), 1);
     int follow = snapshot(1, request);
     MPI_Status own;
-    if (follow && status == MPI_STATUS_IGNORE)
+    if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
     int rc = PMPI_Wait(request, status);
     int64_t now = stamp();
@@ -91,7 +100,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     int follow = snapshot(1, request);
     MPI_Status own;
-    if (follow && status == MPI_STATUS_IGNORE)
+    if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
     int rc = PMPI_Test(request, flag, status);
     if (follow && *flag)
@@ -103,7 +112,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     trace_record *w = wait_region(__builtin_return_address(0), count);
     int follow = snapshot(count, requests);
-    if (follow && statuses == MPI_STATUSES_IGNORE)
+    if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
     int rc = PMPI_Waitall(count, requests, statuses);
     int64_t now = stamp();
@@ -116,7 +125,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     int follow = snapshot(count, requests);
-    if (follow && statuses == MPI_STATUSES_IGNORE)
+    if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
     int rc = PMPI_Testall(count, requests, flag, statuses);
     if (follow && *flag)
@@ -129,13 +138,13 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     trace_record *w = wait_region(__builtin_return_address(0), count);
     int follow = snapshot(count, requests);
     MPI_Status own;
-    if (follow && status == MPI_STATUS_IGNORE)
+    if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
     int rc = PMPI_Waitany(count, requests, index, status);
     int64_t now = stamp();
     end_region(w, now);
     if (follow && *index != MPI_UNDEFINED)
-        requests_complete(before[*index], status, now);
+        requests_complete(before[*index], read_status(status), now);
     return rc;
 }
 
@@ -143,11 +152,11 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 {
     int follow = snapshot(count, requests);
     MPI_Status own;
-    if (follow && status == MPI_STATUS_IGNORE)
+    if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
     int rc = PMPI_Testany(count, requests, index, flag, status);
     if (follow && *flag && *index != MPI_UNDEFINED)
-        requests_complete(before[*index], status, stamp());
+        requests_complete(before[*index], read_status(status), stamp());
     return rc;
 }
 
@@ -156,7 +165,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 {
     trace_record *w = wait_region(__builtin_return_address(0), incount);
     int follow = snapshot(incount, requests);
-    if (follow && statuses == MPI_STATUSES_IGNORE)
+    if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     int64_t now = stamp();
@@ -170,7 +179,7 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
                  MPI_Status statuses[])
 {
     int follow = snapshot(incount, requests);
-    if (follow && statuses == MPI_STATUSES_IGNORE)
+    if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (follow)

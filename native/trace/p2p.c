@@ -54,22 +54,13 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
     NONBLOCKING_SEND(K_ISSEND, 0, PMPI_Issend(buf, count, datatype, dest, tag, comm, request))
 }
 
-/* A receive's source, tag and size are known for sure only from its status (MPI_ANY_SOURCE,
- * MPI_ANY_TAG, a shorter message): take them from there, with our own status if the program
- * passed MPI_STATUS_IGNORE. */
+/* A wildcard receive's source and tag are known only from its status: take them from there, with
+ * our own status if the program passed MPI_STATUS_IGNORE. (Its size is its matched send's, after the
+ * run; until then the posted count.) */
 static void received(trace_record *r, MPI_Comm comm, const MPI_Status *status)
 {
     r->peer = world_of_comm(comm, status->MPI_SOURCE);
     r->tag = status->MPI_TAG;
-#if MPI_VERSION >= 4
-    MPI_Count got = 0;
-    if (PMPI_Get_count_c(status, MPI_BYTE, &got) == MPI_SUCCESS && got != MPI_UNDEFINED)
-        r->bytes = got;
-#else
-    int got = 0;
-    if (PMPI_Get_count(status, MPI_BYTE, &got) == MPI_SUCCESS && got != MPI_UNDEFINED)
-        r->bytes = got;
-#endif
 }
 
 #define BLOCKING_RECV(FLAGS, CALL)                                                                    \
@@ -79,11 +70,12 @@ static void received(trace_record *r, MPI_Comm comm, const MPI_Status *status)
     r->flags |= FLAGS;                                                                                \
     describe(r, type_bytes(datatype, (int64_t)count), source, tag, comm);                                \
     MPI_Status own;                                                                                   \
-    if (status == MPI_STATUS_IGNORE)                                                                  \
+    int wild = source == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;                                        \
+    if (wild && status == MPI_STATUS_IGNORE)                                                          \
         status = &own;                                                                                \
     int rc = CALL;                                                                                    \
     r->returned = r->completed = stamp();                                                            \
-    if (rc == MPI_SUCCESS)                                                                            \
+    if (rc == MPI_SUCCESS && wild)                                                                    \
         received(r, comm, status);                                                                    \
     return rc;
 

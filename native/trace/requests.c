@@ -12,10 +12,11 @@ typedef struct {
     uintptr_t key;   /* 0: empty */
     uint64_t record; /* index in tracer.records */
     MPI_Comm comm;   /* to translate the source of a receive that named MPI_ANY_SOURCE */
+    int wild;        /* a receive from MPI_ANY_SOURCE or with MPI_ANY_TAG: its status is needed */
 } slot;
 
 static slot *slots;
-static uint64_t mask, live;
+static uint64_t mask, live, wild;
 
 int requests_init(uint64_t capacity)
 {
@@ -46,6 +47,13 @@ int requests_live(void)
     return live > 0;
 }
 
+/* Whether a completion call must read statuses: only a wildcard receive's source and tag are unknown
+ * until then (every other receive's size is its matched send's, after the run). */
+int requests_need_status(void)
+{
+    return wild > 0;
+}
+
 void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm)
 {
     if (req == MPI_REQUEST_NULL)
@@ -61,8 +69,11 @@ void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm)
         i = (i + 1) & mask;
     if (slots[i].key == 0)
         live++;
-    /* else: MPI reused the handle of a request we never saw completed; the newer one wins */
-    slots[i] = (slot){.key = key, .record = record_index(r), .comm = comm};
+    else if (slots[i].wild) /* MPI reused the handle of a request we never saw completed: the newer wins */
+        wild--;
+    int is_wild = r->kind == K_IRECV && (r->peer < 0 || r->tag == MPI_ANY_TAG);
+    wild += (uint64_t)is_wild;
+    slots[i] = (slot){.key = key, .record = record_index(r), .comm = comm, .wild = is_wild};
 }
 
 /* Remove the entry at i, moving later entries of the same probe run back so lookups still find them. */
@@ -84,6 +95,13 @@ static void remove_at(uint64_t i)
     live--;
 }
 
+static void release(uint64_t i)
+{
+    if (slots[i].wild)
+        wild--;
+    remove_at(i);
+}
+
 static int64_t find(MPI_Request req)
 {
     if (live == 0)
@@ -103,21 +121,12 @@ void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)
     trace_record *r = &tracer.records[slots[i].record];
     if (r->completed < 0)
         r->completed = now;
-    if (status && (r->kind == K_IRECV)) {
+    if (status && r->kind == K_IRECV) {
         if (r->peer < 0 && status->MPI_SOURCE >= 0)
             r->peer = world_of_comm(slots[i].comm, status->MPI_SOURCE);
         r->tag = status->MPI_TAG;
-#if MPI_VERSION >= 4
-        MPI_Count count = 0;
-        if (PMPI_Get_count_c(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
-            r->bytes = count;
-#else
-        int count = 0;
-        if (PMPI_Get_count(status, MPI_BYTE, &count) == MPI_SUCCESS && count != MPI_UNDEFINED)
-            r->bytes = count;
-#endif
     }
-    remove_at((uint64_t)i);
+    release((uint64_t)i);
 }
 
 void requests_free(MPI_Request req)
@@ -126,5 +135,5 @@ void requests_free(MPI_Request req)
     if (i < 0)
         return;
     tracer.records[slots[i].record].flags |= F_FREED;
-    remove_at((uint64_t)i);
+    release((uint64_t)i);
 }

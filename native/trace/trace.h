@@ -136,10 +136,12 @@ int64_t type_bytes(MPI_Datatype type, int64_t count);
 
 /* Requests of nonblocking operations, until a Wait/Test completes them (requests.c). */
 void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm);
-/* Complete the operation of `req` (its value before the call) with its status; now: the time. */
+/* Complete the operation of `req` (its value before the call); its status (NULL: not read) gives a
+ * wildcard receive's source and tag; now: the time. */
 void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now);
 void requests_free(MPI_Request req);
 int requests_live(void);
+int requests_need_status(void);
 
 /* One-sided operations, until a flush, unlock or fence covers them (pending.c). */
 void pending_add(MPI_Win win, int target, trace_record *r);

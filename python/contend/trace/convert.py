@@ -9,6 +9,8 @@ row per call on the corrected global clock, in integer picoseconds.
   flush / unlock / fence (or, for Rput/Rget, Wait) that completed it.
 - Collectives are regions (``src = dst =`` the rank) in the records, as ``contend diagnose`` expects;
   ``regions.parquet`` holds every region, the Waits and window synchronisations too.
+- A receive's ``bytes`` is its message's (the tracer keeps only the posted count, an upper bound);
+  an unpaired receive keeps that bound.
 - ``waited``: the entry of the Wait or flush whose return completed the operation (the call's own entry
   for blocking calls), so blocked time can be told from the operation's start.
 """
@@ -200,6 +202,11 @@ def convert(directory: str | os.PathLike) -> Converted:
     frame["context"] = contexts
     frame["waited"] = _waited(frame)
     frame["message"] = _pair_messages(frame, warnings)
+    # a receive's size is its message's (the tracer keeps the posted count, a bound, to save reading statuses)
+    paired = frame["message"] >= 0
+    sent = frame[paired & frame["kind"].isin(SENDS)].set_index("message")["bytes"]
+    receiving_rows = paired & frame["kind"].isin(RECVS)
+    frame.loc[receiving_rows, "bytes"] = frame.loc[receiving_rows, "message"].map(sent).to_numpy()
     sites = sorted(set(call_sites))
     site_ids = {site: i for i, site in enumerate(sites)}
     frame["site_id"] = np.array([site_ids[s] for s in call_sites], dtype=np.int64)
