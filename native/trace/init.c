@@ -6,7 +6,7 @@
  *   CONTEND_TRACE_RECORDS   records kept per rank (default 262144, 96 bytes each); beyond: dropped, counted
  *   CONTEND_TRACE_DEPTH     return addresses per record, 1..6 (default 1: the call site only; more costs
  *                           an unwind per call, see docs/measure.md)
- *   CONTEND_TRACE_REQUESTS  nonblocking requests followed at once (default 65536)
+ *   CONTEND_TRACE_REQUESTS  table slots for nonblocking requests (default 16384; 3/4 of them usable)
  *   CONTEND_TRACE_PENDING   one-sided operations awaiting a flush at once (default 65536)
  *   CONTEND_TRACE_SYNC_ROUNDS  ping-pongs per rank and clock estimate (default 20)
  *   CONTEND_TRACE_CLOCK     tsc (default on x86-64) or monotonic (clock_gettime per timestamp) */
@@ -142,7 +142,7 @@ static void start(void)
     }
     uint64_t capacity = (uint64_t)option("CONTEND_TRACE_RECORDS", 262144, 1, (int64_t)1 << 32, &bad);
     tracer.depth = (int)option("CONTEND_TRACE_DEPTH", 1, 1, TRACE_FRAMES, &bad);
-    uint64_t requests = (uint64_t)option("CONTEND_TRACE_REQUESTS", 65536, 16, (int64_t)1 << 28, &bad);
+    uint64_t requests = (uint64_t)option("CONTEND_TRACE_REQUESTS", 16384, 16, (int64_t)1 << 28, &bad);
     uint64_t pending = (uint64_t)option("CONTEND_TRACE_PENDING", 65536, 16, (int64_t)1 << 28, &bad);
     sync_rounds = (int)option("CONTEND_TRACE_SYNC_ROUNDS", 20, 1, 100000, &bad);
     if (bad) { /* the same environment on every rank: all stop */

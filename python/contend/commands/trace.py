@@ -36,6 +36,9 @@ def register(subparsers) -> None:
     parser.add_argument("--depth", type=int, default=1, metavar="D",
                         help="return addresses per call, 1..6 (the call site and D-1 callers; more costs "
                              "an unwind per call)")
+    parser.add_argument("--clock", choices=("tsc", "monotonic"), default="tsc",
+                        help="timestamps from the time-stamp counter (x86-64; converted to ns after the run) or "
+                             "clock_gettime(CLOCK_MONOTONIC)")
     parser.add_argument("--machine", metavar="NAME|FILE.toml",
                         help="store this machine's LogGOPS parameters in the records, so contend diagnose "
                              "needs no --machine")
@@ -101,7 +104,7 @@ def _run(command: list[str], directory: Path, args: argparse.Namespace) -> None:
     env = dict(os.environ)
     env["LD_PRELOAD"] = f"{library}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(library)
     env.update(CONTEND_TRACE_DIR=str(directory), CONTEND_TRACE_RECORDS=str(args.records),
-               CONTEND_TRACE_DEPTH=str(args.depth))
+               CONTEND_TRACE_DEPTH=str(args.depth), CONTEND_TRACE_CLOCK=args.clock)
     env[mpi.LAUNCHER_MARK] = str(os.getpid())
     finished = mpi.run_streaming(command, env, lambda line: sys.stdout.write(line), args.timeout)
     if finished.stderr:

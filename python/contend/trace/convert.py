@@ -171,6 +171,10 @@ def convert(directory: str | os.PathLike) -> Converted:
                         "clocks are corrected by the first offset only")
     if len(frame) == 0:
         raise UserError(f"{directory}: the trace holds no MPI operations")
+    backwards = int((frame["returned"] < frame["posted"]).sum())
+    if backwards:
+        warnings.append(f"{backwards} call(s) returned before they were entered: the time-stamp counter is not "
+                        "synchronised between cores here; trace with CONTEND_TRACE_CLOCK=monotonic")
     origin = int(frame["posted"].min())
     for column in ("posted", "returned", "completed"):
         known = frame[column] >= 0
