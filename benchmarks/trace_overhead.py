@@ -86,9 +86,14 @@ def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--iters", type=int, default=2000, help="timed iterations (msgrate: windows) per run")
+    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="which of pingpong,msgrate")
     parser.add_argument("--fabric", action="store_true", help="two nodes of an emulated fabric instead of shared memory")
     parser.add_argument("--json", help="also write the samples and the summary to this file")
     args = parser.parse_args()
+    args.benchmarks = [b for b in args.benchmarks.split(",") if b]
+    unknown = set(args.benchmarks) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"--benchmarks: unknown {', '.join(sorted(unknown))}")
     library = mpi.find_mpi()
     mpi.build_native(library)
     if args.fabric:
@@ -103,7 +108,7 @@ def run() -> int:
 def measure_all(args, where: str) -> int:
     rng = np.random.default_rng(1)
     report: dict[str, dict] = {}
-    for benchmark in BENCHMARKS:
+    for benchmark in args.benchmarks:
         samples = interleaved(
             {name: (lambda b=benchmark, s=setting: measure(b, s, args.iters, args.fabric)) for name, setting in VARIANTS.items()},
             args.repeats, lambda r: f"{r['t_p50_ns']:.1f} ns")
