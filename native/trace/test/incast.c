@@ -1,10 +1,12 @@
 /* An incast for the tracer: every rank but 0 puts PUTS messages of BYTES into rank 0's window, each
  * completed by a flush (the contended call site), then each rank puts as many to its own partner
  * (rank r to r+1, a ring without rank 0 in it: the uncontended control call site).
- *   trace-incast [PUTS [BYTES]] */
+ *   trace-incast [PUTS [BYTES [exit]]]
+ * With `exit`, every rank leaves without MPI_Finalize (the tracer's files then come from its atexit). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -35,6 +37,8 @@ int main(int argc, char **argv)
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
     free(data);
+    if (argc > 3 && strcmp(argv[3], "exit") == 0)
+        exit(0);
     MPI_Finalize();
     return 0;
 }
