@@ -365,3 +365,18 @@ def test_a_bad_otf2_file_is_one_clear_error(tmp_path, capsys):
     assert main(["trace", "import", str(tmp_path / "none.otf2"), "-o", str(tmp_path / "r.parquet")]) == 2
     assert "no such OTF2 anchor file" in capsys.readouterr().err
     assert not (tmp_path / "r.parquet").exists()
+
+
+def test_diagnose_reads_a_trace_directory(incast, tmp_path, capsys):
+    directory, _ = incast
+    report = tmp_path / "d.json"
+    assert main(["diagnose", str(directory / "t"), "--machine", "loggops-reference", "--json", str(report)]) == 0
+    capsys.readouterr()
+    diagnosis = json.loads(report.read_text())
+    assert diagnosis["source"] == "trace" and diagnosis["ranks"] == RANKS
+    assert {site["call_site"] for site in diagnosis["call_sites"]} <= {
+        f"main (incast.c:{source_line('/* INCAST */')})", f"main (incast.c:{source_line('/* RING */')})"}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["diagnose", str(empty), "--machine", "loggops-reference"]) == 2
+    assert "a directory without records.parquet" in capsys.readouterr().err
