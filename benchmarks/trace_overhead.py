@@ -1,6 +1,7 @@
 """Overhead of libcontend-trace.so on small-message latency and message rate, with its noise.
 
-    .venv/bin/python benchmarks/trace_overhead.py [--repeats 10] [--iters 2000] [--fabric] [--json FILE]
+    .venv/bin/python benchmarks/trace_overhead.py [--repeats 10] [--iters 2000] [--cpu] [--fabric]
+        [--benchmarks pingpong,msgrate] [--json FILE]
 
 Two runs of contend-bench on 2 ranks of this host's shared memory, 8-byte messages:
 
@@ -19,6 +20,10 @@ each in four variants, interleaved and rotated (contend.bench.overhead):
 With --fabric (root, iproute2) the two ranks run instead on two nodes of an emulated fabric (network
 namespaces, TCP over veth, links shaped to 1 Gbit/s; prefix ctdto-, removed afterwards): the latency
 of a network rather than of shared memory.
+
+--cpu adds the tracer's CPU cost per call, which a busy host does not blur: trace-cost (one rank, 8
+bytes to itself, Irecv + Send + Wait and Irecv + Isend + Waitall, 3 calls per iteration) reads its own
+thread CPU time around 100000 iterations, interleaved with and without the tracer.
 
 A run's figure is its median iteration and, separately, its best window (other jobs on a shared host
 only ever add time, so the best window is the steadier figure when the host is busy). The tracer's
@@ -82,12 +87,42 @@ def measure(benchmark: str, setting: tuple[int, str] | None, iters: int, on_fabr
     return {column: float(run.results[column].iloc[0]) for column in STATISTICS.values()}
 
 
+def cpu_cost(repeats: int) -> dict:
+    """CPU ns per call the tracer adds (trace-cost), per clock, as medians over interleaved runs."""
+    import json as json_module
+    import subprocess
+
+    library = mpi.find_mpi()
+    program = [str(library.mpiexec), "-n", "1", str(mpi.build_dir(library) / "trace-cost"), "100000"]
+
+    def once(setting):
+        with traced(setting, 700000):
+            out = subprocess.run(program, capture_output=True, text=True, timeout=300, check=True).stdout
+        return json_module.loads(out[out.index("{"):out.index("}") + 1])
+
+    settings = {BASELINE: None, "trace": (1, "tsc"), "trace-monotonic": (1, "monotonic")}
+    samples = interleaved({name: (lambda s=setting: once(s)) for name, setting in settings.items()}, repeats,
+                          lambda r: f"{r['blocking_ns']:.1f}/{r['nonblocking_ns']:.1f} ns")
+    print(f"\n## CPU cost per call (trace-cost, 1 rank, {repeats} interleaved repetitions, load average "
+          f"{os.getloadavg()[0]:.2f})\n")
+    print("| variant | Irecv+Send+Wait: CPU ns per iteration | Irecv+Isend+Waitall | added per call |")
+    print("|---|---|---|---|")
+    medians = {name: {loop: float(np.median([r[loop] for r in runs])) for loop in ("blocking_ns", "nonblocking_ns")}
+               for name, runs in samples.items()}
+    for name, m in medians.items():
+        added = "" if name == BASELINE else \
+            f"{np.mean([(m[k] - medians[BASELINE][k]) / 3 for k in m]):.1f} ns"
+        print(f"| {name} | {m['blocking_ns']:.1f} | {m['nonblocking_ns']:.1f} | {added} |")
+    return {"samples": samples, "medians": medians}
+
+
 def run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--iters", type=int, default=2000, help="timed iterations (msgrate: windows) per run")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS), help="which of pingpong,msgrate")
     parser.add_argument("--fabric", action="store_true", help="two nodes of an emulated fabric instead of shared memory")
+    parser.add_argument("--cpu", action="store_true", help="also the CPU cost per call (trace-cost)")
     parser.add_argument("--json", help="also write the samples and the summary to this file")
     args = parser.parse_args()
     args.benchmarks = [b for b in args.benchmarks.split(",") if b]
@@ -96,16 +131,17 @@ def run() -> int:
         parser.error(f"--benchmarks: unknown {', '.join(sorted(unknown))}")
     library = mpi.find_mpi()
     mpi.build_native(library)
+    cpu = cpu_cost(args.repeats) if args.cpu else None
     if args.fabric:
         from contend import fabric
 
         os.environ["CONTEND_FABRIC_PREFIX"] = FABRIC_PREFIX
         with fabric.session(2, 1, "1gbit", "star", FABRIC_PREFIX):
-            return measure_all(args, "2 nodes of the emulated fabric (TCP, 1 Gbit/s)")
-    return measure_all(args, "shared memory")
+            return measure_all(args, "2 nodes of the emulated fabric (TCP, 1 Gbit/s)", cpu)
+    return measure_all(args, "shared memory", cpu)
 
 
-def measure_all(args, where: str) -> int:
+def measure_all(args, where: str, cpu: dict | None) -> int:
     rng = np.random.default_rng(1)
     report: dict[str, dict] = {}
     for benchmark in args.benchmarks:
@@ -127,7 +163,7 @@ def measure_all(args, where: str) -> int:
         report[benchmark] = {"samples_ns": samples, "summary": summary, "load": load}
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({**report, "where": where, "iters": args.iters, "repeats": args.repeats}, out, indent=1)
+            json.dump({**report, "cpu_cost": cpu, "where": where, "iters": args.iters, "repeats": args.repeats}, out, indent=1)
     return 0
 
 
