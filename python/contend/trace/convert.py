@@ -137,14 +137,14 @@ def _waited(frame) -> np.ndarray:
     """Entry of the call that completed each operation: the Wait / flush / unlock / fence region that
     returned at the very instant (same local clock reading) the operation was completed."""
     waited = frame["posted"].to_numpy().copy()
-    completers = frame[(frame["kind_code"] >= FIRST_REGION) & (frame["completed_local"] >= 0)]
-    lookup = dict(zip(zip(completers["rank"], completers["completed_local"]), completers["posted"]))
+    key = ["rank", "completed_local"]
+    completers = frame.loc[(frame["kind_code"] >= FIRST_REGION) & (frame["completed_local"] >= 0), key + ["posted"]]
+    completers = completers.drop_duplicates(key).rename(columns={"posted": "completer_entry"})
     deferred = frame["kind"].isin(("isend", "issend", "irecv", "put", "get", "accumulate", "get_accumulate",
                                    "rput", "rget")).to_numpy()
-    for i in np.flatnonzero(deferred):
-        found = lookup.get((int(frame["rank"].iat[i]), int(frame["completed_local"].iat[i])))
-        if found is not None:
-            waited[i] = found
+    rows = frame.loc[deferred, key].assign(row=np.flatnonzero(deferred))
+    joined = rows.merge(completers, on=key, how="inner")
+    waited[joined["row"].to_numpy()] = joined["completer_entry"].to_numpy()
     return waited
 
 
