@@ -52,6 +52,9 @@ typedef struct {
     int nwindows;
     int messages;       /* nicrate, outstanding: messages per active rank per round */
     int64_t table_words;/* randomaccess: 64-bit words of the table on each rank */
+    double rate_Bps;    /* nimc: bytes per second the interferer injects (< 0: as fast as it can) */
+    double interval_s;  /* nimc: length of one triad sample */
+    int64_t region;     /* nimc: bytes of the buffer the injected traffic lands in */
     int argc;           /* the command line, echoed in the meta line */
     char **argv;
 } options;
