@@ -260,6 +260,12 @@ def _write_parquet(frame: pd.DataFrame, path: Path, meta: dict[str, Any]) -> Non
         pq.write_table(table.replace_schema_metadata(metadata), temporary)
 
 
+def write_samples(frame: pd.DataFrame, path: str | os.PathLike, meta: dict[str, Any] | None = None) -> Path:
+    """Samples (and predictions) as one Parquet file, whole or not at all."""
+    _write_parquet(frame, Path(path), meta or {})
+    return Path(path)
+
+
 def write_sweep(directory: str | os.PathLike, samples: pd.DataFrame, summaries: list[dict[str, Any]],
                 table: pd.DataFrame, settings: dict[str, Any]) -> dict[str, Path]:
     """The sweep's files (docs/formats.md, "nimc data"): every file whole or not at all."""
