@@ -47,7 +47,9 @@ class Plan:
 
 
 def rate_text(rate: float) -> str:
-    """>>> rate_text(-1), rate_text(0), rate_text(2e9), rate_text(5e8)
+    """A rate as the tables show it.
+
+    >>> rate_text(-1), rate_text(0), rate_text(2e9), rate_text(5e8)
     ('max', '0', '2GB/s', '500MB/s')
     """
     if rate < 0:
@@ -88,7 +90,9 @@ def parse_rates(text: str) -> list[float]:
 
 
 def parse_sources(text: str) -> list[str]:
-    """>>> parse_sources("none,put")
+    """The sources of a sweep, checked.
+
+    >>> parse_sources("none,put")
     ['none', 'put']
     >>> parse_sources("rdma")
     Traceback (most recent call last):
