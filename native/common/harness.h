@@ -55,6 +55,7 @@ typedef struct {
     double rate_Bps;    /* nimc: bytes per second the interferer injects (< 0: as fast as it can) */
     double interval_s;  /* nimc: length of one triad sample */
     int64_t region;     /* nimc: bytes of the buffer the injected traffic lands in */
+    int nice;           /* nimc: scheduling priority both ranks ask for (0: leave it) */
     int argc;           /* the command line, echoed in the meta line */
     char **argv;
 } options;

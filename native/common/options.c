@@ -33,7 +33,8 @@ const char options_help[] =
     "  --rate R          nimc: bytes/s the interferer injects, e.g. 2GB (0: none; max: unpaced;\n"
     "                    default max)\n"
     "  --interval S      nimc: seconds per triad sample (default 0.1)\n"
-    "  --region N        nimc: bytes of the buffer the traffic lands in (default 256MiB)\n";
+    "  --region N        nimc: bytes of the buffer the traffic lands in (default 256MiB)\n"
+    "  --nice N          nimc: nice value both ranks ask for, -20..19 (default 0: unchanged)\n";
 
 /* A byte count as contend writes them everywhere: 65536, 64KiB, 1MiB (binary), 1kB, 1MB (decimal). */
 static int64_t parse_bytes(const char *text, int *ok)
@@ -272,6 +273,8 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
                          value);
         } else if (!strcmp(name, "--interval"))
             rc = parse_real(name, value, 0.001, 60, &opt->interval_s, why, whylen);
+        else if (!strcmp(name, "--nice"))
+            rc = parse_count(name, value, -20, 19, &opt->nice, why, whylen);
         else if (!strcmp(name, "--region")) {
             int ok = 1;
             opt->region = parse_bytes(value, &ok);

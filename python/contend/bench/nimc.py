@@ -163,13 +163,13 @@ def intervals_of(run, plan: Plan) -> pd.DataFrame:
     return frame
 
 
-def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, region: int,
+def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
             timeout_s: float = 300) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Run one plan: its samples and its summary (whose ``verified`` says the data checks passed)."""
     from contend.bench.runner import run_benchmark
 
     options = {"mode": plan.source, "duration": f"{duration_s:g}", "interval": f"{interval_s:g}",
-               "region": str(region), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
+               "region": str(region), "nice": str(nice), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
     run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s)
     frame = intervals_of(run, plan)
     row = run.results.iloc[0]
@@ -188,6 +188,7 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
         "hardware_counters": run.injected.get("hardware_counters"),
         "triad_cpu": run.injected.get("triad_cpu"), "interferer_cpu": run.injected.get("interferer_cpu"),
         "chunk": chunk, "region": region, "duration_s": duration_s, "interval_s": interval_s,
+        "nice": nice, "nice_granted": run.injected.get("nice_granted"),
     }
     summary["verified"] = (summary["triad_verified"] and summary["data_verified"]
                            and summary["sent_bytes"] == summary["received_bytes"])
@@ -239,7 +240,7 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     return table
 
 
-def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk: int, region: int,
+def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
           progress: Callable[[int, int, Plan], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Run every plan in order; all samples (labelled) and the runs' summaries."""
     frames, summaries = [], []
@@ -247,7 +248,7 @@ def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk:
         if progress is not None:
             progress(number, len(plans), plan)
         frame, summary = measure(plan, duration_s=duration_s, interval_s=interval_s, chunk=chunk, region=region,
-                                 timeout_s=max(120.0, 10 * duration_s))
+                                 nice=nice, timeout_s=max(120.0, 10 * duration_s))
         summary["run"] = number
         frame.insert(0, "run", number)
         frames.append(frame)

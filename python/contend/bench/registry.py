@@ -34,6 +34,7 @@ PATTERN_OPTIONS = {
     "rate": "--rate",
     "interval": "--interval",
     "region": "--region",
+    "nice": "--nice",
 }
 
 
@@ -112,7 +113,7 @@ _ALL = (
     Benchmark("randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, False,
               4, (8, 16), "updates", ("windows", "table", "seed")),
     Benchmark("nimc", "STREAM triad on one core while another injects memory traffic (put, tcp, memcpy, spin)",
-              2, False, 2, (1 * MiB,), "nimc", ("mode", "duration", "rate", "interval", "region"),
+              2, False, 2, (1 * MiB,), "nimc", ("mode", "duration", "rate", "interval", "region", "nice"),
               ("none", "spin", "memcpy", "put", "tcp")),
 )
 
