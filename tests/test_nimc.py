@@ -69,7 +69,7 @@ def test_short_real_run_samples_are_consistent(short_sweep):
     # labels: NiMC exactly where network-like bytes landed; slowdown 0 by definition for the baseline
     assert set(samples.loc[samples["nimc"], "source"]) == {"put", "tcp"}
     assert not samples.loc[samples["source"].isin(["none", "spin", "memcpy"]), "nimc"].any()
-    baseline = samples[samples["source"] == "none"]
+    baseline = samples[samples["source"] == "spin"]  # the control is the baseline when the sweep has it
     assert abs(baseline["slowdown_pct"].median()) < 1e-9
     # the per-run files hold the same samples
     assert sum(len(pd.read_parquet(f)) for f in (out / "runs").glob("*.parquet")) == len(samples)

@@ -3,9 +3,11 @@ interleaved sweeps of sources and rates, per-interval features and labels, slowd
 
 One run: a triad pinned to one core, sampled every ``interval`` seconds, while the other core injects
 traffic from one source at one rate (docs/measure.md, "Network-induced memory contention"). A sweep runs
-rounds; every round holds a baseline run (``none``) and every other (source, rate) once, in a shuffled
-order, so slow drifts of a shared machine spread over all of them, and each run's slowdown is taken
-against the baseline of its own round.
+rounds; every round holds every (source, rate) once, in a shuffled order, so slow drifts of a shared
+machine spread over all of them, and each run's slowdown is taken against the baseline of its own round:
+the spin control when the sweep has it, else ``none``. Why the spin: on a shared machine an idle second
+core does not stay idle, other jobs take it and bring their own memory traffic (measured here: the
+``none`` runs were the noisiest of all); a spinning rank holds the core without touching memory.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from contend.atomic import atomic_path
 from contend.errors import UserError
 
 SOURCES = ("none", "spin", "memcpy", "put", "tcp")
+BASELINES = ("spin", "none")  # the first one a round has is its baseline
 PACED = ("memcpy", "put", "tcp")  # the sources that take a rate
 NETWORK = ("put", "tcp")  # traffic arriving as a network would bring it: the detector's positive class
 MAX_RATE = -1.0  # bytes/s meaning "unpaced"
@@ -108,18 +111,19 @@ def parse_sources(text: str) -> list[str]:
 
 
 def plan_sweep(sources: Sequence[str], rates: Sequence[float], repeats: int, seed: int = 1) -> list[Plan]:
-    """Rounds of runs: each round a baseline (none) and every other source at every rate once, shuffled.
+    """Rounds of runs: each round a ``none`` run, a ``spin`` run when asked for, and every paced source at
+    every rate once, all in a shuffled order.
 
     >>> [p.label for p in plan_sweep(["spin", "put"], [0, 1e9], 1, seed=3)]
-    ['none', 'put@1GB/s', 'spin', 'put@0']
+    ['spin', 'put@0', 'none', 'put@1GB/s']
     """
     shuffle = random.Random(seed)
     plans: list[Plan] = []
     for r in range(repeats):
         others = [Plan(r, s, rate) for s in sources if s in PACED for rate in rates]
-        others += [Plan(r, s, 0.0) for s in sources if s == "spin"]
+        others += [Plan(r, s, 0.0) for s in ("none", "spin") if s == "none" or s in sources]
         shuffle.shuffle(others)
-        plans += [Plan(r, "none", 0.0)] + others
+        plans += others
     return plans
 
 
@@ -196,11 +200,11 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
 
 
 def label(frame: pd.DataFrame, summaries: list[dict[str, Any]]) -> pd.DataFrame:
-    """Add the run id, the labels (``nimc``: network-like bytes landed during the run) and each sample's
-    slowdown against the median bandwidth of its round's baseline run (per CPU second of the triad:
-    time the triad was preempted by other jobs is not memory contention)."""
+    """Add the labels (``nimc``: network-like bytes landed during the run) and each sample's slowdown
+    against the median bandwidth of its round's baseline run (per CPU second of the triad: time the
+    triad was preempted by other jobs is not memory contention)."""
     frame = frame.copy()
-    baseline = {s["round"]: s["triad_cpu_Bps"] for s in summaries if s["source"] == "none"}
+    baseline = round_baselines(summaries)
     if frame.empty:
         return frame
     base = frame["round"].map(baseline)
@@ -211,11 +215,19 @@ def label(frame: pd.DataFrame, summaries: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+def round_baselines(summaries: list[dict[str, Any]]) -> dict[int, float]:
+    """Per round, the median triad bandwidth (per CPU second) of its baseline run (``BASELINES``)."""
+    baselines: dict[int, float] = {}
+    for source in reversed(BASELINES):  # the preferred baseline overwrites the fallback
+        baselines.update({s["round"]: s["triad_cpu_Bps"] for s in summaries if s["source"] == source})
+    return baselines
+
+
 def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     """Per (source, rate): the runs' median injected rate, triad bandwidth and slowdown against the
     baseline of their round, with the spread (min, max) over runs and the load they ran under."""
     runs = pd.DataFrame(summaries)
-    base = runs[runs["source"] == "none"].set_index("round")["triad_cpu_Bps"]
+    base = pd.Series(round_baselines(summaries))
     runs["slowdown_pct"] = 100 * (runs["round"].map(base) / runs["triad_cpu_Bps"] - 1)
     runs["bw_loss_pct"] = 100 * (1 - runs["triad_cpu_Bps"] / runs["round"].map(base))
     order = {s: i for i, s in enumerate(SOURCES)}
