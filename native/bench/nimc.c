@@ -14,7 +14,9 @@
  *   tcp     a sender thread of rank 1 streams chunks over loopback TCP to rank 1's main thread,
  *           which receives them into its --region buffer (the kernel copies every byte)
  * Paced sources wait between chunks until the rate allows the next; put and memcpy wait spinning
- * (the core stays as busy as the spin control), tcp sleeping (its receiver shares the core).
+ * (the core stays as busy as the spin control), the tcp sender sleeping while its receiver polls.
+ * With --period P the traffic comes in bursts: on for --on seconds (default P/2) of every P seconds
+ * from the common start, at --rate while on; samples between bursts are the run's own baseline.
  *
  * Output (rank 0): one "interval" line per triad sample with its time, bandwidth and the software
  * (and, when the machine has them, hardware) counters of the triad thread over the sample, plus the
@@ -268,19 +270,28 @@ static int64_t region_received(const unsigned char *region, int64_t chunk, int64
 
 typedef struct {
     int64_t t0, end;
-    double rate;          /* bytes per second; < 0 unpaced; 0 nothing */
+    int64_t period, on;   /* bursts: on for `on` ns of every `period` ns from t0 (period 0: always on) */
+    double rate;          /* bytes per second while on; < 0 unpaced; 0 nothing */
     int64_t *bins;        /* delivered bytes per BIN_NS since t0 */
     int64_t nbins;
 } schedule;
 
-/* When the chunk that brings the total to `sent + bytes` may go (ns, absolute). */
+/* When the chunk that brings the total to `sent` may go (ns, absolute): the time at which the bursts
+ * have been on long enough to carry `sent` bytes at the rate; unpaced, now if a burst is on, else the
+ * start of the next. */
 static int64_t due(const schedule *s, int64_t sent)
 {
-    if (s->rate < 0)
-        return 0;
     if (s->rate == 0)
         return INT64_MAX;
-    return s->t0 + (int64_t)((double)sent / s->rate * 1e9);
+    if (s->period <= 0)
+        return s->rate < 0 ? 0 : s->t0 + (int64_t)((double)sent / s->rate * 1e9);
+    if (s->rate < 0) {
+        int64_t t = now_ns(), phase = (t - s->t0) % s->period;
+        return t < s->t0 ? s->t0 : phase < s->on ? t : t + (s->period - phase);
+    }
+    double need = (double)sent / s->rate * 1e9; /* ns of burst time */
+    int64_t bursts = (int64_t)(need / (double)s->on);
+    return s->t0 + bursts * s->period + (int64_t)(need - (double)bursts * (double)s->on);
 }
 
 static void count(schedule *s, int64_t bytes)
@@ -375,8 +386,10 @@ static int64_t receive_tcp(bench *b, schedule *s, unsigned char *region, int64_t
         for (int64_t seq = 0; !bad; seq++) {
             unsigned char *slot = region + (seq % nslots) * chunk;
             int64_t off = 0;
-            while (off < chunk) {
-                ssize_t n = recv(fd, slot + off, (size_t)(chunk - off), 0);
+            while (off < chunk) { /* polled: between bursts the core stays ours, as in the other modes */
+                ssize_t n = recv(fd, slot + off, (size_t)(chunk - off), MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+                    continue;
                 if (n <= 0)
                     break;
                 off += n;
@@ -576,6 +589,12 @@ int run_nimc(bench *b)
     MPI_Bcast(&t0, 1, MPI_INT64_T, TRIAD, b->comm);
     int64_t end = t0 + (int64_t)(b->opt.duration_s * 1e9);
     schedule s = {.t0 = t0, .end = end, .rate = mode == NONE || mode == SPIN ? 0 : b->opt.rate_Bps};
+    if (b->opt.period_s > 0) {
+        s.period = (int64_t)(b->opt.period_s * 1e9);
+        s.on = (int64_t)((b->opt.on_s > 0 ? b->opt.on_s : b->opt.period_s / 2) * 1e9);
+        if (s.on > s.period)
+            fail_usage(b, "nimc: --on (%g s) is longer than --period (%g s)", b->opt.on_s, b->opt.period_s);
+    }
     s.nbins = (end - t0) / BIN_NS + 1;
     s.bins = calloc((size_t)s.nbins, sizeof(int64_t));
 

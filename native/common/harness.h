@@ -56,6 +56,8 @@ typedef struct {
     double interval_s;  /* nimc: length of one triad sample */
     int64_t region;     /* nimc: bytes of the buffer the injected traffic lands in */
     int nice;           /* nimc: scheduling priority both ranks ask for (0: leave it) */
+    double period_s;    /* nimc: traffic comes in bursts, one per period (0: continuous) */
+    double on_s;        /* nimc: length of each burst */
     int argc;           /* the command line, echoed in the meta line */
     char **argv;
 } options;

@@ -34,7 +34,9 @@ const char options_help[] =
     "                    default max)\n"
     "  --interval S      nimc: seconds per triad sample (default 0.1)\n"
     "  --region N        nimc: bytes of the buffer the traffic lands in (default 256MiB)\n"
-    "  --nice N          nimc: nice value both ranks ask for, -20..19 (default 0: unchanged)\n";
+    "  --nice N          nimc: nice value both ranks ask for, -20..19 (default 0: unchanged)\n"
+    "  --period S        nimc: traffic in bursts, one every S seconds (default 0: continuous)\n"
+    "  --on S            nimc: length of each burst (default half the period)\n";
 
 /* A byte count as contend writes them everywhere: 65536, 64KiB, 1MiB (binary), 1kB, 1MB (decimal). */
 static int64_t parse_bytes(const char *text, int *ok)
@@ -273,6 +275,10 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
                          value);
         } else if (!strcmp(name, "--interval"))
             rc = parse_real(name, value, 0.001, 60, &opt->interval_s, why, whylen);
+        else if (!strcmp(name, "--period"))
+            rc = parse_real(name, value, 0, 3600, &opt->period_s, why, whylen);
+        else if (!strcmp(name, "--on"))
+            rc = parse_real(name, value, 0.001, 3600, &opt->on_s, why, whylen);
         else if (!strcmp(name, "--nice"))
             rc = parse_count(name, value, -20, 19, &opt->nice, why, whylen);
         else if (!strcmp(name, "--region")) {

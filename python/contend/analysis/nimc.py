@@ -31,15 +31,16 @@ FORMAT, VERSION = "contend-nimc-model", 1
 LABEL, TARGET, RUN = "nimc", "slowdown_pct", "run"
 
 # What the triad (the application) sees of itself: its speed and its own software counters.
-VICTIM = ("triad_cpu_Bps", "triad_Bps", "cpu_share", "context_switches", "involuntary_cs", "voluntary_cs",
-          "page_faults", "cpu_migrations")
+VICTIM = ("triad_cpu_Bps", "triad_Bps", "triad_rel_max", "triad_rel_median", "cpu_share", "context_switches",
+          "involuntary_cs", "voluntary_cs", "page_faults", "cpu_migrations")
 # What the node shows besides: the CPU time split of both cores (/proc/stat), others' work on the
-# triad's core, the load average.
+# triad's core. Not the load average: it moves over minutes, so it names the run a sample came from
+# (a forest learns runs, not contention, from it); it stays in the data to tell noisy samples apart.
 NODE = ("cpu_triad_user", "cpu_triad_system", "cpu_triad_softirq", "cpu_triad_irq", "cpu_triad_idle",
         "cpu_triad_steal", "cpu_other_user", "cpu_other_system", "cpu_other_softirq", "cpu_other_irq",
-        "cpu_other_idle", "cpu_other_steal", "foreign_on_triad_core", "loadavg_1min")
+        "cpu_other_idle", "cpu_other_steal", "foreign_on_triad_core")
 HARDWARE = ("hw_cycles", "hw_instructions", "hw_cache_references", "hw_cache_misses", "hw_stalled_backend")
-TIMING = ("triad_cpu_Bps", "triad_Bps")
+TIMING = ("triad_cpu_Bps", "triad_Bps", "triad_rel_max", "triad_rel_median")
 FEATURE_SETS = {
     "victim": VICTIM,
     "node": VICTIM + NODE,

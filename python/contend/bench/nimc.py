@@ -144,7 +144,27 @@ def _injected_per_interval(intervals: pd.DataFrame, injected: dict[str, Any]) ->
     return cumulative[last] - cumulative[first]
 
 
-def intervals_of(run, plan: Plan) -> pd.DataFrame:
+REFERENCE_SAMPLES = 20  # the triad's recent speed: over its last 20 samples (2 s at the default interval)
+
+
+def phases(start_ns: np.ndarray, duration_ns: np.ndarray, period_s: float, on_s: float) -> np.ndarray:
+    """Where each sample lies in the burst cycle: "on" (wholly inside a burst), "off" (wholly between
+    bursts) or "edge"; all "on" when the traffic is continuous (period 0).
+
+    >>> list(phases(np.array([0, 0.3e9, 0.45e9, 0.6e9]), np.full(4, 0.1e9), 1.0, 0.5))
+    ['on', 'on', 'edge', 'off']
+    """
+    if period_s <= 0:
+        return np.full(len(start_ns), "on", dtype=object)
+    period, on = period_s * 1e9, on_s * 1e9
+    cycle = np.floor(start_ns / period) * period
+    first, last = start_ns - cycle, start_ns + duration_ns - cycle
+    inside_on = (first < on) & (last <= on)
+    inside_off = (first >= on) & (last <= period)
+    return np.where(inside_on, "on", np.where(inside_off, "off", "edge")).astype(object)
+
+
+def intervals_of(run, plan: Plan, period_s: float = 0.0, on_s: float = 0.0) -> pd.DataFrame:
     """The run's triad samples with the derived features, the run's identity and the injected bytes."""
     frame = run.intervals.copy()
     if frame.empty:
@@ -158,6 +178,12 @@ def intervals_of(run, plan: Plan) -> pd.DataFrame:
     frame["cpu_share"] = cpu_ns / frame["duration_ns"]
     frame["triad_cpu_Bps"] = frame["triad_bytes"] / cpu_ns * 1e9
     frame["ns_per_pass"] = frame["duration_ns"] / frame["passes"]
+    # The triad against its own recent speed (causal: this sample and the ones before it), what a
+    # running application can know about itself without a baseline run
+    recent = frame["triad_cpu_Bps"].rolling(REFERENCE_SAMPLES, min_periods=1)
+    frame["triad_rel_max"] = frame["triad_cpu_Bps"] / recent.max()
+    frame["triad_rel_median"] = frame["triad_cpu_Bps"] / recent.median()
+    frame["phase"] = phases(frame["start_ns"].to_numpy(float), frame["duration_ns"].to_numpy(float), period_s, on_s)
     if "cpu_triad_idle" in frame:  # others' work on the triad's core: busy time the triad did not have
         busy = 1 - frame["cpu_triad_idle"] - frame.get("cpu_triad_iowait", 0)
         frame["foreign_on_triad_core"] = (busy - frame["cpu_share"]).clip(lower=0)
@@ -168,15 +194,20 @@ def intervals_of(run, plan: Plan) -> pd.DataFrame:
 
 
 def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
+            period_s: float = 0.0, on_s: float = 0.0,
             timeout_s: float = 300) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Run one plan: its samples and its summary (whose ``verified`` says the data checks passed)."""
+    """Run one plan: its samples and its summary (whose ``verified`` says the data checks passed).
+    With bursts (``period_s`` > 0) the summary's ``paired_slowdown_pct`` compares the run's samples
+    between bursts with those inside them: a baseline taken within the same seconds."""
     from contend.bench.runner import run_benchmark
 
     options = {"mode": plan.source, "duration": f"{duration_s:g}", "interval": f"{interval_s:g}",
-               "region": str(region), "nice": str(nice), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
+               "region": str(region), "nice": str(nice), "period": f"{period_s:g}", "on": f"{on_s:g}", "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
     run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s)
-    frame = intervals_of(run, plan)
+    frame = intervals_of(run, plan, period_s, on_s)
     row = run.results.iloc[0]
+    on_bw = frame.loc[frame["phase"] == "on", "triad_cpu_Bps"].median()
+    off_bw = frame.loc[frame["phase"] == "off", "triad_cpu_Bps"].median()
     summary = {
         "label": plan.label, "source": plan.source, "round": plan.round, "rate_target_Bps": plan.rate_Bps,
         "started": run.meta.get("started"), "loadavg_1min": run.meta.get("loadavg_1min"),
@@ -192,7 +223,10 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
         "hardware_counters": run.injected.get("hardware_counters"),
         "triad_cpu": run.injected.get("triad_cpu"), "interferer_cpu": run.injected.get("interferer_cpu"),
         "chunk": chunk, "region": region, "duration_s": duration_s, "interval_s": interval_s,
-        "nice": nice, "nice_granted": run.injected.get("nice_granted"),
+        "nice": nice, "nice_granted": run.injected.get("nice_granted"), "period_s": period_s, "on_s": on_s,
+        "on_cpu_Bps": float(on_bw), "off_cpu_Bps": float(off_bw),
+        "paired_slowdown_pct": float(100 * (off_bw / on_bw - 1)) if period_s > 0 else float("nan"),
+        "injected_on_Bps": float(frame.loc[frame["phase"] == "on", "injected_Bps"].median()),
     }
     summary["verified"] = (summary["triad_verified"] and summary["data_verified"]
                            and summary["sent_bytes"] == summary["received_bytes"])
@@ -211,7 +245,7 @@ def label(frame: pd.DataFrame, summaries: list[dict[str, Any]]) -> pd.DataFrame:
     frame["baseline_cpu_Bps"] = base
     frame["slowdown_pct"] = 100 * (base / frame["triad_cpu_Bps"] - 1)
     sent = {s["run"]: s["sent_bytes"] for s in summaries}
-    frame["nimc"] = frame["source"].isin(NETWORK) & (frame["run"].map(sent) > 0)
+    frame["nimc"] = frame["source"].isin(NETWORK) & (frame["run"].map(sent) > 0) & (frame["phase"] == "on")
     return frame
 
 
@@ -228,8 +262,10 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     baseline of their round, with the spread (min, max) over runs and the load they ran under."""
     runs = pd.DataFrame(summaries)
     base = pd.Series(round_baselines(summaries))
-    runs["slowdown_pct"] = 100 * (runs["round"].map(base) / runs["triad_cpu_Bps"] - 1)
-    runs["bw_loss_pct"] = 100 * (1 - runs["triad_cpu_Bps"] / runs["round"].map(base))
+    # inside the bursts (all samples of continuous runs)
+    during = runs["on_cpu_Bps"] if "on_cpu_Bps" in runs else runs["triad_cpu_Bps"]
+    runs["slowdown_pct"] = 100 * (runs["round"].map(base) / during - 1)
+    runs["bw_loss_pct"] = 100 * (1 - during / runs["round"].map(base))
     order = {s: i for i, s in enumerate(SOURCES)}
     runs["rate_key"] = runs["rate_target_Bps"].where(runs["rate_target_Bps"] >= 0, np.inf)
     rows = []
@@ -243,6 +279,10 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
             "slowdown_pct": group["slowdown_pct"].median(),
             "slowdown_min": group["slowdown_pct"].min(), "slowdown_max": group["slowdown_pct"].max(),
             "bw_loss_pct": group["bw_loss_pct"].median(),
+            "injected_on_GBps": group["injected_on_Bps"].median() / 1e9 if "injected_on_Bps" in group else float("nan"),
+            "paired_pct": group["paired_slowdown_pct"].median() if "paired_slowdown_pct" in group else float("nan"),
+            "paired_min": group["paired_slowdown_pct"].min() if "paired_slowdown_pct" in group else float("nan"),
+            "paired_max": group["paired_slowdown_pct"].max() if "paired_slowdown_pct" in group else float("nan"),
             "cpu_share": group["cpu_share"].median(),
             "loadavg": group["loadavg_1min"].median(),
             "verified": bool(group["verified"].all()),
@@ -253,14 +293,14 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
-          progress: Callable[[int, int, Plan], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+          period_s: float = 0.0, on_s: float = 0.0, progress: Callable[[int, int, Plan], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Run every plan in order; all samples (labelled) and the runs' summaries."""
     frames, summaries = [], []
     for number, plan in enumerate(plans):
         if progress is not None:
             progress(number, len(plans), plan)
         frame, summary = measure(plan, duration_s=duration_s, interval_s=interval_s, chunk=chunk, region=region,
-                                 nice=nice, timeout_s=max(120.0, 10 * duration_s))
+                                 nice=nice, period_s=period_s, on_s=on_s, timeout_s=max(120.0, 10 * duration_s))
         summary["run"] = number
         frame.insert(0, "run", number)
         frames.append(frame)

@@ -35,6 +35,8 @@ PATTERN_OPTIONS = {
     "interval": "--interval",
     "region": "--region",
     "nice": "--nice",
+    "period": "--period",
+    "on": "--on",
 }
 
 
@@ -113,7 +115,7 @@ _ALL = (
     Benchmark("randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, False,
               4, (8, 16), "updates", ("windows", "table", "seed")),
     Benchmark("nimc", "STREAM triad on one core while another injects memory traffic (put, tcp, memcpy, spin)",
-              2, False, 2, (1 * MiB,), "nimc", ("mode", "duration", "rate", "interval", "region", "nice"),
+              2, False, 2, (1 * MiB,), "nimc", ("mode", "duration", "rate", "interval", "region", "nice", "period", "on"),
               ("none", "spin", "memcpy", "put", "tcp")),
 )
 

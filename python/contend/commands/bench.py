@@ -92,6 +92,10 @@ def register(subparsers) -> None:
     nimc.add_argument("--repeats", metavar="R", default="3", help="rounds (default 3)")
     nimc.add_argument("--duration", metavar="S", default="3", help="seconds per run (default 3)")
     nimc.add_argument("--interval", metavar="S", default="0.1", help="seconds per triad sample (default 0.1)")
+    nimc.add_argument("--period", metavar="S", default="1",
+                      help="traffic in bursts, one every S seconds, so each run holds its own baseline between "
+                           "bursts (default 1; 0: continuous)")
+    nimc.add_argument("--on", metavar="S", help="seconds of each burst (default half the period)")
     nimc.add_argument("--chunk", default="1MiB", help="bytes per injected chunk (default 1MiB)")
     nimc.add_argument("--region", default="256MiB", help="bytes of the landing buffer (default 256MiB)")
     nimc.add_argument("--seed", metavar="N", default="1", help="seed of the order within rounds (default 1)")
@@ -312,6 +316,12 @@ def run_nimc(args: argparse.Namespace) -> int:
     interval = _real(args.interval, "--interval", 0.001, 60)
     if interval > duration:
         raise UserError(f"--interval ({interval:g} s) is longer than --duration ({duration:g} s)")
+    period = _real(args.period, "--period", 0, 3600)
+    on = _real(args.on, "--on", 0.001, 3600) if args.on is not None else period / 2
+    if period > 0 and on > period:
+        raise UserError(f"--on ({on:g} s) is longer than --period ({period:g} s)")
+    if 0 < period < 2 * interval:
+        raise UserError(f"--period ({period:g} s) must hold at least two samples (--interval {interval:g} s)")
     chunk, region = parse_sizes(args.chunk)[0], parse_sizes(args.region)[0]
     if chunk < 64 or region % chunk or region > 16 << 30:
         raise UserError(f"--chunk {chunk} must be at least 64 bytes and divide --region {region} (at most 16GiB)")
@@ -325,7 +335,7 @@ def run_nimc(args: argparse.Namespace) -> int:
     directory = output_directory(args.output, "-o")
     plans = nimc.plan_sweep(sources, rates, repeats, seed)
     settings = {"sources": sources, "rates_Bps": rates, "repeats": repeats, "duration_s": duration,
-                "interval_s": interval, "chunk": chunk, "region": region, "seed": seed, "nice": nice}
+                "interval_s": interval, "chunk": chunk, "region": region, "seed": seed, "nice": nice, "period_s": period, "on_s": on}
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True), transient=True) as bar:
@@ -335,27 +345,33 @@ def run_nimc(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, description=f"nimc round {plan.round + 1}/{repeats}: {plan.label}")
 
         samples, summaries = nimc.sweep(plans, duration_s=duration, interval_s=interval, chunk=chunk,
-                                        region=region, nice=nice, progress=advance)
+                                        region=region, nice=nice, period_s=period, on_s=on, progress=advance)
     table = nimc.slowdown_table(summaries)
     paths = nimc.write_sweep(directory, samples, summaries, table, settings)
     plot = directory / "slowdown.png"
-    slowdown_figure(plot, table, f"triad slowdown under injected traffic ({repeats} rounds, {duration:g} s runs)")
+    slowdown_figure(plot, table, f"triad slowdown under injected traffic ({repeats} rounds, {duration:g} s runs)",
+                    paired=period > 0)
 
     console = Console()
     if args.json:
         print(json.dumps(table.to_dict(orient="records"), default=float))
     else:
-        shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic")
-        columns = [("source", "source"), ("rate", "rate_target"), ("runs", "runs"), ("injected GB/s", "injected_GBps"),
-                   ("triad GB/s", "triad_GBps"), ("wall GB/s", "triad_wall_GBps"), ("slowdown %", "slowdown_pct"),
-                   ("min..max %", None), ("CPU share", "cpu_share"), ("load", "loadavg"), ("checked", "verified")]
-        for name, _ in columns:
+        bursts = period > 0
+        shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
+                            + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
+        columns = ["source", "rate", "runs", "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
+                   "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %"] if bursts else []) + [
+                   "CPU share", "load", "checked"]
+        for name in columns:
             shown.add_column(name, justify="left" if name in ("source", "rate") else "right")
         for row in table.to_dict(orient="records"):
-            shown.add_row(row["source"], row["rate_target"], str(row["runs"]), f"{row['injected_GBps']:.2f}",
-                          f"{row['triad_GBps']:.1f}", f"{row['triad_wall_GBps']:.1f}", f"{row['slowdown_pct']:+.1f}",
-                          f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}", f"{row['cpu_share']:.2f}",
-                          f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]")
+            cells = [row["source"], row["rate_target"], str(row["runs"]),
+                     f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
+                     f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}"]
+            if bursts:
+                cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}"]
+            cells += [f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]"]
+            shown.add_row(*cells)
         console.print(shown)
     first = summaries[0]
     console.print(f"nice {nice}: {'granted' if first['nice_granted'] == 'yes' else 'not granted: ' + str(first['nice_granted'])}")

@@ -13,23 +13,32 @@ from contend.report.plots import pyplot, save_figure
 _COLOURS = {"spin": "#7f7f7f", "memcpy": "#d95f02", "put": "#1b9e77", "tcp": "#7570b3", "none": "#000000"}
 
 
-def slowdown_figure(path: str | os.PathLike, table: pd.DataFrame, title: str) -> None:
+def slowdown_figure(path: str | os.PathLike, table: pd.DataFrame, title: str, paired: bool = False) -> None:
     """Median slowdown (%) against the median injected rate (GB/s), one line per source, bars from the
-    fastest to the slowest run: ``table`` is ``contend.bench.nimc.slowdown_table``."""
+    fastest to the slowest run: ``table`` is ``contend.bench.nimc.slowdown_table``. Left: against the
+    round's spin run; right (bursts): samples inside bursts against those between them in the same run."""
     plt = pyplot()
-    figure, axes = plt.subplots(figsize=(7.5, 4.6), dpi=110)
-    for source, group in table.groupby("source", sort=False):
-        if source == "none":
-            continue
-        x = group["injected_GBps"].to_numpy(float)
-        y = group["slowdown_pct"].to_numpy(float)
-        spread = np.vstack([y - group["slowdown_min"].to_numpy(float), group["slowdown_max"].to_numpy(float) - y])
-        axes.errorbar(x, y, yerr=spread, marker="o", capsize=3, color=_COLOURS.get(source), label=source)
-    axes.axhline(0, color="black", linewidth=0.8)
-    axes.set(xlabel="injected into this node's memory (GB/s, measured)",
-             ylabel="triad slowdown vs baseline (%)", title=title)
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize="small")
+    panels = [("slowdown", "injected_GBps", "vs the round's spin control")]
+    if paired:
+        panels = [("slowdown", "injected_on_GBps", "vs the round's spin control"),
+                  ("paired", "injected_on_GBps", "inside vs between bursts, same run")]
+    figure, axes_list = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.6), dpi=110, squeeze=False)
+    for axes, (kind, rate, subtitle) in zip(axes_list[0], panels):
+        column = "slowdown_pct" if kind == "slowdown" else "paired_pct"
+        low, high = ("slowdown_min", "slowdown_max") if kind == "slowdown" else ("paired_min", "paired_max")
+        for source, group in table.groupby("source", sort=False):
+            if source in ("none", "spin") and kind == "paired":
+                continue
+            x = group[rate].fillna(0).to_numpy(float)
+            y = group[column].to_numpy(float)
+            spread = np.vstack([y - group[low].to_numpy(float), group[high].to_numpy(float) - y])
+            axes.errorbar(x, y, yerr=spread, marker="o", capsize=3, color=_COLOURS.get(source), label=source)
+        axes.axhline(0, color="black", linewidth=0.8)
+        axes.set(xlabel="injected into this node's memory (GB/s, measured" + (", in bursts)" if paired else ")"),
+                 ylabel="triad slowdown (%)", title=subtitle)
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize="small")
+    figure.suptitle(title)
     save_figure(figure, path)
 
 
