@@ -6,7 +6,8 @@ of bag and with their feature importances. Unlike a single out-of-bag score over
 hold out whole runs: a run's samples are never both in training and in test, because samples of one
 run share that run's state of the machine and would flatter the score.
 
-Features are the per-sample columns ``contend bench nimc`` records (docs/formats.md, "nimc data"). This
+Samples astride the start or end of a burst of traffic (phase "edge") are left out of training and of
+the accuracy. Features are the per-sample columns ``contend bench nimc`` records (docs/formats.md, "nimc data"). This
 machine has no hardware counters, so the seed's cache-miss and stall counts are not among them; where
 a machine has them (``hw_*`` columns with values), they join the feature set.
 """
@@ -179,6 +180,8 @@ def train(frame: pd.DataFrame, *, feature_set: str = "node", features: Sequence[
     """Fit both forests on the training runs; out-of-bag scores on them, held-out scores on the rest."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
+    if "phase" in frame:  # samples astride a burst's start or end are neither with nor without NiMC
+        frame = frame[frame["phase"] != "edge"]
     chosen = select_features(frame, feature_set, features, where)
     _check_training(frame, chosen, where)
     train_mask, test_mask = split_runs(frame, test_fraction, seed)
@@ -282,5 +285,6 @@ def detect(detector: Detector, frame: pd.DataFrame, where: str = "data") -> tupl
             runs["truth"] = runs["truth"] >= 0.5
         summary["runs"] = runs.to_dict(orient="records")
     if LABEL in frame and frame[LABEL].isin([0, 1, True, False]).all():
-        summary["accuracy"] = float((predicted["nimc_predicted"] == frame[LABEL].astype(bool)).mean())
+        clear = frame["phase"] != "edge" if "phase" in frame else pd.Series(True, index=frame.index)
+        summary["accuracy"] = float((predicted["nimc_predicted"][clear] == frame[LABEL][clear].astype(bool)).mean())
     return merged, summary

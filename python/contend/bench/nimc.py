@@ -202,7 +202,9 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
     from contend.bench.runner import run_benchmark
 
     options = {"mode": plan.source, "duration": f"{duration_s:g}", "interval": f"{interval_s:g}",
-               "region": str(region), "nice": str(nice), "period": f"{period_s:g}", "on": f"{on_s:g}", "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
+               "region": str(region), "nice": str(nice), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
+    if period_s > 0:
+        options.update(period=f"{period_s:g}", on=f"{on_s:g}")
     run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s)
     frame = intervals_of(run, plan, period_s, on_s)
     row = run.results.iloc[0]
