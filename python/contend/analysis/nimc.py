@@ -154,17 +154,28 @@ class Detector:
         return out
 
 
+def _run_votes(frame: pd.DataFrame, said: pd.Series) -> pd.DataFrame:
+    """Per run: ``truth`` (some sample of it has NiMC) and ``said`` (most of the samples where traffic
+    could be, those inside bursts or all of a continuous run, were flagged)."""
+    where = frame["phase"] == "on" if "phase" in frame else pd.Series(True, index=frame.index)
+    votes = pd.DataFrame({"run": frame[RUN], "truth": frame[LABEL].astype(bool), "said": said.astype(bool),
+                          "where": where})
+    truth = votes.groupby("run")["truth"].any()
+    said_by_run = votes[votes["where"]].groupby("run")["said"].mean().reindex(truth.index).fillna(0) >= 0.5
+    return pd.DataFrame({"truth": truth, "said": said_by_run})
+
+
 def _scores(detector: Detector, frame: pd.DataFrame) -> dict[str, Any]:
     """Held-out figures: sample accuracy, run accuracy (majority of a run's samples), per source, R², MAE."""
     from sklearn.metrics import mean_absolute_error, r2_score
 
     predicted = detector.predict(frame)
     truth = frame[LABEL].astype(bool)
-    per_run = pd.DataFrame({"run": frame[RUN], "truth": truth, "said": predicted["nimc_predicted"]}).groupby("run").mean()
+    per_run = _run_votes(frame, predicted["nimc_predicted"])
     scores = {
         "samples": int(len(frame)), "runs": int(frame[RUN].nunique()),
         "accuracy": float((predicted["nimc_predicted"] == truth).mean()),
-        "run_accuracy": float(((per_run["said"] >= 0.5) == (per_run["truth"] >= 0.5)).mean()),
+        "run_accuracy": float((per_run["said"] == per_run["truth"]).mean()),
         "slowdown_r2": float(r2_score(frame[TARGET], predicted["slowdown_predicted"])) if len(frame) > 1 else float("nan"),
         "slowdown_mae": float(mean_absolute_error(frame[TARGET], predicted["slowdown_predicted"])),
     }
@@ -279,10 +290,11 @@ def detect(detector: Detector, frame: pd.DataFrame, where: str = "data") -> tupl
                                        probability=("nimc_probability", "mean"),
                                        slowdown_predicted=("slowdown_predicted", "median")).reset_index()
         runs["nimc"] = runs["flagged"] >= 0.5
-        if LABEL in frame and TARGET in frame:
-            truth = merged.groupby(RUN).agg(truth=(LABEL, "mean"), slowdown=(TARGET, "median")).reset_index()
-            runs = runs.merge(truth, on=RUN)
-            runs["truth"] = runs["truth"] >= 0.5
+        if LABEL in frame and TARGET in frame and frame[LABEL].isin([0, 1, True, False]).all():
+            votes = _run_votes(frame, predicted["nimc_predicted"])
+            runs["nimc"] = runs[RUN].map(votes["said"])
+            runs["truth"] = runs[RUN].map(votes["truth"])
+            runs["slowdown"] = runs[RUN].map(merged.groupby(RUN)[TARGET].median())
         summary["runs"] = runs.to_dict(orient="records")
     if LABEL in frame and frame[LABEL].isin([0, 1, True, False]).all():
         clear = frame["phase"] != "edge" if "phase" in frame else pd.Series(True, index=frame.index)

@@ -166,7 +166,7 @@ def run_run(args: argparse.Namespace) -> int:
         raise UserError("nimc has its own action with its sweep and outputs: contend bench nimc --help")
     output = check_writable(args.output or f"{bench.name}.parquet", "-o")
     plot_path = check_writable(args.plot or output.with_suffix(".png"), "--plot")
-    options = {key: getattr(args, key) for key in PATTERN_OPTIONS}
+    options = {key: getattr(args, key, None) for key in PATTERN_OPTIONS}  # nimc's options are its own action's
     with _progress_bar(f"{bench.name}") as advance:
         run = run_benchmark(
             bench.name,
