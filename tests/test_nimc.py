@@ -196,6 +196,14 @@ def test_recorded_sweep_trains_and_detects_through_the_cli(tmp_path, capsys):
     samples = pd.read_parquet(RECORDED)
     assert summary["samples"] == len(samples) == len(pd.read_parquet(predictions))
     assert {r["run"] for r in summary["runs"]} == set(samples["run"])
+    assert 0 <= summary["accuracy"] <= 1
+    # the tables people read
+    assert main(["nimc", "detect", str(model), str(RECORDED)]) == 0
+    out = capsys.readouterr().out
+    assert "samples flagged as NiMC" in out and "tcp" in out
+    assert main(["nimc", "train", str(RECORDED), "-o", str(model), "--trees", "30", "--feature-set", "victim"]) == 0
+    out = capsys.readouterr().out
+    assert "out-of-bag accuracy" in out and "held-out accuracy, per run" in out and "triad_rel_max" in out
 
 
 # ---------- bad inputs: one line naming the file, exit 2 ----------
