@@ -251,6 +251,22 @@ def label(frame: pd.DataFrame, summaries: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+def mean_interval(values: Sequence[float], draws: int = 2000, seed: int = 1) -> tuple[float, float, float]:
+    """Mean of ``values`` (NaNs dropped) and its 95% bootstrap interval (runs resampled); NaNs when
+    fewer than two values.
+
+    >>> mean_interval([2.0, 2.0, 2.0])
+    (2.0, 2.0, 2.0)
+    """
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if v.size < 2:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = rng.choice(v, (draws, v.size)).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(v.mean()), float(low), float(high)
+
+
 def round_baselines(summaries: list[dict[str, Any]]) -> dict[int, float]:
     """Per round, the median triad bandwidth (per CPU second) of its baseline run (``BASELINES``)."""
     baselines: dict[int, float] = {}
@@ -285,6 +301,9 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
             "paired_pct": group["paired_slowdown_pct"].median() if "paired_slowdown_pct" in group else float("nan"),
             "paired_min": group["paired_slowdown_pct"].min() if "paired_slowdown_pct" in group else float("nan"),
             "paired_max": group["paired_slowdown_pct"].max() if "paired_slowdown_pct" in group else float("nan"),
+            **dict(zip(("paired_mean", "paired_ci_low", "paired_ci_high"),
+                       mean_interval(group["paired_slowdown_pct"]) if "paired_slowdown_pct" in group
+                       else (float("nan"),) * 3)),
             "cpu_share": group["cpu_share"].median(),
             "loadavg": group["loadavg_1min"].median(),
             "verified": bool(group["verified"].all()),

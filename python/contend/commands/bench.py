@@ -360,7 +360,8 @@ def run_nimc(args: argparse.Namespace) -> int:
         shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
                             + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
         columns = ["source", "rate", "runs", "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
-                   "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %"] if bursts else []) + [
+                   "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %", "mean [95% CI]"]
+                                                     if bursts else []) + [
                    "CPU share", "load", "checked"]
         for name in columns:
             shown.add_column(name, justify="left" if name in ("source", "rate") else "right")
@@ -369,7 +370,8 @@ def run_nimc(args: argparse.Namespace) -> int:
                      f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
                      f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}"]
             if bursts:
-                cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}"]
+                cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
+                          f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]"]
             cells += [f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]"]
             shown.add_row(*cells)
         console.print(shown)
