@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -378,8 +379,12 @@ static int64_t receive_tcp(bench *b, schedule *s, unsigned char *region, int64_t
     pthread_t thread;
     if (pthread_create(&thread, NULL, send_chunks, &t) != 0)
         fail_usage(b, "nimc: cannot start the TCP sender thread");
-    int fd = accept(listener, NULL, NULL);
-    int64_t received = 0, bad = 0;
+    /* Wait for the sender's connection at most until a while after the end: a sender that could not
+     * connect must not leave the receiver blocked for ever. */
+    struct pollfd ready = {.fd = listener, .events = POLLIN};
+    int64_t wait_ms = (s->end - now_ns()) / 1000000 + 10000;
+    int fd = poll(&ready, 1, (int)(wait_ms > 0 ? wait_ms : 0)) == 1 ? accept(listener, NULL, NULL) : -1;
+    int64_t received = 0, bad = fd < 0;
     if (fd >= 0) {
         for (int64_t seq = 0; !bad; seq++) {
             unsigned char *slot = region + (seq % nslots) * chunk;
