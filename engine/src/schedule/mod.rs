@@ -7,6 +7,7 @@
 
 pub mod collectives;
 pub mod goal;
+pub mod stencil;
 pub mod store;
 pub mod writer;
 
