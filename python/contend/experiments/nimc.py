@@ -52,15 +52,17 @@ class Scale:
     halo_bytes: int
     window_ns: int
     daly: bool
+    rates: tuple[float, ...]  # injected write rates of the STREAM sweep (bytes/s)
 
 
 # A LAMMPS-like step: 8 ms of CPU and 24 MB of memory traffic per process (5.2 ms at a sixteenth
 # of the onload node's 73.4 GB/s), 80 KB halos per direction. Checkpoint windows are 200 ms, five
-# times shorter than the seed's 1 s, with the steps scaled alike (25 steps per window).
+# times shorter than the seed's 1 s, with the steps scaled alike (about 20 steps per window; --quick:
+# 60 ms windows).
 FULL = Scale(processes=(64, 512, 1024, 2048, 4096, 8192), steps=60, calc_ns=8_000_000, mem_bytes=24_000_000,
-             halo_bytes=80_000, window_ns=200_000_000, daly=True)
-QUICK = Scale(processes=(64, 512, 1024), steps=40, calc_ns=8_000_000, mem_bytes=24_000_000, halo_bytes=80_000,
-              window_ns=100_000_000, daly=False)
+             halo_bytes=80_000, window_ns=200_000_000, daly=True, rates=(0.4e9, 0.8e9, 1.6e9, 2.4e9, 3.2e9))
+QUICK = Scale(processes=(64, 512, 1024), steps=24, calc_ns=8_000_000, mem_bytes=24_000_000, halo_bytes=80_000,
+              window_ns=60_000_000, daly=False, rates=(0.8e9, 3.2e9))
 # Checkpoints start in the first START_SPAN of the quiet run, so that they end before the run does.
 START_SPAN = 0.8
 
@@ -78,7 +80,7 @@ def run_reproduction(out: Path, quick: bool = False,
         return value
 
     progress("STREAM triad under RDMA writes (the seed's table)")
-    findings += timed("stream", lambda: stream(out, results))
+    findings += timed("stream", lambda: stream(out, scale, results))
     findings += timed("at_scale", lambda: at_scale(out, scale, results, progress))
     return findings, results
 
@@ -109,7 +111,7 @@ def triad(preset: str, write_rate: float | None) -> float:
     return float(ranks * per_rank / (calcs.end.max() * 1e-9))
 
 
-def stream(out: Path, results: dict[str, Any]) -> list[Finding]:
+def stream(out: Path, scale: Scale, results: dict[str, Any]) -> list[Finding]:
     rows, ok, ours = [], True, {}
     for preset, (seed_without, seed_with) in SEED_TRIAD.items():
         rate = load_machine(preset).memory["nic_bandwidth"]
@@ -133,7 +135,7 @@ def stream(out: Path, results: dict[str, Any]) -> list[Finding]:
     # Offload, no headroom: the triad loses exactly the injected rate (bytes in = bytes not moved).
     preset = "westmere-offload"
     base = ours[preset]["without"]
-    rates = (0.4e9, 0.8e9, 1.6e9, 2.4e9, 3.2e9)
+    rates = scale.rates
     series, loss_rows, linear = {}, [], True
     sweep = {}
     for name in SEED_TRIAD:
