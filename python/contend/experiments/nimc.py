@@ -268,8 +268,9 @@ def at_scale(out: Path, scale: Scale, results: dict[str, Any], progress) -> list
                 "application's cores, so its total stays flat; throttling to 1 GB/s with windows of the same length "
                 "(the seed's setup: writes of a fixed duration) lowers pollution and volume (1/3.2 of the data, "
                 "checkpoint_bytes in results.json). With the volume kept ('same volume') each write lasts 3.2x longer: "
-                "in this linear model the loss per byte, pollution / (1 + pollution x rate), grows as the rate falls, "
-                "so throttling a fixed volume helps less.",
+                "a lone calc loses more per byte at a lower rate (pollution / (1 + pollution x rate), docs/models.md), "
+                "but at scale the gentler slowdown of the written node is partly hidden in the time its neighbours "
+                "wait anyway, so the throttle still helps.",
                 ["processes"] + [label for label, *_ in VARIANTS], total_rows, mitigations_ok),
     ]
     if daly_rows:
