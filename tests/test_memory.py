@@ -126,7 +126,9 @@ def test_bad_calc_mem_syntax_names_file_line_and_column(tmp_path, capsys, statem
 
 def test_goal_check_counts_memory_traffic(tmp_path, capsys):
     _, goal = files(tmp_path, BASE + MEMORY)
-    assert main(["goal", "check", str(goal)]) == 0
+    assert main(["goal", "check", str(goal), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["calc_memory_bytes"] == 65536 and summary["calcs"] == 2
 
 
 def test_unknown_tables_still_kept_and_memory_parsed():
