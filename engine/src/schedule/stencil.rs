@@ -56,7 +56,7 @@ pub fn grid_dims(p: u32) -> [u32; 3] {
     let mut n = p;
     let mut f = 2;
     while f * f <= n {
-        while n % f == 0 {
+        while n.is_multiple_of(f) {
             factors.push(f);
             n /= f;
         }
