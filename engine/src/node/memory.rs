@@ -8,7 +8,9 @@
 //!   write stream, and the calcs running on it, whose ends move later when a write lands during
 //!   them. Ends only ever move later (writes only add busy time), which is what lets the LogGOPS
 //!   core keep its "a calc completes when it starts" bookkeeping: an operation queued for the old
-//!   end finds its CPU busy and waits for the new one.
+//!   end finds its CPU busy and waits for the new one. Each running calc keeps its progress at the
+//!   node's last write (the past never changes), so a write costs O(running calcs + intervals
+//!   ahead), not a walk from each calc's start.
 
 use std::collections::VecDeque;
 
@@ -139,7 +141,9 @@ pub struct Extension {
 struct Running {
     rank: u32,
     cpu: u8,
-    start: Time,
+    /// The calc's progress is known up to `at`: the fraction `left` of it remains.
+    at: Time,
+    left: f64,
     /// Durations of the whole calc at the two constant states: NIC idle, NIC writing (ps).
     idle: f64,
     writing: f64,
@@ -229,9 +233,9 @@ impl MemorySim {
         let writing = self.pollution * cpu_time.max(m * self.mem_writing);
         let node = self.node_of[rank as usize] as usize;
         self.prune(node, t);
-        let end = self.finish(node, t, idle, writing);
+        let end = self.finish(node, t, 1.0, idle, writing);
         self.stats.calc_delay += end.saturating_sub(t + idle.round() as Time);
-        self.nodes[node].running.push(Running { rank, cpu, start: t, idle, writing, end, span });
+        self.nodes[node].running.push(Running { rank, cpu, at: t, left: 1.0, idle, writing, end, span });
         end
     }
 
@@ -248,6 +252,16 @@ impl MemorySim {
         if length == 0 {
             return;
         }
+        // Bring every running calc's progress up to now (the intervals before now are final), so
+        // that the intervals behind can go.
+        for i in 0..self.nodes[node].running.len() {
+            let c = self.nodes[node].running[i];
+            if c.end > t && c.at < t {
+                let left = self.progress(node, c.at, c.left, c.idle, c.writing, t);
+                let r = &mut self.nodes[node].running[i];
+                (r.at, r.left) = (t, left);
+            }
+        }
         self.prune(node, t);
         let n = &mut self.nodes[node];
         let start = n.busy_end.max(t);
@@ -262,7 +276,7 @@ impl MemorySim {
             if c.end <= t {
                 continue;
             }
-            let end = self.finish(node, c.start, c.idle, c.writing).max(c.end);
+            let end = self.finish(node, c.at, c.left, c.idle, c.writing).max(c.end);
             if end != c.end {
                 self.stats.calc_delay += end - c.end;
                 self.nodes[node].running[i].end = end;
@@ -282,11 +296,34 @@ impl MemorySim {
         self.extended = extended;
     }
 
-    /// When a calc of durations (`idle`, `writing`) starting at `start` ends, walking the node's
-    /// busy intervals: progress advances at 1/idle outside them and 1/writing inside.
-    fn finish(&self, node: usize, start: Time, idle: f64, writing: f64) -> Time {
+    /// The fraction of a calc (durations `idle`, `writing`) left at `until`, if `left` of it was
+    /// left at `from` (clamped at 0): progress advances at 1/idle outside the node's busy
+    /// intervals and 1/writing inside.
+    fn progress(&self, node: usize, from: Time, mut left: f64, idle: f64, writing: f64, until: Time) -> f64 {
+        let mut t = from;
+        for &(a, b) in &self.nodes[node].busy {
+            if b <= t {
+                continue;
+            }
+            if a >= until {
+                break;
+            }
+            if a > t {
+                left -= (a - t) as f64 / idle;
+                t = a;
+            }
+            let b = b.min(until);
+            left -= (b - t) as f64 / writing;
+            t = b;
+        }
+        left -= (until - t) as f64 / idle;
+        left.max(0.0)
+    }
+
+    /// When a calc of durations (`idle`, `writing`) with `left` of it remaining at `start` ends,
+    /// walking the node's busy intervals as [`MemorySim::progress`] does.
+    fn finish(&self, node: usize, start: Time, mut left: f64, idle: f64, writing: f64) -> Time {
         let mut t = start as f64;
-        let mut left = 1.0f64;
         for &(a, b) in &self.nodes[node].busy {
             if b <= start {
                 continue;
@@ -314,7 +351,7 @@ impl MemorySim {
     fn prune(&mut self, node: usize, now: Time) {
         let n = &mut self.nodes[node];
         n.running.retain(|c| c.end > now);
-        let horizon = n.running.iter().map(|c| c.start).min().unwrap_or(now).min(now);
+        let horizon = n.running.iter().map(|c| c.at).min().unwrap_or(now).min(now);
         while n.busy.front().is_some_and(|&(_, b)| b <= horizon) {
             n.busy.pop_front();
         }
