@@ -14,14 +14,17 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "diagnose",
         help="attribute message contention to call sites and targets",
-        description="Diagnose contention in per-message records (from `contend sim --records`): each "
-        "message's time beyond its ideal latency (LogGOPS and network parameters from the file, or "
-        "--machine), classed as initiator or target contention, by call site (send op) and target rank "
-        "(docs/models.md, \"Diagnosis\"). Exit code 2 for bad input.",
+        description="Diagnose contention in per-message records (from `contend sim --records`, or a "
+        "real trace from `contend trace`): each operation's time beyond its ideal latency (LogGOPS and "
+        "network parameters from the file, or --machine), classed as initiator or target contention, by "
+        "call site and target rank (docs/models.md, \"Diagnosis\"). Exit code 2 for bad input.",
     )
-    parser.add_argument("records", metavar="FILE.parquet", help="records written by contend sim --records")
+    parser.add_argument("records", metavar="FILE.parquet", help="records written by contend sim --records or contend trace")
     parser.add_argument("--machine", metavar="NAME|FILE.toml",
                         help="ideal latencies from this machine instead of the parameters in the file")
+    parser.add_argument("--sites", metavar="FILE.json",
+                        help="name call sites of engine records by tag (and pair get requests with their "
+                        "replies): a JSON list as the contend.sites metadata (docs/formats.md); replaces it")
     parser.add_argument("--top", type=int, default=10, help="rows in the call-site and target tables")
     parser.add_argument("--bins", type=int, default=20, help="time bins of the hot-target plot")
     parser.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON")
@@ -31,7 +34,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from contend.analysis.diagnose import diagnose
-    from contend.records import read_records, read_records_metadata
+    from contend.analysis.diagnose_input import load_records
 
     if not os.path.isfile(args.records):
         raise UserError(f"{args.records}: no such records file")
@@ -39,18 +42,29 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("diagnose: --top and --bins must be positive")
     if args.json is not None:
         check_writable(args.json, "--json")
-    records = read_records(args.records)
-    metadata = read_records_metadata(args.records)
+    loaded = load_records(args.records)
+    metadata = loaded.metadata
     if args.machine is not None:
         from contend.machine import loggops_params
         from contend.result import parameters_ns
 
         params = parameters_ns(loggops_params(args.machine))
-    elif "params" in metadata:
+    elif isinstance(metadata.get("params"), dict):
         params = metadata["params"]
     else:
-        raise UserError(f"{args.records}: no LogGOPS parameters in the file; give --machine")
-    diagnosis = diagnose(records, params, bins=args.bins)
+        raise UserError(f"{args.records}: no LogGOPS parameters in the file (contend.params); give --machine")
+    if args.sites is not None:
+        if loaded.source != "engine":
+            raise UserError("--sites: trace records name their call sites themselves (call_site column)")
+        sites = _sites(_read_json(args.sites), args.sites)
+    else:
+        sites = _sites(metadata.get("sites"), args.records) if loaded.source == "engine" else None
+    diagnosis = diagnose(loaded.frame, params, loaded.num_ranks, bins=args.bins, source=loaded.source,
+                         sites=sites)
+    import sys
+
+    for warning in diagnosis.warnings:
+        print(f"warning: {args.records}: {warning}", file=sys.stderr)
 
     if args.json is not None:
         with atomic_path(args.json) as temporary:
@@ -65,3 +79,26 @@ def run(args: argparse.Namespace) -> int:
 
     Console().print(*summary_tables(diagnosis, top=args.top))
     return 0
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise UserError(f"{path}: not JSON ({exc})") from None
+
+
+def _sites(sites, path: str):
+    """``contend.sites`` of engine records: a list of {tag, site, kind?, reply_tag?} (docs/formats.md)."""
+    if sites is None:
+        return None
+    if not isinstance(sites, list) or not all(isinstance(s, dict) and isinstance(s.get("tag"), int)
+                                              and isinstance(s.get("site"), str) for s in sites):
+        raise UserError(f"{path}: contend.sites must be a list of {{tag: int, site: str}} objects")
+    for site in sites:
+        if site.get("kind") == "get" and not isinstance(site.get("reply_tag"), int):
+            raise UserError(f"{path}: contend.sites entry {site['site']!r} is a get without an int reply_tag")
+    return sites

@@ -14,28 +14,42 @@ def summary_tables(diagnosis: Diagnosis, top: int = 10):
     from rich.table import Table
 
     totals = Table(title="Contention diagnosis", show_header=False)
-    totals.add_row("messages / ranks", f"{len(diagnosis.messages)} / {diagnosis.num_ranks}")
+    totals.add_row("records", diagnosis.source)
+    totals.add_row("operations / ranks", f"{len(diagnosis.messages)} / {diagnosis.num_ranks}")
     totals.add_row("run time", f"{diagnosis.run_time:,.0f} ns")
-    totals.add_row("t_contention", _with_share(diagnosis, diagnosis.contention))
-    totals.add_row("t_blocked (late receiver)", _with_share(diagnosis, diagnosis.blocked))
-    split = diagnosis.split()
+    totals.add_row("t_contention", _with_share(diagnosis, diagnosis.contention_time))
+    totals.add_row("contention summed over operations", f"{diagnosis.contention:,.0f} ns")
+    totals.add_row("t_blocked", _with_share(diagnosis, diagnosis.blocked))
+    totals.add_row("t_sync", _with_share(diagnosis, diagnosis.sync))
+    split, truth = diagnosis.split(), diagnosis.truth()
     for name in CLASSES:
         share = split[name] / diagnosis.contention if diagnosis.contention > 0 else 0.0
         totals.add_row(f"  {name} contention", f"{split[name]:,.0f} ns ({share:.1%} of contention)")
+    if truth is not None:
+        totals.add_row("engine truth (initiator / target)",
+                       f"{truth['initiator']:,.0f} / {truth['target']:,.0f} ns")
 
     sites = Table(title=f"Top call sites (of {len(diagnosis.call_sites())})")
-    for column in ("call site", "contention ns", "share", "messages", "initiator", "target", "top ranks"):
-        sites.add_column(column, justify="left" if column in ("call site", "top ranks") else "right")
+    left = ("call site", "kind", "top ranks", "top contexts")
+    for column in ("call site", "kind", "contention ns", "share", "ops", "initiator", "target", "top ranks",
+                   "top contexts"):
+        sites.add_column(column, justify="left" if column in left else "right")
     for row in diagnosis.call_sites().head(top).itertuples():
-        sites.add_row(row.call_site, f"{row.contention:,.0f}", f"{row.share:.1%}", str(row.messages),
-                      f"{row.initiator:,.0f}", f"{row.target:,.0f}", ", ".join(map(str, row.top_ranks)))
+        sites.add_row(row.call_site, row.kind, f"{row.contention:,.0f}", f"{row.share:.1%}", str(row.messages),
+                      f"{row.initiator:,.0f}", f"{row.target:,.0f}", ", ".join(map(str, row.top_ranks)),
+                      "; ".join(row.top_contexts))
 
     targets = Table(title="Top targets")
     targets.add_column("rank", justify="right")
     targets.add_column("contention ns", justify="right")
     for rank, value in diagnosis.targets().head(top).items():
         targets.add_row(str(rank), f"{value:,.0f}")
-    return totals, sites, targets
+    advice = Table(title="Recommendations", show_header=True)
+    advice.add_column("advice")
+    advice.add_column("evidence")
+    for item in diagnosis.recommendations():
+        advice.add_row(item.advice, item.evidence)
+    return totals, sites, targets, advice
 
 
 def _with_share(diagnosis: Diagnosis, total: float) -> str:
@@ -49,21 +63,29 @@ def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, t
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     sites = diagnosis.call_sites().head(top)
-    stacked_bars(out / "call_sites.png", list(sites["call_site"]),
-                 {name: list(sites[name] / 1e3) for name in CLASSES},
-                 title="Contention by call site", ylabel="contention (us)")
+    _call_sites_plot(sites, out / "call_sites.png")
     _hot_targets_plot(diagnosis, out / "targets.png")
+    _split_plot(diagnosis, out / "split.png")
 
     page = HtmlPage(f"Contention diagnosis: {title}")
     split = diagnosis.split()
-    page.paragraph(f"{len(diagnosis.messages)} messages on {diagnosis.num_ranks} ranks over "
-                   f"{diagnosis.run_time:,.0f} ns. t_contention {_with_share(diagnosis, diagnosis.contention)}; "
-                   f"t_blocked {_with_share(diagnosis, diagnosis.blocked)}; initiator {split['initiator']:,.0f} ns, "
+    page.paragraph(f"{len(diagnosis.messages)} operations ({diagnosis.source} records) on {diagnosis.num_ranks} "
+                   f"ranks over {diagnosis.run_time:,.0f} ns. t_contention "
+                   f"{_with_share(diagnosis, diagnosis.contention_time)} (summed over operations "
+                   f"{diagnosis.contention:,.0f} ns); "
+                   f"t_blocked {_with_share(diagnosis, diagnosis.blocked)}; "
+                   f"t_sync {_with_share(diagnosis, diagnosis.sync)}; initiator {split['initiator']:,.0f} ns, "
                    f"target {split['target']:,.0f} ns.")
+    page.heading("Recommendations")
+    page.table(["advice", "evidence"], [[r.advice, r.evidence] for r in diagnosis.recommendations()])
+    page.image("split.png", "Initiator vs target contention" + (", beside the engine's truth"
+                                                                  if diagnosis.truth() else ""))
     page.heading("Call sites")
-    page.table(["call site", "contention ns", "share", "messages", "initiator ns", "target ns", "top ranks"],
-               [[r.call_site, round(r.contention), f"{r.share:.1%}", r.messages, round(r.initiator),
-                 round(r.target), ", ".join(map(str, r.top_ranks))] for r in sites.itertuples()])
+    page.table(["call site", "kind", "contention ns", "share", "ops", "initiator ns", "target ns", "top ranks",
+                "top contexts"],
+               [[r.call_site, r.kind, round(r.contention), f"{r.share:.1%}", r.messages, round(r.initiator),
+                 round(r.target), ", ".join(map(str, r.top_ranks)), "; ".join(r.top_contexts)]
+                for r in sites.itertuples()])
     page.image("call_sites.png", "Contention by call site, initiator vs target")
     page.heading("Targets")
     page.table(["rank", "contention ns"], [[rank, round(v)] for rank, v in diagnosis.targets().head(top).items()])
@@ -83,4 +105,31 @@ def _hot_targets_plot(diagnosis: Diagnosis, path: Path) -> None:
     axes.set_title("Contention by target rank over time")
     axes.set_xlabel("time (us)")
     axes.set_ylabel("target rank")
+    save_figure(figure, path)
+
+
+def _split_plot(diagnosis: Diagnosis, path: Path) -> None:
+    """Initiator vs target contention, and the engine's own split beside it when the records have one."""
+    columns = {"diagnosis": diagnosis.split()}
+    truth = diagnosis.truth()
+    if truth is not None:
+        columns["engine truth"] = truth
+    stacked_bars(path, list(columns), {name: [columns[c][name] / 1e3 for c in columns] for name in CLASSES},
+                 title="Initiator vs target contention", ylabel="contention (us)")
+
+
+def _call_sites_plot(sites, path: Path) -> None:
+    """Horizontal bars (call-site names are long), largest on top, initiator and target stacked."""
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(8, 1.2 + 0.45 * max(1, len(sites))), dpi=110)
+    names = list(sites["call_site"])[::-1]
+    left = [0.0] * len(names)
+    for name in CLASSES:
+        values = list(sites[name] / 1e3)[::-1]
+        axes.barh(names, values, left=left, label=name)
+        left = [a + b for a, b in zip(left, values)]
+    axes.set_title("Contention by call site")
+    axes.set_xlabel("contention (us, summed over operations)")
+    axes.legend(fontsize="small")
+    axes.grid(True, axis="x", alpha=0.3)
     save_figure(figure, path)
