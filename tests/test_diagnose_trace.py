@@ -158,6 +158,40 @@ def test_bad_trace_records_are_one_line_exit_2(trace, tmp_path, capsys):
     backwards = tmp_path / "backwards.parquet"
     write_trace(backwards, [dict(incast_rows()[0], posted=5000, completed=10)])
     fails_cleanly(capsys, ["diagnose", str(backwards)], r"row 0: completed \(0 ns\) is before posted \(5 ns\)")
+    nopeer = tmp_path / "nopeer.parquet"
+    write_trace(nopeer, incast_rows()[:-1] + [dict(incast_rows()[-1], dst=-1)] + [dict(incast_rows()[0], dst=-1)])
+    fails_cleanly(capsys, ["diagnose", str(nopeer)], r"nopeer\.parquet: row 12: negative src, dst or bytes")
     regions_only = tmp_path / "regions.parquet"
     write_trace(regions_only, incast_rows()[-2:])
     fails_cleanly(capsys, ["diagnose", str(regions_only)], r"only collective regions")
+
+
+def test_blocking_receive_loop_is_contention_and_a_late_receiver_is_sync(tmp_path):
+    """Two receivers, ideal of a 1000 B message 2999 ns (receiving part o + 999 G = 1499 ns).
+    Rank 0 receives from 1, 2, 3 (all sent at 0) with blocking receives one after the other, completing
+    2 us apart: each receive is posted late only because rank 0 was in the previous one (its window
+    W = [send + ideal, receive posted] is covered), so message k waited k x 2 us - ideal: contention
+    0, 2000, 4000 ns. Rank 4 computes until 10 us before receiving rank 5's message: W = [2999, 10000]
+    is not covered by any operation of rank 4, a late receiver: 7001 ns of t_sync, no contention."""
+    ns = 1000
+    rows = []
+    for k, sender in enumerate((1, 2, 3)):
+        rows.append(dict(src=sender, dst=0, bytes=1000, tag=0, kind="send", posted=0, completed=100 * ns,
+                         call_site="send_part (loop.c:10)", context="", site_id=1))
+        rows.append(dict(src=sender, dst=0, bytes=1000, tag=0, kind="recv",
+                         posted=(0 if k == 0 else 999 + 2000 * k) * ns, completed=(2999 + 2000 * k) * ns,
+                         call_site="gather_loop (loop.c:20)", context="", site_id=2))
+    rows.append(dict(src=5, dst=4, bytes=1000, tag=0, kind="send", posted=0, completed=100 * ns,
+                     call_site="send_late (late.c:5)", context="", site_id=3))
+    rows.append(dict(src=5, dst=4, bytes=1000, tag=0, kind="recv", posted=10_000 * ns, completed=11_000 * ns,
+                     call_site="recv_late (late.c:9)", context="", site_id=4))
+    path = tmp_path / "loop.parquet"
+    write_trace(path, rows)
+    loaded = load_records(path)
+    diagnosis = diagnose(loaded.frame, PARAMS, loaded.num_ranks, source="trace")
+    ops = diagnosis.messages.set_index("src")
+    assert list(ops.loc[[1, 2, 3], "contention"]) == [0.0, 2000.0, 4000.0]
+    assert list(ops.loc[[1, 2, 3], "late"]) == [0.0, 0.0, 0.0]
+    assert (ops.loc[5, "late"], ops.loc[5, "contention"]) == (7001.0, 0.0)
+    assert diagnosis.sync == 7001.0
+    assert diagnosis.split() == {"initiator": 0.0, "target": 6000.0}

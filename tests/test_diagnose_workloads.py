@@ -56,6 +56,30 @@ def test_incast_matches_the_engine_on_records_and_as_a_trace(tmp_path):
     assert traced.call_sites()["call_site"][0] == "send_result (incast.c:42)"
 
 
+def test_blocking_receive_loop_incast_as_a_trace_is_contention_not_sync(tmp_path):
+    """Rank 0 receives with blocking receives one after the other: in the trace each receive is posted
+    late, but only because rank 0 was still in the previous one, so the trace method counts the wait
+    as contention, as the engine does."""
+    from contend.result import parameters_ns
+
+    workload = onesided.incast(ranks=8, rounds=2, blocking=True)
+    result, diagnosis = onesided.diagnose_workload(workload)
+    truth = agrees_with_truth(diagnosis)
+    path = tmp_path / "loop.parquet"
+    onesided.trace_view(result, path, workload.sites)
+    frame = load_records(path).frame
+    # as a tracer sees a loop of MPI_Recv: each receive is called when the previous one returns
+    receives = frame[frame["kind"] == "irecv"].sort_values("completed")
+    frame.loc[receives.index[1:], "posted"] = receives["completed"].to_numpy()[:-1]
+    frame.loc[receives.index, "kind"] = "recv"
+    assert (frame.loc[receives.index[1:], "posted"] > 0).all()
+    traced = diagnose(frame, parameters_ns(result.params), result.num_ranks, source="trace")
+    ops = traced.messages
+    assert (ops["recv_posted"] > ops["start"] + ops["ideal"]).sum() >= 10, "most receives were posted late"
+    assert traced.contention == pytest.approx(truth["target"], rel=0.1) and traced.sync < 0.01 * traced.contention
+    assert traced.split()["target"] == pytest.approx(traced.contention)
+
+
 def test_hot_spot_as_a_trace_totals_the_same(tmp_path):
     """Seen as two-sided messages (requests and replies apart), the total still agrees with the truth;
     the replies' contention sits at their sender, the hot data server."""

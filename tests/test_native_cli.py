@@ -77,5 +77,5 @@ def test_native_build_and_info(capsys):
     assert main(["native", "build"]) == 0
     assert main(["native", "info"]) == 0
     out = capsys.readouterr().out
-    assert "flavor:  mpich" in out and "patterns: 18" in out and "throttle: " in out
+    assert "flavor:  mpich" in out and "patterns: 19" in out and "throttle: " in out
     assert Path(re.search(r"bench:\s+(\S+)", out).group(1)).is_file()

@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
 use contend_engine::nic::{Curve, NicCurves, SizeClass};
+use contend_engine::node::memory::{MemoryModel, NicKind};
 use contend_engine::node::NodeModel;
 use contend_engine::policy::{PolicySpec, Thresholds, TokenSpec};
 use contend_engine::noise::random::{Durations, RandomNoise};
@@ -21,10 +22,11 @@ use contend_engine::noise::trace::{read_trace_file, TraceError};
 use contend_engine::noise::{Noise, Phase};
 use contend_engine::record::{Records, Timeline};
 use contend_engine::schedule::collectives::{Collective, Pattern};
+use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_node, Costs, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_memory, Costs, Deadlock, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -268,6 +270,39 @@ fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
     Ok(Some(NodeModel { ranks_per_node, nic, policy }))
 }
 
+/// Reads the optional "memory" entry of the parameters (built by contend.memory): bandwidths in
+/// bytes per second ("bandwidth", "compute_bandwidth", "nic_bandwidth", "throttle" or None),
+/// "floor", "ranks_per_node", "nic" ("offload" | "onload"), "cpu_per_byte" (ps per byte),
+/// "pollution" (slowdown per GB/s), "reserve_core". None: no memory model.
+fn memory_from(d: &Bound<'_, PyDict>) -> PyResult<Option<MemoryModel>> {
+    let Some(m) = d.get_item("memory")? else { return Ok(None) };
+    if m.is_none() {
+        return Ok(None);
+    }
+    let m = m.cast::<PyDict>().map_err(|_| PyValueError::new_err("memory must be a dict"))?;
+    let err = |k: &str, what: &str| PyValueError::new_err(format!("memory {k}: {what}"));
+    let item = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(m.get_item(k)?.filter(|v| !v.is_none())) };
+    let float = |k: &str| -> PyResult<f64> { item(k)?.ok_or_else(|| err(k, "missing"))?.extract::<f64>().map_err(|_| err(k, "must be a number")) };
+    let nic: String = item("nic")?.map(|v| v.extract()).transpose().map_err(|_| err("nic", "must be a name"))?.unwrap_or_else(|| "offload".into());
+    let nic = match nic.as_str() {
+        "offload" => NicKind::Offload,
+        "onload" => NicKind::Onload { cpu_per_byte: float("cpu_per_byte")?, pollution: float("pollution")? },
+        other => return Err(err("nic", &format!("unknown kind '{other}' (offload, onload)"))),
+    };
+    let model = MemoryModel {
+        ranks_per_node: item("ranks_per_node")?.ok_or_else(|| err("ranks_per_node", "missing"))?.extract().map_err(|_| err("ranks_per_node", "must be a positive integer"))?,
+        bandwidth: float("bandwidth")?,
+        compute_bandwidth: float("compute_bandwidth")?,
+        nic_bandwidth: float("nic_bandwidth")?,
+        throttle: item("throttle")?.map(|v| v.extract::<f64>()).transpose().map_err(|_| err("throttle", "must be a number"))?,
+        floor: item("floor")?.map(|v| v.extract::<f64>()).transpose().map_err(|_| err("floor", "must be a number"))?.unwrap_or(0.0),
+        nic,
+        reserve_core: item("reserve_core")?.map(|v| v.extract::<bool>()).transpose().map_err(|_| err("reserve_core", "must be true or false"))?.unwrap_or(false),
+    };
+    model.validate().map_err(PyValueError::new_err)?;
+    Ok(Some(model))
+}
+
 fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {
     let pattern = Pattern::from_name(name).map_err(PyValueError::new_err)?;
     if ranks < 1 || ranks > u32::MAX as i64 {
@@ -398,6 +433,16 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     d.set_item("wall_seconds", wall)?;
     d.set_item("noise_ps", r.noise)?;
     d.set_item("admission_waits", r.admission_waits)?;
+    match &r.memory {
+        Some(m) => {
+            let mem = PyDict::new(py);
+            mem.set_item("bytes_written", m.bytes_written.clone())?;
+            mem.set_item("write_busy_ps", m.write_busy)?;
+            mem.set_item("calc_delay_ps", m.calc_delay)?;
+            d.set_item("memory", mem)?;
+        }
+        None => d.set_item("memory", py.None())?,
+    }
     d.set_item("deadlock", r.deadlock.as_ref().map(|x| deadlock_dict(py, x)).transpose()?)?;
     let dtypes = PyDict::new(py);
     d.set_item("records", r.records.as_ref().map(|x| records_dict(py, x, &dtypes)).transpose()?)?;
@@ -429,11 +474,15 @@ fn run<P: Program + Sync>(
     network: Option<NetworkSpec>,
     noise: Option<Noise>,
     node: Option<NodeModel>,
+    memory: Option<MemoryModel>,
     records: bool,
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let opts = Options { records, timeline };
+    if memory.is_some() && noise.is_some() {
+        return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
+    }
     let network = network.map(|spec| Network::new(&spec, prog.num_ranks())).transpose().map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
     if let Some(model) = &node {
         model.validate(network.is_some()).map_err(PyValueError::new_err)?;
@@ -442,7 +491,7 @@ fn run<P: Program + Sync>(
     let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate_with_node(prog, &par, &opts, network, noise.as_ref(), node.as_ref(), |done| {
+        let r = simulate_with_memory(prog, &par, &opts, network, noise.as_ref(), node.as_ref(), memory.as_ref(), |done| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|_| match &progress {
                     Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
@@ -484,8 +533,9 @@ fn simulate_goal(
     let network = network_from(params)?;
     let noise = noise_from(py, params)?;
     let node = node_from(params)?;
+    let memory = memory_from(params)?;
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
-    run(py, &prog, par, network, noise, node, records, timeline, progress)
+    run(py, &prog, par, network, noise, node, memory, records, timeline, progress)
 }
 
 /// Simulates a generated collective or pattern.
@@ -508,8 +558,38 @@ fn simulate_collective(
     let network = network_from(params)?;
     let noise = noise_from(py, params)?;
     let node = node_from(params)?;
+    let memory = memory_from(params)?;
     let c = collective(name, ranks, size, root, seed)?;
-    run(py, &c, par, network, noise, node, records, timeline, progress)
+    run(py, &c, par, network, noise, node, memory, records, timeline, progress)
+}
+
+/// Simulates the LAMMPS-like stencil of `contend reproduce nimc` (engine/src/schedule/stencil.rs):
+/// `steps` of a halo exchange of `halo` bytes per direction and `calc <calc> mem <mem>`, with
+/// checkpoints (writer, target, start in ns, bytes) on each rank's second CPU and NIC.
+#[pyfunction]
+#[pyo3(signature = (ranks, steps, halo, calc, mem, checkpoints, params, records=false, timeline=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn simulate_stencil(
+    py: Python<'_>,
+    ranks: u32,
+    steps: u32,
+    halo: u64,
+    calc: u64,
+    mem: u64,
+    checkpoints: Vec<(u32, u32, u64, u64)>,
+    params: &Bound<'_, PyDict>,
+    records: bool,
+    timeline: bool,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Py<PyDict>> {
+    let par = params_from(params)?;
+    let network = network_from(params)?;
+    let noise = noise_from(py, params)?;
+    let node = node_from(params)?;
+    let memory = memory_from(params)?;
+    let checkpoints: Vec<Checkpoint> = checkpoints.into_iter().map(|(writer, target, start, bytes)| Checkpoint { writer, target, start, bytes }).collect();
+    let s = Stencil::new(ranks, steps, halo, calc, mem, &checkpoints).map_err(|e| PyValueError::new_err(format!("stencil: {e}")))?;
+    run(py, &s, par, network, noise, node, memory, records, timeline, progress)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).
@@ -525,7 +605,7 @@ fn write_goal(py: Python<'_>, name: &str, ranks: i64, size: i64, path: &str, roo
 fn goal_summary(py: Python<'_>, path: &str) -> PyResult<Py<PyDict>> {
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
     let d = PyDict::new(py);
-    let (mut sends, mut recvs, mut calcs, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+    let (mut sends, mut recvs, mut calcs, mut bytes, mut mem) = (0u64, 0u64, 0u64, 0u64, 0u64);
     for r in 0..prog.num_ranks() {
         for i in 0..prog.num_ops(r) {
             let op = prog.op(r, i);
@@ -535,7 +615,10 @@ fn goal_summary(py: Python<'_>, path: &str) -> PyResult<Py<PyDict>> {
                     bytes += op.size;
                 }
                 OpKind::Recv => recvs += 1,
-                OpKind::Calc => calcs += 1,
+                OpKind::Calc => {
+                    calcs += 1;
+                    mem += op.mem();
+                }
             }
         }
     }
@@ -544,6 +627,7 @@ fn goal_summary(py: Python<'_>, path: &str) -> PyResult<Py<PyDict>> {
     d.set_item("sends", sends)?;
     d.set_item("recvs", recvs)?;
     d.set_item("calcs", calcs)?;
+    d.set_item("calc_memory_bytes", mem)?;
     d.set_item("bytes_sent", bytes)?;
     d.set_item("cpus", prog.num_cpus())?;
     d.set_item("nics", prog.num_nics())?;
@@ -641,6 +725,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(collectives, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_goal, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_collective, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_stencil, m)?)?;
     m.add_function(wrap_pyfunction!(write_goal, m)?)?;
     m.add_function(wrap_pyfunction!(goal_summary, m)?)?;
     m.add_function(wrap_pyfunction!(network_links, m)?)?;

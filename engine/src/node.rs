@@ -1,6 +1,9 @@
 //! What the ranks of one node share beyond the LogGOPS model: the NIC, whose injection rate falls
 //! under congestion ([`crate::nic`]), and admission control in front of it ([`crate::policy`]).
-//! See docs/models.md, "NIC congestion and admission control".
+//! See docs/models.md, "NIC congestion and admission control". The memory bandwidth a node's
+//! computation shares with its incoming network traffic is in [`memory`] ("Memory contention (NiMC)").
+
+pub mod memory;
 
 use crate::nic::NicCurves;
 use crate::policy::PolicySpec;

@@ -19,6 +19,7 @@ int run_alltoall_mpi(bench *b);
 int run_nicrate(bench *b);
 int run_outstanding(bench *b);
 int run_randomaccess(bench *b);
+int run_nimc(bench *b);
 
 const pattern patterns[] = {
     {"pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, 0, run_pingpong},
@@ -44,5 +45,7 @@ const pattern patterns[] = {
      0, run_outstanding},
     {"randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, 0,
      run_randomaccess},
+    {"nimc", "STREAM triad on one core while another injects memory traffic (put, tcp, memcpy, spin)", 2, 0,
+     run_nimc},
     {0},
 };

@@ -52,6 +52,12 @@ typedef struct {
     int nwindows;
     int messages;       /* nicrate, outstanding: messages per active rank per round */
     int64_t table_words;/* randomaccess: 64-bit words of the table on each rank */
+    double rate_Bps;    /* nimc: bytes per second the interferer injects (< 0: as fast as it can) */
+    double interval_s;  /* nimc: length of one triad sample */
+    int64_t region;     /* nimc: bytes of the buffer the injected traffic lands in */
+    int nice;           /* nimc: scheduling priority both ranks ask for (0: leave it) */
+    double period_s;    /* nimc: traffic comes in bursts, one per period (0: continuous) */
+    double on_s;        /* nimc: length of each burst */
     int argc;           /* the command line, echoed in the meta line */
     char **argv;
 } options;

@@ -29,7 +29,14 @@ const char options_help[] =
     "  --windows LIST    nicrate, outstanding, randomaccess: outstanding operations per rank, swept\n"
     "                    (default: nicrate 1, outstanding 1:32, randomaccess 1,4,16,64)\n"
     "  --messages N      nicrate, outstanding: messages per active rank per round (default 64)\n"
-    "  --table N         randomaccess: 64-bit words of the table on each rank (default 65536)\n";
+    "  --table N         randomaccess: 64-bit words of the table on each rank (default 65536)\n"
+    "  --rate R          nimc: bytes/s the interferer injects, e.g. 2GB (0: none; max: unpaced;\n"
+    "                    default max)\n"
+    "  --interval S      nimc: seconds per triad sample (default 0.1)\n"
+    "  --region N        nimc: bytes of the buffer the traffic lands in (default 256MiB)\n"
+    "  --nice N          nimc: nice value both ranks ask for, -20..19 (default 0: unchanged)\n"
+    "  --period S        nimc: traffic in bursts, one every S seconds (default 0: continuous)\n"
+    "  --on S            nimc: length of each burst (default half the period)\n";
 
 /* A byte count as contend writes them everywhere: 65536, 64KiB, 1MiB (binary), 1kB, 1MB (decimal). */
 static int64_t parse_bytes(const char *text, int *ok)
@@ -205,6 +212,9 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
     opt->settle_s = 0.2;
     opt->messages = 64;
     opt->table_words = 65536;
+    opt->rate_Bps = -1;
+    opt->interval_s = 0.1;
+    opt->region = 256LL << 20;
     if (parse_sizes("1,4,16,64,256,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", opt, why, whylen))
         return -1;
 
@@ -253,6 +263,30 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
             int words = 0;
             rc = parse_count(name, value, 1, 1 << 27, &words, why, whylen);
             opt->table_words = words;
+        } else if (!strcmp(name, "--rate")) {
+            int ok = 1;
+            if (!strcmp(value, "max"))
+                opt->rate_Bps = -1;
+            else
+                opt->rate_Bps = (double)parse_bytes(value, &ok);
+            rc = ok ? 0 : -1;
+            if (!ok)
+                snprintf(why, whylen, "bad --rate '%s' (want bytes per second like 0, 500MB, 2GB, or max)",
+                         value);
+        } else if (!strcmp(name, "--interval"))
+            rc = parse_real(name, value, 0.001, 60, &opt->interval_s, why, whylen);
+        else if (!strcmp(name, "--period"))
+            rc = parse_real(name, value, 0, 3600, &opt->period_s, why, whylen);
+        else if (!strcmp(name, "--on"))
+            rc = parse_real(name, value, 0.001, 3600, &opt->on_s, why, whylen);
+        else if (!strcmp(name, "--nice"))
+            rc = parse_count(name, value, -20, 19, &opt->nice, why, whylen);
+        else if (!strcmp(name, "--region")) {
+            int ok = 1;
+            opt->region = parse_bytes(value, &ok);
+            rc = ok && opt->region >= 4096 && opt->region <= (16LL << 30) ? 0 : -1;
+            if (rc)
+                snprintf(why, whylen, "bad --region '%s' (want 4KiB to 16GiB)", value);
         } else if (!strcmp(name, "--dims"))
             rc = parse_dims(value, opt, why, whylen);
         else if (!strcmp(name, "--dim"))

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "contend.commands.noise",
     "contend.commands.tune",
     "contend.commands.diagnose",
+    "contend.commands.nimc",
     "contend.commands.trace",
 )
 

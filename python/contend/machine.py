@@ -22,10 +22,10 @@ An optional ``[loggops.rendezvous]`` table gives a second set of costs for messa
 
 An optional ``[topology]`` table adds a network with link contention (``contend.topology``), an
 optional ``[noise]`` table OS noise (``contend.noise.settings``), an optional ``[nic]`` table NIC
-congestion curves (``contend.nic``) and an optional ``[throttle]`` table admission control
-(``contend.admission``). Other keys of ``[loggops]`` (e.g.
-``o_s``, ``o_r``) and other tables (``[memory]``, ...) are kept in ``Machine.document`` for the models that
-read them. Presets ship in ``contend/machines/``.
+congestion curves (``contend.nic``), an optional ``[throttle]`` table admission control
+(``contend.admission``) and an optional ``[memory]`` table memory contention (``contend.memory``).
+Other keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[power]``, ...) are kept in
+``Machine.document`` for the models that read them. Presets ship in ``contend/machines/``.
 
 Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
 the base ``[loggops]`` values only: a rendezvous set from the machine file stays as written.
@@ -43,6 +43,7 @@ from typing import Any, Mapping
 from contend.admission import policy_params
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.memory import memory_params
 from contend.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.quantities import parse_bytes
@@ -74,6 +75,7 @@ class Machine:
     larger than S, or None. ``network`` is the engine's network (from ``[topology]``), or None.
     ``noise``: the OS noise of ``[noise]``, or None. ``node``: the engine's node model (ranks per
     node, NIC curves of ``[nic]``, policy of ``[throttle]``), or None when neither table is there.
+    ``memory``: the engine's memory model of ``[memory]`` (bandwidths in bytes/s), or None.
     ``loggops`` keeps the values as written, ``document`` the whole parsed file.
     """
 
@@ -88,6 +90,7 @@ class Machine:
     network: Mapping[str, Any] | None = None
     noise: NoiseSettings | None = None
     node: Mapping[str, Any] | None = None
+    memory: Mapping[str, Any] | None = None
 
 
 def preset_names() -> list[str]:
@@ -159,7 +162,22 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         noise=noise_from_table(document["noise"], lambda key: f"{locate('noise', key)}: [noise] {key}" if key
                                else f"{locate('', 'noise')}: [noise]", Path(origin).parent) if "noise" in document else None,
         node=_node_model(document, locate),
+        memory=memory_params(document["memory"], _where(locate, "memory"), _other_ranks_per_node(document),
+                             params["G"]) if "memory" in document else None,
     )
+
+
+def _where(locate, table):
+    return lambda key: f"{locate(table, key)}: [{table}] {key}".rstrip() if key else f"{locate('', table)}: [{table}]"
+
+
+def _other_ranks_per_node(document: Mapping[str, Any]) -> int | None:
+    """The ranks per node another table gives ([topology], [nic], [throttle]), if a valid one does."""
+    for table in ("topology", "nic", "throttle"):
+        value = document.get(table, {}).get("ranks_per_node") if isinstance(document.get(table), dict) else None
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**32:
+            return value
+    return None
 
 
 def _node_model(document: Mapping[str, Any], locate) -> dict[str, Any] | None:
@@ -229,6 +247,8 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
         params["noise"] = machine.noise.engine_params()
     if machine.node is not None:
         params["node"] = dict(machine.node)
+    if machine.memory is not None:
+        params["memory"] = dict(machine.memory)
     return params
 
 

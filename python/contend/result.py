@@ -135,6 +135,7 @@ class SimulationResult:
     link_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     noise_charged: int | float = 0
     admission_waits: int = 0
+    memory: Mapping[str, Any] | None = None
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
@@ -165,6 +166,7 @@ class SimulationResult:
             link_columns=engine_link_columns(raw),
             noise_charged=ps_to_ns(raw.get("noise_ps", 0)),
             admission_waits=int(raw.get("admission_waits", 0)),
+            memory=_memory_stats(raw.get("memory")),
         )
 
     @property
@@ -224,6 +226,8 @@ class SimulationResult:
             "noise_charged": self.noise_charged,
             "admission_waits": self.admission_waits,
         }
+        if self.memory is not None:
+            summary["memory"] = dict(self.memory)
         if include_ranks:
             summary["ranks"] = self.ranks.tolist()
         return summary
@@ -244,6 +248,14 @@ class SimulationResult:
         }
 
 
+def _memory_stats(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The memory model's totals in ns: bytes written into each node, NIC write time, calc delay."""
+    if raw is None:
+        return None
+    return {"bytes_written": [int(b) for b in raw["bytes_written"]], "write_busy": ps_to_ns(raw["write_busy_ps"]),
+            "calc_delay": ps_to_ns(raw["calc_delay_ps"])}
+
+
 def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     """Engine parameters in the schedule's unit: L, o, g in ns; G, O in ns per byte; S in bytes; the
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
@@ -260,6 +272,8 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
             converted[key] = None if value is None else parameters_ns(value)
         elif key == "network":
             converted[key] = {**value, "hop_latency": ps_to_ns(value["hop_latency"])}
+        elif key == "memory":
+            converted[key] = dict(value)
         elif key == "node":
             policy = value.get("policy")
             if policy is not None and "gap" in policy:

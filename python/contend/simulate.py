@@ -38,6 +38,9 @@ def simulate(
     noise: Any = None,
     throttle: Any = None,
     ranks_per_node: int | None = None,
+    memory: Any = None,
+    memory_throttle: Any = None,
+    reserve_core: bool | None = None,
     records: bool = False,
     timeline: bool = False,
     root: int = 0,
@@ -59,6 +62,9 @@ def simulate(
     ``throttle`` replaces the machine's ``[throttle]`` policy: a spec (``"token:20"``, ``"rate:2us"``,
     ``"proxy:8:16"``, ``"none"``) or an engine policy dict (docs/models.md, "NIC congestion and
     admission control"); ``ranks_per_node`` replaces the machine's when a node model applies.
+    ``memory`` replaces the machine's ``[memory]`` model: an engine memory dict, or ``"none"``/``False``
+    for none; ``memory_throttle`` (a bandwidth, ``"none"``) and ``reserve_core`` apply its
+    mitigations (docs/models.md, "Memory contention (NiMC)").
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
@@ -94,6 +100,7 @@ def simulate(
             raise UserError("sharing: the machine has no network; give a machine with a [topology] table")
         params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
     _apply_node_options(params, throttle, ranks_per_node)
+    _apply_memory_options(params, memory, memory_throttle, reserve_core)
     settings = resolve(noise, NoiseSettings.from_engine(params["noise"]) if "noise" in params else None)
     params.pop("noise", None)
     if settings is not None:
@@ -135,6 +142,24 @@ def _apply_node_options(params: dict[str, Any], throttle: Any, ranks_per_node: i
         raise UserError("throttle: the machine does not say how many ranks share a node; give ranks_per_node "
                         "([nic], [topology] or [throttle] of the machine file, or --ranks-per-node)")
     params["node"] = node
+
+
+def _apply_memory_options(params: dict[str, Any], memory: Any, throttle: Any, reserve_core: bool | None) -> None:
+    """Replace the machine's memory model and its mitigations in ``params["memory"]``."""
+    from contend.memory import with_mitigations
+
+    if memory is not None:
+        params.pop("memory", None)
+        if memory not in (False, "none"):
+            if not isinstance(memory, dict):
+                raise UserError(f"memory: expected an engine memory model (dict) or 'none', got {memory!r}")
+            params["memory"] = dict(memory)
+    if throttle is None and reserve_core is None:
+        return
+    if "memory" not in params:
+        raise UserError("memory throttle / reserve core: the machine has no [memory] table "
+                        "(e.g. --machine sandybridge-onload)")
+    params["memory"] = with_mitigations(params["memory"], throttle, reserve_core)
 
 
 def collective_arguments(

@@ -6,7 +6,7 @@
 //! rank <r> {                                   blocks in order 0..N-1
 //!   [<label>:] send <bytes>b to <dest> [tag <t>] [cpu <c>] [nic <n>]
 //!   [<label>:] recv <bytes>b from <src> [tag <t>] [cpu <c>] [nic <n>]    src/tag -1 = any
-//!   [<label>:] calc <duration> [cpu <c>]
+//!   [<label>:] calc <duration> [mem <bytes>] [cpu <c>]   mem: bytes of memory traffic (NiMC)
 //!   <A> requires <B>        A starts after B completes
 //!   <A> irequires <B>       A starts after B starts
 //! }
@@ -355,13 +355,15 @@ impl<'n> Parser<'n> {
             op.peer = self.rank_ref(s, t[k], kind == OpKind::Recv)?;
             k += 1;
         }
-        let mut seen = [false; 3];
+        let mut seen = [false; 4];
         while k < t.len() {
             let key = word(k);
             let slot = match key {
                 b"tag" if kind != OpKind::Calc => 0,
                 b"cpu" => 1,
                 b"nic" if kind != OpKind::Calc => 2,
+                b"mem" if kind == OpKind::Calc => 3,
+                _ if kind == OpKind::Calc => return Err(self.err(t[k], format!("unexpected '{}' (expected mem or cpu)", show(key)))),
                 _ => return Err(self.err(t[k], format!("unexpected '{}' (expected tag, cpu or nic)", show(key)))),
             };
             if seen[slot] {
@@ -375,7 +377,11 @@ impl<'n> Parser<'n> {
             match slot {
                 0 => op.tag = self.tag_value(s, vt)?,
                 1 => op.cpu = self.small(s, vt, "cpu")?,
-                _ => op.nic = self.small(s, vt, "nic")?,
+                2 => op.nic = self.small(s, vt, "nic")?,
+                _ => {
+                    let mem = self.number(s, vt, "memory traffic (bytes)")?;
+                    (op.peer, op.tag) = ((mem >> 32) as u32, mem as u32);
+                }
             }
             k += 2;
         }

@@ -7,6 +7,7 @@
 
 pub mod collectives;
 pub mod goal;
+pub mod stencil;
 pub mod store;
 pub mod writer;
 
@@ -23,15 +24,17 @@ pub enum OpKind {
     Calc = 2,
 }
 
-/// One operation of one rank.
+/// One operation of one rank. A calc's memory traffic (bytes, the GOAL `mem` extension) is kept in
+/// its otherwise unused `peer` (high 32 bits) and `tag` (low 32 bits), so it costs no storage:
+/// read it with [`Op::mem`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Op {
     pub kind: OpKind,
-    /// Destination (send) or source (recv, may be [`ANY`]); unused for calc.
+    /// Destination (send) or source (recv, may be [`ANY`]); calc: high half of its memory bytes.
     pub peer: u32,
     /// Bytes for send/recv; duration in schedule time units for calc.
     pub size: u64,
-    /// Message tag (may be [`ANY`]); unused for calc.
+    /// Message tag (may be [`ANY`]); calc: low half of its memory bytes.
     pub tag: u32,
     pub cpu: u8,
     pub nic: u8,
@@ -46,6 +49,19 @@ impl Op {
     }
     pub fn calc(duration: u64) -> Op {
         Op { kind: OpKind::Calc, peer: 0, size: duration, tag: 0, cpu: 0, nic: 0 }
+    }
+    /// A calc of `duration` that moves `mem` bytes through memory.
+    pub fn calc_mem(duration: u64, mem: u64) -> Op {
+        Op { kind: OpKind::Calc, peer: (mem >> 32) as u32, size: duration, tag: mem as u32, cpu: 0, nic: 0 }
+    }
+    /// Bytes of memory traffic of a calc (0 for send and recv, and for a calc without `mem`).
+    #[inline]
+    pub fn mem(&self) -> u64 {
+        if self.kind == OpKind::Calc {
+            (self.peer as u64) << 32 | self.tag as u64
+        } else {
+            0
+        }
     }
 }
 

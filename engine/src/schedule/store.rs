@@ -14,6 +14,7 @@ pub struct GoalProgram {
     pub(crate) kind: Vec<OpKind>,
     pub(crate) cpu: Vec<u8>,
     pub(crate) nic: Vec<u8>,
+    /// For calcs, peer and tag hold the memory bytes (see [`Op::mem`]): no column of its own.
     pub(crate) peer: Vec<u32>,
     pub(crate) tag: Vec<u32>,
     pub(crate) size: Vec<u64>,

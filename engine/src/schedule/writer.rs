@@ -40,6 +40,9 @@ pub fn write_goal<P: Program, W: Write>(prog: &P, out: &mut W) -> io::Result<()>
                 }
                 OpKind::Calc => {
                     write!(out, "l{i}: calc {}", op.size)?;
+                    if op.mem() > 0 {
+                        write!(out, " mem {}", op.mem())?;
+                    }
                     if cpus {
                         write!(out, " cpu {}", op.cpu)?;
                     }

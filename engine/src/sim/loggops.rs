@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
 use crate::nic::{stretched, NicCurves, NicQueues};
+use crate::node::memory::{MemoryModel, MemorySim, MemoryStats};
 use crate::node::NodeModel;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
@@ -138,6 +139,8 @@ pub struct SimResult {
     pub noise: Time,
     /// Sends that waited for admission (token tickets, a rate gap); 0 without a policy.
     pub admission_waits: u64,
+    /// What the memory model did (bytes written per node, calc delay); None without one.
+    pub memory: Option<MemoryStats>,
 }
 
 /// A message in flight or waiting in an unexpected queue.
@@ -269,6 +272,8 @@ struct Sim<'p, P: Program> {
     msg_noise: U64Map<(Time, Time)>,
     /// NIC congestion and admission control (docs/models.md); None: exact LogGOPS.
     node: Option<NodeSim>,
+    /// Memory contention (docs/models.md, "Memory contention (NiMC)"); None: exact LogGOPS.
+    memory: Option<MemorySim>,
 }
 
 /// The node models' state during a run.
@@ -361,9 +366,32 @@ pub fn simulate_with_node<'p, P: Program, F: FnMut(u64) -> bool>(
     network: Option<Network>,
     noise: Option<&'p Noise>,
     node: Option<&NodeModel>,
+    progress: F,
+) -> Option<SimResult> {
+    simulate_with_memory(prog, par, opts, network, noise, node, None, progress)
+}
+
+/// As [`simulate_with_node`], with the memory model (memory bandwidth shared with incoming network
+/// traffic, docs/models.md "Memory contention (NiMC)") if given. Panics if `memory` does not pass
+/// [`MemoryModel::validate`] or comes with noise (not supported together).
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
+    prog: &'p P,
+    par: &Params,
+    opts: &Options,
+    network: Option<Network>,
+    noise: Option<&'p Noise>,
+    node: Option<&NodeModel>,
+    memory: Option<&MemoryModel>,
     mut progress: F,
 ) -> Option<SimResult> {
     let n = prog.num_ranks() as usize;
+    // --- memory contention (NiMC): its own node map, from the network's placement if any ---
+    assert!(memory.is_none() || noise.is_none(), "the memory model does not combine with noise");
+    let memory = memory.map(|model| {
+        let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
+        MemorySim::new(model, node_of)
+    });
     let cpus = prog.num_cpus().max(1) as usize;
     let nics = prog.num_nics().max(1) as usize;
     let node = node.map(|model| {
@@ -405,6 +433,7 @@ pub fn simulate_with_node<'p, P: Program, F: FnMut(u64) -> bool>(
         noise_charged: 0,
         msg_noise: U64Map::default(),
         node,
+        memory,
     };
     for rank in 0..n as u32 {
         sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
@@ -537,7 +566,14 @@ impl<P: Program> Sim<'_, P> {
                     return self.requeue(self.clock[c], e);
                 }
                 self.start(h, i);
-                let end = self.cpu_work(h, t, op.size * self.par.unit);
+                let end = match &mut self.memory {
+                    // --- memory contention (NiMC): the calc shares its node's memory bandwidth ---
+                    Some(mem) => {
+                        let span = self.timeline.as_ref().map(|tl| tl.start.len() as u32);
+                        mem.calc(h, op.cpu, t, op.size * self.par.unit, op.mem(), span)
+                    }
+                    None => self.cpu_work(h, t, op.size * self.par.unit),
+                };
                 self.clock[c] = end;
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::Calc, t, end);
@@ -652,6 +688,9 @@ impl<P: Program> Sim<'_, P> {
         if first && self.arrivals_waiting.get(&list).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
             return; // a copy superseded by an arrival with a smaller key
         }
+        if !first && self.memory.is_some() {
+            self.memory_write(t, &m); // an arrival's first event: its payload lands now
+        }
         if free > t {
             return self.wait_for_receiver(free, e, list, first);
         }
@@ -681,6 +720,27 @@ impl<P: Program> Sim<'_, P> {
             self.next_waiter(list, free);
         }
     }
+
+    // --- memory contention (NiMC) ---
+    /// Message `m` reaches its destination at `t`: between nodes, the destination node's NIC
+    /// writes its payload into memory, and the node's running calcs that this slows end later.
+    fn memory_write(&mut self, t: Time, m: &Message) {
+        let mem = self.memory.as_mut().expect("called with a memory model");
+        if mem.node_of(m.src) == mem.node_of(m.dst) {
+            return;
+        }
+        mem.incoming(t, m.dst, m.size);
+        let extended = mem.take_extended();
+        for x in &extended {
+            let c = self.o_slot(x.rank, x.cpu);
+            self.clock[c] = x.end;
+            if let (Some(tl), Some(span)) = (&mut self.timeline, x.span) {
+                tl.end[span as usize] = x.end;
+            }
+        }
+        self.memory.as_mut().expect("just used").give_back(extended);
+    }
+    // --- end of memory contention ---
 
     /// Arrival `e` finds its receiver busy until `free`: it joins the receiver's wait list, and is
     /// queued at `free` only if it is (or becomes) the list's first.
@@ -1121,6 +1181,7 @@ impl<P: Program> Sim<'_, P> {
             links: self.net.as_ref().map(|n| n.stats().clone()),
             noise: self.noise_charged,
             admission_waits: self.node.as_ref().map_or(0, |ns| ns.waits + ns.tokens.as_ref().map_or(0, |p| p.waits)),
+            memory: self.memory.take().map(MemorySim::into_stats),
         }
     }
 

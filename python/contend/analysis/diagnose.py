@@ -270,13 +270,67 @@ def _trace(frame, params: Mapping[str, Any], ranks: int):
     if raw.any():
         warnings.append(f"{int(sites[raw].nunique())} of {int(sites.nunique())} call site(s) are unsymbolized "
                         "addresses (0x...): the tracer found no symbols for them (build with -g, keep the binary)")
-    ops["contention"] = np.maximum(0.0, ops["observed"] - ops["ideal"])
+    late, late_sync = _late_receivers(ops)
+    ops["late"] = late
+    # A receive posted late still costs its own completion (the receiving part of the ideal).
+    ops["contention"] = np.maximum(0.0, ops["observed"] - ops["ideal"] - late
+                                   - np.where(late > 0, ops["receive_cost"], 0.0))
     ops["finish"] = ops["completed"]
     ops["begin"], ops["end"] = ops["start"], ops["completed"]
     ops["tie_target"] = False  # no delay split: equal demand counts as initiator contention
-    sync = _union_per_rank(regions["src"].to_numpy(), regions["posted"].to_numpy(),
-                           regions["completed"].to_numpy())
+    sync = late_sync + _union_per_rank(regions["src"].to_numpy(), regions["posted"].to_numpy(),
+                                       regions["completed"].to_numpy())
     return ops, sync, warnings, (float(frame["posted"].min()), float(frame["completed"].max()))
+
+
+def _late_receivers(ops) -> tuple[np.ndarray, float]:
+    """Per paired message, the time its receive was posted late while its receiver was not busy with
+    other communication (docs/models.md: a late receiver, synchronisation); and the receivers' rank
+    time of it. A receive posted after ``send posted + ideal`` leaves a window W; the part of W the
+    receiver spent in other operations (e.g. the previous receive of a blocking loop, queued behind
+    the same in-link) stays contention, the rest is the receiver's lateness."""
+    late = np.zeros(len(ops))
+    receive = ops["recv_posted"].to_numpy()
+    window_from = ops["start"].to_numpy() + ops["ideal"].to_numpy()
+    lateish = np.isfinite(receive) & (receive > window_from)
+    if not lateish.any():
+        return late, 0.0
+    waiter, busy_from, busy_to = (ops["waiter"].to_numpy(), ops["blocked_from"].to_numpy(),
+                                  ops["completed"].to_numpy())
+    sync = 0.0
+    for rank in np.unique(waiter[lateish]):
+        covered = _coverage(busy_from[waiter == rank], busy_to[waiter == rank])
+        mine = np.flatnonzero(lateish & (waiter == rank))
+        low, high = window_from[mine], receive[mine]
+        late[mine] = (high - low) - (covered(high) - covered(low))
+        # the rank's lateness as time: the union of its windows, less what other operations covered
+        merged = _merge(low, high)
+        sync += float(sum((b - a) - (covered(b) - covered(a)) for a, b in merged))
+    return np.maximum(late, 0.0), sync
+
+
+def _merge(start: np.ndarray, end: np.ndarray) -> list[tuple[float, float]]:
+    """Intervals merged into disjoint ones, in order (touching ones join)."""
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(zip(start.tolist(), end.tolist())):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _coverage(start: np.ndarray, end: np.ndarray):
+    """F(t): time before t covered by at least one interval (vectorised, piecewise linear)."""
+    merged = _merge(start, end)
+    if not merged:
+        return lambda t: np.zeros_like(np.asarray(t, dtype=np.float64))
+    points = np.array([p for interval in merged for p in interval])
+    lengths = np.array([b - a for a, b in merged])
+    # cumulative covered time at each interval's start and end
+    at_end = np.cumsum(lengths)
+    cumulative = np.array([v for start_, end_ in zip(at_end - lengths, at_end) for v in (start_, end_)])
+    return lambda t: np.interp(t, points, cumulative)
 
 
 def _union_per_rank(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> float:

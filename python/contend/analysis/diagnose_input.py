@@ -111,9 +111,13 @@ def _frame(table, source: str, name: str):
         row = int(late[0])
         raise UserError(f"{name}: row {row}: completed ({frame['completed'][row]:.0f} ns) is before posted "
                         f"({frame['posted'][row]:.0f} ns); {len(late)} such row(s)")
-    negative = frame.index[(frame["bytes"] < 0) | (frame["src"] < 0)]
+    from contend.analysis.trace_ops import is_region
+
+    # a collective region may name no peer (dst -1); every operation must
+    negative = frame.index[(frame["bytes"] < 0) | (frame["src"] < 0)
+                           | ((frame["dst"] < 0) & ~is_region(frame["kind"].to_numpy()))]
     if len(negative):
-        raise UserError(f"{name}: row {int(negative[0])}: negative src or bytes")
+        raise UserError(f"{name}: row {int(negative[0])}: negative src, dst or bytes")
     return frame
 
 

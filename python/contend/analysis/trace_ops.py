@@ -79,9 +79,12 @@ def _pair(sends, recvs):
     merged = sends.drop(columns=["waited"], errors="ignore").merge(
         recvs[carried].rename(columns={"posted": "recv_posted", "completed": "recv_completed",
                                        "call_site": "recv_site"}), on=key + ["nth"], how="inner")
-    # The message could move once both calls were made; it was done when the receive completed.
-    merged["start"] = np.maximum(merged["posted"], merged["recv_posted"])
+    # The message could move once the send was made (a receive posted late is accounted for by
+    # diagnose: see late_receiver); it was done when the receive completed. The receiver was in the
+    # call from the receive's posting (or its Wait's entry).
+    merged["start"] = merged["posted"]
     merged["completed"] = merged["recv_completed"]
+    merged["receiver_from"] = merged["waited"] if "waited" in merged else merged["recv_posted"]
     lone_sends = sends[~sends["send_row"].isin(merged["send_row"])]
     lone_recvs = recvs[~recvs["recv_row"].isin(merged["recv_row"])]
     return merged, lone_sends, lone_recvs
@@ -115,7 +118,18 @@ def _ops(rows, start: str, params: Mapping[str, Any], model, waiter: str):
         "kind": rows["kind"].to_numpy(dtype=object), "call_site": rows["call_site"].to_numpy(dtype=object),
         "context": rows["context"].to_numpy(dtype=object), "posted": rows["posted"].to_numpy(dtype=np.float64),
         "start": begin, "completed": done, "ideal": ideal, "observed": done - begin,
+        # a message's receiving part of the ideal: what a receive posted after the arrival still costs
+        "receive_cost": np.where(models == "message", o + streaming, 0.0),
         "waiter": rows[waiter].to_numpy(),
-        # t_blocked counts from the Wait's entry when the trace has it, else from the start
-        "blocked_from": rows["waited"].to_numpy(dtype=np.float64) if "waited" in rows else begin,
+        # t_blocked counts from the Wait's entry when the trace has it, else from the call
+        "blocked_from": _blocked_from(rows, begin),
+        # a paired message's receive: when it was posted (NaN for everything else)
+        "recv_posted": rows["recv_posted"].to_numpy(dtype=np.float64) if "recv_posted" in rows
+        else np.full(len(rows), np.nan),
     })
+
+
+def _blocked_from(rows, begin: np.ndarray) -> np.ndarray:
+    if "receiver_from" in rows:
+        return rows["receiver_from"].to_numpy(dtype=np.float64)
+    return rows["waited"].to_numpy(dtype=np.float64) if "waited" in rows else begin

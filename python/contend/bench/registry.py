@@ -31,6 +31,12 @@ PATTERN_OPTIONS = {
     "windows": "--windows",
     "messages": "--messages",
     "table": "--table",
+    "rate": "--rate",
+    "interval": "--interval",
+    "region": "--region",
+    "nice": "--nice",
+    "period": "--period",
+    "on": "--on",
 }
 
 
@@ -46,7 +52,8 @@ class Benchmark:
     default_sizes: tuple[int, ...]
     # "latency" or "bandwidth" against size, "per_rank" latency, "noise" detours, "alltoall" time and
     # bandwidth against size, "concurrency" / "outstanding" node throughput against active cores /
-    # messages in flight, "updates" updates/s against outstanding updates
+    # messages in flight, "updates" updates/s against outstanding updates, "nimc" triad bandwidth against
+    # injected traffic (its own command, `contend bench nimc`)
     plot: str
     options: tuple[str, ...] = ()  # keys of PATTERN_OPTIONS it accepts
     modes: tuple[str, ...] = ()  # values --mode takes, the default first
@@ -107,6 +114,9 @@ _ALL = (
               2, False, 4, NIC_SIZES, "outstanding", NIC_OPTIONS, ("send", "put")),
     Benchmark("randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, False,
               4, (8, 16), "updates", ("windows", "table", "seed")),
+    Benchmark("nimc", "STREAM triad on one core while another injects memory traffic (put, tcp, memcpy, spin)",
+              2, False, 2, (1 * MiB,), "nimc", ("mode", "duration", "rate", "interval", "region", "nice", "period", "on"),
+              ("none", "spin", "memcpy", "put", "tcp")),
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in _ALL}

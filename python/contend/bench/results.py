@@ -1,6 +1,6 @@
 """The output of one benchmark run: parsed from the harness's JSON lines, kept as pandas, stored as Parquet.
 
-A run is four things: ``meta`` (library, ranks, nodes, host names, options; plus what the launcher adds,
+A run is four things (nimc runs add their triad samples and injected bytes, kept by ``contend.bench.nimc``): ``meta`` (library, ranks, nodes, host names, options; plus what the launcher adds,
 such as the fabric), ``results`` (one row per measured quantity), ``tallies`` (bytes and messages each
 rank really moved) and ``detours`` (noise runs only). One Parquet file holds the results as rows and
 meta and tallies as file metadata; detours, when there are any, go to ``<name>.detours.parquet``.
@@ -35,6 +35,8 @@ class RunResult:
     tallies: pd.DataFrame
     detours: pd.DataFrame = field(default_factory=pd.DataFrame)
     complete: bool = True  # the harness wrote its closing line
+    intervals: pd.DataFrame = field(default_factory=pd.DataFrame)  # nimc: one row per triad sample
+    injected: dict[str, Any] = field(default_factory=dict)  # nimc: the interferer's bytes per bin
 
     @property
     def pattern(self) -> str:
@@ -53,7 +55,8 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
     (900, 'a', True)
     """
     meta: dict[str, Any] = {}
-    rows: dict[str, list[dict[str, Any]]] = {"result": [], "tally": [], "detour": []}
+    rows: dict[str, list[dict[str, Any]]] = {"result": [], "tally": [], "detour": [], "interval": []}
+    injected: dict[str, Any] = {}
     complete = False
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -67,6 +70,8 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
             meta = record
         elif kind in rows:
             rows[kind].append(record)
+        elif kind == "injected":
+            injected = record
         elif kind == "end":
             complete = True
             meta["elapsed_s"] = record.get("elapsed_s")
@@ -85,6 +90,8 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
         tallies=pd.DataFrame(rows["tally"]),
         detours=pd.DataFrame(rows["detour"]),
         complete=complete,
+        intervals=pd.DataFrame(rows["interval"]),
+        injected=injected,
     )
 
 

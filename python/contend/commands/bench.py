@@ -78,6 +78,35 @@ def register(subparsers) -> None:
     fit.add_argument("--timeout", metavar="S", default="600", help="stop each run after S seconds")
     fit.set_defaults(func=run_fit)
 
+    nimc = actions.add_parser(
+        "nimc", help="triad bandwidth while another core injects memory traffic (NiMC): sweep, table, plot, data",
+        description="A STREAM-like triad pinned to one core, sampled every --interval, while the other core "
+                    "injects traffic into this node's memory: stores into an MPI window on the triad's rank "
+                    "(put), loopback TCP received into a buffer (tcp), a memcpy (reference), a spin without "
+                    "memory traffic (control), nothing (baseline). Rounds of interleaved runs; slowdown against "
+                    "each round's baseline; per-sample features for `contend nimc train` (docs/measure.md).")
+    nimc.add_argument("--sources", default="spin,memcpy,put,tcp",
+                      help="sources besides the baseline (default spin,memcpy,put,tcp)")
+    nimc.add_argument("--rates", default="0,1GB,2GB,max",
+                      help="bytes/s for memcpy, put, tcp: decimal units or max (default 0,1GB,2GB,max)")
+    nimc.add_argument("--repeats", metavar="R", default="3", help="rounds (default 3)")
+    nimc.add_argument("--duration", metavar="S", default="3", help="seconds per run (default 3)")
+    nimc.add_argument("--interval", metavar="S", default="0.1", help="seconds per triad sample (default 0.1)")
+    nimc.add_argument("--period", metavar="S", default="1",
+                      help="traffic in bursts, one every S seconds, so each run holds its own baseline between "
+                           "bursts (default 1; 0: continuous)")
+    nimc.add_argument("--on", metavar="S", help="seconds of each burst (default half the period)")
+    nimc.add_argument("--chunk", default="1MiB", help="bytes per injected chunk (default 1MiB)")
+    nimc.add_argument("--region", default="256MiB", help="bytes of the landing buffer (default 256MiB)")
+    nimc.add_argument("--seed", metavar="N", default="1", help="seed of the order within rounds (default 1)")
+    nimc.add_argument("--nice", metavar="N", default="-20",
+                      help="nice value for both ranks while they run, so other jobs on a shared machine do not "
+                           "take their cores (default -20, needs root or CAP_SYS_NICE; 0 leaves it)")
+    nimc.add_argument("-o", "--output", metavar="DIR", default="nimc-data",
+                      help="directory for the data, table and plot (default nimc-data)")
+    nimc.add_argument("--json", action="store_true", help="print the slowdown table as JSON")
+    nimc.set_defaults(func=run_nimc)
+
 
 def run_list(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -133,9 +162,11 @@ def run_run(args: argparse.Namespace) -> int:
     from contend.bench.tables import results_table
 
     bench = benchmark(args.name)
+    if bench.plot == "nimc":
+        raise UserError("nimc has its own action with its sweep and outputs: contend bench nimc --help")
     output = check_writable(args.output or f"{bench.name}.parquet", "-o")
     plot_path = check_writable(args.plot or output.with_suffix(".png"), "--plot")
-    options = {key: getattr(args, key) for key in PATTERN_OPTIONS}
+    options = {key: getattr(args, key, None) for key in PATTERN_OPTIONS}  # nimc's options are its own action's
     with _progress_bar(f"{bench.name}") as advance:
         run = run_benchmark(
             bench.name,
@@ -254,3 +285,103 @@ def run_fit(args: argparse.Namespace) -> int:
     console.print(f"wrote {target}, {stem.with_suffix('.loggp.parquet')}, "
                   f"{stem.with_suffix('.pingpong.parquet')}, {plot}")
     return 0
+
+
+def _real(text: str, what: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{what}: expected a number, got {text!r}") from None
+    if not low <= value <= high:
+        raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
+    return value
+
+
+def run_nimc(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from contend.atomic import output_directory
+    from contend.bench import nimc
+    from contend.bench.sizes import parse_sizes
+    from contend.report.nimc import slowdown_figure
+
+    sources = nimc.parse_sources(args.sources)
+    rates = nimc.parse_rates(args.rates)
+    repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=1000)
+    duration = _real(args.duration, "--duration", 0.05, 3600)
+    interval = _real(args.interval, "--interval", 0.001, 60)
+    if interval > duration:
+        raise UserError(f"--interval ({interval:g} s) is longer than --duration ({duration:g} s)")
+    period = _real(args.period, "--period", 0, 3600)
+    on = _real(args.on, "--on", 0.001, 3600) if args.on is not None else period / 2
+    if period > 0 and on > period:
+        raise UserError(f"--on ({on:g} s) is longer than --period ({period:g} s)")
+    if 0 < period < 2 * interval:
+        raise UserError(f"--period ({period:g} s) must hold at least two samples (--interval {interval:g} s)")
+    chunk, region = parse_sizes(args.chunk)[0], parse_sizes(args.region)[0]
+    if chunk < 64 or region % chunk or region > 16 << 30:
+        raise UserError(f"--chunk {chunk} must be at least 64 bytes and divide --region {region} (at most 16GiB)")
+    seed = parse_count(args.seed, "--seed", minimum=0, maximum=2**31 - 1)
+    try:
+        nice = int(args.nice)
+    except ValueError:
+        nice = 99
+    if not -20 <= nice <= 19:
+        raise UserError(f"--nice: expected an integer from -20 to 19, got {args.nice!r}")
+    directory = output_directory(args.output, "-o")
+    plans = nimc.plan_sweep(sources, rates, repeats, seed)
+    settings = {"sources": sources, "rates_Bps": rates, "repeats": repeats, "duration_s": duration,
+                "interval_s": interval, "chunk": chunk, "region": region, "seed": seed, "nice": nice, "period_s": period, "on_s": on}
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("nimc", total=len(plans))
+
+        def advance(done: int, total: int, plan) -> None:
+            bar.update(task, completed=done, description=f"nimc round {plan.round + 1}/{repeats}: {plan.label}")
+
+        samples, summaries = nimc.sweep(plans, duration_s=duration, interval_s=interval, chunk=chunk,
+                                        region=region, nice=nice, period_s=period, on_s=on, progress=advance)
+    table = nimc.slowdown_table(summaries)
+    paths = nimc.write_sweep(directory, samples, summaries, table, settings)
+    plot = directory / "slowdown.png"
+    slowdown_figure(plot, table, f"triad slowdown under injected traffic ({repeats} rounds, {duration:g} s runs)",
+                    paired=period > 0)
+
+    console = Console()
+    if args.json:
+        print(json.dumps(table.to_dict(orient="records"), default=float))
+    else:
+        bursts = period > 0
+        shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
+                            + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
+        columns = ["source", "rate", "runs", "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
+                   "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %", "mean [95% CI]"]
+                                                     if bursts else []) + [
+                   "CPU share", "load", "checked"]
+        for name in columns:
+            shown.add_column(name, justify="left" if name in ("source", "rate") else "right")
+        for row in table.to_dict(orient="records"):
+            cells = [row["source"], row["rate_target"], str(row["runs"]),
+                     f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
+                     f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}"]
+            if bursts:
+                cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
+                          f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]"]
+            cells += [f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]"]
+            shown.add_row(*cells)
+        console.print(shown)
+    first = summaries[0]
+    console.print(f"nice {nice}: {'granted' if first['nice_granted'] == 'yes' else 'not granted: ' + str(first['nice_granted'])}")
+    console.print(f"counters: software {first['software_counters']}; hardware: {first['hardware_counters']}"
+                  + ("" if first["hardware_counters"] == "perf_event_open" else " (this machine has none; not used)"))
+    console.print(f"wrote {paths['samples']} ({len(samples)} samples), {paths['summary']}, {paths['slowdown']}, "
+                  f"{directory / 'runs'}/, {plot}")
+    bad = [s["label"] for s in summaries if not s["verified"]]
+    for label in bad:
+        console.print(f"[bold red]not verified:[/] {label}: triad or landed bytes did not check")
+    return 1 if bad else 0

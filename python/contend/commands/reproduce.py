@@ -22,10 +22,14 @@ PAPERS = {
     "diagnose": "Tallent et al., 'Diagnosing Network Bottlenecks: One-sided Message Contention': diagnose against "
                 "the engine's truth on a moving hot spot, an incast and a control, and the Global-Arrays case "
                 "study in miniature (blocked vs block-cyclic gets)",
+    "nimc": "Groves, Grant, Arnold, 'NiMC: network-induced memory contention': STREAM under RDMA writes on offload "
+            "and onload nodes, a LAMMPS-like stencil with uncoordinated in-memory checkpoints against process count, "
+            "throttling and core reservation",
 }
 # The experiments module of each paper (its run_reproduction) and what its report says first.
 EXPERIMENTS = {"topology": "contend.experiments.topology", "noise": "contend.experiments.noise",
-               "congestion": "contend.experiments.congestion", "diagnose": "contend.experiments.diagnosis"}
+               "congestion": "contend.experiments.congestion", "diagnose": "contend.experiments.diagnosis",
+               "nimc": "contend.experiments.nimc"}
 INTRODUCTIONS = {
     "topology": "Latency is per message: from the send being ready to the data being available at the receiver, "
                 "the mean over the benchmark's messages.",
@@ -40,6 +44,9 @@ INTRODUCTIONS = {
                 "two-sided); diagnose pairs them by the records' site names and sees only their timestamps, the "
                 "engine's per-message delay split is the truth. Machine: LogGOPS L 1 us, o 300 ns, g 100 ns, "
                 "G 0.1 ns/B, no network.",
+    "nimc": "A node's memory bandwidth is shared between its ranks' calcs and the payload its NIC writes into memory "
+            "(docs/models.md, 'Memory contention (NiMC)'); the presets westmere-offload, sandybridge-offload and "
+            "sandybridge-onload carry the seed's Table I and STREAM numbers, and say which values are estimates.",
 }
 
 

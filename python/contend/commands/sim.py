@@ -41,6 +41,13 @@ def register(subparsers) -> None:
     node.add_argument("--throttle", metavar="SPEC",
                       help="token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
     node.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a node (its NIC and token pool)")
+    memory = parser.add_argument_group("memory contention (NiMC)",
+                                       "The machine's [memory] table applies; these apply its mitigations.")
+    memory.add_argument("--memory-throttle", metavar="BW",
+                        help="cap on each node's incoming write rate (e.g. 1GB/s), or none")
+    memory.add_argument("--reserve-core", action="store_true", default=None,
+                        help="reserve a core per node for communication (onload work moves there)")
+    memory.add_argument("--no-memory", action="store_true", help="ignore the machine's [memory] table")
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
@@ -90,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
             noise=noise if noise is not None else False,
             throttle=args.throttle,
             ranks_per_node=args.ranks_per_node,
+            memory="none" if args.no_memory else None,
+            memory_throttle=args.memory_throttle,
+            reserve_core=args.reserve_core,
             records=args.records is not None or args.timeline is not None,  # flows in the trace need records
             timeline=args.timeline is not None,
             progress=progress,

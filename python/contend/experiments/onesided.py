@@ -100,8 +100,10 @@ def hot_spot(ranks: int = 8, rounds: int = 8, size: int = 4096, compute_ns: int 
     return Workload("hot spot", schedule.ranks, schedule.text(), [get_site(10, "read_hot (hotspot.c:31)")])
 
 
-def incast(ranks: int = 8, rounds: int = 4, size: int = 4096, compute_ns: int = 1000) -> Workload:
-    """Each round every rank 1..P-1 computes and sends ``size`` bytes to rank 0, which receives them."""
+def incast(ranks: int = 8, rounds: int = 4, size: int = 4096, compute_ns: int = 1000,
+           blocking: bool = False) -> Workload:
+    """Each round every rank 1..P-1 computes and sends ``size`` bytes to rank 0, which receives them
+    (all receives posted at once, or with ``blocking`` one after the other, as a loop of MPI_Recv)."""
     schedule = _Schedule(ranks, servers=False)
     last: list[str | None] = [None] * ranks
     for _ in range(rounds):
@@ -109,7 +111,7 @@ def incast(ranks: int = 8, rounds: int = 4, size: int = 4096, compute_ns: int = 
             work = schedule.programs[rank].op(f"calc {compute_ns}", last[rank])
             last[rank] = schedule.programs[rank].op(f"send {size}b to 0 tag 20", work)
         for rank in range(1, ranks):
-            last[0] = schedule.programs[0].op(f"recv {size}b from {rank} tag 20")
+            last[0] = schedule.programs[0].op(f"recv {size}b from {rank} tag 20", last[0] if blocking else None)
     return Workload("incast", ranks, schedule.text(), [{"tag": 20, "site": "send_result (incast.c:42)"}])
 
 
@@ -240,7 +242,10 @@ def trace_view(result, path, sites: list[dict[str, Any]] = ()) -> None:
         "bytes": np.tile(columns["bytes"].astype(np.int64), 2),
         "tag": np.tile(columns["tag"].astype(np.int64), 2),
         "kind": pa.array(["isend"] * count + ["irecv"] * count, type=pa.string()),
-        "posted": np.tile(columns["posted"].astype(np.int64), 2),
+        # a receive matched on the arrival's processing was posted before it (say with the send); one
+        # matched later was posted then
+        "posted": np.concatenate([columns["posted"], np.where(columns["matched"] > columns["received"],
+                                                              columns["matched"], columns["posted"])]).astype(np.int64),
         "completed": np.concatenate([columns["injected"] + overhead, columns["completed"]]).astype(np.int64),
         "call_site": pa.array(list(sites_of) * 2, type=pa.string()),
         "context": pa.array([f"rank {r}" for r in columns["src"]] + [f"rank {r}" for r in columns["dst"]],

@@ -90,6 +90,15 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
 
         table.add_row("noise", NoiseSettings.from_engine(noise).describe())
         table.add_row("detour time charged", f"{format_time(result.noise_charged).split(' (')[0]} over all ranks")
+    if result.memory is not None:
+        m = result.params["memory"]
+        mitigations = [f"throttle {m['throttle'] / 1e9:g} GB/s"] if m.get("throttle") else []
+        mitigations += ["reserved core"] if m.get("reserve_core") else []
+        table.add_row("memory", f"{m['nic']} NIC, {m['compute_bandwidth'] / 1e9:g} of {m['bandwidth'] / 1e9:g} GB/s "
+                                f"for compute, {m['ranks_per_node']} ranks per node"
+                                + (f", {', '.join(mitigations)}" if mitigations else ""))
+        table.add_row("memory writes", f"{sum(result.memory['bytes_written']):,} B into nodes; calcs delayed "
+                                       f"{format_time(result.memory['calc_delay']).split(' (')[0]} in all")
     network = result.params.get("network")
     if network is not None:
         table.add_row("network", describe_network(network))

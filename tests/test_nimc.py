@@ -1,0 +1,279 @@
+"""Network-induced memory contention: the native ``nimc`` pattern on a short real run (data checks and
+invariants, never speeds), the sample bookkeeping, and the random-forest detector on synthetic and
+recorded samples (tests/data/nimc_samples.parquet: a real sweep of this machine, kept small), with its
+error paths."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from contend.analysis import nimc as detector_module
+from contend.bench import nimc
+from contend.cli import main
+from contend.errors import UserError
+
+RECORDED = __import__("pathlib").Path(__file__).parent / "data" / "nimc_samples.parquet"
+TRIAD_PASS_BYTES = 3 * 8 * (1 << 22)
+
+
+# ---------- the real bench ----------
+
+@pytest.fixture(scope="module")
+def short_sweep(tmp_path_factory):
+    """One round of every source at an unpaced and a paced rate, half a second each."""
+    out = tmp_path_factory.mktemp("nimc") / "sweep"
+    code = main(["bench", "nimc", "--sources", "spin,memcpy,put,tcp", "--rates", "max,1GB", "--repeats", "1",
+                 "--duration", "0.6", "--interval", "0.1", "--period", "0.3", "--region", "64MiB", "-o", str(out)])
+    return code, out
+
+
+def test_short_real_run_moves_every_byte_it_claims(short_sweep):
+    code, out = short_sweep
+    assert code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["format"] == "contend-nimc-sweep"
+    runs = {run["label"]: run for run in summary["runs"]}
+    assert set(runs) == {"none", "spin", "memcpy@max", "memcpy@1GB/s", "put@max", "put@1GB/s", "tcp@max",
+                         "tcp@1GB/s"}
+    for label, run in runs.items():
+        assert run["triad_verified"], label  # the triad's last pass recomputed element by element
+        assert run["data_verified"] and run["sent_bytes"] == run["received_bytes"], label  # counted where it landed
+        assert run["sent_bytes"] % run["chunk"] == 0, label
+        assert run["binned_bytes"] <= run["sent_bytes"], label
+        if run["source"] in ("put", "memcpy"):  # counted as written: every byte falls in a bin of the run
+            assert run["binned_bytes"] == run["sent_bytes"], label
+        if run["rate_target_Bps"] > 0:  # pacing never runs ahead of the rate in the bursts (an invariant)
+            bursts_s = 2 * run["on_s"]  # two bursts of 0.15 s in 0.6 s
+            assert run["sent_bytes"] <= run["rate_target_Bps"] * bursts_s + run["chunk"], label
+    for label in ("none", "spin"):
+        assert runs[label]["sent_bytes"] == 0
+    for label in ("put@max", "tcp@max", "memcpy@max"):
+        assert runs[label]["sent_bytes"] > 0, label
+    assert runs["none"]["hardware_counters"]  # says what it found, counters or the reason there are none
+
+
+def test_short_real_run_samples_are_consistent(short_sweep):
+    _, out = short_sweep
+    samples = nimc.read_samples(out)
+    assert len(samples) > 0 and samples["run"].nunique() == 8
+    assert (samples["triad_bytes"] == samples["passes"] * TRIAD_PASS_BYTES).all()
+    assert (samples.groupby("run").size() <= 0.6 / 0.1).all()
+    assert set(samples["phase"]) <= {"on", "off", "edge"}
+    # between bursts at most the chunk in flight when a burst ended lands (put, memcpy: written by the
+    # interferer itself; tcp drains its socket buffers after the burst, so it is not bounded this way)
+    between = samples[(samples["phase"] == "off") & samples["source"].isin(["put", "memcpy"])]
+    assert (between["injected_bytes"] <= 1 << 20).all()
+    assert np.allclose(samples.groupby("run")["triad_rel_max"].max(), 1.0)  # against its own best so far
+    assert np.allclose(samples["triad_Bps"], samples["triad_bytes"] / samples["duration_ns"] * 1e9)
+    for column in [c for c in samples.columns if c.startswith("cpu_") and c[4:].split("_")[0] in ("all", "triad", "other")]:
+        assert samples[column].between(0, 1).all(), column
+    assert (samples["cpu_share"] <= 1.05).all() and (samples["cpu_share"] > 0).all()
+    # labels: NiMC exactly where network-like bytes landed; slowdown 0 by definition for the baseline
+    assert set(samples.loc[samples["nimc"], "source"]) <= {"put", "tcp"}
+    assert (samples.loc[samples["nimc"], "phase"] == "on").all()
+    assert not samples.loc[samples["source"].isin(["none", "spin", "memcpy"]), "nimc"].any()
+    baseline = samples[samples["source"] == "spin"]  # the control is the baseline when the sweep has it
+    assert abs(baseline["slowdown_pct"].median()) < 1e-9
+    # the per-run files hold the same samples
+    assert sum(len(pd.read_parquet(f)) for f in (out / "runs").glob("*.parquet")) == len(samples)
+    table = pd.read_parquet(out / "slowdown.parquet")
+    assert list(table["source"])[:2] == ["none", "spin"] and table["verified"].all()
+    assert (out / "slowdown.png").stat().st_size > 0
+
+
+def test_small_chunks_lapping_a_small_region_all_land(tmp_path):
+    """Stress: 4 KiB chunks, unpaced, into a 1 MiB region that each source laps many times; every chunk
+    is checked where it landed (the last lap's stamps, the TCP receiver's sequence) and none is lost."""
+    out = tmp_path / "stress"
+    assert main(["bench", "nimc", "--sources", "memcpy,put,tcp", "--rates", "max", "--repeats", "1",
+                 "--duration", "0.3", "--period", "0", "--chunk", "4KiB", "--region", "1MiB", "-o", str(out)]) == 0
+    runs = {run["source"]: run for run in json.loads((out / "summary.json").read_text())["runs"]}
+    for source in ("memcpy", "put", "tcp"):
+        run = runs[source]
+        assert run["verified"] and run["sent_bytes"] == run["received_bytes"], source
+        assert run["sent_bytes"] > 4 * (1 << 20), source  # lapped the region: the stamp check saw wrap-around
+
+
+def test_bench_run_points_nimc_to_its_own_action(capsys):
+    assert main(["bench", "run", "nimc"]) == 2
+    assert "contend bench nimc" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rates", "fast"], "--rates: bad rate 'fast'"),
+    (["--sources", "rdma"], "--sources: unknown source 'rdma'"),
+    (["--duration", "0.1", "--interval", "0.5"], "--interval (0.5 s) is longer than --duration"),
+    (["--chunk", "3000", "--region", "64MiB"], "--chunk 3000 must be at least 64 bytes and divide --region"),
+    (["--repeats", "0"], "--repeats"),
+    (["--period", "1", "--on", "2"], "--on (2 s) is longer than --period (1 s)"),
+    (["--period", "0.1"], "--period (0.1 s) must hold at least two samples"),
+])
+def test_bench_nimc_rejects_bad_arguments(capsys, tmp_path, argv, message):
+    assert main(["bench", "nimc", "-o", str(tmp_path / "x")] + argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x" / "summary.json").exists()
+
+
+def test_native_pattern_rejects_bad_modes_and_rank_counts():
+    from contend.bench.runner import run_benchmark
+
+    with pytest.raises(UserError, match="unknown --mode 'rdma' for nimc"):
+        run_benchmark("nimc", ranks=2, options={"mode": "rdma"})
+    with pytest.raises(UserError, match="exactly 2 ranks"):
+        run_benchmark("nimc", ranks=3, options={"mode": "none", "duration": "0.05"})
+    with pytest.raises(UserError, match="must be at least 64 bytes and divide --region"):
+        run_benchmark("nimc", ranks=2, sizes=[3000], options={"mode": "put", "duration": "0.05"})
+
+
+# ---------- bookkeeping ----------
+
+def test_injected_bytes_are_attributed_to_the_sample_holding_each_bin():
+    intervals = pd.DataFrame({"start_ns": [0.0, 3e6], "duration_ns": [3e6, 2e6]})
+    bins = {"bin_ns": 1e6, "bins": [1, 2, 4, 8, 16, 32]}
+    assert list(nimc._injected_per_interval(intervals, bins)) == [7, 24]  # bins 0-2, bins 3-4; bin 5 after
+
+
+def test_slowdown_is_against_the_baseline_of_the_same_round():
+    def run(r, source, bw, rate=0.0):
+        return {"round": r, "source": source, "rate_target_Bps": rate, "triad_cpu_Bps": bw, "triad_Bps": bw,
+                "on_cpu_Bps": bw, "injected_Bps": rate, "cpu_share": 1.0, "loadavg_1min": 1.0, "verified": True}
+    # spin is the baseline; none only where a round has no spin
+    table = nimc.slowdown_table([run(0, "spin", 20e9), run(0, "none", 5e9), run(0, "put", 16e9, 1e9),
+                                 run(1, "none", 10e9), run(1, "put", 8e9, 1e9)])
+    put = table[table["source"] == "put"].iloc[0]
+    assert put["runs"] == 2 and put["slowdown_pct"] == pytest.approx(25.0)  # 20/16 and 10/8: both +25%
+    assert put["bw_loss_pct"] == pytest.approx(20.0) and put["triad_GBps"] == pytest.approx(12.0)
+
+
+# ---------- the detector ----------
+
+def synthetic(runs: int = 16, per_run: int = 12, seed: int = 0) -> pd.DataFrame:
+    """Samples where NiMC shows in the triad's bandwidth and the other core's softirq; noise elsewhere."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for run in range(runs):
+        present = run % 2 == 1
+        for _ in range(per_run):
+            row = {f: rng.normal(0.5, 0.1) for f in detector_module.FEATURE_SETS["node"]}
+            row["triad_cpu_Bps"] = rng.normal(18e9 if present else 23e9, 0.8e9)
+            row["cpu_other_softirq"] = rng.normal(0.2 if present else 0.0, 0.03)
+            row.update(run=run, source="put" if present else "spin", nimc=present, phase="on",
+                       slowdown_pct=100 * (23e9 / row["triad_cpu_Bps"] - 1))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_detector_separates_synthetic_classes_on_held_out_runs():
+    frame = synthetic()
+    detector = detector_module.train(frame, test_fraction=0.25, trees=60, seed=2)
+    held = detector.metrics["held_out"]
+    assert held["runs"] == 4 and held["accuracy"] == 1.0 and held["run_accuracy"] == 1.0
+    assert detector.metrics["oob_accuracy"] > 0.95 and held["slowdown_r2"] > 0.8
+    importance = detector.importances()["classifier (NiMC present)"]
+    assert set(sorted(importance, key=importance.get)[-2:]) == {"triad_cpu_Bps", "cpu_other_softirq"}
+    assert sum(importance.values()) == pytest.approx(1.0)
+
+
+def test_split_never_puts_one_run_in_both_halves():
+    frame = synthetic(runs=10)
+    train_mask, test_mask = detector_module.split_runs(frame, 0.3, seed=5)
+    assert not set(frame.run[train_mask]) & set(frame.run[test_mask])
+    assert set(frame.nimc[test_mask]) == {True, False}
+
+
+def test_model_round_trip_predicts_the_same(tmp_path):
+    frame = synthetic()
+    detector = detector_module.train(frame, test_fraction=0, trees=30)
+    path = detector_module.save(detector, tmp_path / "m.model")
+    schema = json.loads((tmp_path / "m.model.json").read_text())
+    assert schema["format"] == "contend-nimc-model" and schema["features"] == detector.features
+    loaded = detector_module.load(path)
+    assert loaded.predict(frame).equals(detector.predict(frame))
+
+
+def test_recorded_sweep_trains_and_detects_through_the_cli(tmp_path, capsys):
+    model = tmp_path / "here.model"
+    assert main(["nimc", "train", str(RECORDED), "-o", str(model), "--trees", "100", "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["format"] == "contend-nimc-model" and scores["metrics"]["held_out"]["runs"] >= 2
+    assert 0 <= scores["metrics"]["oob_accuracy"] <= 1 and (tmp_path / "here.model.png").stat().st_size > 0
+    predictions = tmp_path / "p.parquet"
+    assert main(["nimc", "detect", str(model), str(RECORDED), "-o", str(predictions), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    samples = pd.read_parquet(RECORDED)
+    assert summary["samples"] == len(samples) == len(pd.read_parquet(predictions))
+    assert {r["run"] for r in summary["runs"]} == set(samples["run"])
+    assert 0 <= summary["accuracy"] <= 1
+    # the tables people read
+    assert main(["nimc", "detect", str(model), str(RECORDED)]) == 0
+    out = capsys.readouterr().out
+    assert "samples flagged as NiMC" in out and "tcp" in out
+    assert main(["nimc", "train", str(RECORDED), "-o", str(model), "--trees", "30", "--feature-set", "victim"]) == 0
+    out = capsys.readouterr().out
+    assert "out-of-bag accuracy" in out and "held-out accuracy, per run" in out and "triad_rel_max" in out
+
+
+# ---------- bad inputs: one line naming the file, exit 2 ----------
+
+def _write(frame: pd.DataFrame, path) -> str:
+    frame.to_parquet(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.iloc[0:0], "no samples to train on"),
+    (lambda f: f.assign(nimc=False), "every sample has NiMC absent"),
+    (lambda f: f.drop(columns="nimc"), "no 'nimc' column"),
+    (lambda f: f.assign(nimc=np.where(f.nimc, "yes", "maybe")), "must be true/false"),
+    (lambda f: f.drop(columns="cpu_other_softirq"), "missing feature column(s) cpu_other_softirq"),
+    (lambda f: f.assign(triad_cpu_Bps=np.nan), "'triad_cpu_Bps' has missing or infinite values"),
+])
+def test_train_rejects_bad_data(tmp_path, capsys, change, message):
+    data = _write(change(synthetic()), tmp_path / "bad.parquet")
+    assert main(["nimc", "train", data, "-o", str(tmp_path / "m.model"), "--trees", "10"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and data in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m.model").exists()
+
+
+def test_train_rejects_unknown_features_and_too_few_runs(tmp_path, capsys):
+    data = _write(synthetic(runs=3), tmp_path / "few.parquet")
+    assert main(["nimc", "train", data, "--features", "triad_cpu_Bps,l2_misses", "-o", str(tmp_path / "m")]) == 2
+    assert "unknown feature(s) l2_misses" in capsys.readouterr().err
+    assert main(["nimc", "train", data, "-o", str(tmp_path / "m")]) == 2
+    assert "needs at least 2 runs with NiMC present" in capsys.readouterr().err
+    assert main(["nimc", "train", str(tmp_path / "absent.parquet"), "-o", str(tmp_path / "m")]) == 2
+    assert "absent.parquet: no such file" in capsys.readouterr().err
+
+
+def test_detect_rejects_foreign_models_and_missing_features(tmp_path, capsys):
+    frame = synthetic()
+    data = _write(frame, tmp_path / "s.parquet")
+    model = detector_module.save(detector_module.train(frame, test_fraction=0, trees=30), tmp_path / "ok.model")
+    not_ours = {
+        "text.model": lambda p: p.write_text("hello"),
+        "dict.model": lambda p: p.write_bytes(pickle.dumps({"some": "dict"})),
+        "old.model": lambda p: __import__("joblib").dump({"format": "contend-nimc-model", "version": 99}, p),
+        "alien.model": lambda p: __import__("joblib").dump(
+            {"format": "contend-nimc-model", "version": 1, "features": ["l3_misses"]}, p),
+    }
+    expected = {"text.model": "not a contend nimc model", "dict.model": "no 'contend-nimc-model' header",
+                "old.model": "version 99", "alien.model": "does not know: l3_misses"}
+    for name, make in not_ours.items():
+        path = tmp_path / name
+        make(path)
+        assert main(["nimc", "detect", str(path), data]) == 2
+        err = capsys.readouterr().err
+        assert expected[name] in err and str(path) in err and len(err.strip().splitlines()) == 1, err
+    missing = _write(frame.drop(columns=["triad_cpu_Bps"]), tmp_path / "missing.parquet")
+    assert main(["nimc", "detect", str(model), missing]) == 2
+    err = capsys.readouterr().err
+    assert "missing.parquet: missing feature column(s) the model needs: triad_cpu_Bps" in err
+    assert main(["nimc", "detect", str(model), str(tmp_path / "ok.model.json")]) == 2
+    assert "not a Parquet file" in capsys.readouterr().err
