@@ -2,9 +2,10 @@
 //!
 //! ```text
 //! contend-engine-bench gen PATTERN RANKS BYTES [NOISE]
-//!     simulate a generated collective; NOISE (independent phases, seed 0, as `make bench`):
-//!     periodic:PERIOD_NS:DURATION_NS, periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0),
-//!     random:RATE_HZ:MEAN_NS (exponential lengths) or trace:FILE
+//!     simulate a generated collective; with NOISE, under LogGOPSim's default parameters as
+//!     benchmarks/noise_speed.py (independent phases, seed 0): none, periodic:PERIOD_NS:DURATION_NS,
+//!     periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0), random:RATE_HZ:MEAN_NS (exponential
+//!     lengths) or trace:FILE
 //! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
@@ -12,7 +13,7 @@
 //!     packet; PACKET bytes (default 256)
 //! ```
 //! Networks: 10 GB/s links and injection, 100 ns per hop, one rank per node.
-//! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns).
+//! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns), but see NOISE.
 
 use std::path::Path;
 use std::time::Instant;
@@ -114,9 +115,10 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("gen") if args.len() == 4 || args.len() == 5 => {
             let c = collective(&args[1..4]);
-            let noise = args.get(4).map(|spec| noise(spec));
+            let noise = args.get(4).filter(|spec| *spec != "none").map(|spec| noise(spec));
+            let par = if args.len() == 5 { Params::loggopsim_defaults() } else { params() };
             let t0 = Instant::now();
-            let r = simulate_with_noise(&c, &params(), &Options::default(), None, noise.as_ref(), |_| true).expect("not cancelled");
+            let r = simulate_with_noise(&c, &par, &Options::default(), None, noise.as_ref(), |_| true).expect("not cancelled");
             let secs = t0.elapsed().as_secs_f64();
             println!(
                 "{{\"source\": \"generated\", \"pattern\": \"{}\", \"noise\": \"{}\", {}, \"noise_charged_ps\": {}, \"peak_rss_bytes\": {}}}",

@@ -1,15 +1,24 @@
 //! The event queue: events ordered by (time, key), smallest first.
 //!
-//! Simulations of collectives put very many events on few distinct times (every rank of a
-//! dissemination round acts at the same instant), so events are kept in one bucket per time in a
-//! `BTreeMap`. Within a bucket, pushes and pops are O(1) while keys arrive in increasing order
-//! within each of two runs (see `Bucket`), O(log n) otherwise. Moving to the next time costs
-//! O(log buckets). A time holding a single event (most times, once noise desynchronises the ranks)
-//! keeps it inline, without allocating a bucket. Equal (time, key) never occur.
+//! A radix heap on time (Ahuja, Mehlhorn, Orlin and Tarjan, 1990) around one bucket for the current
+//! time. Every queued event lies at or after the time of the last event popped (`now`); an event at
+//! a later time `t` waits in radix bucket `b = bit length of (t XOR now)`, a plain `Vec` it is
+//! appended to. When the current time's events are exhausted, the lowest non-empty radix bucket
+//! holds the next time (its minimum, kept per bucket): `now` moves there and that bucket's events
+//! are spread into lower buckets, the ones at the new `now` into the current bucket in key order.
+//!
+//! Costs: push O(1); popping within a time O(1) while keys arrive in increasing order within each of
+//! two runs (see `Bucket`), O(log n) otherwise; each event moves between radix buckets at most 64
+//! times in all, in practice a few, always by sequential reads and appends. That matters once noise
+//! desynchronises the ranks: then nearly every event has a time of its own, and a search tree keyed
+//! on time (this queue's predecessor) paid a few cache misses per push in a tree of one node per
+//! rank, where the radix buckets are written and read front to back. Equal (time, key) never occur.
+//!
+//! An event pushed before `now` (none of the simulator's models does this; the queue allows it)
+//! waits in a small heap that is drained first.
 
 use std::cmp::Reverse;
-use std::collections::btree_map::Entry as MapEntry;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::time::Time;
 
@@ -70,43 +79,46 @@ impl Bucket {
     }
 }
 
-/// The events of a time other than the current one: one inline, or a bucket.
-enum Slot {
-    One(Entry),
-    Many(Box<Bucket>),
-}
+/// Radix buckets: 1..=64 (bucket 0 is `current`).
+const RADIX: usize = 65;
 
-impl Slot {
-    #[inline]
-    fn push(&mut self, e: Entry) {
-        match self {
-            Slot::One(first) => {
-                let mut bucket = Box::<Bucket>::default();
-                bucket.push(*first);
-                bucket.push(e);
-                *self = Slot::Many(bucket);
-            }
-            Slot::Many(bucket) => bucket.push(e),
-        }
-    }
-}
-
-#[derive(Default)]
 pub struct EventQueue {
-    /// Time of `current`.
+    /// Time of `current`: the last time popped (0 at first).
     now: Time,
     current: Bucket,
-    /// Buckets other than `current` (later times, or earlier ones pushed while `current` is open).
-    others: BTreeMap<Time, Slot>,
-    /// Smallest key of `others`, or Time::MAX.
-    others_min: Time,
+    /// `radix[b]`: events at times `t > now` whose highest bit differing from `now` is bit `b - 1`.
+    radix: Vec<Vec<(Time, Entry)>>,
+    /// Smallest time in each radix bucket (Time::MAX when empty).
+    radix_min: [Time; RADIX],
+    /// Bit `b` set: `radix[b]` is not empty.
+    occupied: u128,
+    /// Events pushed at a time before `now`, (time, entry) smallest first: popped before the others.
+    earlier: BinaryHeap<Reverse<(Time, Entry)>>,
+    /// Scratch for the events of a new current time, while they are put in key order.
+    arriving: Vec<Entry>,
     len: usize,
     peak_len: usize,
 }
 
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue::new()
+    }
+}
+
 impl EventQueue {
     pub fn new() -> EventQueue {
-        EventQueue { others_min: Time::MAX, ..Default::default() }
+        EventQueue {
+            now: 0,
+            current: Bucket::default(),
+            radix: (0..RADIX).map(|_| Vec::new()).collect(),
+            radix_min: [Time::MAX; RADIX],
+            occupied: 0,
+            earlier: BinaryHeap::new(),
+            arriving: Vec::new(),
+            len: 0,
+            peak_len: 0,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -122,61 +134,97 @@ impl EventQueue {
         self.peak_len
     }
 
+    /// The radix bucket of a time after `now`.
+    #[inline]
+    fn bucket_of(&self, time: Time) -> usize {
+        (64 - (time ^ self.now).leading_zeros()) as usize
+    }
+
     #[inline]
     pub fn push(&mut self, time: Time, e: Entry) {
         self.len += 1;
         self.peak_len = self.peak_len.max(self.len);
         if time == self.now {
             self.current.push(e);
+        } else if time > self.now {
+            let b = self.bucket_of(time);
+            self.radix[b].push((time, e));
+            self.radix_min[b] = self.radix_min[b].min(time);
+            self.occupied |= 1 << b;
         } else {
-            match self.others.entry(time) {
-                MapEntry::Vacant(v) => {
-                    v.insert(Slot::One(e));
-                }
-                MapEntry::Occupied(mut o) => o.get_mut().push(e),
-            }
-            self.others_min = self.others_min.min(time);
+            self.earlier.push(Reverse((time, e)));
         }
     }
 
-    /// Time of the smallest event, if any. O(1) except when the current bucket is exhausted.
+    /// Time of the smallest event, if any. O(1).
     pub fn peek_time(&self) -> Option<Time> {
-        if self.now <= self.others_min && !self.current.is_empty() {
+        if let Some(Reverse((t, _))) = self.earlier.peek() {
+            Some(*t)
+        } else if !self.current.is_empty() {
             Some(self.now)
+        } else if self.occupied != 0 {
+            Some(self.radix_min[self.occupied.trailing_zeros() as usize])
         } else {
-            self.others.first_key_value().map(|(&t, _)| t)
+            None
         }
     }
 
     /// Removes and returns the smallest (time, key) event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Entry)> {
-        loop {
-            if self.now <= self.others_min {
-                if let Some(e) = self.current.pop() {
-                    self.len -= 1;
-                    return Some((self.now, e));
-                }
-            }
-            // Move to the earliest other time, parking the current bucket if it still holds events.
-            let (time, slot) = self.others.pop_first()?;
-            if !self.current.is_empty() {
-                self.others.insert(self.now, Slot::Many(Box::new(std::mem::take(&mut self.current))));
-            }
-            match slot {
-                Slot::One(e) => self.current.push(e), // reuses the current bucket's allocation
-                Slot::Many(bucket) => self.current = *bucket,
-            }
-            self.now = time;
-            self.others_min = self.others.first_key_value().map_or(Time::MAX, |(&t, _)| t);
+        if !self.earlier.is_empty() {
+            self.len -= 1;
+            return self.earlier.pop().map(|Reverse(x)| x);
         }
+        if self.current.is_empty() {
+            if self.occupied == 0 {
+                return None;
+            }
+            self.advance();
+        }
+        let e = self.current.pop().expect("advance fills the current bucket");
+        self.len -= 1;
+        Some((self.now, e))
+    }
+
+    /// Moves `now` to the smallest queued time (the current bucket is empty): spreads the lowest
+    /// radix bucket into lower ones relative to the new `now`, its events at `now` into `current`.
+    fn advance(&mut self) {
+        let b = self.occupied.trailing_zeros() as usize;
+        self.now = self.radix_min[b];
+        self.radix_min[b] = Time::MAX;
+        self.occupied &= !(1 << b);
+        let spread = std::mem::take(&mut self.radix[b]);
+        let mut arriving = std::mem::take(&mut self.arriving);
+        for &(time, e) in &spread {
+            if time == self.now {
+                arriving.push(e);
+            } else {
+                // Below b: the new `now` agrees with every event of bucket b above bit b - 1.
+                let lower = self.bucket_of(time);
+                self.radix[lower].push((time, e));
+                self.radix_min[lower] = self.radix_min[lower].min(time);
+                self.occupied |= 1 << lower;
+            }
+        }
+        self.radix[b] = spread;
+        self.radix[b].clear();
+        // Mostly in key order already (keys are issued in increasing order): the adaptive stable
+        // sort then costs one pass.
+        if !arriving.is_sorted_by_key(|e| e.key) {
+            arriving.sort_by_key(|e| e.key);
+        }
+        self.current.fresh.extend(arriving.drain(..));
+        self.arriving = arriving;
     }
 
     /// Puts events at the current time whose keys are all below every event queued at this time:
-    /// used to expand a placeholder into the operations it stands for, keyed just above it.
+    /// used to expand a placeholder into the operations it stands for, keyed just above it. The
+    /// current time is that of the last event popped, which must not have come from before `now`.
     pub fn push_front_now(&mut self, entries: impl DoubleEndedIterator<Item = Entry>) {
+        debug_assert!(self.earlier.is_empty(), "placeholders are expanded at the current time");
         // Entries come largest key first; each goes to the front while it is below everything queued.
-        let mut floor = if self.now <= self.others_min { self.current.min_key().unwrap_or(u64::MAX) } else { 0 };
+        let mut floor = self.current.min_key().unwrap_or(u64::MAX);
         for e in entries.rev() {
             if e.key < floor {
                 self.current.fresh.push_front(e);
@@ -255,5 +303,81 @@ mod tests {
         }
         assert!(q.pop().is_none());
         assert!(reference.is_empty());
+    }
+
+    #[test]
+    fn matches_a_reference_heap_over_wide_times_with_ties() {
+        // Times spread over many radix buckets (from the current time to 2^40 ps later), many
+        // events per time (ties broken by key), old keys re-queued, the odd push before the
+        // current time, and placeholder expansion at the current time: every pop must return what a
+        // reference BinaryHeap of (time, key) returns.
+        let mut q = EventQueue::new();
+        let mut reference = BinaryHeap::new();
+        let mut state = 987654321u64;
+        let mut rnd = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let (mut now, mut next_key) = (0u64, 1u64 << 40);
+        let mut used = std::collections::HashSet::new();
+        for n in 0..60000u64 {
+            let t = match rnd() % 8 {
+                0 => now,
+                1 => now + (1 << (rnd() % 41)) + rnd() % 7,
+                2 => now.saturating_sub(rnd() % 1000),
+                3..=5 => now + rnd() % 16 * 1_000_000,
+                _ => now + rnd() % 3_000,
+            };
+            let k = if rnd() % 5 == 0 { rnd() % (1 << 40) * 64 + n % 64 } else { next_key };
+            next_key += 1;
+            if !used.insert(k) {
+                continue; // keys are unique in the simulator
+            }
+            q.push(t, e(k));
+            reference.push(Reverse((t, k)));
+            if rnd() % 500 == 0 && q.peek_time() == Some(now) && q.earlier.is_empty() {
+                // Placeholder expansion: keys below everything queued now.
+                let base = rnd() % 1000;
+                if !(0..3).all(|j| used.insert(base * 4 + j)) {
+                    continue;
+                }
+                q.push_front_now((0..3).map(|j| e(base * 4 + j)));
+                reference.extend((0..3).map(|j| Reverse((now, base * 4 + j))));
+            }
+            assert_eq!(q.len(), reference.len());
+            while rnd() % 3 != 0 {
+                let expected = reference.pop().map(|Reverse(x)| x);
+                assert_eq!(q.peek_time(), expected.map(|(t, _)| t));
+                let got = q.pop().map(|(t, x)| (t, x.key));
+                assert_eq!(got, expected);
+                match got {
+                    Some((t, _)) => now = t,
+                    None => break,
+                }
+            }
+        }
+        while let Some(Reverse(expected)) = reference.pop() {
+            assert_eq!(q.pop().map(|(t, x)| (t, x.key)), Some(expected));
+        }
+        assert!(q.pop().is_none() && q.is_empty() && q.peek_time().is_none());
+    }
+
+    #[test]
+    fn many_events_at_one_time_come_out_in_key_order() {
+        // A whole round of a collective at one time, pushed from a far time with keys out of order
+        // across two buckets' worth of moves.
+        let mut q = EventQueue::new();
+        for k in (0..1000u64).rev() {
+            q.push(1 << 30, e(k * 2));
+        }
+        q.push(5, e(7));
+        assert_eq!(q.pop(), Some((5, e(7))));
+        for k in 0..1000u64 {
+            q.push(1 << 30, e(k * 2 + 1));
+        }
+        for k in 0..2000u64 {
+            assert_eq!(q.pop(), Some((1 << 30, e(k))));
+        }
+        assert!(q.pop().is_none());
     }
 }
