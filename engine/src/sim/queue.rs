@@ -7,7 +7,7 @@
 //! a bucket is a plain `Vec` the event is appended to. Buckets in (level, digit) order hold ever
 //! later times, so when the current time's events are exhausted the first non-empty bucket holds
 //! the next time (its minimum, kept per bucket): `now` moves there and that bucket's events are
-//! spread into lower levels, the ones at the new `now` into the current bucket in key order.
+//! spread into lower levels, the ones at the new `now` into the current bucket.
 //!
 //! Costs: push O(1); popping within a time O(1) while keys arrive in increasing order within each of
 //! two runs (see `Bucket`), O(log n) otherwise; each event moves between buckets at most 8 times in
@@ -86,6 +86,8 @@ impl Bucket {
 /// Radix buckets: 8 levels of 256 digits, in the order of their times.
 const LEVELS: usize = 8;
 const BUCKETS: usize = LEVELS * 256;
+/// Largest capacity (events) an emptied radix bucket keeps for reuse.
+const KEEP_CAPACITY: usize = 4096;
 
 pub struct EventQueue {
     /// Time of `current`: the last time popped (0 at first).
@@ -102,8 +104,6 @@ pub struct EventQueue {
     summary: u32,
     /// Events pushed at a time before `now`, (time, entry) smallest first: popped before the others.
     earlier: BinaryHeap<Reverse<(Time, Entry)>>,
-    /// Scratch for the events of a new current time, while they are put in key order.
-    arriving: Vec<Entry>,
     /// Times `now` has moved (see [`EventQueue::next_events`]).
     advances: u64,
     len: usize,
@@ -126,7 +126,6 @@ impl EventQueue {
             occupied: [0; BUCKETS / 64],
             summary: 0,
             earlier: BinaryHeap::new(),
-            arriving: Vec::new(),
             advances: 0,
             len: 0,
             peak_len: 0,
@@ -256,26 +255,24 @@ impl EventQueue {
         if self.occupied[b / 64] == 0 {
             self.summary &= !(1 << (b / 64));
         }
-        let spread = std::mem::take(&mut self.radix[b]);
-        let mut arriving = std::mem::take(&mut self.arriving);
+        let mut spread = std::mem::take(&mut self.radix[b]);
         for &(time, e) in &spread {
             if time == self.now {
-                arriving.push(e);
+                // Mostly in key order already (keys are issued in increasing order), which
+                // `Bucket` takes in O(1) each.
+                self.current.push(e);
             } else {
                 // To a lower level: the new `now` agrees with every event of bucket b from its
                 // level up.
                 self.park(self.bucket_of(time), time, e);
             }
         }
-        self.radix[b] = spread;
-        self.radix[b].clear();
-        // Mostly in key order already (keys are issued in increasing order): the adaptive stable
-        // sort then costs one pass.
-        if !arriving.is_sorted_by_key(|e| e.key) {
-            arriving.sort_by_key(|e| e.key);
+        // A bucket that held a whole round of a collective gives its memory back: kept, every
+        // bucket a round passed through would hold a round's worth.
+        if spread.capacity() <= KEEP_CAPACITY {
+            spread.clear();
+            self.radix[b] = spread;
         }
-        self.current.fresh.extend(arriving.drain(..));
-        self.arriving = arriving;
     }
 
     /// Puts events at the current time whose keys are all below every event queued at this time:
