@@ -6,7 +6,6 @@
 //! - [`net`]: network topologies, routing and placement of ranks on nodes.
 //! - [`noise`]: OS noise (detours) and how it stretches CPU work.
 //! - [`nic`], [`policy`], [`node`]: NIC congestion curves, admission control, the node model.
-//! - [`prefetch`]: the cache prefetch hint the simulator uses for state it will touch next.
 //! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
 
 pub mod net;
@@ -14,7 +13,6 @@ pub mod nic;
 pub mod node;
 pub mod noise;
 pub mod policy;
-pub mod prefetch;
 pub mod record;
 pub mod schedule;
 pub mod sim;

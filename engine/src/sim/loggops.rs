@@ -19,7 +19,6 @@ use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
 use crate::policy::PolicySpec;
-use crate::prefetch::prefetch;
 use crate::noise::Noise;
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
@@ -211,8 +210,6 @@ const WAITER: u32 = 1 << 29;
 const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
-/// Most events whose state is prefetched when the queue moves to a new time (see `prefetch_next`).
-const LOOKAHEAD: usize = 8;
 
 /// Message arrivals waiting for the same receiving CPU and NIC. LogGOPSim v1 re-queues every one of
 /// them at each instant the receiver frees, where the smallest key wins and the others are re-queued
@@ -434,7 +431,6 @@ impl<P: Program> Sim<'_, P> {
     /// Processes events until none is left (true) or `progress` asks to stop (false).
     fn run(&mut self, progress: &mut impl FnMut(u64) -> bool) -> bool {
         let mut countdown = PROGRESS_EVERY;
-        let mut advances = 0;
         loop {
             if self.net_dirty && self.queue.peek_time().is_none_or(|t| t > self.net.as_ref().map_or(0, Network::now)) {
                 self.reschedule_flows();
@@ -455,10 +451,6 @@ impl<P: Program> Sim<'_, P> {
                 }
             }
             let Some((t, e)) = self.queue.pop() else { break };
-            if self.queue.advances() != advances {
-                advances = self.queue.advances();
-                self.prefetch_next();
-            }
             if e.data == ROOTS {
                 self.expand_roots(e.host);
                 continue;
@@ -478,30 +470,6 @@ impl<P: Program> Sim<'_, P> {
             }
         }
         true
-    }
-
-    /// Starts loading the state of the events that come after the current time's, when there are
-    /// few: once noise desynchronises the ranks, nearly every event has a time of its own and
-    /// touches a random rank, and the misses of the next few events then overlap instead of
-    /// following one another. (Message events: their message; operations: the rank's clocks,
-    /// queue heads and started count.) Changes no result.
-    fn prefetch_next(&self) {
-        for &(_, e) in self.queue.next_events(LOOKAHEAD) {
-            if e.data == ROOTS {
-                continue;
-            }
-            if e.data & MSG_FLAG != 0 {
-                if e.host & KIND_MASK == ARRIVAL {
-                    let m = self.msgs.as_ptr().wrapping_add((e.data & !MSG_FLAG) as usize);
-                    prefetch(m);
-                    prefetch((m as *const u8).wrapping_add(64));
-                }
-            } else {
-                prefetch(self.clock.as_ptr().wrapping_add(e.host as usize * self.stride));
-                prefetch(self.started.as_ptr().wrapping_add(e.host as usize));
-                self.queues.prefetch(e.host);
-            }
-        }
     }
 
     /// Issues the operations of `rank` that have no dependencies, at time 0, keyed just above

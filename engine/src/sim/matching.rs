@@ -73,12 +73,6 @@ impl MatchQueues {
         list.tail = id;
     }
 
-    /// Starts loading the heads of `host`'s queues into the cache (see [`crate::prefetch`]).
-    #[inline]
-    pub fn prefetch(&self, host: u32) {
-        crate::prefetch::prefetch(self.lists.as_ptr().wrapping_add(host as usize));
-    }
-
     /// Removes and returns the item of the first entry matching (src, tag), if any.
     #[inline]
     pub fn take_first(&mut self, host: u32, q: Queue, src: u32, tag: u32) -> Option<u32> {
