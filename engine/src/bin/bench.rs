@@ -1,7 +1,11 @@
 //! Speed and memory probe of the engine, one measurement per process so that peak RSS is its own.
 //!
 //! ```text
-//! contend-engine-bench gen PATTERN RANKS BYTES      simulate a generated collective
+//! contend-engine-bench gen PATTERN RANKS BYTES [NOISE]
+//!     simulate a generated collective; with NOISE, under LogGOPSim's default parameters as
+//!     benchmarks/noise_speed.py (independent phases, seed 0): none, periodic:PERIOD_NS:DURATION_NS,
+//!     periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0), random:RATE_HZ:MEAN_NS (exponential
+//!     lengths) or trace:FILE
 //! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
@@ -9,7 +13,7 @@
 //!     packet; PACKET bytes (default 256)
 //! ```
 //! Networks: 10 GB/s links and injection, 100 ns per hop, one rank per node.
-//! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns).
+//! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns), but see NOISE.
 
 use std::path::Path;
 use std::time::Instant;
@@ -19,7 +23,10 @@ use contend_engine::schedule::Program;
 use contend_engine::schedule::goal::read_goal_file;
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
-use contend_engine::sim::{simulate, simulate_with_progress, Options, Params, SimResult};
+use contend_engine::noise::random::{Durations, RandomNoise};
+use contend_engine::noise::trace::read_trace_file;
+use contend_engine::noise::{Noise, Phase};
+use contend_engine::sim::{simulate_with_noise, simulate_with_progress, Options, Params, SimResult};
 
 fn peak_rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -36,9 +43,11 @@ fn params() -> Params {
 
 fn sim_json(r: &SimResult, secs: f64) -> String {
     format!(
-        "\"ranks\": {}, \"events\": {}, \"sim_seconds\": {:.4}, \"events_per_second\": {:.0}, \"makespan_ns\": {}, \"deadlock\": {}, \"finish_digest\": {}",
+        "\"ranks\": {}, \"events\": {}, \"requeues\": {}, \"peak_queue\": {}, \"sim_seconds\": {:.4}, \"events_per_second\": {:.0}, \"makespan_ns\": {}, \"deadlock\": {}, \"finish_digest\": {}",
         r.num_ranks,
         r.events,
+        r.requeues,
+        r.peak_queue,
         secs,
         r.events as f64 / secs,
         r.makespan / 1000,
@@ -73,6 +82,31 @@ fn topology(text: &str) -> TopologySpec {
     }
 }
 
+/// The noise of `gen`'s optional NOISE argument (see the module doc).
+fn noise(spec: &str) -> Noise {
+    let (kind, rest) = spec.split_once(':').unwrap_or_else(|| fail("NOISE is kind:parameters"));
+    let num = |x: &str| -> u64 { x.parse().unwrap_or_else(|_| fail("NOISE: bad number")) };
+    let two = || rest.split_once(':').unwrap_or_else(|| fail("NOISE: two numbers expected"));
+    let made = match kind {
+        "periodic" | "periodic-co" => {
+            let (period, duration) = two();
+            let phase = if kind == "periodic" { Phase::Independent } else { Phase::CoScheduled(0) };
+            Noise::periodic(num(period) * 1000, num(duration) * 1000, phase, 0)
+        }
+        "random" => {
+            let (rate, mean) = two();
+            RandomNoise::new(num(rate) as f64, Durations::Exponential { mean: num(mean) * 1000 }, 0)
+                .and_then(|r| Noise::random(r, Phase::Independent))
+        }
+        "trace" => {
+            let trace = read_trace_file(Path::new(rest)).unwrap_or_else(|e| fail(&e.to_string()));
+            Noise::replay(trace.ranks, Phase::Independent, 0)
+        }
+        _ => fail("NOISE kinds: periodic, periodic-co, random, trace"),
+    };
+    made.unwrap_or_else(|e| fail(&e))
+}
+
 fn fail(msg: &str) -> ! {
     eprintln!("contend-engine-bench: {msg}");
     std::process::exit(2)
@@ -81,12 +115,21 @@ fn fail(msg: &str) -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("gen") if args.len() == 4 => {
-            let c = collective(&args[1..]);
+        Some("gen") if args.len() == 4 || args.len() == 5 => {
+            let c = collective(&args[1..4]);
+            let noise = args.get(4).filter(|spec| *spec != "none").map(|spec| noise(spec));
+            let par = if args.len() == 5 { Params::loggopsim_defaults() } else { params() };
             let t0 = Instant::now();
-            let r = simulate(&c, &params(), &Options::default());
+            let r = simulate_with_noise(&c, &par, &Options::default(), None, noise.as_ref(), |_| true).expect("not cancelled");
             let secs = t0.elapsed().as_secs_f64();
-            println!("{{\"source\": \"generated\", \"pattern\": \"{}\", {}, \"peak_rss_bytes\": {}}}", args[1], sim_json(&r, secs), peak_rss_bytes());
+            println!(
+                "{{\"source\": \"generated\", \"pattern\": \"{}\", \"noise\": \"{}\", {}, \"noise_charged_ps\": {}, \"peak_rss_bytes\": {}}}",
+                args[1],
+                args.get(4).map_or("none", String::as_str),
+                sim_json(&r, secs),
+                r.noise,
+                peak_rss_bytes()
+            );
         }
         Some("goal") if args.len() == 2 => {
             let path = Path::new(&args[1]);
@@ -96,7 +139,7 @@ fn main() {
             let parse = t0.elapsed().as_secs_f64();
             let rss_after_parse = peak_rss_bytes();
             let t1 = Instant::now();
-            let r = simulate(&prog, &params(), &Options::default());
+            let r = simulate_with_noise(&prog, &params(), &Options::default(), None, None, |_| true).expect("not cancelled");
             let secs = t1.elapsed().as_secs_f64();
             println!(
                 "{{\"source\": \"goal\", \"file_bytes\": {file_bytes}, \"ops\": {}, \"parse_seconds\": {parse:.4}, \"parse_mb_per_second\": {:.1}, \"store_bytes_per_op\": {:.1}, \"peak_rss_after_parse_bytes\": {rss_after_parse}, {}, \"peak_rss_bytes\": {}}}",
@@ -132,6 +175,6 @@ fn main() {
             let c = collective(&args[1..4]);
             write_goal_file(&c, Path::new(&args[4])).unwrap_or_else(|e| fail(&format!("{}: {e}", args[4])));
         }
-        _ => fail("usage: gen PATTERN RANKS BYTES | goal FILE | write PATTERN RANKS BYTES FILE | net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]"),
+        _ => fail("usage: gen PATTERN RANKS BYTES [NOISE] | goal FILE | write PATTERN RANKS BYTES FILE | net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]"),
     }
 }
