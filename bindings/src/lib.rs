@@ -467,18 +467,35 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
 /// Runs the simulation without the GIL. Every few million events it takes the GIL back to honour
 /// Ctrl-C and to call `progress(operations_started, operations_total)` if given.
 #[allow(clippy::too_many_arguments)]
-fn run<P: Program + Sync>(
-    py: Python<'_>,
-    prog: &P,
+/// Everything a simulation takes from the `params` dict besides the program: the LogGOPS costs and the
+/// optional network, noise, node (NIC, admission control) and memory models.
+struct Models {
     par: Params,
     network: Option<NetworkSpec>,
     noise: Option<Noise>,
     node: Option<NodeModel>,
     memory: Option<MemoryModel>,
+}
+
+fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
+    Ok(Models {
+        par: params_from(params)?,
+        network: network_from(params)?,
+        noise: noise_from(py, params)?,
+        node: node_from(params)?,
+        memory: memory_from(params)?,
+    })
+}
+
+fn run<P: Program + Sync>(
+    py: Python<'_>,
+    prog: &P,
+    models: Models,
     records: bool,
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
+    let Models { par, network, noise, node, memory } = models;
     let opts = Options { records, timeline };
     if memory.is_some() && noise.is_some() {
         return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
@@ -529,13 +546,9 @@ fn simulate_goal(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let par = params_from(params)?;
-    let network = network_from(params)?;
-    let noise = noise_from(py, params)?;
-    let node = node_from(params)?;
-    let memory = memory_from(params)?;
+    let models = models_from(py, params)?;
     let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
-    run(py, &prog, par, network, noise, node, memory, records, timeline, progress)
+    run(py, &prog, models, records, timeline, progress)
 }
 
 /// Simulates a generated collective or pattern.
@@ -554,13 +567,9 @@ fn simulate_collective(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let par = params_from(params)?;
-    let network = network_from(params)?;
-    let noise = noise_from(py, params)?;
-    let node = node_from(params)?;
-    let memory = memory_from(params)?;
+    let models = models_from(py, params)?;
     let c = collective(name, ranks, size, root, seed)?;
-    run(py, &c, par, network, noise, node, memory, records, timeline, progress)
+    run(py, &c, models, records, timeline, progress)
 }
 
 /// Simulates the LAMMPS-like stencil of `contend reproduce nimc` (engine/src/schedule/stencil.rs):
@@ -582,14 +591,10 @@ fn simulate_stencil(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let par = params_from(params)?;
-    let network = network_from(params)?;
-    let noise = noise_from(py, params)?;
-    let node = node_from(params)?;
-    let memory = memory_from(params)?;
+    let models = models_from(py, params)?;
     let checkpoints: Vec<Checkpoint> = checkpoints.into_iter().map(|(writer, target, start, bytes)| Checkpoint { writer, target, start, bytes }).collect();
     let s = Stencil::new(ranks, steps, halo, calc, mem, &checkpoints).map_err(|e| PyValueError::new_err(format!("stencil: {e}")))?;
-    run(py, &s, par, network, noise, node, memory, records, timeline, progress)
+    run(py, &s, models, records, timeline, progress)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).
