@@ -14,14 +14,13 @@ Figures 1 and 2, docs/models.md "NIC congestion and admission control"):
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from contend.analysis.nicsweep import Point, concurrency_points, outstanding_points, run_point, sweep
 from contend.analysis.tune import QUICK as TUNE_QUICK, TuneScale, tune
-from contend.experiments.findings import Finding
+from contend.experiments.findings import Finding, stopwatch
 from contend.machine import load_machine
 from contend.nic import knee
 from contend.report import plots
@@ -51,11 +50,7 @@ def run_reproduction(out: Path, quick: bool = False,
     results: dict[str, Any] = {"quick": quick, "scale": asdict(scale), "wall_seconds": {}}
     findings: list[Finding] = []
 
-    def timed(key, fn):
-        t0 = time.perf_counter()
-        value = fn()
-        results["wall_seconds"][key] = round(time.perf_counter() - t0, 3)
-        return value
+    timed = stopwatch(results["wall_seconds"])
 
     progress("Figures 1 and 2: sweeps of active cores and outstanding messages")
     tables = timed("sweeps", lambda: {

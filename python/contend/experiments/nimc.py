@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import random
 import tempfile
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from contend.engine import engine, user_errors
-from contend.experiments.findings import Finding
+from contend.experiments.findings import Finding, stopwatch
 from contend.machine import load_machine, loggops_params
 from contend.memory import with_mitigations
 from contend.report import plots
@@ -73,11 +72,7 @@ def run_reproduction(out: Path, quick: bool = False,
     results: dict[str, Any] = {"quick": quick, "scale": asdict(scale), "wall_seconds": {}}
     findings: list[Finding] = []
 
-    def timed(key, fn):
-        t0 = time.perf_counter()
-        value = fn()
-        results["wall_seconds"][key] = round(time.perf_counter() - t0, 3)
-        return value
+    timed = stopwatch(results["wall_seconds"])
 
     progress("STREAM triad under RDMA writes (the seed's table)")
     findings += timed("stream", lambda: stream(out, scale, results))
