@@ -63,6 +63,16 @@ def test_ordering_defect_step_small():
     assert [row[1] for row in finding.rows] == [16 * 6000, 17 * 6000]
 
 
+def test_contention_step_names_the_get_site_and_block_cyclic_lowers_it():
+    from contend.experiments.onesided import GA_SITE
+
+    finding = tour.contention_diagnosed(None)  # the demo's size: 8 ranks, 16 KiB gets
+    (blocked, cyclic) = finding.rows
+    assert [blocked[0], cyclic[0]] == ["blocked", "cyclic"]
+    assert blocked[1] > cyclic[1] >= 0 and blocked[2] == blocked[1], "all of it target contention"
+    assert blocked[4] == cyclic[4] == GA_SITE
+
+
 def test_demo_writes_a_complete_report(capsys, tmp_path):
     from contend.cli import main
 
