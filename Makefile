@@ -53,6 +53,7 @@ test: test-rust test-py
 bench: build
 	$(ACT) python benchmarks/engine_speed.py
 	$(ACT) python benchmarks/noise_speed.py
+	$(ACT) python benchmarks/diagnose_speed.py --ranks 384
 
 clean:
 	rm -rf target $(VENV) demo-report native/build
