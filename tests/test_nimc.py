@@ -86,6 +86,20 @@ def test_short_real_run_samples_are_consistent(short_sweep):
     assert (out / "slowdown.png").stat().st_size > 0
 
 
+def test_short_real_run_times_the_core_beside_every_sample(short_sweep):
+    _, out = short_sweep
+    samples = nimc.read_samples(out)
+    assert (samples["core_rate"] > 0).all() and (samples["core_ns"] > 0).all()
+    # four rounds take at least four times the fastest one (32768 iterations at core_rate)
+    assert (samples["core_ns"] >= 4 * 32768 / samples["core_rate"] * 1e9 * (1 - 1e-9)).all()
+    assert np.allclose(samples["triad_vs_core"],
+                       samples["triad_cpu_Bps"] / samples["core_rate"] / nimc.CORE_REFERENCE)
+    # the kernel runs between samples, never inside one: each sample starts after the previous ends
+    for _, run in samples.groupby("run"):
+        ends = (run["start_ns"] + run["duration_ns"]).to_numpy()[:-1]
+        assert (run["start_ns"].to_numpy()[1:] >= ends).all()
+
+
 def test_small_chunks_lapping_a_small_region_all_land(tmp_path):
     """Stress: 4 KiB chunks, unpaced, into a 1 MiB region that each source laps many times; every chunk
     is checked where it landed (the last lap's stamps, the TCP receiver's sequence) and none is lost."""
@@ -240,6 +254,21 @@ def test_train_rejects_bad_data(tmp_path, capsys, change, message):
     err = capsys.readouterr().err
     assert message in err and data in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "m.model").exists()
+
+
+def test_data_without_the_core_kernel_trains_without_its_features(tmp_path, capsys):
+    old = pd.read_parquet(RECORDED)
+    assert "core_rate" not in old  # recorded before the core kernel existed
+    for feature_set in detector_module.FEATURE_SETS:
+        chosen = detector_module.select_features(old, feature_set)
+        assert not set(chosen) & set(detector_module.OPTIONAL)
+    assert {"core_rate", "triad_vs_core"} <= set(detector_module.select_features(synthetic(), "victim"))
+    # asked for by name, a missing column is an error naming it
+    assert main(["nimc", "train", str(RECORDED), "--features", "triad_cpu_Bps,triad_vs_core",
+                 "-o", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "missing feature column(s) triad_vs_core" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m").exists()
 
 
 def test_train_rejects_unknown_features_and_too_few_runs(tmp_path, capsys):

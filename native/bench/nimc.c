@@ -20,7 +20,9 @@
  *
  * Output (rank 0): one "interval" line per triad sample with its time, bandwidth and the software
  * (and, when the machine has them, hardware) counters of the triad thread over the sample, plus the
- * machine's CPU time split from /proc/stat and the load average; one "injected" line with the bytes
+ * machine's CPU time split from /proc/stat and the load average, and the speed of a short
+ * cache-resident kernel timed just before the sample (core_rate: the core's own speed, which a slower
+ * CPU state lowers but memory traffic does not); one "injected" line with the bytes
  * rank 1 delivered per millisecond bin (Python attributes them to samples); one "result" row.
  * Checks: the triad's last pass is recomputed element by element; every chunk carries its sequence
  * number at both ends, so the receiving side counts the bytes it really got (window or socket)
@@ -67,6 +69,59 @@ __attribute__((noinline)) static void triad(double *a, const double *b, const do
 static double scalar_of_pass(int64_t pass)
 {
     return 1.0 + 0.125 * (double)(pass % 8); /* exact in binary: the check can demand equality */
+}
+
+/* ---------- the core's own speed ---------- */
+
+/* A kernel that touches no memory beyond L1: a dependent walk of a 2 KiB ring of indices beside a
+ * dependent multiply-add chain, so its time is cycles / clock. CORE_ITERS per round (about 50-100 us
+ * here); the rate is that of the fastest of CORE_ROUNDS rounds, so an interrupt or a preemption
+ * inside one round does not count as a slow core. */
+#define CORE_RING 512
+#define CORE_ITERS 32768
+#define CORE_ROUNDS 4
+
+static uint32_t core_ring[CORE_RING];
+static volatile uint64_t core_sink; /* keeps the kernel's result alive */
+
+static void core_ring_init(void)
+{
+    /* one cycle through all slots: i -> i + 97 (odd stride, coprime with 512) */
+    for (uint32_t i = 0; i < CORE_RING; i++)
+        core_ring[i] = (i + 97) % CORE_RING;
+}
+
+__attribute__((noinline)) static uint64_t core_kernel(uint64_t seed)
+{
+    uint32_t at = (uint32_t)seed % CORE_RING;
+    uint64_t acc = seed | 1;
+    for (int i = 0; i < CORE_ITERS; i++) {
+        at = core_ring[at];
+        acc = acc * 0x9E3779B97F4A7C15ull + at;
+    }
+    return acc;
+}
+
+typedef struct {
+    double ns;   /* wall time of all rounds */
+    double rate; /* kernel iterations per second in the fastest round */
+} core_speed;
+
+static core_speed time_core(int64_t seed)
+{
+    core_speed c = {0, 0};
+    double best = 0;
+    int64_t first = now_ns();
+    for (int r = 0; r < CORE_ROUNDS; r++) {
+        int64_t t = now_ns();
+        core_sink += core_kernel((uint64_t)(seed + r));
+        double ns = (double)(now_ns() - t);
+        if (r == 0 || ns < best)
+            best = ns;
+    }
+    c.ns = (double)(now_ns() - first);
+    c.rate = best > 0 ? CORE_ITERS / best * 1e9 : -1;
+    return c;
 }
 
 /* ---------- counters of the triad thread ---------- */
@@ -442,7 +497,7 @@ static snapshot take(void)
 }
 
 static void write_interval(int index, int64_t t0, const snapshot *a, const snapshot *z, int64_t passes,
-                           int other_cpu, int nhard)
+                           int other_cpu, int nhard, core_speed core)
 {
     double ns = z->start_ns - a->start_ns, bytes = (double)passes * 3 * sizeof(double) * TRIAD_WORDS;
     json_begin();
@@ -453,6 +508,8 @@ static void write_interval(int index, int64_t t0, const snapshot *a, const snaps
     json_int("passes", passes);
     json_num("triad_bytes", bytes);
     json_num("triad_Bps", bytes / ns * 1e9);
+    json_num("core_ns", core.ns);
+    json_num("core_rate", core.rate);
     for (int i = 0; i < NSOFT; i++)
         json_num(software[i].name, software[i].fd >= 0 ? z->soft[i] - a->soft[i] : -1);
     for (int i = 0; i < NHARD && nhard; i++)
@@ -489,20 +546,26 @@ static int run_triad(bench *b, int64_t t0, int64_t end, int other_cpu, int nhard
     int64_t pass = 0;
     for (int i = 0; i < 3; i++) /* warm: pages mapped, TLB and prefetchers settled */
         triad(a, x, y, scalar_of_pass(pass++), TRIAD_WORDS);
+    core_ring_init();
     sleep_until(t0);
     int64_t interval = (int64_t)(b->opt.interval_s * 1e9);
     int samples = 0;
-    snapshot before = take();
-    while (samples < max_samples && (int64_t)before.start_ns + interval <= end) {
+    /* Each sample: the core kernel, then the triad for the interval. The kernel stays outside the
+     * triad's window (the triad's counters and CPU time are its alone), so samples are apart by the
+     * kernel's time (a few hundred microseconds). */
+    for (;;) {
+        core_speed core = time_core(samples);
+        snapshot before = take();
+        if (samples >= max_samples || (int64_t)before.start_ns + interval > end)
+            break;
         int64_t stop = (int64_t)before.start_ns + interval, passes = 0;
         do {
             triad(a, x, y, scalar_of_pass(pass++), TRIAD_WORDS);
             passes++;
         } while (now_ns() < stop);
         snapshot after = take();
-        write_interval(samples, t0, &before, &after, passes, other_cpu, nhard);
+        write_interval(samples, t0, &before, &after, passes, other_cpu, nhard, core);
         per_pass_ns[samples++] = (after.start_ns - before.start_ns) / (double)passes;
-        before = after;
     }
     double s = scalar_of_pass(pass - 1);
     *verified = 1;

@@ -33,7 +33,10 @@ LABEL, TARGET, RUN = "nimc", "slowdown_pct", "run"
 
 # What the triad (the application) sees of itself: its speed and its own software counters.
 VICTIM = ("triad_cpu_Bps", "triad_Bps", "triad_rel_max", "triad_rel_median", "cpu_share", "context_switches",
-          "involuntary_cs", "voluntary_cs", "page_faults", "cpu_migrations")
+          "involuntary_cs", "voluntary_cs", "page_faults", "cpu_migrations", "core_rate", "triad_vs_core")
+# The core's own speed and the triad against it: recorded since the core kernel joined the pattern, so
+# a named set drops them from data recorded before (an explicit --features list still demands them).
+OPTIONAL = ("core_rate", "triad_vs_core")
 # What the node shows besides: the CPU time split of both cores (/proc/stat), others' work on the
 # triad's core. Not the load average: it moves over minutes, so it names the run a sample came from
 # (a forest learns runs, not contention, from it); it stays in the data to tell noisy samples apart.
@@ -41,7 +44,7 @@ NODE = ("cpu_triad_user", "cpu_triad_system", "cpu_triad_softirq", "cpu_triad_ir
         "cpu_triad_steal", "cpu_other_user", "cpu_other_system", "cpu_other_softirq", "cpu_other_irq",
         "cpu_other_idle", "cpu_other_steal", "foreign_on_triad_core")
 HARDWARE = ("hw_cycles", "hw_instructions", "hw_cache_references", "hw_cache_misses", "hw_stalled_backend")
-TIMING = ("triad_cpu_Bps", "triad_Bps", "triad_rel_max", "triad_rel_median")
+TIMING = ("triad_cpu_Bps", "triad_Bps", "triad_rel_max", "triad_rel_median", "core_rate", "triad_vs_core")
 FEATURE_SETS = {
     "victim": VICTIM,
     "node": VICTIM + NODE,
@@ -63,7 +66,7 @@ def select_features(frame: pd.DataFrame, feature_set: str = "node", names: Seque
     else:
         if feature_set not in FEATURE_SETS:
             raise UserError(f"--feature-set: unknown set {feature_set!r} (choose {', '.join(FEATURE_SETS)})")
-        chosen = list(FEATURE_SETS[feature_set])
+        chosen = [f for f in FEATURE_SETS[feature_set] if f in frame.columns or f not in OPTIONAL]
         chosen += [h for h in HARDWARE if h in frame and (frame[h] >= 0).all()]
     missing = [n for n in chosen if n not in frame.columns]
     if missing:
