@@ -144,9 +144,6 @@ def _injected_per_interval(intervals: pd.DataFrame, injected: dict[str, Any]) ->
     return cumulative[last] - cumulative[first]
 
 
-# Triad bytes per core-kernel iteration of this machine with the triad alone (about 20 GB/s against
-# about 740 M iterations/s, docs/measure.md): a constant, so triad_vs_core is comparable across runs.
-CORE_REFERENCE = 28.0
 REFERENCE_SAMPLES = 20  # the triad's recent speed: over its last 20 samples (2 s at the default interval)
 
 
@@ -184,9 +181,8 @@ def intervals_of(run, plan: Plan, period_s: float = 0.0, on_s: float = 0.0) -> p
     if "core_rate" in frame:
         # The triad against the core's own speed (a cache-resident kernel timed beside each sample): a
         # slower CPU state slows both, so the ratio stays; memory contention slows the triad alone.
-        # Normalised by CORE_REFERENCE (bytes per kernel iteration of this machine's quiet triad) to
-        # read near 1.
-        frame["triad_vs_core"] = frame["triad_cpu_Bps"] / frame["core_rate"] / CORE_REFERENCE
+        # Unit: triad bytes per kernel iteration (about 28 here, quiet).
+        frame["triad_vs_core"] = frame["triad_cpu_Bps"] / frame["core_rate"]
     # The triad against its own recent speed (causal: this sample and the ones before it), what a
     # running application can know about itself without a baseline run
     recent = frame["triad_cpu_Bps"].rolling(REFERENCE_SAMPLES, min_periods=1)
