@@ -84,15 +84,21 @@ fn params_from(d: &Bound<'_, PyDict>) -> PyResult<Params> {
     Ok(Params { L: get(d, "L", "")?, o: get(d, "o", "")?, g: get(d, "g", "")?, G: get(d, "G", "")?, O: get(d, "O", "")?, S: get(d, "S", "")?, unit: PS_PER_NS, rendezvous })
 }
 
+/// The entry `key` of the parameters as a dict; None when it is absent or None (that model is off).
+fn optional_dict<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+    match d.get_item(key)? {
+        Some(v) if !v.is_none() => {
+            Ok(Some(v.cast_into::<PyDict>().map_err(|_| PyValueError::new_err(format!("{key} must be a dict")))?))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Reads the optional "network" entry of the parameters (see docs/formats.md, machine files):
 /// topology kind and sizes, routing, placement, ranks per node, bandwidths in bytes per second,
 /// hop latency in ps, packet size in bytes. None: LogGOPS only.
 fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec>> {
-    let Some(n) = d.get_item("network")? else { return Ok(None) };
-    if n.is_none() {
-        return Ok(None);
-    }
-    let n = n.cast::<PyDict>().map_err(|_| PyValueError::new_err("network must be a dict"))?;
+    let Some(n) = optional_dict(d, "network")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("network {k}: {what}"));
     let int = |k: &str| -> PyResult<u64> {
         n.get_item(k)?.ok_or_else(|| err(k, "missing"))?.extract::<u64>().map_err(|_| err(k, "must be a non-negative integer"))
@@ -146,11 +152,7 @@ fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec>> {
 /// (periodic, random, trace) and its values in ps / Hz, "phase" (None: independent phases, else
 /// the co-scheduled phase in ps), "seed", "per_byte". Trace files are read here. None: no noise.
 fn noise_from(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<Option<Noise>> {
-    let Some(n) = d.get_item("noise")? else { return Ok(None) };
-    if n.is_none() {
-        return Ok(None);
-    }
-    let n = n.cast::<PyDict>().map_err(|_| PyValueError::new_err("noise must be a dict"))?;
+    let Some(n) = optional_dict(d, "noise")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("noise {k}: {what}"));
     let get = |k: &str| -> PyResult<Bound<'_, PyAny>> { n.get_item(k)?.ok_or_else(|| err(k, "missing")) };
     let time = |k: &str| -> PyResult<u64> { get(k)?.extract::<u64>().map_err(|_| err(k, "must be a non-negative integer (ps)")) };
@@ -203,17 +205,13 @@ fn pairs<T: Copy>(v: Vec<Vec<T>>) -> Option<Vec<(T, T)>> {
 /// "ranks_per_node", "nic" (None or a list of size classes {up_to, concurrency, outstanding} with
 /// curves as [[x, factor], ...]) and "policy" (None or {kind: token | rate | proxy, ...}).
 fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
-    let Some(n) = d.get_item("node")? else { return Ok(None) };
-    if n.is_none() {
-        return Ok(None);
-    }
-    let n = n.cast::<PyDict>().map_err(|_| PyValueError::new_err("node must be a dict"))?;
+    let Some(n) = optional_dict(d, "node")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("{k}: {what}"));
     fn item<'py>(d: &Bound<'py, PyDict>, k: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         Ok(d.get_item(k)?.filter(|v| !v.is_none()))
     }
-    let ranks_per_node: u32 = item(n, "ranks_per_node")?.ok_or_else(|| err("ranks_per_node", "missing"))?.extract().map_err(|_| err("ranks_per_node", "must be a positive integer"))?;
-    let nic = match item(n, "nic")? {
+    let ranks_per_node: u32 = item(&n, "ranks_per_node")?.ok_or_else(|| err("ranks_per_node", "missing"))?.extract().map_err(|_| err("ranks_per_node", "must be a positive integer"))?;
+    let nic = match item(&n, "nic")? {
         None => None,
         Some(classes) => {
             let mut out = Vec::new();
@@ -251,7 +249,7 @@ fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
         }
         Ok(TokenSpec { tokens, size_per_token, thresholds })
     };
-    let policy = match item(n, "policy")? {
+    let policy = match item(&n, "policy")? {
         None => None,
         Some(p) => {
             let p = p.cast::<PyDict>().map_err(|_| err("policy", "must be a dict"))?;
@@ -275,11 +273,7 @@ fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
 /// "floor", "ranks_per_node", "nic" ("offload" | "onload"), "cpu_per_byte" (ps per byte),
 /// "pollution" (slowdown per GB/s), "reserve_core". None: no memory model.
 fn memory_from(d: &Bound<'_, PyDict>) -> PyResult<Option<MemoryModel>> {
-    let Some(m) = d.get_item("memory")? else { return Ok(None) };
-    if m.is_none() {
-        return Ok(None);
-    }
-    let m = m.cast::<PyDict>().map_err(|_| PyValueError::new_err("memory must be a dict"))?;
+    let Some(m) = optional_dict(d, "memory")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("memory {k}: {what}"));
     let item = |k: &str| -> PyResult<Option<Bound<'_, PyAny>>> { Ok(m.get_item(k)?.filter(|v| !v.is_none())) };
     let float = |k: &str| -> PyResult<f64> { item(k)?.ok_or_else(|| err(k, "missing"))?.extract::<f64>().map_err(|_| err(k, "must be a number")) };

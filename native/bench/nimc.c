@@ -224,18 +224,6 @@ static cpu_times read_cpu_times(void)
     return t;
 }
 
-static double load_1min(void)
-{
-    double load = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &load) != 1)
-            load = -1;
-        fclose(f);
-    }
-    return load;
-}
-
 /* Fractions of the interval each CPU row spent in each state (ticks are USER_HZ, 10 ms here, so an
  * interval of 100 ms sees steps of 0.1 per CPU). prefix: "cpu_all", "cpu_triad", "cpu_other". */
 static void write_cpu_split(const char *prefix, const double *before, const double *after)
@@ -490,7 +478,7 @@ static snapshot take(void)
     for (int i = 0; i < NHARD; i++)
         s.hard[i] = read_counter(&hardware[i]);
     s.use = thread_usage();
-    s.load = load_1min();
+    s.load = load_average();
     s.cpu = sched_getcpu();
     s.start_ns = (double)now_ns();
     return s;

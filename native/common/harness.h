@@ -119,6 +119,9 @@ int pattern_mode(const bench *b, const char *const *modes);
 int64_t largest_size(const bench *b);
 
 /* A page-aligned buffer of n bytes, touched so first use costs no page faults. Free with free(). */
+/* The 1-minute load average from /proc/loadavg; -1 where it cannot be read. */
+double load_average(void);
+
 void *alloc_buffer(int64_t n);
 
 /* Separate send and receive buffers, as OSU, IMB and HPCC use: a rank does not send the very bytes it

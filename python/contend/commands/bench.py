@@ -9,6 +9,7 @@ from typing import Iterator
 
 from contend.atomic import check_writable
 from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
+from contend.commands.options import bounded_number
 from contend.errors import UserError
 from contend.quantities import parse_count
 
@@ -287,15 +288,6 @@ def run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _real(text: str, what: str, low: float, high: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UserError(f"{what}: expected a number, got {text!r}") from None
-    if not low <= value <= high:
-        raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
-    return value
-
 
 def run_nimc(args: argparse.Namespace) -> int:
     import json
@@ -312,12 +304,12 @@ def run_nimc(args: argparse.Namespace) -> int:
     sources = nimc.parse_sources(args.sources)
     rates = nimc.parse_rates(args.rates)
     repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=1000)
-    duration = _real(args.duration, "--duration", 0.05, 3600)
-    interval = _real(args.interval, "--interval", 0.001, 60)
+    duration = bounded_number(args.duration, "--duration", 0.05, 3600)
+    interval = bounded_number(args.interval, "--interval", 0.001, 60)
     if interval > duration:
         raise UserError(f"--interval ({interval:g} s) is longer than --duration ({duration:g} s)")
-    period = _real(args.period, "--period", 0, 3600)
-    on = _real(args.on, "--on", 0.001, 3600) if args.on is not None else period / 2
+    period = bounded_number(args.period, "--period", 0, 3600)
+    on = bounded_number(args.on, "--on", 0.001, 3600) if args.on is not None else period / 2
     if period > 0 and on > period:
         raise UserError(f"--on ({on:g} s) is longer than --period ({period:g} s)")
     if 0 < period < 2 * interval:

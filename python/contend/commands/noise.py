@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from contend.atomic import check_writable
+from contend.commands.options import bounded_number
 from contend.errors import UserError
 from contend.quantities import parse_count
 
@@ -49,15 +50,6 @@ def register(subparsers) -> None:
     show.set_defaults(func=run_show)
 
 
-def _number(text: str, what: str, low: float, high: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UserError(f"{what}: expected a number, got {text!r}") from None
-    if not low <= value <= high:
-        raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
-    return value
-
 
 def _ranks(args: argparse.Namespace) -> int:
     from contend.noise.measure import usable_cores
@@ -76,9 +68,9 @@ def run_measure(args: argparse.Namespace) -> int:
     from contend.noise.trace import read_trace
     from contend.report.noise import noise_figure
 
-    seconds = _number(args.seconds, "--seconds", 0.01, 3600)
-    threshold = _number(args.threshold, "--threshold", 1, 1e9) if args.threshold is not None else None
-    timeout = _number(args.timeout, "--timeout", 1, 86400) if args.timeout is not None else None
+    seconds = bounded_number(args.seconds, "--seconds", 0.01, 3600)
+    threshold = bounded_number(args.threshold, "--threshold", 1, 1e9) if args.threshold is not None else None
+    timeout = bounded_number(args.timeout, "--timeout", 1, 86400) if args.timeout is not None else None
     trace_path = check_writable(args.output, "-o")
     plot_path = check_writable(args.plot or trace_path.with_suffix(".png"), "--plot")
     ranks = _ranks(args)

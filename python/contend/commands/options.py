@@ -1,4 +1,4 @@
-"""Command-line options shared by ``contend sim`` and ``contend goal``.
+"""Command-line options shared by the commands (``contend sim`` and ``contend goal``; bounded numbers).
 
 Numbers are taken as strings and checked by contend itself, so a bad value is one UserError line
 (exit 2) rather than argparse's usage dump.
@@ -7,6 +7,8 @@ Numbers are taken as strings and checked by contend itself, so a bad value is on
 from __future__ import annotations
 
 import argparse
+
+from contend.errors import UserError
 
 
 def add_collective_options(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -60,3 +62,14 @@ def noise_overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def parameter_overrides(args: argparse.Namespace) -> dict[str, str | None]:
     return {key: getattr(args, key) for key in ("L", "o", "g", "G", "O", "S")}
+
+
+def bounded_number(text: str, what: str, low: float, high: float) -> float:
+    """``text`` as a float in [low, high]; otherwise one UserError line naming the option ``what``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{what}: expected a number, got {text!r}") from None
+    if not low <= value <= high:
+        raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
+    return value
