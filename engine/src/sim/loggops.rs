@@ -224,7 +224,8 @@ const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
 /// How many events ahead `Sim::prefetch_ahead` starts loading an event's state, in three stages:
-/// the message, then the host it goes to, then that host's first queued match.
+/// the message (of an operation: its host), then the host it goes to, then the first receive
+/// posted there.
 const PREFETCH_MESSAGE: usize = AHEAD - 1;
 const PREFETCH_HOST: usize = AHEAD * 2 / 3;
 const PREFETCH_MATCH: usize = AHEAD / 3;
@@ -521,45 +522,34 @@ impl<P: Program> Sim<'_, P> {
     /// Starts loading the state the coming events will touch (`EventQueue::ahead`), so that their
     /// cache misses overlap with the work of this one instead of following each other: once the
     /// ranks drift apart (independent noise) consecutive events belong to random ranks and nearly
-    /// every access misses. Three stages, each using what the previous one loaded: an arrival's
-    /// message; then the state of the host it arrives at (of an operation: its own host); then the
-    /// first entry of that host's match queues. Hints only: nothing here changes a result.
+    /// every access misses. For an operation, its host's record; for an arrival, in three stages
+    /// each using what the previous one loaded: its message, the record of the host it arrives at,
+    /// the first receive posted there. Hints only: nothing here changes a result.
     #[inline]
     fn prefetch_ahead(&self) {
-        let arrival = |e: Entry| (e.data & MSG_FLAG != 0 && e.host & KIND_MASK == ARRIVAL).then(|| (e.data & !MSG_FLAG) as usize);
-        // The host an event acts on, or None (node and network events, root placeholders).
-        let host = |e: Entry| match arrival(e) {
-            Some(id) => self.msgs.get(id).map(|m| m.dst),
-            None => (e.data & MSG_FLAG == 0 && e.data != ROOTS).then_some(e.host),
-        };
         if let Some((_, e)) = self.queue.ahead(PREFETCH_MESSAGE) {
-            match arrival(e) {
-                Some(id) => {
-                    if let Some(m) = self.msgs.get(id) {
-                        prefetch(m);
-                    }
-                }
-                None => {
-                    if let Some(h) = host(e) {
-                        self.prefetch_host(h);
-                    }
-                }
+            match self.arrival_of(e) {
+                Some(m) => prefetch(m),
+                None if e.data & MSG_FLAG == 0 && e.data != ROOTS => self.hosts.prefetch(e.host),
+                None => {}
             }
         }
-        if let Some(h) = self.queue.ahead(PREFETCH_HOST).map(|(_, e)| e).filter(|&e| arrival(e).is_some()).and_then(host) {
-            self.prefetch_host(h);
+        if let Some(m) = self.queue.ahead(PREFETCH_HOST).and_then(|(_, e)| self.arrival_of(e)) {
+            self.hosts.prefetch(m.dst);
         }
-        if let Some(h) = self.queue.ahead(PREFETCH_MATCH).and_then(|(_, e)| host(e)) {
-            if (h as usize) < self.prog.num_ranks() as usize {
-                self.queues.prefetch_heads(&self.hosts.get(h).queues);
-            }
+        if let Some(m) = self.queue.ahead(PREFETCH_MATCH).and_then(|(_, e)| self.arrival_of(e)) {
+            self.queues.prefetch_head(&self.hosts.get(m.dst).queues, Queue::Posted);
         }
     }
 
-    /// Starts loading host `h`'s clocks, started count and match queue heads.
+    /// The message of an arrival event (None for other events).
     #[inline]
-    fn prefetch_host(&self, h: u32) {
-        self.hosts.prefetch(h);
+    fn arrival_of(&self, e: Entry) -> Option<&Message> {
+        if e.data & MSG_FLAG != 0 && e.host & KIND_MASK == ARRIVAL {
+            self.msgs.get((e.data & !MSG_FLAG) as usize)
+        } else {
+            None
+        }
     }
 
     /// Issues the operations of `rank` that have no dependencies, at time 0, keyed just above

@@ -105,13 +105,11 @@ impl MatchQueues {
         None
     }
 
-    /// Starts loading the first entry of both queues (a hint, see `crate::prefetch`).
+    /// Starts loading the first entry of a queue (a hint, see `crate::prefetch`).
     #[inline]
-    pub fn prefetch_heads(&self, lists: &Lists) {
-        for list in lists {
-            if let Some(node) = self.nodes.get(list.head as usize) {
-                prefetch(node);
-            }
+    pub fn prefetch_head(&self, lists: &Lists, q: Queue) {
+        if let Some(node) = self.nodes.get(lists[q as usize].head as usize) {
+            prefetch(node);
         }
     }
 
