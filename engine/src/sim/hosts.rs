@@ -1,8 +1,9 @@
 //! The per-host state of the LogGOPS simulator, one cache line per host.
 //!
 //! Every event reads and writes its host's clocks (`nexto[cpu]`, `nextgs[nic]`, `nextgr[nic]`: when
-//! each CPU and NIC is free), counts a started operation and looks at a match queue. Kept in four
-//! arrays these cost four cache misses per event once noise has pulled the ranks apart and
+//! each CPU and NIC is free), counts a started operation and looks at a match queue (and an arrival
+//! that finds its receiver busy, at the receiver's wait list). Kept apart these cost several cache
+//! misses per event once noise has pulled the ranks apart and
 //! consecutive events belong to random hosts; kept together, one (which `Sim` prefetches). Hosts
 //! with more CPUs and NICs than fit keep their other clocks in a second array.
 
@@ -12,8 +13,11 @@ use crate::prefetch::prefetch;
 use crate::sim::matching::{Lists, EMPTY};
 use crate::time::Time;
 
-/// Clocks kept in a host's own record: one CPU and one NIC need 3, up to three CPUs or two NICs fit.
-const INLINE_CLOCKS: usize = 5;
+/// Clocks kept in a host's own record: one CPU and one NIC need 3, two CPUs and one NIC 4.
+const INLINE_CLOCKS: usize = 4;
+
+/// `Host::waiting` of a host without a wait list.
+pub const NO_WAITS: u32 = u32::MAX;
 
 /// What events touch of one host.
 #[derive(Clone, Copy)]
@@ -24,6 +28,8 @@ pub struct Host {
     pub started: u32,
     /// Its posted-receive and unexpected-message queues (`crate::sim::matching`).
     pub queues: Lists,
+    /// Slot of the wait list of its CPU 0 and NIC 0 (arrivals waiting for them), or NO_WAITS.
+    pub waiting: u32,
 }
 
 /// One clock of one host: `nexto[cpu]` is index `cpu`, `nextgs[nic]` is `cpus + nic`, `nextgr[nic]`
@@ -45,7 +51,7 @@ pub struct Hosts {
 impl Hosts {
     pub fn new(hosts: usize, clocks_per_host: usize) -> Hosts {
         let more = clocks_per_host.saturating_sub(INLINE_CLOCKS);
-        let empty = Host { clocks: [0; INLINE_CLOCKS], started: 0, queues: EMPTY };
+        let empty = Host { clocks: [0; INLINE_CLOCKS], started: 0, queues: EMPTY, waiting: NO_WAITS };
         Hosts { hosts: vec![empty; hosts], more_clocks: vec![0; hosts * more], more }
     }
 
@@ -101,7 +107,7 @@ mod tests {
     #[test]
     fn a_host_is_one_cache_line_and_clocks_past_it_are_kept_apart() {
         assert_eq!(std::mem::size_of::<Host>(), 64);
-        // 4 CPUs and 2 NICs: 8 clocks per host, 3 of them outside the record.
+        // 4 CPUs and 2 NICs: 8 clocks per host, 4 of them outside the record.
         let mut hosts = Hosts::new(3, 8);
         for h in 0..3 {
             for i in 0..8 {
@@ -113,6 +119,6 @@ mod tests {
                 assert_eq!(hosts[Clock { host: h, index: i }], (10 * h + i) as Time);
             }
         }
-        assert_eq!(hosts.more_clocks.len(), 9);
+        assert_eq!(hosts.more_clocks.len(), 12);
     }
 }

@@ -23,7 +23,7 @@ use crate::policy::PolicySpec;
 use crate::noise::Noise;
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
-use crate::sim::hosts::{Clock, Hosts};
+use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
@@ -279,8 +279,12 @@ struct Sim<'p, P: Program> {
     net_msgs: Vec<NetMessage>,
     flow_msg: Vec<u32>,
     rescheduled: Vec<(FlowId, Time)>,
-    /// Arrivals waiting for a busy receiver, by (host, CPU, NIC).
-    arrivals_waiting: U64Map<WaitList>,
+    /// Arrivals waiting for a busy receiver, one list per (host, CPU, NIC) that has any, in a slab
+    /// with free slots. A host record points to the list of its CPU 0 and NIC 0 (the common case:
+    /// no hash lookup of a random key per waiting arrival); `other_waits` to the others.
+    waits: Vec<WaitList>,
+    free_waits: Vec<u32>,
+    other_waits: U64Map<u32>,
     wait_versions: u32,
     /// Detours that stretch CPU work (docs/models.md, "Noise"); None: exact LogGOPS.
     noise: Option<&'p Noise>,
@@ -444,7 +448,9 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         net_msgs: Vec::new(),
         flow_msg: Vec::new(),
         rescheduled: Vec::new(),
-        arrivals_waiting: U64Map::default(),
+        waits: Vec::new(),
+        free_waits: Vec::new(),
+        other_waits: U64Map::default(),
         wait_versions: 0,
         noise,
         noise_charged: 0,
@@ -727,7 +733,7 @@ impl<P: Program> Sim<'_, P> {
         let free = self.hosts[c].max(self.hosts[n]);
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
-        if first && self.arrivals_waiting.get(&list).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
+        if first && self.wait_slot(list).map(|w| &self.waits[w as usize]).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
             return; // a copy superseded by an arrival with a smaller key
         }
         if !first && self.memory.is_some() {
@@ -793,7 +799,18 @@ impl<P: Program> Sim<'_, P> {
             return self.requeue(free, e);
         }
         self.requeues += 1;
-        let waiting = self.arrivals_waiting.entry(list).or_default();
+        let slot = match self.wait_slot(list) {
+            Some(slot) => slot,
+            None => {
+                let slot = self.free_waits.pop().unwrap_or_else(|| {
+                    self.waits.push(WaitList::default());
+                    self.waits.len() as u32 - 1
+                });
+                self.set_wait_slot(list, Some(slot));
+                slot
+            }
+        };
+        let waiting = &mut self.waits[slot as usize];
         match waiting.first {
             Some(first) if first.0 < e.key => {
                 waiting.rest.push(std::cmp::Reverse((e.key, e.data)));
@@ -805,15 +822,35 @@ impl<P: Program> Sim<'_, P> {
         }
         self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
         let version = self.wait_versions;
-        let waiting = self.arrivals_waiting.get_mut(&list).expect("just made");
+        let waiting = &mut self.waits[slot as usize];
         waiting.first = Some((e.key, e.data));
         waiting.version = version;
         self.queue.push(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
     }
 
+    /// Where the wait list of `list` (host << 16 | cpu << 8 | nic) is in `waits`, if it has one.
+    #[inline]
+    fn wait_slot(&self, list: u64) -> Option<u32> {
+        let slot = if list & 0xffff == 0 { self.hosts.get((list >> 16) as u32).waiting } else { *self.other_waits.get(&list)? };
+        (slot != NO_WAITS).then_some(slot)
+    }
+
+    #[inline]
+    fn set_wait_slot(&mut self, list: u64, slot: Option<u32>) {
+        let slot = slot.unwrap_or(NO_WAITS);
+        if list & 0xffff == 0 {
+            self.hosts.get_mut((list >> 16) as u32).waiting = slot;
+        } else if slot == NO_WAITS {
+            self.other_waits.remove(&list);
+        } else {
+            self.other_waits.insert(list, slot);
+        }
+    }
+
     /// The first of a wait list has been handled: the next one (smallest key) is queued at `free`.
     fn next_waiter(&mut self, list: u64, free: Time) {
-        let waiting = self.arrivals_waiting.get_mut(&list).expect("a first has its list");
+        let slot = self.wait_slot(list).expect("a first has its list");
+        let waiting = &mut self.waits[slot as usize];
         match waiting.rest.pop() {
             Some(std::cmp::Reverse(next)) => {
                 self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
@@ -822,7 +859,9 @@ impl<P: Program> Sim<'_, P> {
                 self.queue.push(free, Entry { key: next.0, host: ARRIVAL | WAITER | waiting.version, data: next.1 });
             }
             None => {
-                self.arrivals_waiting.remove(&list);
+                waiting.first = None; // empty again, ready for reuse
+                self.free_waits.push(slot);
+                self.set_wait_slot(list, None);
             }
         }
     }
