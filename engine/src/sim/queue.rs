@@ -241,17 +241,25 @@ impl EventQueue {
     /// Removes and returns the smallest (time, key) event.
     #[inline]
     pub fn pop(&mut self) -> Option<(Time, Entry)> {
-        while self.ahead.len() <= AHEAD {
-            match self.buckets.pop() {
-                Some(next) => self.ahead.push_back(next),
-                None => break,
-            }
+        if self.ahead.len() <= AHEAD {
+            self.refill();
         }
         let next = self.ahead.pop_front();
         if next.is_some() {
             self.len -= 1;
         }
         next
+    }
+
+    /// Tops the look-ahead up to twice its reach, so that most pops only take its front.
+    #[inline(never)]
+    fn refill(&mut self) {
+        while self.ahead.len() < 2 * AHEAD {
+            match self.buckets.pop() {
+                Some(next) => self.ahead.push_back(next),
+                None => break,
+            }
+        }
     }
 
     /// Puts events at the current time whose keys are all below every event queued at this time:
