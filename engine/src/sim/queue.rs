@@ -175,10 +175,10 @@ pub const AHEAD: usize = 16;
 
 /// The event queue: the next events in order (`ahead`: at least [`AHEAD`] of them while the
 /// buckets hold more), then the rest in time buckets. Everything in `ahead` comes before
-/// everything in `buckets`, so popping takes its front (refilling it from the buckets, 16 at a time,
-/// when it is down to [`AHEAD`]), and a push
-/// that falls before the last of `ahead` is inserted into it (a short move of at most a few
-/// dozen entries).
+/// everything in `buckets`, so popping takes its front (refilling it from the buckets, [`AHEAD`]
+/// at a time, when it is down to [`AHEAD`]), and a push that falls before the last of `ahead` is
+/// inserted into it (a short move: it holds a few dozen entries but right after a placeholder
+/// expanded, whose operations go to its front in O(1)).
 #[derive(Default)]
 pub struct EventQueue {
     ahead: VecDeque<(Time, Entry)>,
