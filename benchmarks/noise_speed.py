@@ -70,7 +70,8 @@ def main() -> int:
     console = Console(width=None if sys.stdout.isatty() else 150)
     console.print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; > 1 means another job competes)")
     table = Table(title=f"noise injection cost, {ranks:,} ranks, 1 byte ({contend.load_machine('loggopsim-default').name})")
-    for column in ("collective", "noise", "wall s", "vs no noise", "M events/s", "makespan us", "detour time charged s"):
+    for column in ("collective", "noise", "wall s", "vs no noise", "ns/event", "M events/s", "makespan us",
+                   "detour time charged s"):
         table.add_column(column, justify="left" if column in ("collective", "noise") else "right")
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="contend-noise-speed-") as scratch:
@@ -89,7 +90,8 @@ def main() -> int:
                 base = base or wall
                 ratio = wall / base
                 table.add_row(pattern, label, f"{wall:.2f}" + (f" (median of {len(runs)})" if len(runs) > 1 else ""),
-                              f"{ratio:.2f}x", f"{r.events / wall / 1e6:.1f}", f"{r.makespan / 1000:,.1f}",
+                              f"{ratio:.2f}x", f"{wall / r.events * 1e9:.0f}", f"{r.events / wall / 1e6:.1f}",
+                              f"{r.makespan / 1000:,.1f}",
                               f"{r.noise_charged / 1e9:.3f}")
                 if label != "no noise":
                     kind = "injection, ranks in step" if "co-scheduled" in label else "desynchronised ranks"

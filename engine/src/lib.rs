@@ -7,12 +7,14 @@
 //! - [`noise`]: OS noise (detours) and how it stretches CPU work.
 //! - [`nic`], [`policy`], [`node`]: NIC congestion curves, admission control, the node model.
 //! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
+//! - [`prefetch`]: the cache hint the simulator's hot loops use.
 
 pub mod net;
 pub mod nic;
 pub mod node;
 pub mod noise;
 pub mod policy;
+pub mod prefetch;
 pub mod record;
 pub mod schedule;
 pub mod sim;

@@ -25,6 +25,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::flow::{FlowId, LinkStats};
+use crate::prefetch::prefetch;
 use crate::time::Time;
 
 /// A message's state at one link of its path. A message's slots are contiguous in one slab: a
@@ -351,18 +352,6 @@ fn event_key(time: Time, seq: u64, link: u32) -> u128 {
 
 fn split_key(key: u128) -> (Time, u64, u32) {
     ((key >> 64) as Time, (key >> 24) as u64 & ((1 << 40) - 1), key as u32 & ((1 << 24) - 1))
-}
-
-/// Asks the CPU to bring `x` into cache (a hint; nothing on other architectures).
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint that never faults, and the pointer comes from a reference.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(x as *const T as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// Picoseconds to send `bytes` at `capacity` bytes per picosecond, rounded up.

@@ -23,8 +23,10 @@ use crate::policy::PolicySpec;
 use crate::noise::Noise;
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
+use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
-use crate::sim::queue::{Entry, EventQueue};
+use crate::prefetch::prefetch;
+use crate::sim::queue::{Entry, EventQueue, AHEAD};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -143,8 +145,10 @@ pub struct SimResult {
     pub memory: Option<MemoryStats>,
 }
 
-/// A message in flight or waiting in an unexpected queue.
+/// A message in flight or waiting in an unexpected queue: what every model reads, in 32 bytes (two
+/// to a cache line, aligned so that one never straddles two).
 #[derive(Clone, Copy, Default)]
+#[repr(align(32))]
 struct Message {
     src: u32,
     dst: u32,
@@ -153,13 +157,19 @@ struct Message {
     size: u64,
     cpu: u8,
     nic: u8,
+    /// Crossed the network (not within a node, not LogGOPS-only).
+    networked: bool,
+}
+
+/// The rest of a message, kept (in `Sim::details`, indexed like `msgs`) only for records and the
+/// node model, so that the plain LogGOPS path moves a third of the bytes per message.
+#[derive(Clone, Copy, Default)]
+struct MessageDetails {
     posted: Time,
     injected: Time,
     /// When its last byte reached the destination.
     arrived: Time,
     received: Time,
-    /// Crossed the network (not within a node, not LogGOPS-only).
-    networked: bool,
     /// Time lost to sharing links with other messages (or the node's NIC).
     link_delay: Time,
     /// When the sender's overhead was done (the message was handed to its node).
@@ -213,6 +223,12 @@ const WAITER: u32 = 1 << 29;
 const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
+/// How many events ahead `Sim::prefetch_ahead` starts loading an event's state, in three stages:
+/// the message (of an operation: its host), then the host it goes to, then the first receive
+/// posted there.
+const PREFETCH_MESSAGE: usize = AHEAD - 1;
+const PREFETCH_HOST: usize = AHEAD * 2 / 3;
+const PREFETCH_MATCH: usize = AHEAD / 3;
 
 /// Message arrivals waiting for the same receiving CPU and NIC. LogGOPSim v1 re-queues every one of
 /// them at each instant the receiver frees, where the smallest key wins and the others are re-queued
@@ -232,12 +248,14 @@ struct Sim<'p, P: Program> {
     par: Params,
     cpus: usize,
     nics: usize,
-    /// Per host, contiguous (one cache line for one CPU and one NIC): nexto[cpus], nextgs[nics],
-    /// nextgr[nics].
-    clock: Vec<Time>,
-    stride: usize,
+    /// Per host (one cache line): clocks nexto[cpus], nextgs[nics], nextgr[nics], started count,
+    /// match queues.
+    hosts: Hosts,
     queues: MatchQueues,
     msgs: Vec<Message>,
+    /// Per message slot, when records or the node model need them (`keep_details`); else empty.
+    details: Vec<MessageDetails>,
+    keep_details: bool,
     free_msgs: Vec<u32>,
     /// Remaining dependency counts of operations partly satisfied (key: rank << 32 | op).
     waiting: U64Map<u32>,
@@ -247,7 +265,6 @@ struct Sim<'p, P: Program> {
     ready: Vec<(u32, u32)>,
     issue: Vec<(u32, OpKind, u32, Op)>,
     deps: Vec<u32>,
-    started: Vec<u32>,
     ops_started: u64,
     messages: u64,
     requeues: u64,
@@ -262,8 +279,12 @@ struct Sim<'p, P: Program> {
     net_msgs: Vec<NetMessage>,
     flow_msg: Vec<u32>,
     rescheduled: Vec<(FlowId, Time)>,
-    /// Arrivals waiting for a busy receiver, by (host, CPU, NIC).
-    arrivals_waiting: U64Map<WaitList>,
+    /// Arrivals waiting for a busy receiver, one list per (host, CPU, NIC) that has any, in a slab
+    /// with free slots. A host record points to the list of its CPU 0 and NIC 0 (the common case:
+    /// no hash lookup of a random key per waiting arrival); `other_waits` to the others.
+    waits: Vec<WaitList>,
+    free_waits: Vec<u32>,
+    other_waits: U64Map<u32>,
     wait_versions: u32,
     /// Detours that stretch CPU work (docs/models.md, "Noise"); None: exact LogGOPS.
     noise: Option<&'p Noise>,
@@ -404,10 +425,11 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         par: *par,
         cpus,
         nics,
-        clock: vec![0; n * (cpus + 2 * nics)],
-        stride: cpus + 2 * nics,
-        queues: MatchQueues::new(n),
+        hosts: Hosts::new(n, cpus + 2 * nics),
+        queues: MatchQueues::new(),
         msgs: Vec::new(),
+        details: Vec::new(),
+        keep_details: opts.records || node.is_some(),
         free_msgs: Vec::new(),
         waiting: U64Map::default(),
         queue: EventQueue::new(),
@@ -415,7 +437,6 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         ready: Vec::new(),
         issue: Vec::new(),
         deps: Vec::new(),
-        started: vec![0; n],
         ops_started: 0,
         messages: 0,
         requeues: 0,
@@ -427,7 +448,9 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         net_msgs: Vec::new(),
         flow_msg: Vec::new(),
         rescheduled: Vec::new(),
-        arrivals_waiting: U64Map::default(),
+        waits: Vec::new(),
+        free_waits: Vec::new(),
+        other_waits: U64Map::default(),
         wait_versions: 0,
         noise,
         noise_charged: 0,
@@ -442,19 +465,19 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
 }
 
 impl<P: Program> Sim<'_, P> {
-    /// Index of nexto[cpu] of host h in `clock`.
+    /// The clock nexto[cpu] of host h.
     #[inline]
-    fn o_slot(&self, h: u32, cpu: u8) -> usize {
-        h as usize * self.stride + cpu as usize
+    fn o_slot(&self, h: u32, cpu: u8) -> Clock {
+        Clock { host: h, index: cpu as u32 }
     }
-    /// Index of nextgs[nic] of host h in `clock` (nextgr[nic] follows `nics` slots later).
+    /// The clocks nextgs[nic] and nextgr[nic] of host h.
     #[inline]
-    fn gs_slot(&self, h: u32, nic: u8) -> usize {
-        h as usize * self.stride + self.cpus + nic as usize
+    fn gs_slot(&self, h: u32, nic: u8) -> Clock {
+        Clock { host: h, index: (self.cpus + nic as usize) as u32 }
     }
     #[inline]
-    fn gr_slot(&self, h: u32, nic: u8) -> usize {
-        self.gs_slot(h, nic) + self.nics
+    fn gr_slot(&self, h: u32, nic: u8) -> Clock {
+        Clock { host: h, index: (self.cpus + self.nics + nic as usize) as u32 }
     }
 
     /// Processes events until none is left (true) or `progress` asks to stop (false).
@@ -480,8 +503,9 @@ impl<P: Program> Sim<'_, P> {
                 }
             }
             let Some((t, e)) = self.queue.pop() else { break };
+            self.prefetch_ahead();
             if e.data == ROOTS {
-                self.expand_roots(e.host);
+                self.expand_roots(t, e.host);
                 continue;
             }
             if e.data & MSG_FLAG != 0 {
@@ -501,9 +525,42 @@ impl<P: Program> Sim<'_, P> {
         true
     }
 
+    /// Starts loading the state the coming events will touch (`EventQueue::ahead`), so that their
+    /// cache misses overlap with the work of this one instead of following each other: once the
+    /// ranks drift apart (independent noise) consecutive events belong to random ranks and nearly
+    /// every access misses. For an operation, its host's record; for an arrival, in three stages
+    /// each using what the previous one loaded: its message, the record of the host it arrives at,
+    /// the first receive posted there. Hints only: nothing here changes a result.
+    #[inline]
+    fn prefetch_ahead(&self) {
+        if let Some((_, e)) = self.queue.ahead(PREFETCH_MESSAGE) {
+            match self.arrival_of(e) {
+                Some(m) => prefetch(m),
+                None if e.data & MSG_FLAG == 0 && e.data != ROOTS => self.hosts.prefetch(e.host),
+                None => {}
+            }
+        }
+        if let Some(m) = self.queue.ahead(PREFETCH_HOST).and_then(|(_, e)| self.arrival_of(e)) {
+            self.hosts.prefetch(m.dst);
+        }
+        if let Some(m) = self.queue.ahead(PREFETCH_MATCH).and_then(|(_, e)| self.arrival_of(e)) {
+            self.queues.prefetch_head(&self.hosts.get(m.dst).queues, Queue::Posted);
+        }
+    }
+
+    /// The message of an arrival event (None for other events).
+    #[inline]
+    fn arrival_of(&self, e: Entry) -> Option<&Message> {
+        if e.data & MSG_FLAG != 0 && e.host & KIND_MASK == ARRIVAL {
+            self.msgs.get((e.data & !MSG_FLAG) as usize)
+        } else {
+            None
+        }
+    }
+
     /// Issues the operations of `rank` that have no dependencies, at time 0, keyed just above
     /// the placeholder (so before anything created later, as v1 queues them all up front).
-    fn expand_roots(&mut self, rank: u32) {
+    fn expand_roots(&mut self, t: Time, rank: u32) {
         let mut roots = std::mem::take(&mut self.deps);
         roots.clear();
         self.prog.roots(rank, &mut roots);
@@ -522,7 +579,7 @@ impl<P: Program> Sim<'_, P> {
                 }
             }
         }
-        self.queue.push_front_now(issue.iter().enumerate().map(|(k, &(_, _, i, _))| Entry { key: base + k as u64, host: rank, data: i }));
+        self.queue.push_front_now(t, issue.iter().enumerate().map(|(k, &(_, _, i, _))| Entry { key: base + k as u64, host: rank, data: i }));
         self.deps = roots;
         self.issue = issue;
     }
@@ -562,8 +619,8 @@ impl<P: Program> Sim<'_, P> {
         let c = self.o_slot(h, op.cpu);
         match op.kind {
             OpKind::Calc => {
-                if self.clock[c] > t {
-                    return self.requeue(self.clock[c], e);
+                if self.hosts[c] > t {
+                    return self.requeue(self.hosts[c], e);
                 }
                 self.start(h, i);
                 let end = match &mut self.memory {
@@ -574,7 +631,7 @@ impl<P: Program> Sim<'_, P> {
                     }
                     None => self.cpu_work(h, t, op.size * self.par.unit),
                 };
-                self.clock[c] = end;
+                self.hosts[c] = end;
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::Calc, t, end);
                 }
@@ -582,7 +639,7 @@ impl<P: Program> Sim<'_, P> {
             }
             OpKind::Send => {
                 let n = self.gs_slot(h, op.nic);
-                let free = self.clock[c].max(self.clock[n]);
+                let free = self.hosts[c].max(self.hosts[n]);
                 if free > t {
                     return self.requeue(free, e);
                 }
@@ -608,32 +665,16 @@ impl<P: Program> Sim<'_, P> {
                 let networked = self.net.as_ref().is_some_and(|net| !net.same_node(h, op.peer));
                 // The message leaves when the (possibly stretched) overhead o is done.
                 let sent = self.cpu_work(h, t, k.o);
-                self.clock[c] = self.cpu_bytes(h, sent, extra * k.O);
+                self.hosts[c] = self.cpu_bytes(h, sent, extra * k.O);
                 if !nic_path {
                     // With NIC curves the node's shared NIC does this work instead (`nic_start`).
-                    self.clock[n] = t + k.g + if networked { 0 } else { extra * k.G };
+                    self.hosts[n] = t + k.g + if networked { 0 } else { extra * k.G };
                 }
                 if let Some(tl) = &mut self.timeline {
-                    tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.clock[c]);
+                    tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.hosts[c]);
                 }
                 let posted = if self.records.is_some() { self.send_ready_at.remove(&((h as u64) << 32 | i as u64)).unwrap_or(t) } else { 0 };
-                let m = Message {
-                    src: h,
-                    dst: op.peer,
-                    send_op: i,
-                    tag: op.tag,
-                    size: op.size,
-                    cpu: op.cpu,
-                    nic: op.nic,
-                    posted,
-                    injected: t,
-                    arrived: sent + k.L,
-                    networked,
-                    handed: sent,
-                    tokens: held,
-                    injector: h,
-                    ..Message::default()
-                };
+                let m = Message { src: h, dst: op.peer, send_op: i, tag: op.tag, size: op.size, cpu: op.cpu, nic: op.nic, networked };
                 let id = match self.free_msgs.pop() {
                     Some(id) => {
                         self.msgs[id as usize] = m;
@@ -644,6 +685,13 @@ impl<P: Program> Sim<'_, P> {
                         self.msgs.len() as u32 - 1
                     }
                 };
+                if self.keep_details {
+                    let d = MessageDetails { posted, injected: t, arrived: sent + k.L, handed: sent, tokens: held, injector: h, ..MessageDetails::default() };
+                    match self.details.get_mut(id as usize) {
+                        Some(slot) => *slot = d,
+                        None => self.details.push(d),
+                    }
+                }
                 if self.noise.is_some() && self.records.is_some() {
                     self.msg_noise.insert(id as u64, (sent - t - k.o, 0));
                 }
@@ -666,12 +714,12 @@ impl<P: Program> Sim<'_, P> {
             }
             OpKind::Recv => {
                 self.start(h, i);
-                match self.queues.take_first(h, Queue::Unexpected, op.peer, op.tag) {
+                match self.queues.take_first(&mut self.hosts.get_mut(h).queues, Queue::Unexpected, op.peer, op.tag) {
                     Some(id) => {
                         self.deliver(id, i, t, t);
                         self.done(h, i);
                     }
-                    None => self.queues.push(h, Queue::Posted, op.peer, op.tag, i),
+                    None => self.queues.push(&mut self.hosts.get_mut(h).queues, Queue::Posted, op.peer, op.tag, i),
                 }
             }
         }
@@ -682,10 +730,10 @@ impl<P: Program> Sim<'_, P> {
         let m = self.msgs[id as usize];
         let c = self.o_slot(m.dst, m.cpu);
         let n = self.gr_slot(m.dst, m.nic);
-        let free = self.clock[c].max(self.clock[n]);
+        let free = self.hosts[c].max(self.hosts[n]);
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
-        if first && self.arrivals_waiting.get(&list).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
+        if first && self.wait_slot(list).map(|w| &self.waits[w as usize]).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
             return; // a copy superseded by an arrival with a smaller key
         }
         if !first && self.memory.is_some() {
@@ -699,24 +747,26 @@ impl<P: Program> Sim<'_, P> {
         let extra = m.size.saturating_sub(1);
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
         let handled = self.cpu_work(m.dst, t, k.o);
-        self.clock[c] = self.cpu_bytes(m.dst, handled, extra * per_byte_cpu);
+        self.hosts[c] = self.cpu_bytes(m.dst, handled, extra * per_byte_cpu);
         if self.noise.is_some() && self.records.is_some() {
-            self.msg_noise.entry(id as u64).or_default().1 = self.clock[c] - t - k.o - extra * per_byte_cpu;
+            self.msg_noise.entry(id as u64).or_default().1 = self.hosts[c] - t - k.o - extra * per_byte_cpu;
         }
-        self.clock[n] = t + k.g + extra * per_byte_nic;
+        self.hosts[n] = t + k.g + extra * per_byte_nic;
         if let Some(tl) = &mut self.timeline {
-            tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.clock[c]);
+            tl.push(m.dst, m.cpu as u32, SpanKind::RecvOverhead, t, self.hosts[c]);
         }
-        self.msgs[id as usize].received = t;
-        match self.queues.take_first(m.dst, Queue::Posted, m.src, m.tag) {
+        if self.keep_details {
+            self.details[id as usize].received = t;
+        }
+        match self.queues.take_first(&mut self.hosts.get_mut(m.dst).queues, Queue::Posted, m.src, m.tag) {
             Some(recv_op) => {
                 self.deliver(id, recv_op, t, t);
                 self.done(m.dst, recv_op);
             }
-            None => self.queues.push(m.dst, Queue::Unexpected, m.src, m.tag, id),
+            None => self.queues.push(&mut self.hosts.get_mut(m.dst).queues, Queue::Unexpected, m.src, m.tag, id),
         }
         if first {
-            let free = self.clock[c].max(self.clock[n]);
+            let free = self.hosts[c].max(self.hosts[n]);
             self.next_waiter(list, free);
         }
     }
@@ -733,7 +783,7 @@ impl<P: Program> Sim<'_, P> {
         let extended = mem.take_extended();
         for x in &extended {
             let c = self.o_slot(x.rank, x.cpu);
-            self.clock[c] = x.end;
+            self.hosts[c] = x.end;
             if let (Some(tl), Some(span)) = (&mut self.timeline, x.span) {
                 tl.end[span as usize] = x.end;
             }
@@ -749,7 +799,18 @@ impl<P: Program> Sim<'_, P> {
             return self.requeue(free, e);
         }
         self.requeues += 1;
-        let waiting = self.arrivals_waiting.entry(list).or_default();
+        let slot = match self.wait_slot(list) {
+            Some(slot) => slot,
+            None => {
+                let slot = self.free_waits.pop().unwrap_or_else(|| {
+                    self.waits.push(WaitList::default());
+                    self.waits.len() as u32 - 1
+                });
+                self.set_wait_slot(list, Some(slot));
+                slot
+            }
+        };
+        let waiting = &mut self.waits[slot as usize];
         match waiting.first {
             Some(first) if first.0 < e.key => {
                 waiting.rest.push(std::cmp::Reverse((e.key, e.data)));
@@ -761,15 +822,35 @@ impl<P: Program> Sim<'_, P> {
         }
         self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
         let version = self.wait_versions;
-        let waiting = self.arrivals_waiting.get_mut(&list).expect("just made");
+        let waiting = &mut self.waits[slot as usize];
         waiting.first = Some((e.key, e.data));
         waiting.version = version;
         self.queue.push(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
     }
 
+    /// Where the wait list of `list` (host << 16 | cpu << 8 | nic) is in `waits`, if it has one.
+    #[inline]
+    fn wait_slot(&self, list: u64) -> Option<u32> {
+        let slot = if list & 0xffff == 0 { self.hosts.get((list >> 16) as u32).waiting } else { *self.other_waits.get(&list)? };
+        (slot != NO_WAITS).then_some(slot)
+    }
+
+    #[inline]
+    fn set_wait_slot(&mut self, list: u64, slot: Option<u32>) {
+        let slot = slot.unwrap_or(NO_WAITS);
+        if list & 0xffff == 0 {
+            self.hosts.get_mut((list >> 16) as u32).waiting = slot;
+        } else if slot == NO_WAITS {
+            self.other_waits.remove(&list);
+        } else {
+            self.other_waits.insert(list, slot);
+        }
+    }
+
     /// The first of a wait list has been handled: the next one (smallest key) is queued at `free`.
     fn next_waiter(&mut self, list: u64, free: Time) {
-        let waiting = self.arrivals_waiting.get_mut(&list).expect("a first has its list");
+        let slot = self.wait_slot(list).expect("a first has its list");
+        let waiting = &mut self.waits[slot as usize];
         match waiting.rest.pop() {
             Some(std::cmp::Reverse(next)) => {
                 self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
@@ -778,7 +859,9 @@ impl<P: Program> Sim<'_, P> {
                 self.queue.push(free, Entry { key: next.0, host: ARRIVAL | WAITER | waiting.version, data: next.1 });
             }
             None => {
-                self.arrivals_waiting.remove(&list);
+                waiting.first = None; // empty again, ready for reuse
+                self.free_waits.push(slot);
+                self.set_wait_slot(list, None);
             }
         }
     }
@@ -793,25 +876,26 @@ impl<P: Program> Sim<'_, P> {
             // NIC are busy until then and the send completes now.
             let c = self.o_slot(m.src, m.cpu);
             let n = self.gs_slot(m.src, m.nic);
-            self.clock[c] = self.clock[c].max(t);
-            self.clock[n] = self.clock[n].max(t);
+            self.hosts[c] = self.hosts[c].max(t);
+            self.hosts[n] = self.hosts[n].max(t);
             self.done(m.src, m.send_op);
-            if m.tokens > 0 {
-                self.release(t, m.src, m.tokens);
+            if self.node.is_some() && self.details[id as usize].tokens > 0 {
+                self.release(t, m.src, self.details[id as usize].tokens);
             }
         }
         if let Some(rec) = &mut self.records {
+            let d = self.details[id as usize];
             let (send_noise, receive_noise) = self.msg_noise.remove(&(id as u64)).unwrap_or_default();
             let k = self.par.costs(m.size);
             let per_byte = if m.networked { k.O } else { k.O.max(k.G) };
             let times = MessageTimes {
-                posted: m.posted,
-                injected: m.injected,
-                arrived: m.arrived,
-                received: m.received,
+                posted: d.posted,
+                injected: d.injected,
+                arrived: d.arrived,
+                received: d.received,
                 matched,
                 receive_cost: k.o + m.size.saturating_sub(1) * per_byte,
-                link: m.link_delay,
+                link: d.link_delay,
                 send_noise,
                 receive_noise,
             };
@@ -850,11 +934,13 @@ impl<P: Program> Sim<'_, P> {
 
     /// The last byte of message `id` reaches its destination at `arrival`.
     fn arrive_from_network(&mut self, id: u32, arrival: Time) {
-        let nm = self.net_msgs[id as usize];
-        let msg = &mut self.msgs[id as usize];
-        msg.arrived = arrival;
-        // Contention is whatever the message took beyond crossing the path alone.
-        msg.link_delay = (arrival - nm.flow_start).saturating_sub(nm.head + nm.alone);
+        if self.keep_details {
+            let nm = self.net_msgs[id as usize];
+            let d = &mut self.details[id as usize];
+            d.arrived = arrival;
+            // Contention is whatever the message took beyond crossing the path alone.
+            d.link_delay = (arrival - nm.flow_start).saturating_sub(nm.head + nm.alone);
+        }
         let key = self.new_key();
         self.queue.push(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
     }
@@ -943,9 +1029,8 @@ impl<P: Program> Sim<'_, P> {
     /// Message `id` enters its node's NIC; its service starts now if the NIC was idle.
     fn nic_enqueue(&mut self, t: Time, id: u32) {
         let ns = self.node.as_mut().expect("NIC events need the node model");
-        let m = &self.msgs[id as usize];
-        let node = ns.node_of[m.src as usize];
-        if ns.nic.push(node, m.injector, id) {
+        let node = ns.node_of[self.msgs[id as usize].src as usize];
+        if ns.nic.push(node, self.details[id as usize].injector, id) {
             self.nic_start(t, node);
         }
     }
@@ -962,7 +1047,8 @@ impl<P: Program> Sim<'_, P> {
         let factor = ns.curves.as_ref().expect("NIC queues run only with curves").factor(m.size, active, held);
         let service = stretched(nominal, factor);
         // Waiting for the shared NIC and its slowdown count as contention, like a busy link.
-        self.msgs[id as usize].link_delay = (t - m.handed + service).saturating_sub(nominal);
+        let d = &mut self.details[id as usize];
+        d.link_delay = (t - d.handed + service).saturating_sub(nominal);
         let key = self.new_key();
         self.queue.push(t + service, Entry { key, host: NIC_DONE, data: MSG_FLAG | id });
     }
@@ -973,16 +1059,18 @@ impl<P: Program> Sim<'_, P> {
         let m = self.msgs[id as usize];
         let ns = self.node.as_mut().expect("NIC events need the node model");
         let node = ns.node_of[m.src as usize];
-        ns.nic.pop(node, m.injector);
+        let d = &mut self.details[id as usize];
+        ns.nic.pop(node, d.injector);
         let more = ns.nic.front(node).is_some();
         let k = self.par.costs(m.size);
-        self.msgs[id as usize].arrived = t + k.L;
+        d.arrived = t + k.L;
+        let tokens = d.tokens;
         let key = self.new_key();
         self.queue.push(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
         if m.size <= self.par.S {
             self.done(m.src, m.send_op);
-            if m.tokens > 0 {
-                self.release(t, m.src, m.tokens);
+            if tokens > 0 {
+                self.release(t, m.src, tokens);
             }
         }
         if more {
@@ -997,7 +1085,7 @@ impl<P: Program> Sim<'_, P> {
         let ns = self.node.as_mut().expect("proxy events need the node model");
         let ranks = ns.node_of.len() as u32;
         let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        let msgs = &mut self.msgs;
+        let (msgs, details) = (&self.msgs, &mut self.details);
         loop {
             let mut held = 0;
             let tokens = &mut ns.tokens;
@@ -1007,12 +1095,12 @@ impl<P: Program> Sim<'_, P> {
             }) else {
                 break;
             };
-            let m = &mut msgs[id as usize];
-            m.tokens = held;
-            m.injector = ranks + node * *servers + server;
+            let d = &mut details[id as usize];
+            d.tokens = held;
+            d.injector = ranks + node * *servers + server;
             let key = self.next_key;
             self.next_key += 1;
-            self.queue.push(t + self.par.costs(m.size).g, Entry { key, host: PROXY_DONE, data: MSG_FLAG | id });
+            self.queue.push(t + self.par.costs(msgs[id as usize].size).g, Entry { key, host: PROXY_DONE, data: MSG_FLAG | id });
         }
     }
 
@@ -1020,11 +1108,12 @@ impl<P: Program> Sim<'_, P> {
     /// way as in LogGOPS; the server takes the next message.
     fn proxy_done(&mut self, t: Time, id: u32) {
         let m = self.msgs[id as usize];
+        let d = self.details[id as usize];
         let ns = self.node.as_mut().expect("proxy events need the node model");
         let node = ns.node_of[m.src as usize];
         let ranks = ns.node_of.len() as u32;
         let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        proxy.free_server(node, m.injector - ranks - node * *servers);
+        proxy.free_server(node, d.injector - ranks - node * *servers);
         if ns.curves.is_some() {
             self.nic_enqueue(t, id);
         } else {
@@ -1033,11 +1122,11 @@ impl<P: Program> Sim<'_, P> {
             if m.networked {
                 self.queue.push(t, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
             } else {
-                self.msgs[id as usize].arrived = t + k.L;
+                self.details[id as usize].arrived = t + k.L;
                 self.queue.push(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
             }
-            if m.tokens > 0 && m.size <= self.par.S {
-                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, m.tokens);
+            if d.tokens > 0 && m.size <= self.par.S {
+                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, d.tokens);
             }
         }
         self.proxy_dispatch(t, node);
@@ -1089,7 +1178,7 @@ impl<P: Program> Sim<'_, P> {
     /// Marks an operation started: satisfies its irequires dependents.
     #[inline]
     fn start(&mut self, h: u32, i: u32) {
-        self.started[h as usize] += 1;
+        self.hosts.get_mut(h).started += 1;
         self.ops_started += 1;
         let mut deps = std::mem::take(&mut self.deps);
         deps.clear();
@@ -1145,13 +1234,13 @@ impl<P: Program> Sim<'_, P> {
         for &(h, _, i, op) in &issue {
             let c = self.o_slot(h, op.cpu);
             let time = if op.kind == OpKind::Send {
-                let t = self.clock[c].max(self.clock[self.gs_slot(h, op.nic)]);
+                let t = self.hosts[c].max(self.hosts[self.gs_slot(h, op.nic)]);
                 if self.records.is_some() {
                     self.send_ready_at.insert((h as u64) << 32 | i as u64, t);
                 }
                 t
             } else {
-                self.clock[c]
+                self.hosts[c]
             };
             let key = self.new_key();
             self.queue.push(time, Entry { key, host: h, data: i });
@@ -1161,7 +1250,7 @@ impl<P: Program> Sim<'_, P> {
 
     fn finish(mut self) -> SimResult {
         let n = self.prog.num_ranks() as usize;
-        let finish: Vec<Time> = (0..n).map(|h| self.clock[h * self.stride..h * self.stride + self.cpus].iter().copied().max().unwrap_or(0)).collect();
+        let finish: Vec<Time> = (0..n as u32).map(|h| (0..self.cpus as u32).map(|index| self.hosts[Clock { host: h, index }]).max().unwrap_or(0)).collect();
         let makespan = finish.iter().copied().max().unwrap_or(0);
         let ops = self.ops_started;
         let deadlock = self.find_deadlock();
@@ -1194,13 +1283,13 @@ impl<P: Program> Sim<'_, P> {
         let mut d = Deadlock::default();
         let cap = Deadlock::LIST_CAP;
         for h in 0..self.prog.num_ranks() {
-            for op in self.queues.items(h, Queue::Posted) {
+            for op in self.queues.items(&self.hosts.get(h).queues, Queue::Posted) {
                 d.unmatched_recv_count += 1;
                 if d.unmatched_recvs.len() < cap {
                     d.unmatched_recvs.push(self.pending(h, op));
                 }
             }
-            for id in self.queues.items(h, Queue::Unexpected) {
+            for id in self.queues.items(&self.hosts.get(h).queues, Queue::Unexpected) {
                 let m = &self.msgs[id as usize];
                 d.unmatched_send_count += 1;
                 if d.unmatched_sends.len() < cap {
@@ -1210,15 +1299,16 @@ impl<P: Program> Sim<'_, P> {
         }
         // Rendezvous sends whose message waits unmatched never completed: (rank, op).
         let stuck_sends: HashSet<(u32, u32)> = (0..self.prog.num_ranks())
-            .flat_map(|r| self.queues.items(r, Queue::Unexpected))
+            .flat_map(|r| self.queues.items(&self.hosts.get(r).queues, Queue::Unexpected))
             .map(|id| &self.msgs[id as usize])
             .filter(|m| m.size > self.par.S)
             .map(|m| (m.src, m.send_op))
             .collect();
         for h in 0..self.prog.num_ranks() {
             let total = self.prog.num_ops(h);
-            if self.started[h as usize] < total {
-                d.never_started_count += (total - self.started[h as usize]) as u64;
+            let started = self.hosts.get(h).started;
+            if started < total {
+                d.never_started_count += (total - started) as u64;
                 if d.never_started.len() < cap {
                     self.list_never_started(h, &stuck_sends, &mut d.never_started, cap);
                 }
@@ -1237,7 +1327,7 @@ impl<P: Program> Sim<'_, P> {
         let mut stack = Vec::new();
         self.prog.roots(h, &mut stack);
         let mut deps = Vec::new();
-        let posted: HashSet<u32> = self.queues.items(h, Queue::Posted).collect();
+        let posted: HashSet<u32> = self.queues.items(&self.hosts.get(h).queues, Queue::Posted).collect();
         while let Some(i) = stack.pop() {
             if started[i as usize] {
                 continue;

@@ -1,10 +1,11 @@
 //! Message matching: every host's posted-receive queue and unexpected-message queue.
 //!
 //! Each queue is a FIFO singly linked list threaded through one shared slab of 16-byte nodes, so a
-//! host costs 16 bytes until it queues something, and a receive posted behind many others costs no
-//! copying. Matching is first-match-wins in queue order with wildcards (`ANY`) on either side:
+//! host costs 16 bytes until it queues something (its [`Lists`], which the simulator keeps with the
+//! rest of the host's state), and a receive posted behind many others costs no copying. Matching is first-match-wins in queue order with wildcards (`ANY`) on either side:
 //! O(position of the match), which is the head in the common case.
 
+use crate::prefetch::prefetch;
 use crate::schedule::ANY;
 
 /// Which of a host's two queues.
@@ -27,12 +28,14 @@ struct Node {
 }
 
 #[derive(Clone, Copy)]
-struct List {
+pub struct List {
     head: u32,
     tail: u32,
 }
 
-const EMPTY: List = List { head: NIL, tail: NIL };
+/// One host's two queues (indexed by [`Queue`]), both empty to begin with.
+pub type Lists = [List; 2];
+pub const EMPTY: Lists = [List { head: NIL, tail: NIL }; 2];
 
 /// Whether a (source, tag) pair from one side matches one from the other side.
 #[inline]
@@ -40,20 +43,21 @@ pub fn matches(src_a: u32, tag_a: u32, src_b: u32, tag_b: u32) -> bool {
     (src_a == ANY || src_b == ANY || src_a == src_b) && (tag_a == ANY || tag_b == ANY || tag_a == tag_b)
 }
 
+/// The entries of every host's queues; each host's [`Lists`] say where its queues begin and end.
+#[derive(Default)]
 pub struct MatchQueues {
-    lists: Vec<[List; 2]>,
     nodes: Vec<Node>,
     free: u32,
 }
 
 impl MatchQueues {
-    pub fn new(hosts: usize) -> MatchQueues {
-        MatchQueues { lists: vec![[EMPTY; 2]; hosts], nodes: Vec::new(), free: NIL }
+    pub fn new() -> MatchQueues {
+        MatchQueues { nodes: Vec::new(), free: NIL }
     }
 
     /// Appends an entry to the back of a queue. O(1).
     #[inline]
-    pub fn push(&mut self, host: u32, q: Queue, src: u32, tag: u32, item: u32) {
+    pub fn push(&mut self, lists: &mut Lists, q: Queue, src: u32, tag: u32, item: u32) {
         let node = Node { src, tag, item, next: NIL };
         let id = if self.free != NIL {
             let id = self.free;
@@ -64,7 +68,7 @@ impl MatchQueues {
             self.nodes.push(node);
             self.nodes.len() as u32 - 1
         };
-        let list = &mut self.lists[host as usize][q as usize];
+        let list = &mut lists[q as usize];
         if list.tail == NIL {
             list.head = id;
         } else {
@@ -75,14 +79,14 @@ impl MatchQueues {
 
     /// Removes and returns the item of the first entry matching (src, tag), if any.
     #[inline]
-    pub fn take_first(&mut self, host: u32, q: Queue, src: u32, tag: u32) -> Option<u32> {
-        let list = self.lists[host as usize][q as usize];
+    pub fn take_first(&mut self, lists: &mut Lists, q: Queue, src: u32, tag: u32) -> Option<u32> {
+        let list = lists[q as usize];
         let mut prev = NIL;
         let mut cur = list.head;
         while cur != NIL {
             let n = self.nodes[cur as usize];
             if matches(src, tag, n.src, n.tag) {
-                let l = &mut self.lists[host as usize][q as usize];
+                let l = &mut lists[q as usize];
                 if prev == NIL {
                     l.head = n.next;
                 } else {
@@ -101,9 +105,17 @@ impl MatchQueues {
         None
     }
 
+    /// Starts loading the first entry of a queue (a hint, see `crate::prefetch`).
+    #[inline]
+    pub fn prefetch_head(&self, lists: &Lists, q: Queue) {
+        if let Some(node) = self.nodes.get(lists[q as usize].head as usize) {
+            prefetch(node);
+        }
+    }
+
     /// The items of a queue, front to back.
-    pub fn items(&self, host: u32, q: Queue) -> impl Iterator<Item = u32> + '_ {
-        let mut cur = self.lists[host as usize][q as usize].head;
+    pub fn items(&self, lists: &Lists, q: Queue) -> impl Iterator<Item = u32> + '_ {
+        let mut cur = lists[q as usize].head;
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let n = self.nodes[cur as usize];
@@ -120,23 +132,24 @@ mod tests {
 
     #[test]
     fn first_match_in_order_with_wildcards() {
-        let mut m = MatchQueues::new(2);
-        m.push(1, Queue::Posted, 0, 5, 10);
-        m.push(1, Queue::Posted, ANY, 7, 11);
-        m.push(1, Queue::Posted, 0, ANY, 12);
-        m.push(1, Queue::Posted, 0, 5, 13);
-        assert_eq!(m.take_first(1, Queue::Posted, 0, 7), Some(11));
-        assert_eq!(m.take_first(1, Queue::Posted, 0, 5), Some(10));
-        assert_eq!(m.take_first(1, Queue::Posted, 0, 5), Some(12));
-        assert_eq!(m.take_first(1, Queue::Posted, 3, 5), None);
-        assert_eq!(m.items(1, Queue::Posted).collect::<Vec<_>>(), vec![13]);
-        assert_eq!(m.items(0, Queue::Posted).count(), 0);
-        assert_eq!(m.items(1, Queue::Unexpected).count(), 0);
+        let mut m = MatchQueues::new();
+        let mut hosts = [EMPTY; 2];
+        m.push(&mut hosts[1], Queue::Posted, 0, 5, 10);
+        m.push(&mut hosts[1], Queue::Posted, ANY, 7, 11);
+        m.push(&mut hosts[1], Queue::Posted, 0, ANY, 12);
+        m.push(&mut hosts[1], Queue::Posted, 0, 5, 13);
+        assert_eq!(m.take_first(&mut hosts[1], Queue::Posted, 0, 7), Some(11));
+        assert_eq!(m.take_first(&mut hosts[1], Queue::Posted, 0, 5), Some(10));
+        assert_eq!(m.take_first(&mut hosts[1], Queue::Posted, 0, 5), Some(12));
+        assert_eq!(m.take_first(&mut hosts[1], Queue::Posted, 3, 5), None);
+        assert_eq!(m.items(&hosts[1], Queue::Posted).collect::<Vec<_>>(), vec![13]);
+        assert_eq!(m.items(&hosts[0], Queue::Posted).count(), 0);
+        assert_eq!(m.items(&hosts[1], Queue::Unexpected).count(), 0);
         // Freed nodes are reused and the tail stays right after removing the last entry.
-        assert_eq!(m.take_first(1, Queue::Posted, ANY, ANY), Some(13));
-        m.push(1, Queue::Posted, 2, 2, 14);
-        m.push(1, Queue::Posted, 2, 2, 15);
-        assert_eq!(m.items(1, Queue::Posted).collect::<Vec<_>>(), vec![14, 15]);
+        assert_eq!(m.take_first(&mut hosts[1], Queue::Posted, ANY, ANY), Some(13));
+        m.push(&mut hosts[1], Queue::Posted, 2, 2, 14);
+        m.push(&mut hosts[1], Queue::Posted, 2, 2, 15);
+        assert_eq!(m.items(&hosts[1], Queue::Posted).collect::<Vec<_>>(), vec![14, 15]);
         assert!(m.nodes.len() <= 4);
     }
 }
