@@ -1,4 +1,5 @@
-/* Point to point: MPI_Send, Ssend, Recv (blocking: complete when they return) and Isend, Issend, Irecv
+/* Point to point: MPI_Send, Ssend, Recv (blocking: complete when they return), Sendrecv and
+ * Sendrecv_replace (a blocking send and a blocking receive in one call) and Isend, Issend, Irecv
  * (complete in the Wait/Test that completes their request, complete.c), each in the classic and the
  * MPI 4 large-count form that mpi4py uses on MPICH. A call on MPI_PROC_NULL moves nothing: not recorded. */
 #include "trace.h"
@@ -79,6 +80,52 @@ static void received(trace_record *r, MPI_Comm comm, const MPI_Status *status)
         received(r, comm, status);                                                                    \
     return rc;
 
+/* Sendrecv: recorded as the two operations it is, a send and a receive of the same call site that
+ * both complete when the call returns (the halo exchanges of stencil codes are mostly this call). */
+#define SENDRECV(FLAGS, SEND_BYTES, RECV_BYTES, CALL)                                                 \
+    void *site = __builtin_return_address(0);                                                         \
+    trace_record *s = dest == MPI_PROC_NULL ? 0 : record_begin(K_SEND, site);                         \
+    trace_record *r = source == MPI_PROC_NULL ? 0 : record_begin(K_RECV, site);                       \
+    if (s) {                                                                                          \
+        s->flags |= FLAGS;                                                                            \
+        describe(s, SEND_BYTES, dest, sendtag, comm);                                                 \
+    }                                                                                                 \
+    if (r) {                                                                                          \
+        r->flags |= FLAGS;                                                                            \
+        describe(r, RECV_BYTES, source, recvtag, comm);                                               \
+    }                                                                                                 \
+    MPI_Status own;                                                                                   \
+    int wild = r && (source == MPI_ANY_SOURCE || recvtag == MPI_ANY_TAG);                             \
+    if (wild && status == MPI_STATUS_IGNORE)                                                          \
+        status = &own;                                                                                \
+    int rc = CALL;                                                                                    \
+    int64_t end = stamp();                                                                            \
+    if (s)                                                                                            \
+        s->returned = s->completed = end;                                                             \
+    if (r) {                                                                                          \
+        r->returned = r->completed = end;                                                             \
+        if (rc == MPI_SUCCESS && wild)                                                                \
+            received(r, comm, status);                                                                \
+    }                                                                                                 \
+    return rc;
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status)
+{
+    SENDRECV(0, type_bytes(sendtype, (int64_t)sendcount), type_bytes(recvtype, (int64_t)recvcount),
+             PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                           source, recvtag, comm, status))
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    int64_t bytes = type_bytes(datatype, (int64_t)count);
+    SENDRECV(0, bytes, bytes,
+             PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status))
+}
+
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
              MPI_Status *status)
 {
@@ -130,6 +177,24 @@ int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, in
                MPI_Status *status)
 {
     BLOCKING_RECV(F_LARGE_COUNT, PMPI_Recv_c(buf, count, datatype, source, tag, comm, status))
+}
+
+int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
+                   int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
+                   int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    SENDRECV(F_LARGE_COUNT, type_bytes(sendtype, (int64_t)sendcount),
+             type_bytes(recvtype, (int64_t)recvcount),
+             PMPI_Sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                             source, recvtag, comm, status))
+}
+
+int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag,
+                           int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    int64_t bytes = type_bytes(datatype, (int64_t)count);
+    SENDRECV(F_LARGE_COUNT, bytes, bytes,
+             PMPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm, status))
 }
 
 int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag,

@@ -4,16 +4,17 @@
  *   trace-stress [ITERATIONS [SEED]]
  * Two-sided rounds: a random destination per rank (the same on all ranks, from the shared seed), so
  * each rank knows whom it receives from; receives are blocking or nonblocking, by source or
- * MPI_ANY_SOURCE, completed by Wait, Waitall, Waitany, Waitsome or a Test loop. One-sided rounds: Put,
+ * MPI_ANY_SOURCE, completed by Wait, Waitall, Waitany, Waitsome or a Test loop; some add a ring exchange
+ * by Send, Ssend, Sendrecv or Sendrecv_replace. One-sided rounds: Put,
  * Get, Accumulate, Get_accumulate, Rput, Rget to a random target in a lock_all epoch, completed by
  * flush, flush_all, flush_local or the request's Wait; then a fence epoch of puts. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, KINDS };
+enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, SENDRECV, KINDS };
 static const char *names[KINDS] = {"send", "isend", "ssend", "issend", "recv", "irecv", "put", "get",
-                                   "accumulate", "get_accumulate", "rput", "rget", "fence_put"};
+                                   "accumulate", "get_accumulate", "rput", "rget", "fence_put", "sendrecv"};
 static long issued[KINDS];
 static long bytes_sent, bytes_received;
 
@@ -98,20 +99,33 @@ int main(int argc, char **argv)
                 }
             }
             /* sometimes (the same rounds on all ranks) also a ring exchange with a blocking receive */
-            if (ring && size > 1) { /* receive posted first, so even a synchronous send completes */
-                MPI_Request r;
-                MPI_Irecv(recvbuf[0], 8, MPI_CHAR, MPI_ANY_SOURCE, 1000, MPI_COMM_WORLD, &r);
-                issued[IRECV]++;
-                bytes_received += 8;
-                if (next(&own) % 2) {
-                    MPI_Send(sendbuf, 8, MPI_CHAR, (rank + 1) % size, 1000, MPI_COMM_WORLD);
+            if (ring && size > 1) {
+                int to = (rank + 1) % size, from = (rank + size - 1) % size, how = (int)(next(&own) % 4);
+                if (how >= 2) { /* both in one call: counted as the send and the receive it is */
+                    if (how == 2)
+                        MPI_Sendrecv(sendbuf, 8, MPI_CHAR, to, 1000, recvbuf[0], 8, MPI_CHAR, MPI_ANY_SOURCE,
+                                     1000, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    else
+                        MPI_Sendrecv_replace(recvbuf[0], 8, MPI_CHAR, to, 1000, from, 1000, MPI_COMM_WORLD,
+                                             MPI_STATUS_IGNORE);
                     issued[SEND]++;
-                } else {
-                    MPI_Ssend(sendbuf, 8, MPI_CHAR, (rank + 1) % size, 1000, MPI_COMM_WORLD);
-                    issued[SSEND]++;
+                    issued[RECV]++;
+                    issued[SENDRECV]++;
+                } else { /* receive posted first, so even a synchronous send completes */
+                    MPI_Request r;
+                    MPI_Irecv(recvbuf[0], 8, MPI_CHAR, MPI_ANY_SOURCE, 1000, MPI_COMM_WORLD, &r);
+                    issued[IRECV]++;
+                    if (how == 1) {
+                        MPI_Send(sendbuf, 8, MPI_CHAR, to, 1000, MPI_COMM_WORLD);
+                        issued[SEND]++;
+                    } else {
+                        MPI_Ssend(sendbuf, 8, MPI_CHAR, to, 1000, MPI_COMM_WORLD);
+                        issued[SSEND]++;
+                    }
+                    MPI_Wait(&r, MPI_STATUS_IGNORE);
                 }
                 bytes_sent += 8;
-                MPI_Wait(&r, MPI_STATUS_IGNORE);
+                bytes_received += 8;
             }
             MPI_Barrier(MPI_COMM_WORLD);
         } else { /* a one-sided round, then a barrier so the next two-sided round starts together */
