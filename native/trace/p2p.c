@@ -1,7 +1,10 @@
-/* Point to point: MPI_Send, Ssend, Recv (blocking: complete when they return), Sendrecv and
- * Sendrecv_replace (a blocking send and a blocking receive in one call) and Isend, Issend, Irecv
+/* Point to point: MPI_Send, Ssend, Bsend, Rsend, Recv (blocking: complete when they return), Sendrecv
+ * and Sendrecv_replace (a blocking send and a blocking receive in one call) and Isend, Issend, Ibsend,
+ * Irsend, Irecv
  * (complete in the Wait/Test that completes their request, complete.c), each in the classic and the
- * MPI 4 large-count form that mpi4py uses on MPICH. A call on MPI_PROC_NULL moves nothing: not recorded. */
+ * MPI 4 large-count form that mpi4py uses on MPICH. A buffered or ready send is recorded as a send of its
+ * kind (blocking or not): what it moves and when the program knew it done are what diagnosis needs. A
+ * call on MPI_PROC_NULL moves nothing: not recorded. */
 #include "trace.h"
 
 static inline void describe(trace_record *r, int64_t bytes, int peer, int tag, MPI_Comm comm)
@@ -53,6 +56,28 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
                MPI_Request *request)
 {
     NONBLOCKING_SEND(K_ISSEND, 0, PMPI_Issend(buf, count, datatype, dest, tag, comm, request))
+}
+
+int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SEND, 0, PMPI_Bsend(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SEND, 0, PMPI_Rsend(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISEND, 0, PMPI_Ibsend(buf, count, datatype, dest, tag, comm, request))
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISEND, 0, PMPI_Irsend(buf, count, datatype, dest, tag, comm, request))
 }
 
 /* A wildcard receive's source and tag are known only from its status: take them from there, with
@@ -177,6 +202,32 @@ int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, in
                MPI_Status *status)
 {
     BLOCKING_RECV(F_LARGE_COUNT, PMPI_Recv_c(buf, count, datatype, source, tag, comm, status))
+}
+
+int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SEND, F_LARGE_COUNT, PMPI_Bsend_c(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                MPI_Comm comm)
+{
+    BLOCKING_SEND(K_SEND, F_LARGE_COUNT, PMPI_Rsend_c(buf, count, datatype, dest, tag, comm))
+}
+
+int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISEND, F_LARGE_COUNT,
+                     PMPI_Ibsend_c(buf, count, datatype, dest, tag, comm, request))
+}
+
+int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING_SEND(K_ISEND, F_LARGE_COUNT,
+                     PMPI_Irsend_c(buf, count, datatype, dest, tag, comm, request))
 }
 
 int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,

@@ -67,12 +67,9 @@ void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm)
     }
     uintptr_t key = key_of(req);
     uint64_t i = home(key);
-    while (slots[i].key != 0 && slots[i].key != key)
+    while (slots[i].key != 0) /* a handle may be here already: see find() */
         i = (i + 1) & mask;
-    if (slots[i].key == 0)
-        live++;
-    else if (slots[i].wild) /* MPI reused the handle of a request we never saw completed: the newer wins */
-        wild--;
+    live++;
     int is_wild = r->kind == K_IRECV && (r->peer < 0 || r->tag == MPI_ANY_TAG);
     wild += (uint64_t)is_wild;
     slots[i] = (slot){.key = key, .record = record_index(r), .comm = comm, .wild = is_wild};
@@ -104,15 +101,20 @@ static void release(uint64_t i)
     remove_at(i);
 }
 
+/* The slot of the oldest outstanding operation with this handle. One handle can stand for several
+ * operations at once: MPICH gives every send that completed inside its call the same built-in,
+ * already-complete request (a rank's Isends of small messages before one Waitall all share it), so
+ * the table holds each operation and a completion takes the oldest, in posting order. */
 static int64_t find(MPI_Request req)
 {
     if (live == 0)
         return -1;
     uintptr_t key = key_of(req);
+    int64_t found = -1;
     for (uint64_t i = home(key); slots[i].key != 0; i = (i + 1) & mask)
-        if (slots[i].key == key)
-            return (int64_t)i;
-    return -1;
+        if (slots[i].key == key && (found < 0 || slots[i].record < slots[found].record))
+            found = (int64_t)i;
+    return found;
 }
 
 void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)

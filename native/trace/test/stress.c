@@ -5,16 +5,19 @@
  * Two-sided rounds: a random destination per rank (the same on all ranks, from the shared seed), so
  * each rank knows whom it receives from; receives are blocking or nonblocking, by source or
  * MPI_ANY_SOURCE, completed by Wait, Waitall, Waitany, Waitsome or a Test loop; some add a ring exchange
- * by Send, Ssend, Sendrecv or Sendrecv_replace. One-sided rounds: Put,
+ * by Send, Ssend, Sendrecv or Sendrecv_replace. At the end, a ring of buffered and ready sends
+ * (Bsend, Rsend, Ibsend, Irsend). One-sided rounds: Put,
  * Get, Accumulate, Get_accumulate, Rput, Rget to a random target in a lock_all epoch, completed by
  * flush, flush_all, flush_local or the request's Wait; then a fence epoch of puts. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, SENDRECV, KINDS };
+enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, SENDRECV, BUFFERED_READY,
+       KINDS };
 static const char *names[KINDS] = {"send", "isend", "ssend", "issend", "recv", "irecv", "put", "get",
-                                   "accumulate", "get_accumulate", "rput", "rget", "fence_put", "sendrecv"};
+                                   "accumulate", "get_accumulate", "rput", "rget", "fence_put", "sendrecv",
+                                   "buffered_ready"};
 static long issued[KINDS];
 static long bytes_sent, bytes_received;
 
@@ -158,6 +161,33 @@ int main(int argc, char **argv)
         }
     }
     MPI_Win_unlock_all(win);
+
+    /* buffered and ready sends around the ring: every receive is posted before a barrier, so each
+     * ready send finds its receive there; the buffered ones copy into the attached buffer */
+    if (size > 1) {
+        int to = (rank + 1) % size, from = (rank + size - 1) % size, attached_bytes = 4 * (64 + MPI_BSEND_OVERHEAD);
+        char *attached = malloc((size_t)attached_bytes);
+        MPI_Buffer_attach(attached, attached_bytes);
+        MPI_Request r[4], s[2];
+        for (int k = 0; k < 4; k++) {
+            MPI_Irecv(recvbuf[k], 64, MPI_CHAR, from, 2000 + k, MPI_COMM_WORLD, &r[k]);
+            issued[IRECV]++;
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Rsend(sendbuf, 64, MPI_CHAR, to, 2000, MPI_COMM_WORLD);
+        MPI_Bsend(sendbuf, 64, MPI_CHAR, to, 2001, MPI_COMM_WORLD);
+        MPI_Irsend(sendbuf, 64, MPI_CHAR, to, 2002, MPI_COMM_WORLD, &s[0]);
+        MPI_Ibsend(sendbuf, 64, MPI_CHAR, to, 2003, MPI_COMM_WORLD, &s[1]);
+        issued[SEND] += 2;
+        issued[ISEND] += 2;
+        issued[BUFFERED_READY] += 4;
+        bytes_sent += 4 * 64;
+        bytes_received += 4 * 64;
+        MPI_Waitall(2, s, MPI_STATUSES_IGNORE);
+        MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
+        MPI_Buffer_detach(&attached, &attached_bytes);
+        free(attached);
+    }
 
     /* a fence epoch: active target */
     MPI_Win_fence(0, win);
