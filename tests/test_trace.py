@@ -107,6 +107,7 @@ def test_c_stress_records_every_operation_issued(c_stress):
         assert per_rank.get((rank, "put"), 0) == line["put"] + line["fence_put"]
     assert sum(line["sendrecv"] for line in lines) > 0  # Sendrecv(_replace): counted in send and recv above
     assert all(line["buffered_ready"] == 4 for line in lines)  # Bsend, Rsend, Ibsend, Irsend: in send, isend
+    assert all(line["persistent"] == 10 for line in lines)  # 5 starts of a Send_init and a Recv_init each
     assert lines[0]["all_sent"] == lines[0]["all_received"]
     sends = frame[frame["kind"].isin(SEND_KINDS)]
     assert sends["bytes"].sum() == lines[0]["all_sent"]

@@ -1,6 +1,7 @@
 /* The Wait and Test families complete nonblocking operations. MPI sets a completed request to
  * MPI_REQUEST_NULL, so the rule is the same for all eight calls: keep the requests before the call,
- * and every one that is MPI_REQUEST_NULL after it was completed by it, at the time the call returned.
+ * and every one that is MPI_REQUEST_NULL after it was completed by it, at the time the call returned
+ * (a persistent request becomes inactive instead: one that a call completes in full counts too).
  * A wildcard receive's source and tag come from its status (ours when the program ignores statuses;
  * statuses are read only while such a receive is outstanding, since filling them costs MPI time).
  * Waits are also recorded as regions (the time a rank spent blocked); Tests are not, since a polling
@@ -49,7 +50,7 @@ static void settle_all(int n, const MPI_Request *after, const MPI_Status *status
 {
     int read = statuses != MPI_STATUSES_IGNORE && statuses != MPI_STATUS_IGNORE;
     for (int i = 0; i < n; i++)
-        if (before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
+        if (before[i] != MPI_REQUEST_NULL && (after[i] == MPI_REQUEST_NULL || persistent_is(before[i])))
             requests_complete(before[i], read ? &statuses[i] : NULL, now);
 }
 
@@ -91,7 +92,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     int rc = PMPI_Wait(request, status);
     int64_t now = stamp();
     end_region(w, now);
-    if (follow && *request == MPI_REQUEST_NULL)
+    if (follow && rc == MPI_SUCCESS) /* a persistent request stays non-null: settle_all knows it */
         settle_all(1, request, status, now);
     return rc;
 }
@@ -192,5 +193,6 @@ int MPI_Request_free(MPI_Request *request)
 {
     if (tracer.on && requests_live())
         requests_free(*request);
+    persistent_forget(*request);
     return PMPI_Request_free(request);
 }

@@ -143,6 +143,11 @@ void requests_free(MPI_Request req);
 int requests_live(void);
 int requests_need_status(void);
 
+/* Persistent requests (persistent.c): whether a handle is one (it completes without becoming
+ * MPI_REQUEST_NULL), and forgetting one when it is freed. */
+int persistent_is(MPI_Request request);
+void persistent_forget(MPI_Request request);
+
 /* One-sided operations, until a flush, unlock or fence covers them (pending.c). */
 void pending_add(MPI_Win win, int target, trace_record *r);
 /* Complete the ops of win to target (or all targets: target == MPI_ANY_SOURCE). */

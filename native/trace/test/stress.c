@@ -6,7 +6,8 @@
  * each rank knows whom it receives from; receives are blocking or nonblocking, by source or
  * MPI_ANY_SOURCE, completed by Wait, Waitall, Waitany, Waitsome or a Test loop; some add a ring exchange
  * by Send, Ssend, Sendrecv or Sendrecv_replace. At the end, a ring of buffered and ready sends
- * (Bsend, Rsend, Ibsend, Irsend). One-sided rounds: Put,
+ * (Bsend, Rsend, Ibsend, Irsend), then one of persistent requests (Send_init, Recv_init, Start(all)).
+ * One-sided rounds: Put,
  * Get, Accumulate, Get_accumulate, Rput, Rget to a random target in a lock_all epoch, completed by
  * flush, flush_all, flush_local or the request's Wait; then a fence epoch of puts. */
 #include <mpi.h>
@@ -14,10 +15,10 @@
 #include <stdlib.h>
 
 enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, SENDRECV, BUFFERED_READY,
-       KINDS };
+       PERSISTENT, KINDS };
 static const char *names[KINDS] = {"send", "isend", "ssend", "issend", "recv", "irecv", "put", "get",
                                    "accumulate", "get_accumulate", "rput", "rget", "fence_put", "sendrecv",
-                                   "buffered_ready"};
+                                   "buffered_ready", "persistent"};
 static long issued[KINDS];
 static long bytes_sent, bytes_received;
 
@@ -187,6 +188,31 @@ int main(int argc, char **argv)
         MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
         MPI_Buffer_detach(&attached, &attached_bytes);
         free(attached);
+
+        /* persistent requests around the ring: three rounds by Startall and Waitall, two by Start and
+         * Wait or Test, then freed */
+        MPI_Request p[2];
+        MPI_Recv_init(recvbuf[8], 32, MPI_CHAR, from, 3000, MPI_COMM_WORLD, &p[0]);
+        MPI_Send_init(sendbuf, 32, MPI_CHAR, to, 3000, MPI_COMM_WORLD, &p[1]);
+        for (int round = 0; round < 5; round++) {
+            if (round < 3) {
+                MPI_Startall(2, p);
+                MPI_Waitall(2, p, MPI_STATUSES_IGNORE);
+            } else {
+                MPI_Start(&p[0]);
+                MPI_Start(&p[1]);
+                MPI_Wait(&p[1], MPI_STATUS_IGNORE);
+                for (int flag = 0; !flag;)
+                    MPI_Test(&p[0], &flag, MPI_STATUS_IGNORE);
+            }
+            issued[IRECV]++;
+            issued[ISEND]++;
+            issued[PERSISTENT] += 2;
+            bytes_sent += 32;
+            bytes_received += 32;
+        }
+        MPI_Request_free(&p[0]);
+        MPI_Request_free(&p[1]);
     }
 
     /* a fence epoch: active target */
