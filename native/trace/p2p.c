@@ -1,8 +1,7 @@
 /* Point to point: MPI_Send, Ssend, Bsend, Rsend, Recv (blocking: complete when they return), Sendrecv
  * and Sendrecv_replace (a blocking send and a blocking receive in one call) and Isend, Issend, Ibsend,
- * Irsend, Irecv
- * (complete in the Wait/Test that completes their request, complete.c), each in the classic and the
- * MPI 4 large-count form that mpi4py uses on MPICH. A buffered or ready send is recorded as a send of its
+ * Irsend, Irecv (complete in the Wait/Test that completes their request, complete.c), each in the
+ * classic and the MPI 4 large-count form that mpi4py uses on MPICH. A buffered or ready send is recorded as a send of its
  * kind (blocking or not): what it moves and when the program knew it done are what diagnosis needs. A
  * call on MPI_PROC_NULL moves nothing: not recorded. */
 #include "trace.h"
@@ -36,49 +35,38 @@ static inline void describe(trace_record *r, int64_t bytes, int peer, int tag, M
         requests_add(*request, r, comm);                                                              \
     return rc;
 
-int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SEND, 0, PMPI_Send(buf, count, datatype, dest, tag, comm))
-}
+/* One wrapper per send entry point: NAME, the record kind, the count's type, flags. */
+#define WRAP_BLOCKING_SEND(NAME, KIND, COUNT_TYPE, FLAGS)                                             \
+    int NAME(const void *buf, COUNT_TYPE count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) \
+    {                                                                                                 \
+        BLOCKING_SEND(KIND, FLAGS, P##NAME(buf, count, datatype, dest, tag, comm))                    \
+    }
 
-int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SSEND, 0, PMPI_Ssend(buf, count, datatype, dest, tag, comm))
-}
+#define WRAP_NONBLOCKING_SEND(NAME, KIND, COUNT_TYPE, FLAGS)                                          \
+    int NAME(const void *buf, COUNT_TYPE count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, \
+             MPI_Request *request)                                                                    \
+    {                                                                                                 \
+        NONBLOCKING_SEND(KIND, FLAGS, P##NAME(buf, count, datatype, dest, tag, comm, request))        \
+    }
 
-int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-              MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISEND, 0, PMPI_Isend(buf, count, datatype, dest, tag, comm, request))
-}
-
-int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISSEND, 0, PMPI_Issend(buf, count, datatype, dest, tag, comm, request))
-}
-
-int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SEND, 0, PMPI_Bsend(buf, count, datatype, dest, tag, comm))
-}
-
-int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SEND, 0, PMPI_Rsend(buf, count, datatype, dest, tag, comm))
-}
-
-int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISEND, 0, PMPI_Ibsend(buf, count, datatype, dest, tag, comm, request))
-}
-
-int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-               MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISEND, 0, PMPI_Irsend(buf, count, datatype, dest, tag, comm, request))
-}
+WRAP_BLOCKING_SEND(MPI_Send, K_SEND, int, 0)
+WRAP_BLOCKING_SEND(MPI_Ssend, K_SSEND, int, 0)
+WRAP_BLOCKING_SEND(MPI_Bsend, K_SEND, int, 0)
+WRAP_BLOCKING_SEND(MPI_Rsend, K_SEND, int, 0)
+WRAP_NONBLOCKING_SEND(MPI_Isend, K_ISEND, int, 0)
+WRAP_NONBLOCKING_SEND(MPI_Issend, K_ISSEND, int, 0)
+WRAP_NONBLOCKING_SEND(MPI_Ibsend, K_ISEND, int, 0)
+WRAP_NONBLOCKING_SEND(MPI_Irsend, K_ISEND, int, 0)
+#if MPI_VERSION >= 4
+WRAP_BLOCKING_SEND(MPI_Send_c, K_SEND, MPI_Count, F_LARGE_COUNT)
+WRAP_BLOCKING_SEND(MPI_Ssend_c, K_SSEND, MPI_Count, F_LARGE_COUNT)
+WRAP_BLOCKING_SEND(MPI_Bsend_c, K_SEND, MPI_Count, F_LARGE_COUNT)
+WRAP_BLOCKING_SEND(MPI_Rsend_c, K_SEND, MPI_Count, F_LARGE_COUNT)
+WRAP_NONBLOCKING_SEND(MPI_Isend_c, K_ISEND, MPI_Count, F_LARGE_COUNT)
+WRAP_NONBLOCKING_SEND(MPI_Issend_c, K_ISSEND, MPI_Count, F_LARGE_COUNT)
+WRAP_NONBLOCKING_SEND(MPI_Ibsend_c, K_ISEND, MPI_Count, F_LARGE_COUNT)
+WRAP_NONBLOCKING_SEND(MPI_Irsend_c, K_ISEND, MPI_Count, F_LARGE_COUNT)
+#endif
 
 /* A wildcard receive's source and tag are known only from its status: take them from there, with
  * our own status if the program passed MPI_STATUS_IGNORE. (Its size is its matched send's, after the
@@ -172,62 +160,10 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, 
 }
 
 #if MPI_VERSION >= 4
-int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-               MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SEND, F_LARGE_COUNT, PMPI_Send_c(buf, count, datatype, dest, tag, comm))
-}
-
-int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SSEND, F_LARGE_COUNT, PMPI_Ssend_c(buf, count, datatype, dest, tag, comm))
-}
-
-int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                MPI_Comm comm, MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISEND, F_LARGE_COUNT,
-                     PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request))
-}
-
-int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                 MPI_Comm comm, MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISSEND, F_LARGE_COUNT,
-                     PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request))
-}
-
 int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                MPI_Status *status)
 {
     BLOCKING_RECV(F_LARGE_COUNT, PMPI_Recv_c(buf, count, datatype, source, tag, comm, status))
-}
-
-int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SEND, F_LARGE_COUNT, PMPI_Bsend_c(buf, count, datatype, dest, tag, comm))
-}
-
-int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                MPI_Comm comm)
-{
-    BLOCKING_SEND(K_SEND, F_LARGE_COUNT, PMPI_Rsend_c(buf, count, datatype, dest, tag, comm))
-}
-
-int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                 MPI_Comm comm, MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISEND, F_LARGE_COUNT,
-                     PMPI_Ibsend_c(buf, count, datatype, dest, tag, comm, request))
-}
-
-int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
-                 MPI_Comm comm, MPI_Request *request)
-{
-    NONBLOCKING_SEND(K_ISEND, F_LARGE_COUNT,
-                     PMPI_Irsend_c(buf, count, datatype, dest, tag, comm, request))
 }
 
 int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, int dest,
