@@ -67,9 +67,22 @@ void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm)
     }
     uintptr_t key = key_of(req);
     uint64_t i = home(key);
-    while (slots[i].key != 0) /* a handle may be here already: see find() */
+    while (slots[i].key != 0 && slots[i].key != key)
         i = (i + 1) & mask;
-    live++;
+    if (slots[i].key == 0) {
+        live++;
+    } else {
+        /* MPI handed out a handle we still follow: the operation behind it had completed already.
+         * MPICH gives every send that completed inside its own call one shared, built-in request (a
+         * rank's small Isends before one Waitall), so the older operation completed when its call
+         * returned; otherwise MPI reused the handle after a completion we did not see, and its
+         * return is the earliest that completion can have been. */
+        trace_record *older = &tracer.records[slots[i].record];
+        if (older->completed < 0)
+            older->completed = older->returned;
+        if (slots[i].wild)
+            wild--;
+    }
     int is_wild = r->kind == K_IRECV && (r->peer < 0 || r->tag == MPI_ANY_TAG);
     wild += (uint64_t)is_wild;
     slots[i] = (slot){.key = key, .record = record_index(r), .comm = comm, .wild = is_wild};
@@ -101,20 +114,15 @@ static void release(uint64_t i)
     remove_at(i);
 }
 
-/* The slot of the oldest outstanding operation with this handle. One handle can stand for several
- * operations at once: MPICH gives every send that completed inside its call the same built-in,
- * already-complete request (a rank's Isends of small messages before one Waitall all share it), so
- * the table holds each operation and a completion takes the oldest, in posting order. */
 static int64_t find(MPI_Request req)
 {
     if (live == 0)
         return -1;
     uintptr_t key = key_of(req);
-    int64_t found = -1;
     for (uint64_t i = home(key); slots[i].key != 0; i = (i + 1) & mask)
-        if (slots[i].key == key && (found < 0 || slots[i].record < slots[found].record))
-            found = (int64_t)i;
-    return found;
+        if (slots[i].key == key)
+            return (int64_t)i;
+    return -1;
 }
 
 void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)
