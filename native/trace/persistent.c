@@ -61,8 +61,14 @@ static void define(MPI_Request request, int kind, uint16_t flags, MPI_Datatype t
                                    .flags = flags};
 }
 
-/* Records for the starts of `n` requests, all posted now at `site`; NULL where not recorded. */
-static void begin_starts(int n, const MPI_Request *requests, trace_record **records, void *site)
+/* One start: its record (NULL when not recorded) and its communicator, for the request table. */
+typedef struct {
+    trace_record *record;
+    MPI_Comm comm;
+} start;
+
+/* Records for the starts of `n` requests, all posted now at `site`. */
+static void begin_starts(int n, const MPI_Request *requests, start *starts, void *site)
 {
     for (int i = 0; i < n; i++) {
         definition *d = used ? find(requests[i]) : 0;
@@ -73,40 +79,40 @@ static void begin_starts(int n, const MPI_Request *requests, trace_record **reco
             r->peer = d->peer;
             r->tag = d->tag;
         }
-        records[i] = r;
+        starts[i] = (start){.record = r, .comm = d ? d->comm : MPI_COMM_NULL};
     }
 }
 
-static void end_starts(int n, const MPI_Request *requests, trace_record **records, int rc)
+static void end_starts(int n, const MPI_Request *requests, const start *starts, int rc)
 {
     int64_t now = stamp();
     for (int i = 0; i < n; i++)
-        if (records[i]) {
-            records[i]->returned = now;
+        if (starts[i].record) {
+            starts[i].record->returned = now;
             if (rc == MPI_SUCCESS)
-                requests_add(requests[i], records[i], find(requests[i])->comm);
+                requests_add(requests[i], starts[i].record, starts[i].comm);
         }
 }
 
 int MPI_Start(MPI_Request *request)
 {
-    trace_record *r;
-    begin_starts(1, request, &r, __builtin_return_address(0));
+    start one;
+    begin_starts(1, request, &one, __builtin_return_address(0));
     int rc = PMPI_Start(request);
-    end_starts(1, request, &r, rc);
+    end_starts(1, request, &one, rc);
     return rc;
 }
 
 int MPI_Startall(int count, MPI_Request requests[])
 {
-    trace_record *small[64], **records = count <= 64 ? small : malloc(sizeof *records * (size_t)count);
-    if (!records || count <= 0)
+    start few[64], *starts = count <= 64 ? few : malloc(sizeof *starts * (size_t)count);
+    if (!starts || count <= 0)
         return PMPI_Startall(count, requests);
-    begin_starts(count, requests, records, __builtin_return_address(0));
+    begin_starts(count, requests, starts, __builtin_return_address(0));
     int rc = PMPI_Startall(count, requests);
-    end_starts(count, requests, records, rc);
-    if (records != small)
-        free(records);
+    end_starts(count, requests, starts, rc);
+    if (starts != few)
+        free(starts);
     return rc;
 }
 
