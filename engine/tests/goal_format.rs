@@ -94,7 +94,7 @@ fn reads_the_full_grammar() {
 #[test]
 fn the_full_example_simulates_without_deadlock() {
     let p = parse(FULL);
-    let r = simulate(&p, &Params::loggopsim_defaults(), &Options { records: true, timeline: true });
+    let r = simulate(&p, &Params::loggopsim_defaults(), &Options { records: true, timeline: true, ..Options::default() });
     assert!(r.deadlock.is_none(), "{:?}", r.deadlock);
     let rec = r.records.unwrap();
     assert_eq!(rec.len(), 3);

@@ -34,7 +34,7 @@ fn offload() -> MemoryModel {
 }
 
 fn run<P: Program>(prog: &P, memory: Option<&MemoryModel>) -> SimResult {
-    let opts = Options { records: true, timeline: true };
+    let opts = Options { records: true, timeline: true, ..Options::default() };
     let r = simulate_with_memory(prog, &params(), &opts, None, None, None, memory, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "deadlock: {:?}", r.deadlock);
     r

@@ -35,7 +35,7 @@ fn spec(topology: TopologySpec, hop_latency: u64, packet: u64, sharing: Sharing)
 
 fn run<P: contend_engine::schedule::Program>(prog: &P, net: &NetworkSpec, records: bool) -> SimResult {
     let network = Network::new(net, prog.num_ranks()).unwrap();
-    let r = simulate_with_progress(prog, &params(), &Options { records, timeline: false }, Some(network), |_| true).unwrap();
+    let r = simulate_with_progress(prog, &params(), &Options { records, timeline: false, ..Options::default() }, Some(network), |_| true).unwrap();
     assert!(r.deadlock.is_none());
     r
 }
@@ -217,7 +217,7 @@ fn packet_and_flow_models_agree_on_dense_traffic_and_lose_nothing() {
                 // Endpoint costs small beside the links, so the comparison is about the links.
                 let par = Params { o: NS, g: NS / 2, ..params() };
                 let network = Network::new(&net, c.num_ranks()).unwrap();
-                let r = simulate_with_progress(&c, &par, &Options { records: true, timeline: false }, Some(network), |_| true).unwrap();
+                let r = simulate_with_progress(&c, &par, &Options { records: true, timeline: false, ..Options::default() }, Some(network), |_| true).unwrap();
                 assert!(r.deadlock.is_none());
                 let rec = r.records.as_ref().unwrap();
                 let sent: u64 = rec.bytes.iter().sum();

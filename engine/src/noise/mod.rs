@@ -70,6 +70,11 @@ impl Noise {
         Ok(Noise { source: Source::Random(random), phase, seed: 0, per_byte: false })
     }
 
+    /// How the ranks' noise lines up.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
     /// Also stretch the per-byte CPU costs (O), not only calc and o.
     pub fn with_per_byte(mut self, per_byte: bool) -> Noise {
         self.per_byte = per_byte;

@@ -255,6 +255,14 @@ impl Program for Collective {
         1
     }
 
+    fn max_message_bytes(&self) -> Option<u64> {
+        // Bruck's step k carries at most P/2 blocks; the other patterns one block or less.
+        Some(match self.pattern {
+            Pattern::AlltoallBruck => self.bytes.saturating_mul(self.ranks as u64),
+            _ => self.bytes,
+        })
+    }
+
     fn num_ops(&self, rank: u32) -> u32 {
         let p = self.ranks;
         match self.pattern {

@@ -85,6 +85,10 @@ pub trait Program {
     fn after_done(&self, rank: u32, index: u32, out: &mut Vec<u32>);
     /// Appends the operations that irequire `index` (wait for its start).
     fn after_start(&self, rank: u32, index: u32, out: &mut Vec<u32>);
+    /// An upper bound on the bytes of any message, if known without reading every operation.
+    fn max_message_bytes(&self) -> Option<u64> {
+        None
+    }
     /// Where the operation comes from, for error reports (a GOAL line number), if known.
     fn source_line(&self, _rank: u32, _index: u32) -> Option<u32> {
         None

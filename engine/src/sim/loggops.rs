@@ -20,13 +20,14 @@ use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
 use crate::policy::PolicySpec;
-use crate::noise::Noise;
+use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
+use crate::sim::window::Windows;
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -81,6 +82,9 @@ impl Params {
 pub struct Options {
     pub records: bool,
     pub timeline: bool,
+    /// Always take events in time order, never windowed (`crate::sim::window`): same results,
+    /// for checking that.
+    pub time_ordered: bool,
 }
 
 /// One operation or message left over when the simulation ran out of events.
@@ -260,6 +264,8 @@ struct Sim<'p, P: Program> {
     /// Remaining dependency counts of operations partly satisfied (key: rank << 32 | op).
     waiting: U64Map<u32>,
     queue: EventQueue,
+    /// Windowed execution instead of `queue` when it applies (see `windowed_width`).
+    windows: Option<Windows>,
     next_key: u64,
     /// Operations that became ready during the current event, in the order they did.
     ready: Vec<(u32, u32)>,
@@ -343,6 +349,18 @@ impl NodeSim {
             waits: 0,
         }
     }
+}
+
+/// The window width of windowed execution (`crate::sim::window`), if it applies: plain eager
+/// LogGOPS (no network, node or memory model, no records or timeline, every message at most S
+/// bytes), where a message takes at least o + L from its send's start to its arrival. Chosen for
+/// independent noise, which scatters the ranks in time; in step, the time-ordered loop is faster.
+fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<'_, P>) -> Option<Time> {
+    let plain = !opts.time_ordered && sim.net.is_none() && sim.node.is_none() && sim.memory.is_none() && !opts.records && !opts.timeline;
+    let scattered = sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
+    let eager = prog.max_message_bytes().is_some_and(|b| b <= par.S);
+    let width = par.o + par.L;
+    (plain && scattered && eager && width > 0).then_some(width)
 }
 
 /// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
@@ -433,6 +451,7 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         free_msgs: Vec::new(),
         waiting: U64Map::default(),
         queue: EventQueue::new(),
+        windows: None,
         next_key: (n as u64) << 32,
         ready: Vec::new(),
         issue: Vec::new(),
@@ -458,8 +477,9 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         node,
         memory,
     };
+    sim.windows = windowed_width(prog, par, opts, &sim).map(|w| Windows::new(w, n));
     for rank in 0..n as u32 {
-        sim.queue.push(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
+        sim.push_event(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
     }
     sim.run(&mut progress).then(|| sim.finish())
 }
@@ -502,7 +522,11 @@ impl<P: Program> Sim<'_, P> {
                     continue;
                 }
             }
-            let Some((t, e)) = self.queue.pop() else { break };
+            let next = match &mut self.windows {
+                Some(w) => w.pop(&mut self.next_key),
+                None => self.queue.pop(),
+            };
+            let Some((t, e)) = next else { break };
             self.prefetch_ahead();
             if e.data == ROOTS {
                 self.expand_roots(t, e.host);
@@ -533,6 +557,9 @@ impl<P: Program> Sim<'_, P> {
     /// the first receive posted there. Hints only: nothing here changes a result.
     #[inline]
     fn prefetch_ahead(&self) {
+        if self.windows.is_some() {
+            return self.prefetch_window();
+        }
         if let Some((_, e)) = self.queue.ahead(PREFETCH_MESSAGE) {
             match self.arrival_of(e) {
                 Some(m) => prefetch(m),
@@ -579,7 +606,11 @@ impl<P: Program> Sim<'_, P> {
                 }
             }
         }
-        self.queue.push_front_now(t, issue.iter().enumerate().map(|(k, &(_, _, i, _))| Entry { key: base + k as u64, host: rank, data: i }));
+        let entries = issue.iter().enumerate().map(|(k, &(_, _, i, _))| Entry { key: base + k as u64, host: rank, data: i });
+        match &mut self.windows {
+            Some(w) => entries.for_each(|e| w.push(t, e, rank)),
+            None => self.queue.push_front_now(t, entries),
+        }
         self.deps = roots;
         self.issue = issue;
     }
@@ -607,10 +638,37 @@ impl<P: Program> Sim<'_, P> {
         }
     }
 
+    /// Queues an event (in the time-ordered queue, or in its host's window).
+    #[inline]
+    fn push_event(&mut self, time: Time, e: Entry) {
+        match &mut self.windows {
+            None => self.queue.push(time, e),
+            Some(w) => {
+                let owner = if e.data != ROOTS && e.data & MSG_FLAG != 0 { self.msgs[(e.data & !MSG_FLAG) as usize].dst } else { e.host };
+                w.push(time, e, owner);
+            }
+        }
+    }
+
+    /// Prefetching for windowed execution: the coming events' hosts come in ascending order and
+    /// stream in; what is left to fetch ahead is an arrival's message and the receive it meets.
+    #[inline]
+    fn prefetch_window(&self) {
+        let w = self.windows.as_ref().expect("windowed");
+        if let Some(m) = w.ahead(PREFETCH_MESSAGE).and_then(|(e, _)| self.arrival_of(e)) {
+            prefetch(m);
+        }
+        if let Some((e, owner)) = w.ahead(PREFETCH_MATCH) {
+            if self.arrival_of(e).is_some() {
+                self.queues.prefetch_head(&self.hosts.get(owner).queues, Queue::Posted);
+            }
+        }
+    }
+
     #[inline]
     fn requeue(&mut self, time: Time, e: Entry) {
         self.requeues += 1;
-        self.queue.push(time, e);
+        self.push_event(time, e);
     }
 
     fn operation(&mut self, t: Time, e: Entry) {
@@ -697,11 +755,11 @@ impl<P: Program> Sim<'_, P> {
                 }
                 let key = self.new_key();
                 if nic_path || proxied {
-                    self.queue.push(sent, Entry { key, host: NIC_ENQUEUE, data: MSG_FLAG | id });
+                    self.push_event(sent, Entry { key, host: NIC_ENQUEUE, data: MSG_FLAG | id });
                 } else if networked {
-                    self.queue.push(sent, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+                    self.push_event(sent, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
                 } else {
-                    self.queue.push(sent + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+                    self.push_event(sent + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
                 }
                 if eager && held > 0 && !nic_path && !proxied {
                     // Its tokens come back when the LogGOPS NIC is done with it.
@@ -825,7 +883,7 @@ impl<P: Program> Sim<'_, P> {
         let waiting = &mut self.waits[slot as usize];
         waiting.first = Some((e.key, e.data));
         waiting.version = version;
-        self.queue.push(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
+        self.push_event(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
     }
 
     /// Where the wait list of `list` (host << 16 | cpu << 8 | nic) is in `waits`, if it has one.
@@ -856,7 +914,8 @@ impl<P: Program> Sim<'_, P> {
                 self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
                 waiting.first = Some(next);
                 waiting.version = self.wait_versions;
-                self.queue.push(free, Entry { key: next.0, host: ARRIVAL | WAITER | waiting.version, data: next.1 });
+                let version = waiting.version;
+                self.push_event(free, Entry { key: next.0, host: ARRIVAL | WAITER | version, data: next.1 });
             }
             None => {
                 waiting.first = None; // empty again, ready for reuse
@@ -942,7 +1001,7 @@ impl<P: Program> Sim<'_, P> {
             d.link_delay = (arrival - nm.flow_start).saturating_sub(nm.head + nm.alone);
         }
         let key = self.new_key();
-        self.queue.push(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+        self.push_event(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
     }
 
     /// A flow's last byte left (if the event is still current): the message arrives `head` later.
@@ -970,7 +1029,7 @@ impl<P: Program> Sim<'_, P> {
             nm.version = (nm.version + 1) & !KIND_MASK;
             let version = nm.version;
             let key = self.new_key();
-            self.queue.push(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
+            self.push_event(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
         }
         self.rescheduled = moved;
     }
@@ -1050,7 +1109,7 @@ impl<P: Program> Sim<'_, P> {
         let d = &mut self.details[id as usize];
         d.link_delay = (t - d.handed + service).saturating_sub(nominal);
         let key = self.new_key();
-        self.queue.push(t + service, Entry { key, host: NIC_DONE, data: MSG_FLAG | id });
+        self.push_event(t + service, Entry { key, host: NIC_DONE, data: MSG_FLAG | id });
     }
 
     /// The NIC injected message `id`: it travels L; an eager send completes and gives back its
@@ -1066,7 +1125,7 @@ impl<P: Program> Sim<'_, P> {
         d.arrived = t + k.L;
         let tokens = d.tokens;
         let key = self.new_key();
-        self.queue.push(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+        self.push_event(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
         if m.size <= self.par.S {
             self.done(m.src, m.send_op);
             if tokens > 0 {
@@ -1120,10 +1179,10 @@ impl<P: Program> Sim<'_, P> {
             let k = self.par.costs(m.size);
             let key = self.new_key();
             if m.networked {
-                self.queue.push(t, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+                self.push_event(t, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
             } else {
                 self.details[id as usize].arrived = t + k.L;
-                self.queue.push(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+                self.push_event(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
             }
             if d.tokens > 0 && m.size <= self.par.S {
                 self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, d.tokens);
@@ -1146,7 +1205,7 @@ impl<P: Program> Sim<'_, P> {
             }
         };
         let key = self.new_key();
-        self.queue.push(at, Entry { key, host: RELEASE, data: MSG_FLAG | slot });
+        self.push_event(at, Entry { key, host: RELEASE, data: MSG_FLAG | slot });
     }
 
     /// `task`'s send completed and gives back its tokens: the waiting sends they admit are issued
@@ -1170,6 +1229,9 @@ impl<P: Program> Sim<'_, P> {
 
     #[inline]
     fn new_key(&mut self) -> u64 {
+        if let Some(w) = &mut self.windows {
+            return w.issue();
+        }
         let k = self.next_key;
         self.next_key += 1;
         k
@@ -1243,7 +1305,7 @@ impl<P: Program> Sim<'_, P> {
                 self.hosts[c]
             };
             let key = self.new_key();
-            self.queue.push(time, Entry { key, host: h, data: i });
+            self.push_event(time, Entry { key, host: h, data: i });
         }
         self.issue = issue;
     }
@@ -1263,7 +1325,7 @@ impl<P: Program> Sim<'_, P> {
             events: ops + self.messages,
             packet_events: self.net.as_ref().map_or(0, Network::packet_events),
             requeues: self.requeues,
-            peak_queue: self.queue.peak_len(),
+            peak_queue: self.windows.as_ref().map_or(self.queue.peak_len(), Windows::peak_len),
             deadlock,
             records: self.records.take(),
             timeline: self.timeline.take(),

@@ -4,5 +4,6 @@ pub mod hosts;
 pub mod loggops;
 pub mod matching;
 pub mod queue;
+pub mod window;
 
 pub use loggops::{simulate, simulate_with_memory, simulate_with_node, simulate_with_noise, simulate_with_progress, Costs, Deadlock, Options, Params, Pending, SimResult, PROGRESS_EVERY};

@@ -1,0 +1,475 @@
+//! Windowed execution: the events of a time window taken host by host instead of in time order,
+//! with the results and keys of the time-ordered loop (docs/models.md, "Noise", Cost).
+//!
+//! When every message between hosts takes at least `width` to arrive (eager LogGOPS: o + L),
+//! nothing a host does inside a window `[k width, (k+1) width)` can reach another host before the
+//! window ends. So the window's events can run host after host, each host's in (time, key) order,
+//! and every host goes through the same states as in the time-ordered loop. Consecutive events then
+//! touch neighbouring hosts, which keeps memory traffic streaming once noise has scattered the ranks
+//! in time (the time-ordered loop then jumps between random hosts and pays a cache miss each).
+//!
+//! Keys are the one thing the time-ordered loop hands out in global order (a counter, in the order
+//! events are handled), and they decide the order of simultaneous events of a host. Inside a window
+//! a created event gets a provisional key (with [`PROVISIONAL`] set: after every key issued
+//! before the window, in creation order). That orders a host's own in-window events correctly,
+//! because only the host itself creates events that land in its window. When the window is done,
+//! a replay of its handled events in time-ordered order (time, then final key) gives every
+//! provisional key the value the counter would have given it, and events already queued for later
+//! windows are patched before anyone compares them.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use crate::sim::queue::Entry;
+use crate::time::Time;
+
+/// Marks a provisional key; the low bits count the keys issued in the current window.
+pub const PROVISIONAL: u64 = 1 << 63;
+const UNSET: u64 = u64::MAX;
+/// Later windows up to this many ahead are kept in a ring, the others in a map.
+const NEAR: u64 = 64;
+
+/// An event waiting for a later window, with the host it belongs to.
+#[derive(Clone, Copy)]
+struct Item {
+    time: Time,
+    entry: Entry,
+    owner: u32,
+}
+
+/// A handled event of the current window that created keys: the provisional keys
+/// `first..first + count`.
+#[derive(Clone, Copy)]
+struct Creator {
+    time: Time,
+    key: u64,
+    first: u32,
+    count: u32,
+}
+
+/// The event queue of windowed execution.
+pub struct Windows {
+    width: Time,
+    hosts: usize,
+    /// End (exclusive) of the current window, and the index (time / width) of the next.
+    end: Time,
+    base: u64,
+    /// The current window's events from earlier windows, sorted by (owner, time, key), and the
+    /// position of the next one.
+    current: Vec<Item>,
+    next: usize,
+    /// The host whose events are being handled, and its events created in this window (largest
+    /// first: a host rarely has more than two).
+    host: u32,
+    local: Vec<(Time, Entry)>,
+    /// Later windows: `near[i]` is window `base + i`, `far` those beyond the ring.
+    near: VecDeque<Vec<Item>>,
+    far: BTreeMap<u64, Vec<Item>>,
+    /// Scratch space of the sorts.
+    counts: Vec<u32>,
+    sorted: Vec<Item>,
+    by_time: Vec<Creator>,
+    /// Provisional keys issued in this window.
+    issued: u32,
+    creators: Vec<Creator>,
+    /// Events in `later` holding provisional keys: (window, position).
+    patches: Vec<(u64, u32)>,
+    final_keys: Vec<u64>,
+    len: usize,
+    peak_len: usize,
+}
+
+impl Windows {
+    /// Windows of `width` (> 0) over `hosts` hosts: no event may create an event for another host
+    /// less than `width` later.
+    pub fn new(width: Time, hosts: usize) -> Windows {
+        assert!(width > 0, "windows need a positive width");
+        Windows {
+            width,
+            hosts,
+            end: 0,
+            base: 0,
+            current: Vec::new(),
+            next: 0,
+            host: 0,
+            local: Vec::new(),
+            near: VecDeque::new(),
+            far: BTreeMap::new(),
+            counts: Vec::new(),
+            sorted: Vec::new(),
+            by_time: Vec::new(),
+            issued: 0,
+            creators: Vec::new(),
+            patches: Vec::new(),
+            final_keys: Vec::new(),
+            len: 0,
+            peak_len: 0,
+        }
+    }
+
+    pub fn peak_len(&self) -> usize {
+        self.peak_len
+    }
+
+    /// Queues an event of host `owner`. Inside the current window it must belong to the host
+    /// being handled.
+    #[inline]
+    pub fn push(&mut self, time: Time, entry: Entry, owner: u32) {
+        self.len += 1;
+        self.peak_len = self.peak_len.max(self.len);
+        if time < self.end {
+            debug_assert_eq!(owner, self.host, "an event for another host inside the window");
+            let at = self.local.iter().rposition(|&(t, e)| (t, e.key) > (time, entry.key)).map_or(0, |i| i + 1);
+            self.local.insert(at, (time, entry));
+            return;
+        }
+        let window = time / self.width;
+        let items = self.later_mut(window);
+        let at = items.len() as u32;
+        items.push(Item { time, entry, owner });
+        if entry.key & PROVISIONAL != 0 {
+            self.patches.push((window, at));
+        }
+    }
+
+    /// The events queued for a later window.
+    #[inline]
+    fn later_mut(&mut self, window: u64) -> &mut Vec<Item> {
+        let ahead = window - self.base;
+        if ahead < NEAR {
+            while self.near.len() as u64 <= ahead {
+                self.near.push_back(Vec::new());
+            }
+            &mut self.near[ahead as usize]
+        } else {
+            self.far.entry(window).or_default()
+        }
+    }
+
+    /// A key for an event created by the event being handled.
+    #[inline]
+    pub fn issue(&mut self) -> u64 {
+        self.issued += 1;
+        PROVISIONAL | (self.issued - 1) as u64
+    }
+
+    /// The `n`-th event of the current window still to come (a hint for prefetching: events
+    /// created meanwhile may come first).
+    #[inline]
+    pub fn ahead(&self, n: usize) -> Option<(Entry, u32)> {
+        self.current.get(self.next + n).map(|it| (it.entry, it.owner))
+    }
+
+    /// The next event: the current host's next one, else the next host's first; at the end of a
+    /// window, the keys are made final (`next_key`: the time-ordered loop's counter) and the
+    /// next window opens.
+    #[inline]
+    pub fn pop(&mut self, next_key: &mut u64) -> Option<(Time, Entry)> {
+        self.close_creator();
+        loop {
+            let queued = self.current.get(self.next).filter(|it| it.owner == self.host).map(|it| (it.time, it.entry));
+            let local = self.local.last().copied();
+            let (time, entry) = match (queued, local) {
+                (Some(a), Some(b)) if (b.0, b.1.key) < (a.0, a.1.key) => self.local.pop().expect("seen"),
+                (Some(a), _) => {
+                    self.next += 1;
+                    a
+                }
+                (None, Some(_)) => self.local.pop().expect("seen"),
+                (None, None) => {
+                    match self.current.get(self.next) {
+                        Some(it) => self.host = it.owner,
+                        None => {
+                            self.finish_window(next_key);
+                            if !self.open_next() {
+                                return None;
+                            }
+                        }
+                    }
+                    continue;
+                }
+            };
+            self.len -= 1;
+            self.creators.push(Creator { time, key: entry.key, first: self.issued, count: 0 });
+            return Some((time, entry));
+        }
+    }
+
+    /// Counts the keys the last handled event issued (forgets it if none).
+    #[inline]
+    fn close_creator(&mut self) {
+        if let Some(last) = self.creators.last_mut() {
+            if last.count == 0 {
+                last.count = self.issued - last.first;
+                if last.count == 0 {
+                    self.creators.pop();
+                }
+            }
+        }
+    }
+
+    /// Opens the first later window holding events, if any.
+    fn open_next(&mut self) -> bool {
+        let near = self.near.iter().position(|v| !v.is_empty()).map(|i| self.base + i as u64);
+        let far = self.far.first_key_value().map(|(&w, _)| w);
+        let window = match (near, far) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => return false,
+        };
+        // Move the ring on to the window, recycling the finished window's allocation.
+        let mut items = std::mem::take(&mut self.current);
+        items.clear();
+        let mut recycled = Some(items);
+        let mut opened = Vec::new();
+        while self.base <= window {
+            let slot = self.near.pop_front().unwrap_or_default();
+            if let Some(spare) = recycled.take() {
+                self.near.push_back(spare);
+            }
+            if self.base == window {
+                opened = slot;
+            } else {
+                debug_assert!(slot.is_empty());
+                recycled = Some(slot);
+            }
+            self.base += 1;
+        }
+        if let Some(mut more) = self.far.remove(&window) {
+            opened.append(&mut more);
+        }
+        self.sort_by_host(&mut opened);
+        self.end = (window + 1) * self.width;
+        self.current = opened;
+        self.next = 0;
+        self.host = self.current[0].owner;
+        self.issued = 0;
+        true
+    }
+
+    /// Sorts a window's events by (owner, time, key): by counting when they are many (most
+    /// hosts have one or two), else by comparison.
+    fn sort_by_host(&mut self, items: &mut Vec<Item>) {
+        if items.len() < self.hosts / 8 {
+            items.sort_unstable_by_key(|it| (it.owner, it.time, it.entry.key));
+            return;
+        }
+        let counts = &mut self.counts;
+        counts.clear();
+        counts.resize(self.hosts + 1, 0);
+        for it in items.iter() {
+            counts[it.owner as usize + 1] += 1;
+        }
+        for h in 1..counts.len() {
+            counts[h] += counts[h - 1];
+        }
+        let sorted = &mut self.sorted;
+        sorted.clear();
+        sorted.resize(items.len(), Item { time: 0, entry: Entry { key: 0, host: 0, data: 0 }, owner: 0 });
+        for it in items.iter() {
+            let at = &mut counts[it.owner as usize];
+            sorted[*at as usize] = *it;
+            *at += 1;
+        }
+        // Each host's few events by (time, key).
+        let mut start = 0;
+        while start < sorted.len() {
+            let owner = sorted[start].owner;
+            let mut end = start + 1;
+            while end < sorted.len() && sorted[end].owner == owner {
+                end += 1;
+            }
+            if end - start > 1 {
+                sorted[start..end].sort_unstable_by_key(|it| (it.time, it.entry.key));
+            }
+            start = end;
+        }
+        std::mem::swap(items, sorted);
+    }
+
+    /// Replays the window's creators in time-ordered order to give each provisional key its final
+    /// value, then patches the events queued for later windows.
+    fn finish_window(&mut self, next_key: &mut u64) {
+        if self.issued == 0 {
+            return;
+        }
+        self.final_keys.clear();
+        self.final_keys.resize(self.issued as usize, UNSET);
+        // Final keys are below every provisional one, so at equal times they come first, and in
+        // order; the provisional ones among themselves in the order of their final values, which
+        // their creators (earlier, or at the same time) hand out during the replay.
+        let mut creators = std::mem::take(&mut self.creators);
+        self.sort_by_time(&mut creators);
+        let mut i = 0;
+        while i < creators.len() {
+            let t = creators[i].time;
+            let mut end = i + 1;
+            while end < creators.len() && creators[end].time == t {
+                end += 1;
+            }
+            self.replay_time(&mut creators[i..end], next_key);
+            i = end;
+        }
+        let patches = std::mem::take(&mut self.patches);
+        for &(window, at) in &patches {
+            let key = self.later_mut(window)[at as usize].entry.key;
+            let fixed = self.final_keys[(key & !PROVISIONAL) as usize];
+            self.later_mut(window)[at as usize].entry.key = fixed;
+        }
+        self.patches = patches;
+        self.patches.clear();
+        creators.clear();
+        self.creators = creators;
+    }
+
+    /// Sorts the window's creators by time (a radix sort on the time within the window, stable).
+    fn sort_by_time(&mut self, creators: &mut Vec<Creator>) {
+        const BITS: u32 = 11;
+        let start = self.end - self.width;
+        let span = 64 - (self.width - 1).leading_zeros();
+        let scratch = &mut self.by_time;
+        let mut shift = 0;
+        while shift < span {
+            let mut counts = [0u32; 1 << BITS];
+            let digit = |c: &Creator| ((c.time - start) >> shift) as usize & ((1 << BITS) - 1);
+            for c in creators.iter() {
+                counts[digit(c)] += 1;
+            }
+            let mut sum = 0;
+            for n in counts.iter_mut() {
+                (*n, sum) = (sum, sum + *n);
+            }
+            scratch.clear();
+            scratch.resize(creators.len(), Creator { time: 0, key: 0, first: 0, count: 0 });
+            for c in creators.iter() {
+                let at = &mut counts[digit(c)];
+                scratch[*at as usize] = *c;
+                *at += 1;
+            }
+            std::mem::swap(creators, scratch);
+            shift += BITS;
+        }
+    }
+
+    /// Replays the creators of one time in the order of their keys: final ones as they are (below
+    /// every provisional one), provisional ones by the final values they got from their own
+    /// creators, earlier in the replay. Those created at this very time wait for theirs.
+    fn replay_time(&mut self, group: &mut [Creator], next_key: &mut u64) {
+        let mut unknown = false;
+        for c in group.iter_mut() {
+            if c.key & PROVISIONAL != 0 {
+                match self.final_keys[(c.key & !PROVISIONAL) as usize] {
+                    UNSET => unknown = true,
+                    k => c.key = k,
+                }
+            }
+        }
+        if group.len() > 1 {
+            group.sort_unstable_by_key(|c| c.key);
+        }
+        if !unknown {
+            for c in group.iter() {
+                assign(&mut self.final_keys, c, next_key);
+            }
+            return;
+        }
+        let known = group.iter().position(|c| c.key & PROVISIONAL != 0).unwrap_or(group.len());
+        for c in &group[..known] {
+            assign(&mut self.final_keys, c, next_key);
+        }
+        self.replay_provisional(&group[known..], next_key);
+    }
+
+    /// Creators of one time that were created at this time too (a chain of zero-time events), in
+    /// the order of the final keys they get from each other while they are replayed.
+    fn replay_provisional(&mut self, group: &[Creator], next_key: &mut u64) {
+        let final_of = |fk: &[u64], c: &Creator| if c.key & PROVISIONAL == 0 { c.key } else { fk[(c.key & !PROVISIONAL) as usize] };
+        let mut ready: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+        let mut waiting: Vec<usize> = Vec::new();
+        for (n, c) in group.iter().enumerate() {
+            match final_of(&self.final_keys, c) {
+                UNSET => waiting.push(n),
+                k => ready.push(Reverse((k, n))),
+            }
+        }
+        while let Some(Reverse((_, n))) = ready.pop() {
+            assign(&mut self.final_keys, &group[n], next_key);
+            waiting.retain(|&w| match final_of(&self.final_keys, &group[w]) {
+                UNSET => true,
+                k => {
+                    ready.push(Reverse((k, w)));
+                    false
+                }
+            });
+        }
+        assert!(waiting.is_empty(), "an event of the window was created by none before it");
+    }
+}
+
+/// Hands out the next final keys to the keys `c` created.
+fn assign(final_keys: &mut [u64], c: &Creator, next_key: &mut u64) {
+    for q in c.first..c.first + c.count {
+        final_keys[q as usize] = *next_key;
+        *next_key += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(key: u64, host: u32) -> Entry {
+        Entry { key, host, data: 0 }
+    }
+
+    #[test]
+    fn hosts_one_after_the_other_and_keys_made_final_in_time_order() {
+        // Window width 10. Host 1 has an event at 2, host 0 one at 5 (keys 7 and 3, final).
+        let mut w = Windows::new(10, 2);
+        let mut next_key = 100;
+        w.push(5, e(3, 0), 0);
+        w.push(2, e(7, 1), 1);
+        let (t, x) = w.pop(&mut next_key).unwrap();
+        assert_eq!((t, x.key), (5, 3)); // host 0 first, though later in time
+        // It creates one event for itself in the window and one for host 1 in the next.
+        let a = w.issue();
+        w.push(6, e(a, 0), 0);
+        let b = w.issue();
+        w.push(15, e(b, 1), 1);
+        assert_eq!(w.pop(&mut next_key).unwrap(), (6, e(a, 0)));
+        let (t, x) = w.pop(&mut next_key).unwrap();
+        assert_eq!((t, x.key), (2, 7));
+        let c = w.issue();
+        w.push(15, e(c, 1), 1);
+        // Time order: host 1's event at 2 (creates key 100 = c), then host 0's at 5 (creates
+        // a = 101, b = 102), so at time 15 c's event comes before b's.
+        assert_eq!(w.pop(&mut next_key).unwrap(), (15, e(100, 1)));
+        assert_eq!(w.pop(&mut next_key).unwrap(), (15, e(102, 1)));
+        assert!(w.pop(&mut next_key).is_none());
+        assert_eq!(next_key, 103);
+    }
+
+    #[test]
+    fn a_provisional_creator_at_the_same_time_replays_after_its_own_creator() {
+        // Host 0 at time 0 (key 9) creates, at time 0 too, an event that creates one more; host 1 at
+        // time 0 (key 4) creates one event. Time order: key 4, key 9, then 9's child.
+        let mut w = Windows::new(10, 2);
+        let mut next_key = 50;
+        w.push(0, e(9, 0), 0);
+        w.push(0, e(4, 1), 1);
+        assert_eq!(w.pop(&mut next_key).unwrap().1.key, 9);
+        let child = w.issue();
+        w.push(0, e(child, 0), 0);
+        assert_eq!(w.pop(&mut next_key).unwrap().1.key, child);
+        let grandchild = w.issue();
+        w.push(20, e(grandchild, 0), 0);
+        assert_eq!(w.pop(&mut next_key).unwrap().1.key, 4);
+        let other = w.issue();
+        w.push(20, e(other, 1), 1);
+        // Replay: key 4 issues 50 (other), key 9 issues 51 (child), child issues 52 (grandchild).
+        assert_eq!(w.pop(&mut next_key).unwrap(), (20, e(52, 0)));
+        assert_eq!(w.pop(&mut next_key).unwrap(), (20, e(50, 1)));
+        assert!(w.pop(&mut next_key).is_none());
+    }
+}
