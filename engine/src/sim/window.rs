@@ -251,6 +251,10 @@ impl Windows {
     /// Sorts a window's events by (owner, time, key): by counting when they are many (most
     /// hosts have one or two), else by comparison.
     fn sort_by_host(&mut self, items: &mut Vec<Item>) {
+        let order = |it: &Item| (it.owner, it.time, it.entry.key);
+        if items.windows(2).all(|p| order(&p[0]) < order(&p[1])) {
+            return;
+        }
         if items.len() < self.hosts / 8 {
             items.sort_unstable_by_key(|it| (it.owner, it.time, it.entry.key));
             return;
@@ -324,32 +328,9 @@ impl Windows {
     }
 
     /// Sorts the window's creators by time (a radix sort on the time within the window, stable).
-    fn sort_by_time(&mut self, creators: &mut Vec<Creator>) {
-        const BITS: u32 = 11;
+    fn sort_by_time(&mut self, creators: &mut [Creator]) {
         let start = self.end - self.width;
-        let span = 64 - (self.width - 1).leading_zeros();
-        let scratch = &mut self.by_time;
-        let mut shift = 0;
-        while shift < span {
-            let mut counts = [0u32; 1 << BITS];
-            let digit = |c: &Creator| ((c.time - start) >> shift) as usize & ((1 << BITS) - 1);
-            for c in creators.iter() {
-                counts[digit(c)] += 1;
-            }
-            let mut sum = 0;
-            for n in counts.iter_mut() {
-                (*n, sum) = (sum, sum + *n);
-            }
-            scratch.clear();
-            scratch.resize(creators.len(), Creator { time: 0, key: 0, first: 0, count: 0 });
-            for c in creators.iter() {
-                let at = &mut counts[digit(c)];
-                scratch[*at as usize] = *c;
-                *at += 1;
-            }
-            std::mem::swap(creators, scratch);
-            shift += BITS;
-        }
+        radix_sort(creators, &mut self.by_time, bits(self.width - 1), |c| c.time - start);
     }
 
     /// Replays the creators of one time in the order of their keys: final ones as they are (below
@@ -365,7 +346,12 @@ impl Windows {
                 }
             }
         }
-        if group.len() > 1 {
+        let (low, high) = group.iter().fold((u64::MAX, 0), |(l, h), c| (l.min(c.key), h.max(c.key)));
+        if group.windows(2).all(|p| p[0].key < p[1].key) {
+            // already in order (hosts in step keep the order of the previous window)
+        } else if group.len() > 64 && high - low < 1 << 32 {
+            radix_sort(group, &mut self.by_time, bits(high - low), |c| c.key - low);
+        } else if group.len() > 1 {
             group.sort_unstable_by_key(|c| c.key);
         }
         if !unknown {
@@ -407,6 +393,47 @@ impl Windows {
     }
 }
 
+/// Bits needed to write `x`.
+fn bits(x: u64) -> u32 {
+    64 - x.leading_zeros()
+}
+
+/// Sorts `items` by `key` (below 2^`key_bits`), stably, a byte per pass.
+fn radix_sort<T: Copy>(items: &mut [T], scratch: &mut Vec<T>, key_bits: u32, key: impl Fn(&T) -> u64) {
+    const DIGIT: u32 = 8;
+    if items.len() < 2 || key_bits == 0 {
+        return;
+    }
+    if scratch.len() < items.len() {
+        scratch.resize(items.len(), items[0]);
+    }
+    let scratch = &mut scratch[..items.len()];
+    let mut in_scratch = false;
+    let mut shift = 0;
+    while shift < key_bits {
+        let (from, to): (&[T], &mut [T]) = if in_scratch { (&*scratch, &mut *items) } else { (&*items, &mut *scratch) };
+        let digit = |x: &T| (key(x) >> shift) as usize & ((1 << DIGIT) - 1);
+        let mut counts = [0u32; 1 << DIGIT];
+        for x in from {
+            counts[digit(x)] += 1;
+        }
+        let mut sum = 0;
+        for n in counts.iter_mut() {
+            (*n, sum) = (sum, sum + *n);
+        }
+        for x in from {
+            let at = &mut counts[digit(x)];
+            to[*at as usize] = *x;
+            *at += 1;
+        }
+        in_scratch = !in_scratch;
+        shift += DIGIT;
+    }
+    if in_scratch {
+        items.copy_from_slice(scratch);
+    }
+}
+
 /// Hands out the next final keys to the keys `c` created.
 fn assign(final_keys: &mut [u64], c: &Creator, next_key: &mut u64) {
     for q in c.first..c.first + c.count {
@@ -421,6 +448,24 @@ mod tests {
 
     fn e(key: u64, host: u32) -> Entry {
         Entry { key, host, data: 0 }
+    }
+
+    #[test]
+    fn radix_sort_is_a_stable_sort() {
+        let mut state = 7u64;
+        for (n, bits) in [(0usize, 5u32), (1, 5), (1000, 3), (5000, 11), (5000, 12), (20000, 33)] {
+            let items: Vec<(u64, usize)> = (0..n)
+                .map(|i| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    ((state >> 20) & ((1u64 << bits) - 1), i)
+                })
+                .collect();
+            let mut sorted = items.clone();
+            radix_sort(&mut sorted, &mut Vec::new(), bits, |x| x.0);
+            let mut expected = items;
+            expected.sort_by_key(|x| x.0); // stable
+            assert_eq!(sorted, expected);
+        }
     }
 
     #[test]
