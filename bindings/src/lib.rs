@@ -490,7 +490,7 @@ fn run<P: Program + Sync>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
     let Models { par, network, noise, node, memory } = models;
-    let opts = Options { records, timeline };
+    let opts = Options { records, timeline, ..Options::default() };
     if memory.is_some() && noise.is_some() {
         return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
     }

@@ -650,13 +650,18 @@ impl<P: Program> Sim<'_, P> {
         }
     }
 
-    /// Prefetching for windowed execution: the coming events' hosts come in ascending order and
-    /// stream in; what is left to fetch ahead is an arrival's message and the receive it meets.
+    /// Prefetching for windowed execution: an arrival's message and the receive it meets, and the
+    /// coming events' hosts unless the window holds so many that they stream in by themselves.
     #[inline]
     fn prefetch_window(&self) {
         let w = self.windows.as_ref().expect("windowed");
         if let Some(m) = w.ahead(PREFETCH_MESSAGE).and_then(|(e, _)| self.arrival_of(e)) {
             prefetch(m);
+        }
+        if !w.dense() {
+            if let Some((_, owner)) = w.ahead(PREFETCH_HOST) {
+                self.hosts.prefetch(owner);
+            }
         }
         if let Some((e, owner)) = w.ahead(PREFETCH_MATCH) {
             if self.arrival_of(e).is_some() {

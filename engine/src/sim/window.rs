@@ -160,6 +160,12 @@ impl Windows {
         self.current.get(self.next + n).map(|it| (it.entry, it.owner))
     }
 
+    /// Whether the current window holds events of most hosts (so they are visited nearly in a row).
+    #[inline]
+    pub fn dense(&self) -> bool {
+        self.current.len() * 2 >= self.hosts
+    }
+
     /// The next event: the current host's next one, else the next host's first; at the end of a
     /// window, the keys are made final (`next_key`: the time-ordered loop's counter) and the
     /// next window opens.
