@@ -114,7 +114,7 @@ impl Noise {
     pub fn stretch(&self, rank: u32, t: Time, work: Time) -> Time {
         match &self.source {
             Source::Cyclic(patterns) => {
-                let p = &patterns[rank as usize % patterns.len()];
+                let p = if patterns.len() == 1 { &patterns[0] } else { &patterns[rank as usize % patterns.len()] };
                 p.stretch(self.shift(rank, p.cycle()), t, work)
             }
             Source::Random(r) => {
