@@ -45,7 +45,7 @@ def sim_json(capsys, *args: str, expect: int = 0) -> dict:
 
 def test_json_contract_fields_and_types(capsys):
     summary = sim_json(capsys, "--collective", "binomial-bcast", "--ranks", "8", "--bytes", "1", *REFERENCE_FLAGS)
-    for key in ("makespan", "ranks", "events", "wall_seconds", "ops", "messages", "num_ranks", "deadlock"):
+    for key in ("makespan", "ranks", "events", "wall_seconds", "windowed", "ops", "messages", "num_ranks", "deadlock"):
         assert key in summary
     assert summary["makespan"] == 18000 and isinstance(summary["makespan"], int)
     assert summary["ranks"] == [4500, 9000, 9000, 13500, 9000, 13500, 13500, 18000]

@@ -198,6 +198,22 @@ def test_same_seed_same_result_and_the_seed_matters(capsys):
     assert first["makespan"] > sim_json(capsys, *run[:-2])["makespan"]
 
 
+def test_independent_noise_runs_windowed_with_the_records_result():
+    # Windowed execution (docs/models.md, "Noise", Cost) takes plain eager runs under independent noise;
+    # asking for records keeps the time-ordered loop, whose finish times must be the same.
+    noise = {"kind": "periodic", "frequency": "20kHz", "duration": "5us"}
+    windowed = contend.simulate(collective="dissemination", ranks=1000, bytes=8, noise=noise)
+    ordered = contend.simulate(collective="dissemination", ranks=1000, bytes=8, noise=noise, records=True)
+    assert windowed.windowed and not ordered.windowed
+    assert np.array_equal(windowed.ranks, ordered.ranks) and windowed.noise_charged == ordered.noise_charged > 0
+    assert (windowed.events, windowed.messages) == (ordered.events, ordered.messages)
+    for quiet in (contend.simulate(collective="dissemination", ranks=1000, bytes=8),
+                  contend.simulate(collective="dissemination", ranks=1000, bytes=8,
+                                   noise=dict(noise, phase="coscheduled")),
+                  contend.simulate(collective="dissemination", ranks=1000, bytes=100_000, noise=noise)):
+        assert not quiet.windowed  # in step, or rendezvous: time order
+
+
 def test_records_split_the_delay_with_the_noise_column():
     r = contend.simulate(collective="dissemination", ranks=256, bytes=8, records=True,
                          noise={"kind": "periodic", "frequency": "20kHz", "duration": "5us"})

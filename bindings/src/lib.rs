@@ -424,6 +424,7 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     d.set_item("messages", r.messages)?;
     d.set_item("requeues", r.requeues)?;
     d.set_item("peak_queue", r.peak_queue)?;
+    d.set_item("windowed", r.windowed)?;
     d.set_item("wall_seconds", wall)?;
     d.set_item("noise_ps", r.noise)?;
     d.set_item("admission_waits", r.admission_waits)?;

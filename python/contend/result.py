@@ -116,8 +116,9 @@ class SimulationResult:
     ``Deadlock``), ``params`` (LogGOPS parameters used, engine units: ps, ps/byte, bytes),
     ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``),
     ``links`` (per-link statistics when a network was simulated, else ``None``), ``network``
-    (its ``NetworkLayout``: link ends, node coordinates, placement) and ``noise_charged`` (detour time
-    the noise model added to CPU work, summed over all ranks; 0 without noise).
+    (its ``NetworkLayout``: link ends, node coordinates, placement), ``noise_charged`` (detour time
+    the noise model added to CPU work, summed over all ranks; 0 without noise) and ``windowed`` (the
+    engine ran the events window by window, docs/models.md "Noise", Cost: same results, engine speed only).
     """
 
     makespan: int | float
@@ -136,6 +137,7 @@ class SimulationResult:
     noise_charged: int | float = 0
     admission_waits: int = 0
     memory: Mapping[str, Any] | None = None
+    windowed: bool = False
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
@@ -167,6 +169,7 @@ class SimulationResult:
             noise_charged=ps_to_ns(raw.get("noise_ps", 0)),
             admission_waits=int(raw.get("admission_waits", 0)),
             memory=_memory_stats(raw.get("memory")),
+            windowed=bool(raw.get("windowed", False)),
         )
 
     @property
@@ -219,6 +222,7 @@ class SimulationResult:
             "ops": self.ops,
             "messages": self.messages,
             "wall_seconds": self.wall_seconds,
+            "windowed": self.windowed,
             "deadlock": None if self.deadlock is None else self.deadlock.to_dict(),
             "params": parameters_ns(self.params),
             "workload": dict(self.workload),

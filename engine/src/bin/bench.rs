@@ -43,11 +43,12 @@ fn params() -> Params {
 
 fn sim_json(r: &SimResult, secs: f64) -> String {
     format!(
-        "\"ranks\": {}, \"events\": {}, \"requeues\": {}, \"peak_queue\": {}, \"sim_seconds\": {:.4}, \"events_per_second\": {:.0}, \"makespan_ns\": {}, \"deadlock\": {}, \"finish_digest\": {}",
+        "\"ranks\": {}, \"events\": {}, \"requeues\": {}, \"peak_queue\": {}, \"windowed\": {}, \"sim_seconds\": {:.4}, \"events_per_second\": {:.0}, \"makespan_ns\": {}, \"deadlock\": {}, \"finish_digest\": {}",
         r.num_ranks,
         r.events,
         r.requeues,
         r.peak_queue,
+        r.windowed,
         secs,
         r.events as f64 / secs,
         r.makespan / 1000,

@@ -136,6 +136,9 @@ pub struct SimResult {
     /// Times an event had to wait for a busy CPU or NIC and was queued again.
     pub requeues: u64,
     pub peak_queue: usize,
+    /// Whether the events ran window by window (`crate::sim::window`) rather than in time order:
+    /// the results are the same, only the engine's speed (and `peak_queue`) differ.
+    pub windowed: bool,
     pub deadlock: Option<Deadlock>,
     pub records: Option<Records>,
     pub timeline: Option<Timeline>,
@@ -359,7 +362,8 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
     let plain = !opts.time_ordered && sim.net.is_none() && sim.node.is_none() && sim.memory.is_none() && !opts.records && !opts.timeline;
     let scattered = std::env::var("FORCEWIN").is_ok() || sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
     let eager = prog.max_message_bytes().is_some_and(|b| b <= par.S);
-    let width = par.o + par.L;
+    // Any narrower window is as exact; the windows keep times within them in 32 bits.
+    let width = (par.o + par.L).min(u32::MAX as Time);
     (plain && scattered && eager && width > 0).then_some(width)
 }
 
@@ -1331,6 +1335,7 @@ impl<P: Program> Sim<'_, P> {
             packet_events: self.net.as_ref().map_or(0, Network::packet_events),
             requeues: self.requeues,
             peak_queue: self.windows.as_ref().map_or(self.queue.peak_len(), Windows::peak_len),
+            windowed: self.windows.is_some(),
             deadlock,
             records: self.records.take(),
             timeline: self.timeline.take(),
