@@ -5,7 +5,8 @@
 //!     simulate a generated collective; with NOISE, under LogGOPSim's default parameters as
 //!     benchmarks/noise_speed.py (independent phases, seed 0): none, periodic:PERIOD_NS:DURATION_NS,
 //!     periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0), random:RATE_HZ:MEAN_NS (exponential
-//!     lengths) or trace:FILE
+//!     lengths) or trace:FILE; with CONTEND_TIME_ORDERED=1 in the environment, always in time
+//!     order, never windowed (to compare the two loops)
 //! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
@@ -121,7 +122,8 @@ fn main() {
             let noise = args.get(4).filter(|spec| *spec != "none").map(|spec| noise(spec));
             let par = if args.len() == 5 { Params::loggopsim_defaults() } else { params() };
             let t0 = Instant::now();
-            let r = simulate_with_noise(&c, &par, &Options::default(), None, noise.as_ref(), |_| true).expect("not cancelled");
+            let opts = Options { time_ordered: std::env::var_os("CONTEND_TIME_ORDERED").is_some(), ..Options::default() };
+            let r = simulate_with_noise(&c, &par, &opts, None, noise.as_ref(), |_| true).expect("not cancelled");
             let secs = t0.elapsed().as_secs_f64();
             println!(
                 "{{\"source\": \"generated\", \"pattern\": \"{}\", \"noise\": \"{}\", {}, \"noise_charged_ps\": {}, \"peak_rss_bytes\": {}}}",

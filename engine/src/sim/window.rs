@@ -250,15 +250,16 @@ impl Windows {
         true
     }
 
-    /// Sorts a window's events by (owner, time, key): by counting when they are many (most
-    /// hosts have one or two), else by comparison.
+    /// Sorts a window's events by (owner, time, key): by owner, counting when they are many (most
+    /// hosts have one or two) and by radix when they are few, then each host's by (time, key).
     fn sort_by_host(&mut self, items: &mut Vec<Item>) {
         let order = |it: &Item| (it.owner, it.time, it.entry.key);
         if items.windows(2).all(|p| order(&p[0]) < order(&p[1])) {
             return;
         }
         if items.len() < self.hosts / 8 {
-            items.sort_unstable_by_key(|it| (it.owner, it.time, it.entry.key));
+            radix_sort(items, &mut self.sorted, bits(self.hosts as u64 - 1), |it| it.owner as u64);
+            sort_each_host(items);
             return;
         }
         let counts = &mut self.counts;
@@ -278,19 +279,7 @@ impl Windows {
             sorted[*at as usize] = *it;
             *at += 1;
         }
-        // Each host's few events by (time, key).
-        let mut start = 0;
-        while start < sorted.len() {
-            let owner = sorted[start].owner;
-            let mut end = start + 1;
-            while end < sorted.len() && sorted[end].owner == owner {
-                end += 1;
-            }
-            if end - start > 1 {
-                sorted[start..end].sort_unstable_by_key(|it| (it.time, it.entry.key));
-            }
-            start = end;
-        }
+        sort_each_host(sorted);
         std::mem::swap(items, sorted);
     }
 
@@ -396,6 +385,22 @@ impl Windows {
             });
         }
         assert!(waiting.is_empty(), "an event of the window was created by none before it");
+    }
+}
+
+/// Sorts the events of each host (consecutive in `items`) by (time, key); a host has few.
+fn sort_each_host(items: &mut [Item]) {
+    let mut start = 0;
+    while start < items.len() {
+        let owner = items[start].owner;
+        let mut end = start + 1;
+        while end < items.len() && items[end].owner == owner {
+            end += 1;
+        }
+        if end - start > 1 {
+            items[start..end].sort_unstable_by_key(|it| (it.time, it.entry.key));
+        }
+        start = end;
     }
 }
 
