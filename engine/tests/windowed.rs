@@ -90,13 +90,67 @@ fn a_million_ranks_give_the_time_ordered_result() {
     same(&c, &Params::loggopsim_defaults(), &noise, "dissemination, 2^20 ranks");
 }
 
+/// A random GOAL schedule: `messages` sends, each with its receive (a wildcard source or tag now and
+/// then), calcs of 0 to 3000 ns (some with zero duration), receives and calcs on `cpus` CPUs,
+/// messages on two NICs, and dependencies (requires and irequires) on earlier operations of the same rank. Some
+/// schedules deadlock: both loops must then stop in the same state.
+fn random_goal(ranks: u32, messages: u32, max_bytes: u64, cpus: u64, seed: u64) -> String {
+    let mut state = seed;
+    let mut next = move |n: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let mut ops: Vec<Vec<String>> = vec![Vec::new(); ranks as usize];
+    for _ in 0..messages {
+        let (src, dst) = (next(ranks as u64) as usize, next(ranks as u64) as usize);
+        let (bytes, tag, nic) = (1 + next(max_bytes), next(3), next(2));
+        ops[src].push(format!("send {bytes}b to {dst} tag {tag} cpu 0 nic {nic}"));
+        let from = if next(8) == 0 { -1 } else { src as i64 };
+        let tag = if next(8) == 0 { -1 } else { tag as i64 };
+        ops[dst].push(format!("recv {bytes}b from {from} tag {tag} cpu {} nic {nic}", next(cpus)));
+        let calc = ops[next(ranks as u64) as usize].len();
+        let r = next(ranks as u64) as usize;
+        if calc % 2 == 0 {
+            ops[r].push(format!("calc {} cpu {}", next(4) * 1000 * (next(2)), next(cpus)));
+        }
+    }
+    let mut text = format!("num_ranks {ranks}\n");
+    for (r, list) in ops.iter().enumerate() {
+        text += &format!("rank {r} {{\n");
+        for (i, op) in list.iter().enumerate() {
+            text += &format!("  l{i}: {op}\n");
+        }
+        for i in 1..list.len() {
+            match next(4) {
+                0 => text += &format!("  l{i} requires l{}\n", next(i as u64)),
+                1 => text += &format!("  l{i} irequires l{}\n", next(i as u64)),
+                _ => {}
+            }
+        }
+        text += "}\n";
+    }
+    text
+}
+
 #[test]
-fn schedules_without_a_size_bound_take_the_time_ordered_loop() {
-    // A GOAL schedule does not promise eager messages up front: same result by construction, and
-    // calcs and simultaneous sends of one rank are covered here too.
-    let text = "num_ranks 3\nrank 0 {\n l1: calc 100\n l2: send 8b to 1\n l3: send 8b to 2\n l2 requires l1\n l3 requires l1\n}\n\
-                rank 1 {\n l1: recv 8b from 0\n l2: calc 50\n l2 requires l1\n}\nrank 2 {\n l1: recv 8b from 0\n}\n";
-    let prog = parse_goal(text.as_bytes(), "t.goal").unwrap();
-    let noise = Noise::periodic(300 * NS, 20 * NS, Phase::Independent, 2).unwrap();
-    same(&prog, &params(3000, 1500, 1000, 0), &noise, "goal");
+fn random_goal_schedules_give_the_time_ordered_result() {
+    // Both loops on schedules with calcs, two NICs, wildcards and dependencies; eager messages on
+    // one CPU per rank run windowed; a rendezvous message, or a second CPU, keeps the time-ordered
+    // loop (where the comparison holds by construction).
+    let noise = Noise::periodic(3_000 * NS, 400 * NS, Phase::Independent, 8).unwrap();
+    let mut windowed = 0;
+    for seed in 0..60 {
+        let (ranks, messages) = (2 + seed as u32 % 9, 10 + 7 * seed as u32);
+        let max_bytes = if seed % 10 == 9 { 100_000 } else { 2_000 };
+        let cpus = if seed % 5 == 4 { 2 } else { 1 };
+        let text = random_goal(ranks, messages, max_bytes, cpus, seed);
+        let prog = parse_goal(text.as_bytes(), "random.goal").unwrap();
+        for par in [params(3000, 1500, 1000, 1), params(100, 50, 500, 0)] {
+            same(&prog, &par, &noise, &format!("seed {seed}:\n{text}"));
+            let r = run(&prog, &par, &noise, false);
+            assert_eq!(r.windowed, cpus == 1 && max_bytes < 65535, "seed {seed}");
+            windowed += r.windowed as u32;
+        }
+    }
+    assert_eq!(windowed, 96); // 48 one-CPU eager schedules, two machines each
 }

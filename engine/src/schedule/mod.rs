@@ -85,7 +85,8 @@ pub trait Program {
     fn after_done(&self, rank: u32, index: u32, out: &mut Vec<u32>);
     /// Appends the operations that irequire `index` (wait for its start).
     fn after_start(&self, rank: u32, index: u32, out: &mut Vec<u32>);
-    /// An upper bound on the bytes of any message, if known without reading every operation.
+    /// An upper bound on the bytes of any message, if known without simulating (at most one pass
+    /// over the operations).
     fn max_message_bytes(&self) -> Option<u64> {
         None
     }

@@ -131,6 +131,10 @@ impl Program for GoalProgram {
     fn num_ops(&self, rank: u32) -> u32 {
         self.rank_start[rank as usize + 1] - self.rank_start[rank as usize]
     }
+    /// One pass over the sizes (once per simulation).
+    fn max_message_bytes(&self) -> Option<u64> {
+        Some(self.kind.iter().zip(&self.size).filter(|(k, _)| **k == OpKind::Send).map(|(_, &s)| s).max().unwrap_or(0))
+    }
     #[inline]
     fn op(&self, rank: u32, index: u32) -> Op {
         let g = self.gid(rank, index);

@@ -356,10 +356,13 @@ impl NodeSim {
 
 /// The window width of windowed execution (`crate::sim::window`), if it applies: plain eager
 /// LogGOPS (no network, node or memory model, no records or timeline, every message at most S
-/// bytes), where a message takes at least o + L from its send's start to its arrival. Chosen for
-/// independent noise, which scatters the ranks in time; in step, the time-ordered loop is faster.
+/// bytes), where a message takes at least o + L from its send's start to its arrival, on one CPU
+/// per rank (with more, an operation made ready by one CPU's work is issued when its own CPU was
+/// free, possibly before the event that readied it, and time order then lets its effects overtake
+/// events already handled). Chosen for independent noise, which scatters the ranks in time; in
+/// step, the time-ordered loop is faster.
 fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<'_, P>) -> Option<Time> {
-    let plain = !opts.time_ordered && sim.net.is_none() && sim.node.is_none() && sim.memory.is_none() && !opts.records && !opts.timeline;
+    let plain = !opts.time_ordered && sim.cpus == 1 && sim.net.is_none() && sim.node.is_none() && sim.memory.is_none() && !opts.records && !opts.timeline;
     let scattered = std::env::var("FORCEWIN").is_ok() || sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
     let eager = prog.max_message_bytes().is_some_and(|b| b <= par.S);
     // Any narrower window is as exact; the windows keep times within them in 32 bits.
