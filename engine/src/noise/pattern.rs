@@ -19,7 +19,15 @@ pub struct Pattern {
     busy_before: Vec<Time>,
     /// `free_before[i] = starts[i] - busy_before[i]`; `free_before[n]`: free time per cycle.
     free_before: Vec<Time>,
+    /// For long patterns (a measured trace holds hundreds of detours per second): the cycle cut
+    /// into slots of `2^slot_shift` ps, and the number of detours starting before each slot, so
+    /// that finding where a time falls takes a shift and a short scan, not a binary search.
+    slot_shift: u32,
+    before_slot: Vec<u32>,
 }
+
+/// Patterns with more detours than this get slots (`Pattern::before_slot`).
+const SLOTTED_FROM: usize = 16;
 
 impl Pattern {
     /// A pattern of `cycle` ps with `detours` as (start, length) pairs. Errors when a detour is
@@ -54,7 +62,8 @@ impl Pattern {
         }
         busy_before.push(busy);
         free_before.push(cycle - busy);
-        Ok(Pattern { cycle, starts, ends, busy_before, free_before })
+        let (slot_shift, before_slot) = slots(cycle, &starts);
+        Ok(Pattern { cycle, starts, ends, busy_before, free_before, slot_shift, before_slot })
     }
 
     /// One detour of `duration` at the start of every `period`.
@@ -92,15 +101,29 @@ impl Pattern {
     /// Heap bytes held (the pattern is shared by every rank that replays it).
     pub fn heap_bytes(&self) -> usize {
         8 * (self.starts.capacity() + self.ends.capacity() + self.busy_before.capacity() + self.free_before.capacity())
+            + 4 * self.before_slot.capacity()
     }
 
     fn free_per_cycle(&self) -> Time {
         self.free_before[self.starts.len()]
     }
 
+    /// How many detours start at or before `u` (inside one cycle).
+    #[inline]
+    fn started_by(&self, u: Time) -> usize {
+        if self.before_slot.is_empty() {
+            return self.starts.partition_point(|&s| s <= u);
+        }
+        let mut i = self.before_slot[(u >> self.slot_shift) as usize] as usize;
+        while i < self.starts.len() && self.starts[i] <= u {
+            i += 1;
+        }
+        i
+    }
+
     /// Free time in `[0, u)` for `u` inside one cycle. O(log n).
     fn free_until(&self, u: Time) -> Time {
-        let i = self.starts.partition_point(|&s| s <= u);
+        let i = self.started_by(u);
         if i > 0 && u < self.ends[i - 1] {
             self.free_before[i - 1] // inside detour i-1: no free time accrues
         } else {
@@ -126,7 +149,7 @@ impl Pattern {
         let (cycles, r) = (u / cycle, u % cycle);
         // Most work meets no detour: it starts in a free stretch and ends before the next detour
         // starts (one search, no division, instead of two searches and a division).
-        let i = self.starts.partition_point(|&s| s <= r);
+        let i = self.started_by(r);
         let free_from = if i > 0 { self.ends[i - 1] } else { 0 };
         let next_detour = match (self.starts.get(i), self.starts.first()) {
             (Some(&s), _) => s,
@@ -142,6 +165,18 @@ impl Pattern {
         let q = (target - 1) / free;
         q * cycle + self.time_of_free(target - q * free) - shift
     }
+}
+
+/// Slots for `Pattern::before_slot`: about four per detour, a power of two ps wide.
+fn slots(cycle: Time, starts: &[Time]) -> (u32, Vec<u32>) {
+    if starts.len() <= SLOTTED_FROM {
+        return (0, Vec::new());
+    }
+    let wanted = (4 * starts.len() as u64).min(1 << 20);
+    let shift = 64 - (cycle / wanted).max(1).leading_zeros() - 1;
+    let count = ((cycle - 1) >> shift) as usize + 1;
+    let before_slot = (0..count).map(|k| starts.partition_point(|&s| s < (k as Time) << shift) as u32).collect();
+    (shift, before_slot)
 }
 
 #[cfg(test)]
@@ -206,6 +241,30 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn slots_find_what_the_binary_search_finds() {
+        // 300 detours of 1-40 ps at random places in a cycle of 100,000 ps: with slots and without.
+        let mut state = 9u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let mut starts: Vec<Time> = (0..300).map(|_| next(99_000)).collect();
+        starts.sort();
+        starts.dedup_by(|b, a| *b < *a + 41);
+        let detours: Vec<(Time, Time)> = starts.iter().map(|&s| (s, 1 + next(40))).collect();
+        let slotted = Pattern::new(100_000, &detours).unwrap();
+        assert!(!slotted.before_slot.is_empty() && detours.len() > 200);
+        let plain = Pattern { before_slot: Vec::new(), ..slotted.clone() };
+        for _ in 0..20_000 {
+            let (shift, t, work) = (next(100_000), next(1_000_000), next(5_000));
+            assert_eq!(slotted.stretch(shift, t, work), plain.stretch(shift, t, work), "shift {shift} t {t} work {work}");
+        }
+        for u in (0..100_000).step_by(7) {
+            assert_eq!(slotted.started_by(u), plain.started_by(u));
         }
     }
 
