@@ -12,6 +12,9 @@ use crate::time::Time;
 
 /// Detours per window beyond which further arrivals are dropped (Poisson tail; see `window_for`).
 pub const MAX_PER_WINDOW: usize = 64;
+/// Detours per window that `RandomNoise::stretch` keeps in a small buffer (windows hold about one
+/// expected detour; see `window_for`).
+const FEW: usize = 8;
 
 /// The distribution of detour lengths.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -86,6 +89,13 @@ impl RandomNoise {
     /// Writes the detours of `stream`'s window `k` as absolute (start, end) into `out`; returns how
     /// many. Sorted, not overlapping, inside the window. O(detours^2) for the (few) detours.
     pub fn window_detours(&self, stream: u64, k: u64, out: &mut [(Time, Time); MAX_PER_WINDOW]) -> usize {
+        let (mut rng, n) = self.arrivals(stream, k);
+        self.place(&mut rng, n, k, out)
+    }
+
+    /// The number of detours in `stream`'s window `k`, and the generator to place them with.
+    #[inline]
+    fn arrivals(&self, stream: u64, k: u64) -> (Stream, usize) {
         let mut rng = Stream::new(mix(self.seed ^ mix(stream ^ mix(k.wrapping_add(0x632b_e59b_d9b4_e019)))));
         // Knuth: count uniforms until their product falls below exp(-mean).
         let mut n = 0;
@@ -94,11 +104,18 @@ impl RandomNoise {
             n += 1;
             product *= rng.unit();
         }
-        let mut lengths = [0; MAX_PER_WINDOW];
+        (rng, n)
+    }
+
+    /// Draws the lengths and places the `n` (at most `N`) detours of window `k` into `out`; returns
+    /// how many were kept. `N` is small for the usual handful, so that nothing larger is cleared.
+    #[inline]
+    fn place<const N: usize>(&self, rng: &mut Stream, n: usize, k: u64, out: &mut [(Time, Time); N]) -> usize {
+        let mut lengths = [0; N];
         let mut busy = 0;
         let mut kept = 0;
         for _ in 0..n {
-            let d = self.durations.draw(&mut rng);
+            let d = self.durations.draw(rng);
             if busy + d < self.window {
                 lengths[kept] = d;
                 busy += d;
@@ -107,7 +124,7 @@ impl RandomNoise {
         }
         // Cut points in the free time, sorted (insertion sort: a handful of values).
         let free = self.window - busy;
-        let mut cuts = [0; MAX_PER_WINDOW];
+        let mut cuts = [0; N];
         for i in 0..kept {
             let c = rng.below(free);
             let mut j = i;
@@ -134,11 +151,20 @@ impl RandomNoise {
         if left == 0 {
             return now;
         }
-        let mut detours = [(0, 0); MAX_PER_WINDOW];
+        let mut few = [(0, 0); FEW];
+        let mut many: [(Time, Time); MAX_PER_WINDOW];
         let mut k = now / self.window;
         loop {
-            let n = self.window_detours(stream, k, &mut detours);
-            for &(start, end) in &detours[..n] {
+            let (mut rng, n) = self.arrivals(stream, k);
+            let detours: &[(Time, Time)] = if n <= FEW {
+                let kept = self.place(&mut rng, n, k, &mut few);
+                &few[..kept]
+            } else {
+                many = [(0, 0); MAX_PER_WINDOW];
+                let kept = self.place(&mut rng, n, k, &mut many);
+                &many[..kept]
+            };
+            for &(start, end) in detours {
                 if end <= now {
                     continue;
                 }
