@@ -15,7 +15,7 @@ pub mod trace;
 
 use crate::time::Time;
 use pattern::Pattern;
-use random::{mix, RandomNoise};
+use random::{mix, LastWindow, RandomNoise};
 
 /// How the ranks' noise lines up in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +112,13 @@ impl Noise {
     /// O(log detours per cycle) for cyclic noise, O(windows crossed) for random noise.
     #[inline]
     pub fn stretch(&self, rank: u32, t: Time, work: Time) -> Time {
+        self.stretch_remembering(rank, t, work, &mut LastWindow::default())
+    }
+
+    /// As [`Noise::stretch`], with a cache of the last random-noise window drawn (see
+    /// [`LastWindow`]; unused by cyclic noise).
+    #[inline]
+    pub fn stretch_remembering(&self, rank: u32, t: Time, work: Time, last: &mut LastWindow) -> Time {
         match &self.source {
             Source::Cyclic(patterns) => {
                 let p = if patterns.len() == 1 { &patterns[0] } else { &patterns[rank as usize % patterns.len()] };
@@ -122,7 +129,7 @@ impl Noise {
                     Phase::Independent => rank as u64,
                     Phase::CoScheduled(_) => u64::MAX,
                 };
-                r.stretch(stream, t, work)
+                r.stretch_remembering(stream, t, work, last)
             }
         }
     }

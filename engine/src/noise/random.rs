@@ -12,9 +12,20 @@ use crate::time::Time;
 
 /// Detours per window beyond which further arrivals are dropped (Poisson tail; see `window_for`).
 pub const MAX_PER_WINDOW: usize = 64;
-/// Detours per window that `RandomNoise::stretch` keeps in a small buffer (windows hold about one
-/// expected detour; see `window_for`).
+/// Detours per window that `LastWindow` holds (windows hold about one expected detour; see
+/// `window_for`).
 const FEW: usize = 8;
+
+/// The detours of the window a charge last drew (if it held at most [`FEW`]), by (stream,
+/// window): consecutive charges of one rank, which windowed execution takes together, mostly fall in
+/// the same window, and drawing one (a hash, a Poisson count, a logarithm per length) costs more
+/// than the charge. A cache only: it never changes a result.
+#[derive(Clone, Debug, Default)]
+pub struct LastWindow {
+    window: Option<(u64, u64)>,
+    kept: usize,
+    detours: [(Time, Time); FEW],
+}
 
 /// The distribution of detour lengths.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -147,22 +158,32 @@ impl RandomNoise {
     /// When work of `work` ps that may start at `t` ends on `stream`: the work advances only outside
     /// detours (the same rule as a cyclic pattern). O(windows crossed x detours per window).
     pub fn stretch(&self, stream: u64, t: Time, work: Time) -> Time {
+        self.stretch_remembering(stream, t, work, &mut LastWindow::default())
+    }
+
+    /// As [`RandomNoise::stretch`], reusing the detours in `last` when they are those of the
+    /// window asked for, and leaving there those of the last window drawn (if it held few).
+    pub fn stretch_remembering(&self, stream: u64, t: Time, work: Time, last: &mut LastWindow) -> Time {
         let (mut now, mut left) = (t, work);
         if left == 0 {
             return now;
         }
-        let mut few = [(0, 0); FEW];
         let mut many: [(Time, Time); MAX_PER_WINDOW];
         let mut k = now / self.window;
         loop {
-            let (mut rng, n) = self.arrivals(stream, k);
-            let detours: &[(Time, Time)] = if n <= FEW {
-                let kept = self.place(&mut rng, n, k, &mut few);
-                &few[..kept]
+            let detours: &[(Time, Time)] = if last.window == Some((stream, k)) {
+                &last.detours[..last.kept]
             } else {
-                many = [(0, 0); MAX_PER_WINDOW];
-                let kept = self.place(&mut rng, n, k, &mut many);
-                &many[..kept]
+                let (mut rng, n) = self.arrivals(stream, k);
+                if n <= FEW {
+                    last.kept = self.place(&mut rng, n, k, &mut last.detours);
+                    last.window = Some((stream, k));
+                    &last.detours[..last.kept]
+                } else {
+                    many = [(0, 0); MAX_PER_WINDOW];
+                    let kept = self.place(&mut rng, n, k, &mut many);
+                    &many[..kept]
+                }
             };
             for &(start, end) in detours {
                 if end <= now {
@@ -263,6 +284,23 @@ mod tests {
         let seconds = (windows * noise.window()) as f64 / 1e12;
         assert!((count as f64 / seconds - 1000.0).abs() < 20.0, "{}", count as f64 / seconds);
         assert!((busy as f64 / (seconds * 1e12) - 0.025).abs() < 0.0005);
+    }
+
+    #[test]
+    fn remembering_the_last_window_changes_nothing() {
+        // Charges of a few streams, often the same one twice in a row, at times that go back and
+        // forth: one shared cache against none.
+        let noise = RandomNoise::new(20_000.0, Durations::Exponential { mean: 3_000_000 }, 2).unwrap();
+        let mut last = LastWindow::default();
+        let mut state = 5u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        for _ in 0..20_000 {
+            let (stream, t, work) = (next(3), next(2_000_000_000), next(50_000_000));
+            assert_eq!(noise.stretch_remembering(stream, t, work, &mut last), noise.stretch(stream, t, work));
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
 use crate::policy::PolicySpec;
+use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
@@ -298,6 +299,7 @@ struct Sim<'p, P: Program> {
     /// Detours that stretch CPU work (docs/models.md, "Noise"); None: exact LogGOPS.
     noise: Option<&'p Noise>,
     noise_charged: Time,
+    last_noise_window: LastWindow,
     /// Records only: detour time in each message's send and receive overheads, by message slot.
     msg_noise: U64Map<(Time, Time)>,
     /// NIC congestion and admission control (docs/models.md); None: exact LogGOPS.
@@ -480,6 +482,7 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         wait_versions: 0,
         noise,
         noise_charged: 0,
+        last_noise_window: LastWindow::default(),
         msg_noise: U64Map::default(),
         node,
         memory,
@@ -628,7 +631,7 @@ impl<P: Program> Sim<'_, P> {
         match self.noise {
             None => t + w,
             Some(noise) => {
-                let end = noise.stretch(h, t, w);
+                let end = noise.stretch_remembering(h, t, w, &mut self.last_noise_window);
                 self.noise_charged += end - t - w;
                 end
             }
