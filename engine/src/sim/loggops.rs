@@ -364,8 +364,14 @@ impl NodeSim {
 /// events already handled). Chosen for independent noise, which scatters the ranks in time; in
 /// step, the time-ordered loop is faster.
 fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<'_, P>) -> Option<Time> {
-    let plain = !opts.time_ordered && sim.cpus == 1 && sim.net.is_none() && sim.node.is_none() && sim.memory.is_none() && !opts.records && !opts.timeline;
-    let scattered = std::env::var("FORCEWIN").is_ok() || sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
+    let plain = !opts.time_ordered
+        && sim.cpus == 1
+        && sim.net.is_none()
+        && sim.node.is_none()
+        && sim.memory.is_none()
+        && !opts.records
+        && !opts.timeline;
+    let scattered = sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
     let eager = prog.max_message_bytes().is_some_and(|b| b <= par.S);
     // Any narrower window is as exact; the windows keep times within them in 32 bits.
     let width = (par.o + par.L).min(u32::MAX as Time);

@@ -1,8 +1,9 @@
 //! Windowed execution: the events of a time window taken host by host instead of in time order,
 //! with the results and keys of the time-ordered loop (docs/models.md, "Noise", Cost).
 //!
-//! When every message between hosts takes at least `width` to arrive (eager LogGOPS: o + L),
-//! nothing a host does inside a window `[k width, (k+1) width)` can reach another host before the
+//! When every message between hosts takes at least `width` to arrive (eager LogGOPS: o + L) and
+//! nothing a host does starts before the event that caused it (one CPU per host), nothing a host
+//! does inside a window `[k width, (k+1) width)` can reach another host before the
 //! window ends. So the window's events can run host after host, each host's in (time, key) order,
 //! and every host goes through the same states as in the time-ordered loop. Consecutive events then
 //! touch neighbouring hosts, which keeps memory traffic streaming once noise has scattered the ranks
@@ -68,11 +69,11 @@ pub struct Windows {
     /// Scratch space of the sorts.
     counts: Vec<u32>,
     sorted: Vec<Item>,
-    by_time: Vec<Creator>,
+    creator_scratch: Vec<Creator>,
     /// Provisional keys issued in this window.
     issued: u32,
     creators: Vec<Creator>,
-    /// Events in `later` holding provisional keys: (window, position).
+    /// Events queued for later windows (`near`, `far`) with provisional keys: (window, position).
     patches: Vec<(u64, u32)>,
     final_keys: Vec<u64>,
     len: usize,
@@ -97,7 +98,7 @@ impl Windows {
             far: BTreeMap::new(),
             counts: Vec::new(),
             sorted: Vec::new(),
-            by_time: Vec::new(),
+            creator_scratch: Vec::new(),
             issued: 0,
             creators: Vec::new(),
             patches: Vec::new(),
@@ -326,7 +327,7 @@ impl Windows {
 
     /// Sorts the window's creators by time (a radix sort on the time within the window, stable).
     fn sort_by_time(&mut self, creators: &mut [Creator]) {
-        radix_sort(creators, &mut self.by_time, bits(self.width - 1), |c| c.time as u64);
+        radix_sort(creators, &mut self.creator_scratch, bits(self.width - 1), |c| c.time as u64);
     }
 
     /// Replays the creators of one time in the order of their keys: final ones as they are (below
@@ -346,7 +347,7 @@ impl Windows {
         if group.windows(2).all(|p| p[0].key < p[1].key) {
             // already in order (hosts in step keep the order of the previous window)
         } else if group.len() > 64 && high - low < 1 << 32 {
-            radix_sort(group, &mut self.by_time, bits(high - low), |c| c.key - low);
+            radix_sort(group, &mut self.creator_scratch, bits(high - low), |c| c.key - low);
         } else if group.len() > 1 {
             group.sort_unstable_by_key(|c| c.key);
         }
