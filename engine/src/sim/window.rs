@@ -30,12 +30,13 @@ const UNSET: u64 = u64::MAX;
 /// Later windows up to this many ahead are kept in a ring, the others in a map.
 const NEAR: u64 = 64;
 
-/// An event waiting for a later window, with the host it belongs to.
+/// An event waiting for a later window, with the host it belongs to and its time from the start
+/// of its window (24 bytes: every event is written, sorted and read once more in a window).
 #[derive(Clone, Copy)]
 struct Item {
-    time: Time,
-    entry: Entry,
+    since_start: u32,
     owner: u32,
+    entry: Entry,
 }
 
 /// A handled event of the current window that created keys: its time (from the window's start),
@@ -126,9 +127,10 @@ impl Windows {
             return;
         }
         let window = time / self.width;
+        let since_start = (time - window * self.width) as u32;
         let items = self.later_mut(window);
         let at = items.len() as u32;
-        items.push(Item { time, entry, owner });
+        items.push(Item { since_start, owner, entry });
         if entry.key & PROVISIONAL != 0 {
             self.patches.push((window, at));
         }
@@ -175,7 +177,8 @@ impl Windows {
     pub fn pop(&mut self, next_key: &mut u64) -> Option<(Time, Entry)> {
         self.close_creator();
         loop {
-            let queued = self.current.get(self.next).filter(|it| it.owner == self.host).map(|it| (it.time, it.entry));
+            let start = self.end.saturating_sub(self.width);
+            let queued = self.current.get(self.next).filter(|it| it.owner == self.host).map(|it| (start + it.since_start as Time, it.entry));
             let local = self.local.last().copied();
             let (time, entry) = match (queued, local) {
                 (Some(a), Some(b)) if (b.0, b.1.key) < (a.0, a.1.key) => self.local.pop().expect("seen"),
@@ -198,8 +201,7 @@ impl Windows {
                 }
             };
             self.len -= 1;
-            let since_start = (time - (self.end - self.width)) as u32;
-            self.creators.push(Creator { time: since_start, key: entry.key, first: self.issued });
+            self.creators.push(Creator { time: (time - start) as u32, key: entry.key, first: self.issued });
             return Some((time, entry));
         }
     }
@@ -255,7 +257,7 @@ impl Windows {
     /// Sorts a window's events by (owner, time, key): by owner, counting when they are many (most
     /// hosts have one or two) and by radix when they are few, then each host's by (time, key).
     fn sort_by_host(&mut self, items: &mut Vec<Item>) {
-        let order = |it: &Item| (it.owner, it.time, it.entry.key);
+        let order = |it: &Item| (it.owner, it.since_start, it.entry.key);
         if items.windows(2).all(|p| order(&p[0]) < order(&p[1])) {
             return;
         }
@@ -275,7 +277,7 @@ impl Windows {
         }
         let sorted = &mut self.sorted;
         sorted.clear();
-        sorted.resize(items.len(), Item { time: 0, entry: Entry { key: 0, host: 0, data: 0 }, owner: 0 });
+        sorted.resize(items.len(), Item { since_start: 0, owner: 0, entry: Entry { key: 0, host: 0, data: 0 } });
         for it in items.iter() {
             let at = &mut counts[it.owner as usize];
             sorted[*at as usize] = *it;
@@ -400,7 +402,7 @@ fn sort_each_host(items: &mut [Item]) {
             end += 1;
         }
         if end - start > 1 {
-            items[start..end].sort_unstable_by_key(|it| (it.time, it.entry.key));
+            items[start..end].sort_unstable_by_key(|it| (it.since_start, it.entry.key));
         }
         start = end;
     }
