@@ -5,7 +5,8 @@
 //! repeated pattern, work of length `w > 0` started at pattern time `u` ends at the smallest `T`
 //! with `W(T) = W(u) + w`: a detour in progress at `u` delays the start, every detour that starts
 //! before the work is done lengthens it by its length, and a detour starting exactly when the work
-//! is done does not count. `W` and its inverse are binary searches over prefix sums.
+//! is done does not count. `W` and its inverse are searches over prefix sums: binary, or for long
+//! patterns a lookup in slots of the cycle and a short scan.
 
 use crate::time::Time;
 
@@ -121,7 +122,7 @@ impl Pattern {
         i
     }
 
-    /// Free time in `[0, u)` for `u` inside one cycle. O(log n).
+    /// Free time in `[0, u)` for `u` inside one cycle.
     fn free_until(&self, u: Time) -> Time {
         let i = self.started_by(u);
         if i > 0 && u < self.ends[i - 1] {
@@ -148,7 +149,7 @@ impl Pattern {
         let u = t + shift;
         let (cycles, r) = (u / cycle, u % cycle);
         // Most work meets no detour: it starts in a free stretch and ends before the next detour
-        // starts (one search, no division, instead of two searches and a division).
+        // starts (one search, instead of two searches and one more division).
         let i = self.started_by(r);
         let free_from = if i > 0 { self.ends[i - 1] } else { 0 };
         let next_detour = match (self.starts.get(i), self.starts.first()) {
