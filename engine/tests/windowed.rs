@@ -15,23 +15,6 @@ use contend_engine::sim::{simulate_with_noise, Options, Params, SimResult};
 
 const NS: u64 = 1000;
 
-const PATTERNS: [Pattern; 14] = [
-    Pattern::BinomialBcast,
-    Pattern::BinomialReduce,
-    Pattern::Dissemination,
-    Pattern::Scatter,
-    Pattern::Gather,
-    Pattern::AlltoallLinear,
-    Pattern::AlltoallPairwise,
-    Pattern::AlltoallBruck,
-    Pattern::AllreduceRecdoub,
-    Pattern::AllreduceRing,
-    Pattern::Incast,
-    Pattern::Pingpong,
-    Pattern::RandomPairs,
-    Pattern::NeighbourPairs,
-];
-
 fn run<P: Program>(prog: &P, par: &Params, noise: &Noise, time_ordered: bool) -> SimResult {
     let opts = Options { time_ordered, ..Options::default() };
     simulate_with_noise(prog, par, &opts, None, Some(noise), |_| true).unwrap()
@@ -71,7 +54,7 @@ fn every_pattern_gives_the_time_ordered_result() {
     let machines = [params(3000, 1500, 1000, 0), params(500, 200, 4000, 2), params(0, 1000, 1000, 0)];
     for (name, noise) in noises() {
         for (m, par) in machines.iter().enumerate() {
-            for pattern in PATTERNS {
+            for pattern in Pattern::ALL {
                 for ranks in [2u32, 7, 16, 33, 128] {
                     for bytes in [1u64, 1000, 70_000] {
                         let Ok(c) = Collective::new(pattern, ranks, bytes, 0, 11) else { continue };

@@ -372,10 +372,11 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
         && !opts.records
         && !opts.timeline;
     let scattered = sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
-    let eager = prog.max_message_bytes().is_some_and(|b| b <= par.S);
     // Any narrower window is as exact; the windows keep times within them in 32 bits.
     let width = (par.o + par.L).min(u32::MAX as Time);
-    (plain && scattered && eager && width > 0).then_some(width)
+    // Last: bounding the message sizes may take a pass over the operations.
+    let eager = || prog.max_message_bytes().is_some_and(|b| b <= par.S);
+    (plain && scattered && width > 0 && eager()).then_some(width)
 }
 
 /// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).

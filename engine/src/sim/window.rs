@@ -19,7 +19,7 @@
 //! windows are patched before anyone compares them.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 
 use crate::sim::queue::Entry;
 use crate::time::Time;
@@ -315,13 +315,12 @@ impl Windows {
             self.replay_time(&mut creators[i..end], next_key);
             i = end;
         }
-        let patches = std::mem::take(&mut self.patches);
+        let (patches, final_keys) = (std::mem::take(&mut self.patches), std::mem::take(&mut self.final_keys));
         for &(window, at) in &patches {
-            let key = self.later_mut(window)[at as usize].entry.key;
-            let fixed = self.final_keys[(key & !PROVISIONAL) as usize];
-            self.later_mut(window)[at as usize].entry.key = fixed;
+            let key = &mut self.later_mut(window)[at as usize].entry.key;
+            *key = final_keys[(*key & !PROVISIONAL) as usize];
         }
-        self.patches = patches;
+        (self.patches, self.final_keys) = (patches, final_keys);
         self.patches.clear();
         creators.clear();
         self.creators = creators;
@@ -345,13 +344,14 @@ impl Windows {
                 }
             }
         }
-        let (low, high) = group.iter().fold((u64::MAX, 0), |(l, h), c| (l.min(c.key), h.max(c.key)));
-        if group.windows(2).all(|p| p[0].key < p[1].key) {
-            // already in order (hosts in step keep the order of the previous window)
-        } else if group.len() > 64 && high - low < 1 << 32 {
-            radix_sort(group, &mut self.creator_scratch, bits(high - low), |c| c.key - low);
-        } else if group.len() > 1 {
-            group.sort_unstable_by_key(|c| c.key);
+        // Often already in order: hosts in step keep the order of the previous window.
+        if !group.windows(2).all(|p| p[0].key < p[1].key) {
+            let (low, high) = group.iter().fold((u64::MAX, 0), |(l, h), c| (l.min(c.key), h.max(c.key)));
+            if group.len() > 64 && high - low < 1 << 32 {
+                radix_sort(group, &mut self.creator_scratch, bits(high - low), |c| c.key - low);
+            } else {
+                group.sort_unstable_by_key(|c| c.key);
+            }
         }
         if !unknown {
             for c in group.iter() {
@@ -367,26 +367,27 @@ impl Windows {
     }
 
     /// Creators of one time that were created at this time too (a chain of zero-time events), in
-    /// the order of the final keys they get from each other while they are replayed.
+    /// the order of the final keys they get from each other while they are replayed: each waits,
+    /// by its provisional key, until its creator has been replayed.
     fn replay_provisional(&mut self, group: &[Creator], next_key: &mut u64) {
-        let final_of = |fk: &[u64], c: &Creator| if c.key & PROVISIONAL == 0 { c.key } else { fk[(c.key & !PROVISIONAL) as usize] };
         let mut ready: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-        let mut waiting: Vec<usize> = Vec::new();
+        let mut waiting: HashMap<u64, usize> = HashMap::new();
         for (n, c) in group.iter().enumerate() {
-            match final_of(&self.final_keys, c) {
-                k if k & PROVISIONAL != 0 => waiting.push(n),
+            match self.final_keys[(c.key & !PROVISIONAL) as usize] {
+                k if k & PROVISIONAL != 0 => {
+                    waiting.insert(c.key & !PROVISIONAL, n);
+                }
                 k => ready.push(Reverse((k, n))),
             }
         }
         while let Some(Reverse((_, n))) = ready.pop() {
+            let (first, count) = (group[n].first as u64, self.final_keys[group[n].first as usize] & !PROVISIONAL);
             assign(&mut self.final_keys, &group[n], next_key);
-            waiting.retain(|&w| match final_of(&self.final_keys, &group[w]) {
-                k if k & PROVISIONAL != 0 => true,
-                k => {
-                    ready.push(Reverse((k, w)));
-                    false
+            for q in first..first + count {
+                if let Some(w) = waiting.remove(&q) {
+                    ready.push(Reverse((self.final_keys[q as usize], w)));
                 }
-            });
+            }
         }
         assert!(waiting.is_empty(), "an event of the window was created by none before it");
     }
