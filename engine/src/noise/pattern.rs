@@ -122,6 +122,27 @@ impl Pattern {
         i
     }
 
+    /// How long the CPU stays free from pattern time `r` (inside one cycle) until the next detour
+    /// starts: 0 inside a detour, `Time::MAX` for a pattern without detours.
+    #[inline]
+    fn free_ahead(&self, r: Time) -> Time {
+        let i = self.started_by(r);
+        if i > 0 && r < self.ends[i - 1] {
+            return 0;
+        }
+        match (self.starts.get(i), self.starts.first()) {
+            (Some(&s), _) => s - r,
+            (None, Some(&first)) => self.cycle + first - r,
+            (None, None) => Time::MAX,
+        }
+    }
+
+    /// The time at which the next detour after `t` starts, for a rank whose time 0 is at `shift`
+    /// into the pattern; `t` itself when a detour is in progress at `t`.
+    pub fn next_detour(&self, shift: Time, t: Time) -> Time {
+        t.saturating_add(self.free_ahead((t + shift) % self.cycle))
+    }
+
     /// Free time in `[0, u)` for `u` inside one cycle.
     fn free_until(&self, u: Time) -> Time {
         let i = self.started_by(u);
@@ -150,14 +171,7 @@ impl Pattern {
         let (cycles, r) = (u / cycle, u % cycle);
         // Most work meets no detour: it starts in a free stretch and ends before the next detour
         // starts (one search, instead of two searches and one more division).
-        let i = self.started_by(r);
-        let free_from = if i > 0 { self.ends[i - 1] } else { 0 };
-        let next_detour = match (self.starts.get(i), self.starts.first()) {
-            (Some(&s), _) => s,
-            (None, Some(&first)) => cycle + first,
-            (None, None) => Time::MAX,
-        };
-        if r >= free_from && work <= next_detour - r {
+        if work <= self.free_ahead(r) {
             return t + work;
         }
         let target = cycles * free + self.free_until(r) + work;

@@ -168,24 +168,10 @@ impl RandomNoise {
         if left == 0 {
             return now;
         }
-        let mut many: [(Time, Time); MAX_PER_WINDOW];
+        let mut many = None;
         let mut k = now / self.window;
         loop {
-            let detours: &[(Time, Time)] = if last.window == Some((stream, k)) {
-                &last.detours[..last.kept]
-            } else {
-                let (mut rng, n) = self.arrivals(stream, k);
-                if n <= FEW {
-                    last.kept = self.place(&mut rng, n, k, &mut last.detours);
-                    last.window = Some((stream, k));
-                    &last.detours[..last.kept]
-                } else {
-                    many = [(0, 0); MAX_PER_WINDOW];
-                    let kept = self.place(&mut rng, n, k, &mut many);
-                    &many[..kept]
-                }
-            };
-            for &(start, end) in detours {
+            for &(start, end) in self.detours_of(stream, k, last, &mut many) {
                 if end <= now {
                     continue;
                 }
@@ -205,6 +191,35 @@ impl RandomNoise {
             now = window_end;
             k += 1;
         }
+    }
+
+    /// The time at which the next detour of `stream` after `t` starts, or a time before it (the
+    /// end of `t`'s window, when that window holds no detour after `t`); `t` itself when a detour
+    /// is in progress at `t`.
+    pub fn next_detour(&self, stream: u64, t: Time, last: &mut LastWindow) -> Time {
+        let k = t / self.window;
+        let mut many = None;
+        match self.detours_of(stream, k, last, &mut many).iter().find(|&&(_, end)| end > t) {
+            Some(&(start, _)) => start.max(t),
+            None => (k + 1) * self.window,
+        }
+    }
+
+    /// The detours of `stream`'s window `k`: those in `last` when it holds them, else drawn (into
+    /// `last` when they are few, into `many` otherwise: cleared only then, it is large).
+    #[inline]
+    fn detours_of<'a>(&self, stream: u64, k: u64, last: &'a mut LastWindow, many: &'a mut Option<[(Time, Time); MAX_PER_WINDOW]>) -> &'a [(Time, Time)] {
+        if last.window != Some((stream, k)) {
+            let (mut rng, n) = self.arrivals(stream, k);
+            if n > FEW {
+                let many = many.insert([(0, 0); MAX_PER_WINDOW]);
+                let kept = self.place(&mut rng, n, k, many);
+                return &many[..kept];
+            }
+            last.kept = self.place(&mut rng, n, k, &mut last.detours);
+            last.window = Some((stream, k));
+        }
+        &last.detours[..last.kept]
     }
 }
 

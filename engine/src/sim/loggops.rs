@@ -638,7 +638,7 @@ impl<P: Program> Sim<'_, P> {
         match self.noise {
             None => t + w,
             Some(noise) => {
-                let end = noise.stretch_remembering(h, t, w, &mut self.last_noise_window);
+                let end = noise.stretch_cached(h, t, w, &mut self.hosts.get_mut(h).noise_free, &mut self.last_noise_window);
                 self.noise_charged += end - t - w;
                 end
             }

@@ -21,6 +21,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 
+use crate::prefetch::prefetch;
 use crate::sim::queue::Entry;
 use crate::time::Time;
 
@@ -29,6 +30,8 @@ pub const PROVISIONAL: u64 = 1 << 63;
 const UNSET: u64 = u64::MAX;
 /// Later windows up to this many ahead are kept in a ring, the others in a map.
 const NEAR: u64 = 64;
+/// How many creators (or patches) ahead the replay starts loading the final keys it will need.
+const REPLAY_AHEAD: usize = 16;
 
 /// An event waiting for a later window, with the host it belongs to and its time from the start
 /// of its window (24 bytes: every event is written, sorted and read once more in a window).
@@ -307,6 +310,13 @@ impl Windows {
         self.sort_by_time(&mut creators);
         let mut i = 0;
         while i < creators.len() {
+            // The final keys are read in the creators' time order, which is random in memory.
+            if let Some(ahead) = creators.get(i + REPLAY_AHEAD) {
+                self.prefetch_final(ahead.first as u64);
+                if ahead.key & PROVISIONAL != 0 {
+                    self.prefetch_final(ahead.key & !PROVISIONAL);
+                }
+            }
             let t = creators[i].time;
             let mut end = i + 1;
             while end < creators.len() && creators[end].time == t {
@@ -316,7 +326,13 @@ impl Windows {
             i = end;
         }
         let (patches, final_keys) = (std::mem::take(&mut self.patches), std::mem::take(&mut self.final_keys));
-        for &(window, at) in &patches {
+        for (n, &(window, at)) in patches.iter().enumerate() {
+            if let Some(&(window, at)) = patches.get(n + REPLAY_AHEAD) {
+                let key = self.later_mut(window)[at as usize].entry.key;
+                if let Some(k) = final_keys.get((key & !PROVISIONAL) as usize) {
+                    prefetch(k);
+                }
+            }
             let key = &mut self.later_mut(window)[at as usize].entry.key;
             *key = final_keys[(*key & !PROVISIONAL) as usize];
         }
@@ -324,6 +340,13 @@ impl Windows {
         self.patches.clear();
         creators.clear();
         self.creators = creators;
+    }
+
+    #[inline]
+    fn prefetch_final(&self, provisional: u64) {
+        if let Some(k) = self.final_keys.get(provisional as usize) {
+            prefetch(k);
+        }
     }
 
     /// Sorts the window's creators by time (a radix sort on the time within the window, stable).
