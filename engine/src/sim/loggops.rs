@@ -28,7 +28,7 @@ use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
-use crate::sim::window::Windows;
+use crate::sim::window::{Windows, MAX_WIDTH};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -372,8 +372,8 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
         && !opts.records
         && !opts.timeline;
     let scattered = sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
-    // Any narrower window is as exact; the windows keep times within them in 32 bits.
-    let width = (par.o + par.L).min(u32::MAX as Time);
+    // Any narrower window is as exact; the windows keep times within them in 24 bits.
+    let width = (par.o + par.L).min(MAX_WIDTH);
     // Last: bounding the message sizes may take a pass over the operations.
     let eager = || prog.max_message_bytes().is_some_and(|b| b <= par.S);
     (plain && scattered && width > 0 && eager()).then_some(width)
@@ -681,8 +681,11 @@ impl<P: Program> Sim<'_, P> {
             }
         }
         if let Some((e, owner)) = w.ahead(PREFETCH_MATCH) {
+            let queues = &self.hosts.get(owner).queues;
             if self.arrival_of(e).is_some() {
-                self.queues.prefetch_head(&self.hosts.get(owner).queues, Queue::Posted);
+                self.queues.prefetch_head(queues, Queue::Posted);
+            } else {
+                self.queues.prefetch_head(queues, Queue::Unexpected);
             }
         }
     }

@@ -28,6 +28,13 @@ use crate::time::Time;
 /// Marks a provisional key; the low bits count the keys issued in the current window.
 pub const PROVISIONAL: u64 = 1 << 63;
 const UNSET: u64 = u64::MAX;
+/// The widest window: a creator keeps its time in the window in 24 bits.
+pub const MAX_WIDTH: Time = (1 << 24) - 1;
+/// A creator's count of keys when it created this many or more (then kept in `final_keys`).
+const MANY: u32 = 255;
+/// The replay sorts a window's creators into up to this many buckets by time in one pass over
+/// memory, then each bucket by the rest of the time where it fits in cache.
+const BUCKETS_LOG2: u32 = 6;
 /// Later windows up to this many ahead are kept in a ring, the others in a map.
 const NEAR: u64 = 64;
 /// How many creators (or patches) ahead the replay starts loading the final keys it will need.
@@ -42,14 +49,22 @@ struct Item {
     entry: Entry,
 }
 
-/// A handled event of the current window that created keys: its time (from the window's start),
-/// its key and the first provisional key it created (the others follow up to the next creator's
-/// first: 16 bytes to sort, not 24).
+/// A handled event of the current window that created keys: its time from the window's start
+/// (the high 24 bits of `time_count`), how many keys it created (the low 8 bits, or [`MANY`]: see
+/// `final_keys`), the first of them (the others follow) and its own key. 16 bytes: every creator
+/// is written, sorted and read once more.
 #[derive(Clone, Copy)]
 struct Creator {
-    time: u32,
+    time_count: u32,
     first: u32,
     key: u64,
+}
+
+impl Creator {
+    #[inline]
+    fn time(&self) -> u32 {
+        self.time_count >> 8
+    }
 }
 
 /// The event queue of windowed execution.
@@ -74,11 +89,18 @@ pub struct Windows {
     counts: Vec<u32>,
     sorted: Vec<Item>,
     creator_scratch: Vec<Creator>,
+    sorted_creators: Vec<Creator>,
     /// Provisional keys issued in this window.
     issued: u32,
+    /// The window's creators in handling order, and how many fall in each bucket of time
+    /// (`time >> bucket_shift`).
     creators: Vec<Creator>,
+    bucket_sizes: Vec<u32>,
+    bucket_shift: u32,
     /// Events queued for later windows (`near`, `far`) with provisional keys: (window, position).
     patches: Vec<(u64, u32)>,
+    /// By provisional key: its final value once replayed; before that, at the first key of a
+    /// creator of [`MANY`] keys or more, how many.
     final_keys: Vec<u64>,
     len: usize,
     peak_len: usize,
@@ -88,7 +110,8 @@ impl Windows {
     /// Windows of `width` (> 0) over `hosts` hosts: no event may create an event for another host
     /// less than `width` later.
     pub fn new(width: Time, hosts: usize) -> Windows {
-        assert!(width > 0 && width <= u32::MAX as Time, "windows need a width of 1 to 2^32 - 1 ps");
+        assert!(width > 0 && width <= MAX_WIDTH, "windows need a width of 1 to 2^24 - 1 ps");
+        let bucket_shift = bits(width - 1).saturating_sub(BUCKETS_LOG2);
         Windows {
             width,
             hosts,
@@ -103,8 +126,11 @@ impl Windows {
             counts: Vec::new(),
             sorted: Vec::new(),
             creator_scratch: Vec::new(),
+            sorted_creators: Vec::new(),
             issued: 0,
             creators: Vec::new(),
+            bucket_sizes: vec![0; ((width - 1) >> bucket_shift) as usize + 1],
+            bucket_shift,
             patches: Vec::new(),
             final_keys: Vec::new(),
             len: 0,
@@ -156,6 +182,7 @@ impl Windows {
     /// A key for an event created by the event being handled.
     #[inline]
     pub fn issue(&mut self) -> u64 {
+        self.final_keys.push(UNSET);
         self.issued += 1;
         PROVISIONAL | (self.issued - 1) as u64
     }
@@ -204,16 +231,30 @@ impl Windows {
                 }
             };
             self.len -= 1;
-            self.creators.push(Creator { time: (time - start) as u32, key: entry.key, first: self.issued });
+            let since_start = (time - start) as u32;
+            self.bucket_sizes[(since_start >> self.bucket_shift) as usize] += 1;
+            self.creators.push(Creator { time_count: since_start << 8, key: entry.key, first: self.issued });
             return Some((time, entry));
         }
     }
 
-    /// Forgets the last handled event if it created no key.
+    /// Forgets the last handled event if it created no key, else notes how many it created.
     #[inline]
     fn close_creator(&mut self) {
-        if self.creators.last().is_some_and(|last| last.first == self.issued) {
-            self.creators.pop();
+        let Some(last) = self.creators.last_mut() else { return };
+        if last.time_count & MANY != 0 {
+            return; // closed already
+        }
+        match self.issued - last.first {
+            0 => {
+                self.bucket_sizes[(last.time() >> self.bucket_shift) as usize] -= 1;
+                self.creators.pop();
+            }
+            count if count < MANY => last.time_count |= count,
+            count => {
+                last.time_count |= MANY;
+                self.final_keys[last.first as usize] = PROVISIONAL | count as u64;
+            }
         }
     }
 
@@ -296,62 +337,66 @@ impl Windows {
         if self.issued == 0 {
             return;
         }
-        self.final_keys.clear();
-        self.final_keys.resize(self.issued as usize, UNSET);
-        // Until it is final, the entry of a creator's first key holds how many keys it created.
-        for (n, c) in self.creators.iter().enumerate() {
-            let end = self.creators.get(n + 1).map_or(self.issued, |next| next.first);
-            self.final_keys[c.first as usize] = PROVISIONAL | (end - c.first) as u64;
-        }
         // Final keys are below every provisional one, so at equal times they come first, and in
         // order; the provisional ones among themselves in the order of their final values, which
         // their creators (earlier, or at the same time) hand out during the replay.
-        let mut creators = std::mem::take(&mut self.creators);
-        self.sort_by_time(&mut creators);
-        let mut i = 0;
-        while i < creators.len() {
-            // The final keys are read in the creators' time order, which is random in memory.
-            if let Some(ahead) = creators.get(i + REPLAY_AHEAD) {
-                self.prefetch_final(ahead.first as u64);
-                if ahead.key & PROVISIONAL != 0 {
-                    self.prefetch_final(ahead.key & !PROVISIONAL);
+        self.bucket_by_time();
+        let mut creators = std::mem::take(&mut self.sorted_creators);
+        let mut bucket_start = 0;
+        for b in 0..self.bucket_sizes.len() {
+            let bucket_end = bucket_start + self.bucket_sizes[b] as usize;
+            let bucket = &mut creators[bucket_start..bucket_end];
+            let low_bits = (1u32 << self.bucket_shift) - 1;
+            radix_sort(bucket, &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
+            let mut i = 0;
+            while i < bucket.len() {
+                // A creator created in this window looks its final key up in time order, which is
+                // random in memory.
+                if let Some(ahead) = bucket.get(i + REPLAY_AHEAD).filter(|c| c.key & PROVISIONAL != 0) {
+                    if let Some(k) = self.final_keys.get((ahead.key & !PROVISIONAL) as usize) {
+                        prefetch(k);
+                    }
                 }
+                let t = bucket[i].time();
+                let mut end = i + 1;
+                while end < bucket.len() && bucket[end].time() == t {
+                    end += 1;
+                }
+                self.replay_time(&mut bucket[i..end], next_key);
+                i = end;
             }
-            let t = creators[i].time;
-            let mut end = i + 1;
-            while end < creators.len() && creators[end].time == t {
-                end += 1;
-            }
-            self.replay_time(&mut creators[i..end], next_key);
-            i = end;
+            self.bucket_sizes[b] = 0;
+            bucket_start = bucket_end;
         }
+        self.sorted_creators = creators;
+        self.creators.clear();
         let (patches, final_keys) = (std::mem::take(&mut self.patches), std::mem::take(&mut self.final_keys));
-        for (n, &(window, at)) in patches.iter().enumerate() {
-            if let Some(&(window, at)) = patches.get(n + REPLAY_AHEAD) {
-                let key = self.later_mut(window)[at as usize].entry.key;
-                if let Some(k) = final_keys.get((key & !PROVISIONAL) as usize) {
-                    prefetch(k);
-                }
-            }
+        for &(window, at) in &patches {
             let key = &mut self.later_mut(window)[at as usize].entry.key;
             *key = final_keys[(*key & !PROVISIONAL) as usize];
         }
         (self.patches, self.final_keys) = (patches, final_keys);
         self.patches.clear();
-        creators.clear();
-        self.creators = creators;
+        self.final_keys.clear();
     }
 
-    #[inline]
-    fn prefetch_final(&self, provisional: u64) {
-        if let Some(k) = self.final_keys.get(provisional as usize) {
-            prefetch(k);
+    /// Puts the window's creators in `sorted_creators` by bucket of time (in handling order
+    /// inside each).
+    fn bucket_by_time(&mut self) {
+        let mut next = Vec::with_capacity(self.bucket_sizes.len());
+        let mut sum = 0;
+        for &size in &self.bucket_sizes {
+            next.push(sum);
+            sum += size;
         }
-    }
-
-    /// Sorts the window's creators by time (a radix sort on the time within the window, stable).
-    fn sort_by_time(&mut self, creators: &mut [Creator]) {
-        radix_sort(creators, &mut self.creator_scratch, bits(self.width - 1), |c| c.time as u64);
+        let sorted = &mut self.sorted_creators;
+        sorted.clear();
+        sorted.resize(self.creators.len(), Creator { time_count: 0, first: 0, key: 0 });
+        for c in &self.creators {
+            let at = &mut next[(c.time() >> self.bucket_shift) as usize];
+            sorted[*at as usize] = *c;
+            *at += 1;
+        }
     }
 
     /// Replays the creators of one time in the order of their keys: final ones as they are (below
@@ -404,7 +449,7 @@ impl Windows {
             }
         }
         while let Some(Reverse((_, n))) = ready.pop() {
-            let (first, count) = (group[n].first as u64, self.final_keys[group[n].first as usize] & !PROVISIONAL);
+            let (first, count) = (group[n].first as u64, created(&self.final_keys, &group[n]));
             assign(&mut self.final_keys, &group[n], next_key);
             for q in first..first + count {
                 if let Some(w) = waiting.remove(&q) {
@@ -473,9 +518,18 @@ fn radix_sort<T: Copy>(items: &mut [T], scratch: &mut Vec<T>, key_bits: u32, key
     }
 }
 
+/// How many keys `c` created (before they are assigned).
+#[inline]
+fn created(final_keys: &[u64], c: &Creator) -> u64 {
+    match c.time_count & MANY {
+        MANY => final_keys[c.first as usize] & !PROVISIONAL,
+        count => count as u64,
+    }
+}
+
 /// Hands out the next final keys to the keys `c` created.
 fn assign(final_keys: &mut [u64], c: &Creator, next_key: &mut u64) {
-    let count = (final_keys[c.first as usize] & !PROVISIONAL) as u32;
+    let count = created(final_keys, c) as u32;
     for q in c.first..c.first + count {
         final_keys[q as usize] = *next_key;
         *next_key += 1;
@@ -533,6 +587,30 @@ mod tests {
         assert_eq!(w.pop(&mut next_key).unwrap(), (15, e(102, 1)));
         assert!(w.pop(&mut next_key).is_none());
         assert_eq!(next_key, 103);
+    }
+
+    #[test]
+    fn a_creator_of_hundreds_of_keys_hands_them_out_in_order() {
+        // Host 0's event at 5 creates 300 events for host 1 at 15 (more than a creator record
+        // counts); host 1's at 2 creates one for host 0 at 12, and comes first in time order.
+        let mut w = Windows::new(10, 2);
+        let mut next_key = 100;
+        w.push(5, e(3, 0), 0);
+        w.push(2, e(7, 1), 1);
+        assert_eq!(w.pop(&mut next_key).unwrap().1.key, 3);
+        let many: Vec<u64> = (0..300).map(|_| w.issue()).collect();
+        for &k in many.iter().rev() {
+            w.push(15, e(k, 1), 1);
+        }
+        assert_eq!(w.pop(&mut next_key).unwrap().1.key, 7);
+        let one = w.issue();
+        w.push(12, e(one, 0), 0);
+        assert_eq!(w.pop(&mut next_key).unwrap(), (12, e(100, 0)));
+        for key in 101..401 {
+            assert_eq!(w.pop(&mut next_key).unwrap(), (15, e(key, 1)));
+        }
+        assert!(w.pop(&mut next_key).is_none());
+        assert_eq!(next_key, 401);
     }
 
     #[test]
