@@ -350,11 +350,14 @@ impl Windows {
             radix_sort(bucket, &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
             let mut i = 0;
             while i < bucket.len() {
-                // A creator created in this window looks its final key up in time order, which is
-                // random in memory.
+                // A creator created in this window and sharing its time with others looks its final
+                // key up, in time order: random in memory.
                 if let Some(ahead) = bucket.get(i + REPLAY_AHEAD).filter(|c| c.key & PROVISIONAL != 0) {
-                    if let Some(k) = self.final_keys.get((ahead.key & !PROVISIONAL) as usize) {
-                        prefetch(k);
+                    let shared = |n: usize| bucket.get(n).is_some_and(|c| c.time() == ahead.time());
+                    if shared(i + REPLAY_AHEAD - 1) || shared(i + REPLAY_AHEAD + 1) {
+                        if let Some(k) = self.final_keys.get((ahead.key & !PROVISIONAL) as usize) {
+                            prefetch(k);
+                        }
                     }
                 }
                 let t = bucket[i].time();
@@ -403,6 +406,11 @@ impl Windows {
     /// every provisional one), provisional ones by the final values they got from their own
     /// creators, earlier in the replay. Those created at this very time wait for theirs.
     fn replay_time(&mut self, group: &mut [Creator], next_key: &mut u64) {
+        if let [alone] = group {
+            // Its own key orders it among others of its time only: there are none (and its
+            // creator, if it was created at this time too, would be one).
+            return assign(&mut self.final_keys, alone, next_key);
+        }
         let mut unknown = false;
         for c in group.iter_mut() {
             if c.key & PROVISIONAL != 0 {
