@@ -37,7 +37,7 @@ const MANY: u32 = 255;
 const BUCKETS_LOG2: u32 = 6;
 /// Later windows up to this many ahead are kept in a ring, the others in a map.
 const NEAR: u64 = 64;
-/// How many creators (or patches) ahead the replay starts loading the final keys it will need.
+/// How many creators ahead the replay starts loading the final key of one created in the window.
 const REPLAY_AHEAD: usize = 16;
 
 /// An event waiting for a later window, with the host it belongs to and its time from the start
