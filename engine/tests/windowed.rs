@@ -1,9 +1,11 @@
 //! Windowed execution (`contend_engine::sim::window`) against the time-ordered loop: for every
 //! generated pattern, rank counts on both sides of powers of two, eager sizes with and without
-//! per-byte costs, each kind of independent noise and LogGOPS parameters where simultaneous events
-//! are common (g > o + L, O > 0, L = 0), every rank's finish time, the event and requeue counts and
-//! the detour time charged must be identical. Rendezvous and co-scheduled noise take the
-//! time-ordered loop either way; they are checked to give the same result regardless.
+//! per-byte costs, each kind of noise and none (ranks in step: simultaneous events everywhere) and
+//! LogGOPS parameters where simultaneous events are common (g > o + L, O > 0, L = 0), every rank's
+//! finish time, the event and requeue counts and the detour time charged must be identical.
+//! Windows are forced (`Execution::Windowed`) where the engine would choose time order for speed;
+//! rendezvous messages keep the time-ordered loop either way, and are checked to give the same
+//! result regardless.
 
 use contend_engine::noise::pattern::Pattern as NoisePattern;
 use contend_engine::noise::random::{Durations, RandomNoise};
@@ -11,18 +13,19 @@ use contend_engine::noise::{Noise, Phase};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate_with_noise, Options, Params, SimResult};
+use contend_engine::sim::{simulate_with_noise, Execution, Options, Params, SimResult};
 
 const NS: u64 = 1000;
 
-fn run<P: Program>(prog: &P, par: &Params, noise: &Noise, time_ordered: bool) -> SimResult {
-    let opts = Options { time_ordered, ..Options::default() };
-    simulate_with_noise(prog, par, &opts, None, Some(noise), |_| true).unwrap()
+fn run<P: Program>(prog: &P, par: &Params, noise: Option<&Noise>, execution: Execution) -> SimResult {
+    let opts = Options { execution, ..Options::default() };
+    simulate_with_noise(prog, par, &opts, None, noise, |_| true).unwrap()
 }
 
-fn same<P: Program>(prog: &P, par: &Params, noise: &Noise, what: &str) {
-    let windowed = run(prog, par, noise, false);
-    let ordered = run(prog, par, noise, true);
+fn same<P: Program>(prog: &P, par: &Params, noise: Option<&Noise>, what: &str) {
+    let windowed = run(prog, par, noise, Execution::Windowed);
+    let ordered = run(prog, par, noise, Execution::TimeOrdered);
+    assert!(!ordered.windowed, "{what}");
     assert_eq!(windowed.finish, ordered.finish, "{what}");
     assert_eq!(
         (windowed.events, windowed.ops, windowed.messages, windowed.requeues, windowed.noise),
@@ -32,14 +35,15 @@ fn same<P: Program>(prog: &P, par: &Params, noise: &Noise, what: &str) {
     assert_eq!(windowed.deadlock, ordered.deadlock, "{what}");
 }
 
-fn noises() -> Vec<(&'static str, Noise)> {
+fn noises() -> Vec<(&'static str, Option<Noise>)> {
     let detours = NoisePattern::new(9_000 * NS, &[(500 * NS, 700 * NS), (4_000 * NS, 300 * NS), (4_300 * NS, 100 * NS)]).unwrap();
     vec![
-        ("periodic", Noise::periodic(5_000 * NS, 700 * NS, Phase::Independent, 3).unwrap()),
-        ("periodic per byte", Noise::periodic(5_000 * NS, 700 * NS, Phase::Independent, 4).unwrap().with_per_byte(true)),
-        ("trace", Noise::replay(vec![detours], Phase::Independent, 5).unwrap()),
-        ("random", Noise::random(RandomNoise::new(300_000.0, Durations::Fixed(900 * NS), 6).unwrap(), Phase::Independent).unwrap()),
-        ("co-scheduled", Noise::periodic(5_000 * NS, 700 * NS, Phase::CoScheduled(100 * NS), 0).unwrap()),
+        ("no noise", None),
+        ("periodic", Some(Noise::periodic(5_000 * NS, 700 * NS, Phase::Independent, 3).unwrap())),
+        ("periodic per byte", Some(Noise::periodic(5_000 * NS, 700 * NS, Phase::Independent, 4).unwrap().with_per_byte(true))),
+        ("trace", Some(Noise::replay(vec![detours], Phase::Independent, 5).unwrap())),
+        ("random", Some(Noise::random(RandomNoise::new(300_000.0, Durations::Fixed(900 * NS), 6).unwrap(), Phase::Independent).unwrap())),
+        ("co-scheduled", Some(Noise::periodic(5_000 * NS, 700 * NS, Phase::CoScheduled(100 * NS), 0).unwrap())),
     ]
 }
 
@@ -58,7 +62,7 @@ fn every_pattern_gives_the_time_ordered_result() {
                 for ranks in [2u32, 7, 16, 33, 128] {
                     for bytes in [1u64, 1000, 70_000] {
                         let Ok(c) = Collective::new(pattern, ranks, bytes, 0, 11) else { continue };
-                        same(&c, par, &noise, &format!("{name}, machine {m}, {pattern:?}, {ranks} ranks, {bytes} B"));
+                        same(&c, par, noise.as_ref(), &format!("{name}, machine {m}, {pattern:?}, {ranks} ranks, {bytes} B"));
                     }
                 }
             }
@@ -68,10 +72,24 @@ fn every_pattern_gives_the_time_ordered_result() {
 
 #[test]
 fn a_million_ranks_give_the_time_ordered_result() {
-    // The scale of the noise benchmark, where windows hold a million events each.
+    // The scale of the noise benchmark, where windows hold a million events each: noisy, and in
+    // step (every window then a single run of simultaneous events per time).
     let noise = Noise::periodic(1_000_000 * NS, 25_000 * NS, Phase::Independent, 1).unwrap();
     let c = Collective::new(Pattern::Dissemination, 1 << 20, 1, 0, 0).unwrap();
-    same(&c, &Params::loggopsim_defaults(), &noise, "dissemination, 2^20 ranks");
+    same(&c, &Params::loggopsim_defaults(), Some(&noise), "dissemination, 2^20 ranks");
+    same(&c, &Params::loggopsim_defaults(), None, "dissemination, 2^20 ranks, no noise");
+}
+
+#[test]
+fn the_engine_chooses_windows_for_scattered_ranks_only() {
+    let c = Collective::new(Pattern::Dissemination, 64, 1, 0, 0).unwrap();
+    let par = Params::loggopsim_defaults();
+    for (name, noise) in noises() {
+        let chosen = run(&c, &par, noise.as_ref(), Execution::Chosen);
+        let scattered = noise.as_ref().is_some_and(|n| n.phase() == Phase::Independent);
+        assert_eq!(chosen.windowed, scattered, "{name}");
+        assert!(run(&c, &par, noise.as_ref(), Execution::Windowed).windowed, "{name}");
+    }
 }
 
 /// A random GOAL schedule: `messages` sends, each with its receive (a wildcard source or tag now and
@@ -130,8 +148,8 @@ fn random_goal_schedules_give_the_time_ordered_result() {
         let text = random_goal(ranks, messages, max_bytes, cpus, seed);
         let prog = parse_goal(text.as_bytes(), "random.goal").unwrap();
         for par in [params(3000, 1500, 1000, 1), params(100, 50, 500, 0)] {
-            same(&prog, &par, &noise, &format!("seed {seed}:\n{text}"));
-            let r = run(&prog, &par, &noise, false);
+            same(&prog, &par, Some(&noise), &format!("seed {seed}:\n{text}"));
+            let r = run(&prog, &par, Some(&noise), Execution::Chosen);
             deadlocked += r.deadlock.is_some() as u32;
             assert_eq!(r.windowed, cpus == 1 && max_bytes < 65535, "seed {seed}");
             windowed += r.windowed as u32;

@@ -6,7 +6,8 @@
 //!     benchmarks/noise_speed.py (independent phases, seed 0): none, periodic:PERIOD_NS:DURATION_NS,
 //!     periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0), random:RATE_HZ:MEAN_NS (exponential
 //!     lengths) or trace:FILE; with CONTEND_TIME_ORDERED=1 in the environment, always in time
-//!     order, never windowed (to compare the two loops)
+//!     order, never windowed, and with CONTEND_WINDOWED=1 windowed wherever exact, also without
+//!     noise (to compare the two loops)
 //! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
@@ -27,7 +28,7 @@ use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec
 use contend_engine::noise::random::{Durations, RandomNoise};
 use contend_engine::noise::trace::read_trace_file;
 use contend_engine::noise::{Noise, Phase};
-use contend_engine::sim::{simulate_with_noise, simulate_with_progress, Options, Params, SimResult};
+use contend_engine::sim::{simulate_with_noise, simulate_with_progress, Execution, Options, Params, SimResult};
 
 fn peak_rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -122,7 +123,13 @@ fn main() {
             let noise = args.get(4).filter(|spec| *spec != "none").map(|spec| noise(spec));
             let par = if args.len() == 5 { Params::loggopsim_defaults() } else { params() };
             let t0 = Instant::now();
-            let opts = Options { time_ordered: std::env::var_os("CONTEND_TIME_ORDERED").is_some(), ..Options::default() };
+            let execution = match (std::env::var_os("CONTEND_TIME_ORDERED"), std::env::var_os("CONTEND_WINDOWED")) {
+                (Some(_), Some(_)) => fail("CONTEND_TIME_ORDERED and CONTEND_WINDOWED exclude each other"),
+                (Some(_), None) => Execution::TimeOrdered,
+                (None, Some(_)) => Execution::Windowed,
+                (None, None) => Execution::Chosen,
+            };
+            let opts = Options { execution, ..Options::default() };
             let r = simulate_with_noise(&c, &par, &opts, None, noise.as_ref(), |_| true).expect("not cancelled");
             let secs = t0.elapsed().as_secs_f64();
             println!(

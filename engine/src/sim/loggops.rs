@@ -83,9 +83,23 @@ impl Params {
 pub struct Options {
     pub records: bool,
     pub timeline: bool,
-    /// Always take events in time order, never windowed (`crate::sim::window`): same results,
-    /// for checking that.
-    pub time_ordered: bool,
+    /// Which event loop runs; the results are the same either way.
+    pub execution: Execution,
+}
+
+/// The event loop of a simulation: time order, or windows (`crate::sim::window`), which give the
+/// same results where they apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Execution {
+    /// Windows where they are exact and the ranks are scattered (independent noise); else time
+    /// order, which is faster for ranks in step.
+    #[default]
+    Chosen,
+    /// Always time order (to check the windows against).
+    TimeOrdered,
+    /// Windows wherever they are exact, with or without noise (to check and measure them on
+    /// ranks in step too).
+    Windowed,
 }
 
 /// One operation or message left over when the simulation ran out of events.
@@ -364,14 +378,14 @@ impl NodeSim {
 /// events already handled). Chosen for independent noise, which scatters the ranks in time; in
 /// step, the time-ordered loop is faster.
 fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<'_, P>) -> Option<Time> {
-    let plain = !opts.time_ordered
+    let plain = opts.execution != Execution::TimeOrdered
         && sim.cpus == 1
         && sim.net.is_none()
         && sim.node.is_none()
         && sim.memory.is_none()
         && !opts.records
         && !opts.timeline;
-    let scattered = sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
+    let scattered = opts.execution == Execution::Windowed || sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
     // Any narrower window is as exact; the windows keep times within them in 24 bits.
     let width = (par.o + par.L).min(MAX_WIDTH);
     // Last: bounding the message sizes may take a pass over the operations.

@@ -6,4 +6,4 @@ pub mod matching;
 pub mod queue;
 pub mod window;
 
-pub use loggops::{simulate, simulate_with_memory, simulate_with_node, simulate_with_noise, simulate_with_progress, Costs, Deadlock, Options, Params, Pending, SimResult, PROGRESS_EVERY};
+pub use loggops::{simulate, simulate_with_memory, simulate_with_node, simulate_with_noise, simulate_with_progress, Costs, Deadlock, Execution, Options, Params, Pending, SimResult, PROGRESS_EVERY};

@@ -37,6 +37,8 @@ const MANY: u32 = 255;
 const BUCKETS_LOG2: u32 = 6;
 /// Later windows up to this many ahead are kept in a ring, the others in a map.
 const NEAR: u64 = 64;
+/// A run of simultaneous creators in at most this many ascending runs is merged, not radix-sorted.
+const FEW_RUNS: usize = 8;
 /// How many creators ahead the replay starts loading the final key of one created in the window.
 const REPLAY_AHEAD: usize = 16;
 
@@ -420,13 +422,16 @@ impl Windows {
                 }
             }
         }
-        // Often already in order: hosts in step keep the order of the previous window.
-        if !group.windows(2).all(|p| p[0].key < p[1].key) {
+        // Often already in order, or in a few ascending runs: ranks in step keep the order of
+        // their creators, which for a message is its sender's (a rotation of the ranks, say).
+        // The standard library's stable sort merges a few runs in linear time.
+        let descents = group.windows(2).filter(|p| p[0].key > p[1].key).count();
+        if descents > 0 {
             let (low, high) = group.iter().fold((u64::MAX, 0), |(l, h), c| (l.min(c.key), h.max(c.key)));
-            if group.len() > 64 && high - low < 1 << 32 {
+            if descents > FEW_RUNS && group.len() > 64 && high - low < 1 << 32 {
                 radix_sort(group, &mut self.creator_scratch, bits(high - low), |c| c.key - low);
             } else {
-                group.sort_unstable_by_key(|c| c.key);
+                group.sort_by_key(|c| c.key);
             }
         }
         if !unknown {
