@@ -344,11 +344,11 @@ impl Windows {
         // their creators (earlier, or at the same time) hand out during the replay.
         self.bucket_by_time();
         let mut creators = std::mem::take(&mut self.sorted_creators);
+        let low_bits = (1u32 << self.bucket_shift) - 1;
         let mut bucket_start = 0;
         for b in 0..self.bucket_sizes.len() {
             let bucket_end = bucket_start + self.bucket_sizes[b] as usize;
             let bucket = &mut creators[bucket_start..bucket_end];
-            let low_bits = (1u32 << self.bucket_shift) - 1;
             radix_sort(bucket, &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
             let mut i = 0;
             while i < bucket.len() {
