@@ -7,7 +7,8 @@
 //!     periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0), random:RATE_HZ:MEAN_NS (exponential
 //!     lengths) or trace:FILE; with CONTEND_TIME_ORDERED=1 in the environment, always in time
 //!     order, never windowed, and with CONTEND_WINDOWED=1 windowed wherever exact, also without
-//!     noise (to compare the two loops)
+//!     noise (to compare the two loops); CONTEND_THREADS=N: windows shared by N threads (default 0:
+//!     the engine chooses)
 //! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
@@ -129,7 +130,8 @@ fn main() {
                 (None, Some(_)) => Execution::Windowed,
                 (None, None) => Execution::Chosen,
             };
-            let opts = Options { execution, ..Options::default() };
+            let threads = std::env::var("CONTEND_THREADS").map_or(0, |t| t.parse().unwrap_or_else(|_| fail("CONTEND_THREADS must be an integer")));
+            let opts = Options { execution, threads, ..Options::default() };
             let r = simulate_with_noise(&c, &par, &opts, None, noise.as_ref(), |_| true).expect("not cancelled");
             let secs = t0.elapsed().as_secs_f64();
             println!(

@@ -69,7 +69,7 @@ impl Op {
 /// program order). Dependencies: "A requires B" (A starts after B completes) and "A irequires B"
 /// (A starts after B starts). Dependents are listed in the order their statements were written,
 /// which decides the issue order of operations that become ready together.
-pub trait Program {
+pub trait Program: Sync {
     fn num_ranks(&self) -> u32;
     /// CPUs per host (1 + the largest cpu index used).
     fn num_cpus(&self) -> u32;

@@ -10,6 +10,7 @@
 //! more than 16 simultaneously ready operations.
 
 use std::collections::HashSet;
+use std::ops::Range;
 
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
@@ -28,7 +29,7 @@ use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
-use crate::sim::window::{Windows, MAX_WIDTH};
+use crate::sim::window::{Windows, MAX_WIDTH, MAX_WORKERS};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -85,6 +86,10 @@ pub struct Options {
     pub timeline: bool,
     /// Which event loop runs; the results are the same either way.
     pub execution: Execution,
+    /// Threads that share windowed execution, each taking the events of a block of ranks
+    /// (`run_in_parallel`); 0: the machine's cores, where the ranks are many enough to pay for it.
+    /// The results are the same for any number.
+    pub threads: usize,
 }
 
 /// The event loop of a simulation: time order, or windows (`crate::sim::window`), which give the
@@ -320,6 +325,10 @@ struct Sim<'p, P: Program> {
     node: Option<NodeSim>,
     /// Memory contention (docs/models.md, "Memory contention (NiMC)"); None: exact LogGOPS.
     memory: Option<MemorySim>,
+    /// The ranks whose events this simulator handles: all of them, or a worker's block in a
+    /// parallel run, which hands arrivals for other blocks to `outbox` (time, key, message).
+    owned: Range<u32>,
+    outbox: Vec<(Time, u64, Message)>,
 }
 
 /// The node models' state during a run.
@@ -461,58 +470,166 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
         MemorySim::new(model, node_of)
     });
-    let cpus = prog.num_cpus().max(1) as usize;
-    let nics = prog.num_nics().max(1) as usize;
-    let node = node.map(|model| {
-        model.validate(network.is_some()).expect("a valid node model");
-        let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
-        NodeSim::new(model, node_of)
-    });
-    let mut sim = Sim {
-        prog,
-        par: *par,
-        cpus,
-        nics,
-        hosts: Hosts::new(n, cpus + 2 * nics),
-        queues: MatchQueues::new(),
-        msgs: Vec::new(),
-        details: Vec::new(),
-        keep_details: opts.records || node.is_some(),
-        free_msgs: Vec::new(),
-        waiting: U64Map::default(),
-        queue: EventQueue::new(),
-        windows: None,
-        next_key: (n as u64) << 32,
-        ready: Vec::new(),
-        issue: Vec::new(),
-        deps: Vec::new(),
-        ops_started: 0,
-        messages: 0,
-        requeues: 0,
-        records: opts.records.then(Records::default),
-        send_ready_at: U64Map::default(),
-        timeline: opts.timeline.then(Timeline::default),
-        net: network,
-        net_dirty: false,
-        net_msgs: Vec::new(),
-        flow_msg: Vec::new(),
-        rescheduled: Vec::new(),
-        waits: Vec::new(),
-        free_waits: Vec::new(),
-        other_waits: U64Map::default(),
-        wait_versions: 0,
-        noise,
-        noise_charged: 0,
-        last_noise_window: LastWindow::default(),
-        msg_noise: U64Map::default(),
-        node,
-        memory,
+    let mut sim = Sim::new(prog, par, opts, network, noise, node, memory);
+    let Some(width) = windowed_width(prog, par, opts, &sim) else {
+        sim.queue_roots();
+        return sim.run(&mut progress).then(|| sim.finish());
     };
-    sim.windows = windowed_width(prog, par, opts, &sim).map(|w| Windows::new(w, n));
-    for rank in 0..n as u32 {
-        sim.push_event(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
+    let workers = workers(opts.threads, n);
+    if workers == 1 {
+        sim.windows = Some(Windows::new(width, n));
+        sim.queue_roots();
+        return sim.run(&mut progress).then(|| sim.finish());
     }
-    sim.run(&mut progress).then(|| sim.finish())
+    // Windowed runs have no network, node or memory model: every worker is a plain simulator.
+    let block = n.div_ceil(workers) as u32;
+    let mut sims: Vec<Sim<'p, P>> = (0..workers)
+        .map(|k| {
+            let mut s = Sim::new(prog, par, opts, None, noise, None, None);
+            s.owned = (k as u32 * block).min(n as u32)..((k as u32 + 1) * block).min(n as u32);
+            s.windows = Some(Windows::for_worker(width, n, k));
+            s.queue_roots();
+            s
+        })
+        .collect();
+    run_in_parallel(&mut sims, block, &mut progress).then(|| merge(sims))
+}
+
+/// How many workers share a windowed run of `ranks` ranks with `threads` asked for (0: the cores
+/// of the machine, each with a block of at least [`MIN_BLOCK`] ranks, as a window's hand-over
+/// costs a thread start per worker).
+fn workers(threads: usize, ranks: usize) -> usize {
+    let wanted = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()).min(ranks / MIN_BLOCK),
+        k => k.min(ranks),
+    };
+    wanted.clamp(1, MAX_WORKERS)
+}
+
+/// The smallest block of ranks a worker takes when the number of threads is chosen.
+const MIN_BLOCK: usize = 1 << 14;
+
+/// Windowed execution shared by workers, each handling the events of its block of `block` ranks:
+/// inside a window no host affects another (see `crate::sim::window`), so the workers run the
+/// window at once; between windows, the arrivals for other blocks change hands and the keys of
+/// all workers are replayed together, as one window of the single loop's.
+fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], block: u32, progress: &mut impl FnMut(u64) -> bool) -> bool {
+    let mut next_key = sims[0].next_key;
+    let mut outbox = Vec::new();
+    loop {
+        let next = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window()).min();
+        let Some(window) = next else { return true };
+        std::thread::scope(|scope| {
+            let (head, tail) = sims.split_first_mut().expect("workers");
+            for s in tail {
+                scope.spawn(move || s.run_window(window));
+            }
+            head.run_window(window);
+        });
+        for k in 0..sims.len() {
+            std::mem::swap(&mut outbox, &mut sims[k].outbox);
+            for (time, key, m) in outbox.drain(..) {
+                sims[(m.dst / block) as usize].accept(time, key, m);
+            }
+        }
+        let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
+        Windows::finish_joint(&mut windows, &mut next_key);
+        if !progress(sims.iter().map(|s| s.ops_started).sum()) {
+            return false;
+        }
+    }
+}
+
+/// The result of a parallel run: each rank's from the worker that handled it.
+fn merge<P: Program>(sims: Vec<Sim<'_, P>>) -> SimResult {
+    let blocks: Vec<Range<u32>> = sims.iter().map(|s| s.owned.clone()).collect();
+    let mut parts = sims.into_iter().map(Sim::finish);
+    let mut all = parts.next().expect("workers");
+    for (part, block) in parts.zip(blocks.into_iter().skip(1)) {
+        for r in block {
+            all.finish[r as usize] = part.finish[r as usize];
+        }
+        all.ops += part.ops;
+        all.messages += part.messages;
+        all.events += part.events;
+        all.requeues += part.requeues;
+        all.peak_queue += part.peak_queue;
+        all.noise += part.noise;
+        if let Some(more) = part.deadlock {
+            let d = all.deadlock.get_or_insert_with(Deadlock::default);
+            for (list, extra) in [(&mut d.unmatched_recvs, more.unmatched_recvs), (&mut d.unmatched_sends, more.unmatched_sends), (&mut d.never_started, more.never_started)] {
+                list.extend(extra.into_iter().take(Deadlock::LIST_CAP.saturating_sub(list.len())));
+            }
+            d.unmatched_recv_count += more.unmatched_recv_count;
+            d.unmatched_send_count += more.unmatched_send_count;
+            d.never_started_count += more.never_started_count;
+        }
+    }
+    all.makespan = all.finish.iter().copied().max().unwrap_or(0);
+    all
+}
+
+impl<'p, P: Program> Sim<'p, P> {
+    /// A simulator of every rank, with the time-ordered queue (the caller may set windows).
+    fn new(prog: &'p P, par: &Params, opts: &Options, network: Option<Network>, noise: Option<&'p Noise>, node: Option<&NodeModel>, memory: Option<MemorySim>) -> Sim<'p, P> {
+        let n = prog.num_ranks() as usize;
+        let cpus = prog.num_cpus().max(1) as usize;
+        let nics = prog.num_nics().max(1) as usize;
+        let node = node.map(|model| {
+            model.validate(network.is_some()).expect("a valid node model");
+            let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
+            NodeSim::new(model, node_of)
+        });
+        Sim {
+            prog,
+            par: *par,
+            cpus,
+            nics,
+            hosts: Hosts::new(n, cpus + 2 * nics),
+            queues: MatchQueues::new(),
+            msgs: Vec::new(),
+            details: Vec::new(),
+            keep_details: opts.records || node.is_some(),
+            free_msgs: Vec::new(),
+            waiting: U64Map::default(),
+            queue: EventQueue::new(),
+            windows: None,
+            next_key: (n as u64) << 32,
+            ready: Vec::new(),
+            issue: Vec::new(),
+            deps: Vec::new(),
+            ops_started: 0,
+            messages: 0,
+            requeues: 0,
+            records: opts.records.then(Records::default),
+            send_ready_at: U64Map::default(),
+            timeline: opts.timeline.then(Timeline::default),
+            net: network,
+            net_dirty: false,
+            net_msgs: Vec::new(),
+            flow_msg: Vec::new(),
+            rescheduled: Vec::new(),
+            waits: Vec::new(),
+            free_waits: Vec::new(),
+            other_waits: U64Map::default(),
+            wait_versions: 0,
+            noise,
+            noise_charged: 0,
+            last_noise_window: LastWindow::default(),
+            msg_noise: U64Map::default(),
+            node,
+            memory,
+            owned: 0..n as u32,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// Queues the placeholder of each owned rank's initially ready operations.
+    fn queue_roots(&mut self) {
+        for rank in self.owned.clone() {
+            self.push_event(0, Entry { key: (rank as u64) << 32, host: rank, data: ROOTS });
+        }
+    }
 }
 
 impl<P: Program> Sim<'_, P> {
@@ -558,26 +675,60 @@ impl<P: Program> Sim<'_, P> {
                 None => self.queue.pop(),
             };
             let Some((t, e)) = next else { break };
-            self.prefetch_ahead();
-            if e.data == ROOTS {
-                self.expand_roots(t, e.host);
-                continue;
-            }
-            if e.data & MSG_FLAG != 0 {
-                match e.host & KIND_MASK {
-                    ARRIVAL => self.message(t, e),
-                    FLOW_START => self.flow_start(t, e.data & !MSG_FLAG),
-                    FLOW_DONE => self.flow_done(t, e),
-                    _ => self.node_event(t, e),
-                }
-            } else {
-                self.operation(t, e);
-            }
-            if !self.ready.is_empty() {
-                self.issue_ready();
-            }
+            self.handle(t, e);
         }
         true
+    }
+
+    /// Runs window `window` of a parallel run: this worker's events in it.
+    fn run_window(&mut self, window: u64) {
+        self.windows.as_mut().expect("windowed").open(window);
+        while let Some((t, e)) = self.windows.as_mut().expect("windowed").pop(&mut self.next_key) {
+            self.handle(t, e);
+        }
+    }
+
+    #[inline]
+    fn handle(&mut self, t: Time, e: Entry) {
+        self.prefetch_ahead();
+        if e.data == ROOTS {
+            return self.expand_roots(t, e.host);
+        }
+        if e.data & MSG_FLAG != 0 {
+            match e.host & KIND_MASK {
+                ARRIVAL => self.message(t, e),
+                FLOW_START => self.flow_start(t, e.data & !MSG_FLAG),
+                FLOW_DONE => self.flow_done(t, e),
+                _ => self.node_event(t, e),
+            }
+        } else {
+            self.operation(t, e);
+        }
+        if !self.ready.is_empty() {
+            self.issue_ready();
+        }
+    }
+
+    /// Takes over a message that another worker's rank sent to one of this worker's.
+    fn accept(&mut self, time: Time, key: u64, m: Message) {
+        let id = self.new_message(m);
+        let dst = m.dst;
+        self.windows.as_mut().expect("windowed").push(time, Entry { key, host: ARRIVAL, data: MSG_FLAG | id }, dst);
+    }
+
+    /// A slot for message `m`.
+    #[inline]
+    fn new_message(&mut self, m: Message) -> u32 {
+        match self.free_msgs.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = m;
+                id
+            }
+            None => {
+                self.msgs.push(m);
+                self.msgs.len() as u32 - 1
+            }
+        }
     }
 
     /// Starts loading the state the coming events will touch (`EventQueue::ahead`), so that their
@@ -676,7 +827,14 @@ impl<P: Program> Sim<'_, P> {
             None => self.queue.push(time, e),
             Some(w) => {
                 let owner = if e.data != ROOTS && e.data & MSG_FLAG != 0 { self.msgs[(e.data & !MSG_FLAG) as usize].dst } else { e.host };
-                w.push(time, e, owner);
+                if self.owned.contains(&owner) {
+                    w.push(time, e, owner);
+                } else {
+                    // Only an arrival goes to another worker's rank: its message goes with it.
+                    let id = e.data & !MSG_FLAG;
+                    self.outbox.push((time, e.key, self.msgs[id as usize]));
+                    self.free_msgs.push(id);
+                }
             }
         }
     }
@@ -772,16 +930,7 @@ impl<P: Program> Sim<'_, P> {
                 }
                 let posted = if self.records.is_some() { self.send_ready_at.remove(&((h as u64) << 32 | i as u64)).unwrap_or(t) } else { 0 };
                 let m = Message { src: h, dst: op.peer, send_op: i, tag: op.tag, size: op.size, cpu: op.cpu, nic: op.nic, networked };
-                let id = match self.free_msgs.pop() {
-                    Some(id) => {
-                        self.msgs[id as usize] = m;
-                        id
-                    }
-                    None => {
-                        self.msgs.push(m);
-                        self.msgs.len() as u32 - 1
-                    }
-                };
+                let id = self.new_message(m);
                 if self.keep_details {
                     let d = MessageDetails { posted, injected: t, arrived: sent + k.L, handed: sent, tokens: held, injector: h, ..MessageDetails::default() };
                     match self.details.get_mut(id as usize) {
@@ -1384,7 +1533,7 @@ impl<P: Program> Sim<'_, P> {
     fn find_deadlock(&self) -> Option<Deadlock> {
         let mut d = Deadlock::default();
         let cap = Deadlock::LIST_CAP;
-        for h in 0..self.prog.num_ranks() {
+        for h in self.owned.clone() {
             for op in self.queues.items(&self.hosts.get(h).queues, Queue::Posted) {
                 d.unmatched_recv_count += 1;
                 if d.unmatched_recvs.len() < cap {
@@ -1400,13 +1549,15 @@ impl<P: Program> Sim<'_, P> {
             }
         }
         // Rendezvous sends whose message waits unmatched never completed: (rank, op).
-        let stuck_sends: HashSet<(u32, u32)> = (0..self.prog.num_ranks())
+        let stuck_sends: HashSet<(u32, u32)> = self
+            .owned
+            .clone()
             .flat_map(|r| self.queues.items(&self.hosts.get(r).queues, Queue::Unexpected))
             .map(|id| &self.msgs[id as usize])
             .filter(|m| m.size > self.par.S)
             .map(|m| (m.src, m.send_op))
             .collect();
-        for h in 0..self.prog.num_ranks() {
+        for h in self.owned.clone() {
             let total = self.prog.num_ops(h);
             let started = self.hosts.get(h).started;
             if started < total {

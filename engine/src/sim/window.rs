@@ -25,8 +25,13 @@ use crate::prefetch::prefetch;
 use crate::sim::queue::Entry;
 use crate::time::Time;
 
-/// Marks a provisional key; the low bits count the keys issued in the current window.
+/// Marks a provisional key; the low bits count the keys issued in the current window by the
+/// worker in the bits from [`WORKER_SHIFT`] (parallel windows; 0 otherwise).
 pub const PROVISIONAL: u64 = 1 << 63;
+const WORKER_SHIFT: u32 = 56;
+const INDEX_MASK: u64 = (1 << WORKER_SHIFT) - 1;
+/// How many workers can share a run (6 bits of a provisional key).
+pub const MAX_WORKERS: usize = 64;
 const UNSET: u64 = u64::MAX;
 /// The widest window: a creator keeps its time in the window in 24 bits.
 pub const MAX_WIDTH: Time = (1 << 24) - 1;
@@ -104,6 +109,13 @@ pub struct Windows {
     /// By provisional key: its final value once replayed; before that, at the first key of a
     /// creator of [`MANY`] keys or more, how many.
     final_keys: Vec<u64>,
+    /// Parallel windows: this worker's index (in the bits of a provisional key), and whether a
+    /// window ends by handing back to the caller (which replays all workers' keys at once,
+    /// [`Windows::finish_joint`]) instead of opening the next by itself.
+    worker: u64,
+    joint: bool,
+    /// Where each worker's provisional keys begin in `final_keys` during a replay (one worker: 0).
+    offsets: Vec<u64>,
     len: usize,
     peak_len: usize,
 }
@@ -135,9 +147,19 @@ impl Windows {
             bucket_shift,
             patches: Vec::new(),
             final_keys: Vec::new(),
+            worker: 0,
+            joint: false,
+            offsets: vec![0],
             len: 0,
             peak_len: 0,
         }
+    }
+
+    /// The windows of worker `worker` of a parallel run: a window ends by returning no event, and
+    /// the caller opens the next (`next_window`, `open`) once every worker is done with this one.
+    pub fn for_worker(width: Time, hosts: usize, worker: usize) -> Windows {
+        assert!(worker < MAX_WORKERS, "at most {MAX_WORKERS} workers");
+        Windows { worker: (worker as u64) << WORKER_SHIFT, joint: true, ..Windows::new(width, hosts) }
     }
 
     pub fn peak_len(&self) -> usize {
@@ -186,7 +208,7 @@ impl Windows {
     pub fn issue(&mut self) -> u64 {
         self.final_keys.push(UNSET);
         self.issued += 1;
-        PROVISIONAL | (self.issued - 1) as u64
+        PROVISIONAL | self.worker | (self.issued - 1) as u64
     }
 
     /// The `n`-th event of the current window still to come (a hint for prefetching: events
@@ -222,10 +244,12 @@ impl Windows {
                 (None, None) => {
                     match self.current.get(self.next) {
                         Some(it) => self.host = it.owner,
+                        None if self.joint => return None,
                         None => {
                             self.finish_window(next_key);
-                            if !self.open_next() {
-                                return None;
+                            match self.next_window() {
+                                Some(window) => self.open(window),
+                                None => return None,
                             }
                         }
                     }
@@ -260,16 +284,19 @@ impl Windows {
         }
     }
 
-    /// Opens the first later window holding events, if any.
-    fn open_next(&mut self) -> bool {
+    /// The first later window holding events, if any.
+    pub fn next_window(&self) -> Option<u64> {
         let near = self.near.iter().position(|v| !v.is_empty()).map(|i| self.base + i as u64);
         let far = self.far.first_key_value().map(|(&w, _)| w);
-        let window = match (near, far) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => return false,
-        };
+        match (near, far) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Opens window `window` (no earlier one may hold events; in a parallel run it may hold none
+    /// of this worker's).
+    pub fn open(&mut self, window: u64) {
         // Move the ring on to the window, recycling the finished window's allocation.
         let mut items = std::mem::take(&mut self.current);
         items.clear();
@@ -295,9 +322,8 @@ impl Windows {
         self.end = (window + 1) * self.width;
         self.current = opened;
         self.next = 0;
-        self.host = self.current[0].owner;
+        self.host = self.current.first().map_or(u32::MAX, |it| it.owner);
         self.issued = 0;
-        true
     }
 
     /// Sorts a window's events by (owner, time, key): by owner, counting when they are many (most
@@ -339,6 +365,62 @@ impl Windows {
         if self.issued == 0 {
             return;
         }
+        self.replay(next_key);
+        let final_keys = std::mem::take(&mut self.final_keys);
+        self.apply_patches(&final_keys, &[0]);
+        self.final_keys = final_keys;
+        self.final_keys.clear();
+    }
+
+    /// Ends a window of a parallel run: replays the creators of every worker (in worker order, as
+    /// made by [`Windows::for_worker`]) together, as one window, and patches each worker's events
+    /// queued for later windows.
+    pub fn finish_joint(workers: &mut [&mut Windows], next_key: &mut u64) {
+        let (first, rest) = workers.split_first_mut().expect("at least one worker");
+        first.offsets.truncate(1);
+        for w in rest.iter_mut() {
+            let offset = first.final_keys.len() as u32;
+            first.offsets.push(offset as u64);
+            first.final_keys.append(&mut w.final_keys);
+            first.creators.extend(w.creators.drain(..).map(|c| Creator { first: c.first + offset, ..c }));
+            for (size, more) in first.bucket_sizes.iter_mut().zip(w.bucket_sizes.iter_mut()) {
+                *size += std::mem::take(more);
+            }
+        }
+        if first.final_keys.is_empty() {
+            return;
+        }
+        first.replay(next_key);
+        let (final_keys, offsets) = (std::mem::take(&mut first.final_keys), std::mem::take(&mut first.offsets));
+        first.apply_patches(&final_keys, &offsets);
+        for w in rest.iter_mut() {
+            w.apply_patches(&final_keys, &offsets);
+        }
+        (first.final_keys, first.offsets) = (final_keys, offsets);
+        first.final_keys.clear();
+        first.offsets.truncate(1);
+    }
+
+    /// Where provisional key `key` is in `final_keys` (see `offsets`).
+    #[inline]
+    fn index_of(&self, key: u64) -> usize {
+        index_in(&self.offsets, key)
+    }
+
+    /// Gives the events this worker queued for later windows with provisional keys their final
+    /// keys.
+    fn apply_patches(&mut self, final_keys: &[u64], offsets: &[u64]) {
+        let patches = std::mem::take(&mut self.patches);
+        for &(window, at) in &patches {
+            let key = &mut self.later_mut(window)[at as usize].entry.key;
+            *key = final_keys[index_in(offsets, *key)];
+        }
+        self.patches = patches;
+        self.patches.clear();
+    }
+
+    /// Replays the window's creators (sorted by time, then key) to hand out the final keys.
+    fn replay(&mut self, next_key: &mut u64) {
         // Final keys are below every provisional one, so at equal times they come first, and in
         // order; the provisional ones among themselves in the order of their final values, which
         // their creators (earlier, or at the same time) hand out during the replay.
@@ -357,7 +439,7 @@ impl Windows {
                 if let Some(ahead) = bucket.get(i + REPLAY_AHEAD).filter(|c| c.key & PROVISIONAL != 0) {
                     let shared = |n: usize| bucket.get(n).is_some_and(|c| c.time() == ahead.time());
                     if shared(i + REPLAY_AHEAD - 1) || shared(i + REPLAY_AHEAD + 1) {
-                        if let Some(k) = self.final_keys.get((ahead.key & !PROVISIONAL) as usize) {
+                        if let Some(k) = self.final_keys.get(self.index_of(ahead.key)) {
                             prefetch(k);
                         }
                     }
@@ -375,14 +457,6 @@ impl Windows {
         }
         self.sorted_creators = creators;
         self.creators.clear();
-        let (patches, final_keys) = (std::mem::take(&mut self.patches), std::mem::take(&mut self.final_keys));
-        for &(window, at) in &patches {
-            let key = &mut self.later_mut(window)[at as usize].entry.key;
-            *key = final_keys[(*key & !PROVISIONAL) as usize];
-        }
-        (self.patches, self.final_keys) = (patches, final_keys);
-        self.patches.clear();
-        self.final_keys.clear();
     }
 
     /// Puts the window's creators in `sorted_creators` by bucket of time (in handling order
@@ -416,7 +490,7 @@ impl Windows {
         let mut unknown = false;
         for c in group.iter_mut() {
             if c.key & PROVISIONAL != 0 {
-                match self.final_keys[(c.key & !PROVISIONAL) as usize] {
+                match self.final_keys[self.index_of(c.key)] {
                     k if k & PROVISIONAL != 0 => unknown = true,
                     k => c.key = k,
                 }
@@ -454,9 +528,9 @@ impl Windows {
         let mut ready: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
         let mut waiting: HashMap<u64, usize> = HashMap::new();
         for (n, c) in group.iter().enumerate() {
-            match self.final_keys[(c.key & !PROVISIONAL) as usize] {
+            match self.final_keys[self.index_of(c.key)] {
                 k if k & PROVISIONAL != 0 => {
-                    waiting.insert(c.key & !PROVISIONAL, n);
+                    waiting.insert(self.index_of(c.key) as u64, n);
                 }
                 k => ready.push(Reverse((k, n))),
             }
@@ -488,6 +562,13 @@ fn sort_each_host(items: &mut [Item]) {
         }
         start = end;
     }
+}
+
+/// Where provisional key `key` is in a table of final keys where each worker's begin at
+/// `offsets[worker]`.
+#[inline]
+fn index_in(offsets: &[u64], key: u64) -> usize {
+    (offsets[((key & !PROVISIONAL) >> WORKER_SHIFT) as usize] + (key & INDEX_MASK)) as usize
 }
 
 /// Bits needed to write `x`.
@@ -599,6 +680,43 @@ mod tests {
         assert_eq!(w.pop(&mut next_key).unwrap(), (15, e(100, 1)));
         assert_eq!(w.pop(&mut next_key).unwrap(), (15, e(102, 1)));
         assert!(w.pop(&mut next_key).is_none());
+        assert_eq!(next_key, 103);
+    }
+
+    #[test]
+    fn workers_replay_their_keys_together_in_time_order() {
+        // The first test's events, host 0 on worker 0 and host 1 on worker 1: each worker runs
+        // the window alone, host 0's event for host 1 changes hands between windows, and the
+        // joint replay hands out the keys as the single loop does.
+        let (mut w0, mut w1) = (Windows::for_worker(10, 2, 0), Windows::for_worker(10, 2, 1));
+        let mut next_key = 100;
+        w0.push(5, e(3, 0), 0);
+        w1.push(2, e(7, 1), 1);
+        let window = [w0.next_window(), w1.next_window()].into_iter().flatten().min();
+        assert_eq!(window, Some(0));
+        w0.open(0);
+        w1.open(0);
+        assert_eq!(w0.pop(&mut next_key).unwrap(), (5, e(3, 0)));
+        let a = w0.issue();
+        w0.push(6, e(a, 0), 0);
+        let b = w0.issue();
+        assert_eq!(w0.pop(&mut next_key).unwrap(), (6, e(a, 0)));
+        assert!(w0.pop(&mut next_key).is_none()); // the window ends here for worker 0
+        assert_eq!(w1.pop(&mut next_key).unwrap(), (2, e(7, 1)));
+        let c = w1.issue();
+        w1.push(15, e(c, 1), 1);
+        assert!(w1.pop(&mut next_key).is_none());
+        assert_ne!(b, c); // same count in each worker, told apart by the worker's bits
+        w1.push(15, e(b, 1), 1); // b changes hands
+        Windows::finish_joint(&mut [&mut w0, &mut w1], &mut next_key);
+        assert_eq!((w0.next_window(), w1.next_window()), (None, Some(1)));
+        w0.open(1);
+        w1.open(1);
+        assert!(w0.pop(&mut next_key).is_none());
+        // Host 1's event at 2 created c = 100; host 0's at 5 then a = 101 and b = 102.
+        assert_eq!(w1.pop(&mut next_key).unwrap(), (15, e(100, 1)));
+        assert_eq!(w1.pop(&mut next_key).unwrap(), (15, e(102, 1)));
+        assert!(w1.pop(&mut next_key).is_none());
         assert_eq!(next_key, 103);
     }
 
