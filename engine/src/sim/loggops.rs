@@ -29,7 +29,7 @@ use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
-use crate::sim::window::{Windows, MAX_WIDTH, MAX_WORKERS};
+use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH, MAX_WORKERS};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -325,11 +325,17 @@ struct Sim<'p, P: Program> {
     node: Option<NodeSim>,
     /// Memory contention (docs/models.md, "Memory contention (NiMC)"); None: exact LogGOPS.
     memory: Option<MemorySim>,
-    /// The ranks whose events this simulator handles: all of them, or a worker's block in a
-    /// parallel run, which hands arrivals for other blocks to `outbox` (time, key, message).
+    /// The ranks whose events this simulator handles: all of them, or a worker's block (of
+    /// `block` ranks) in a parallel run, which hands arrivals for other blocks to `outbox`, one
+    /// list per worker, and keeps the earliest time among them in `earliest_out`.
     owned: Range<u32>,
-    outbox: Vec<(Time, u64, Message)>,
+    block: u32,
+    outbox: Vec<Vec<Mail>>,
+    earliest_out: Time,
 }
+
+/// An arrival that changes workers: its time, key and message.
+type Mail = (Time, u64, Message);
 
 /// The node models' state during a run.
 struct NodeSim {
@@ -487,12 +493,14 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
         .map(|k| {
             let mut s = Sim::new(prog, par, opts, None, noise, None, None);
             s.owned = (k as u32 * block).min(n as u32)..((k as u32 + 1) * block).min(n as u32);
+            s.block = block;
+            s.outbox = vec![Vec::new(); workers];
             s.windows = Some(Windows::for_worker(width, n, k));
             s.queue_roots();
             s
         })
         .collect();
-    run_in_parallel(&mut sims, block, &mut progress).then(|| merge(sims))
+    run_in_parallel(&mut sims, width, &mut progress).then(|| merge(sims))
 }
 
 /// How many workers share a windowed run of `ranks` ranks with `threads` asked for (0: the cores
@@ -509,31 +517,35 @@ fn workers(threads: usize, ranks: usize) -> usize {
 /// The smallest block of ranks a worker takes when the number of threads is chosen.
 const MIN_BLOCK: usize = 1 << 14;
 
-/// Windowed execution shared by workers, each handling the events of its block of `block` ranks:
-/// inside a window no host affects another (see `crate::sim::window`), so the workers run the
-/// window at once; between windows, the arrivals for other blocks change hands and the keys of
-/// all workers are replayed together, as one window of the single loop's.
-fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], block: u32, progress: &mut impl FnMut(u64) -> bool) -> bool {
+/// Windowed execution (windows of `width`) shared by workers, each handling the events of its
+/// block of ranks: inside a window no host affects another (see `crate::sim::window`), so the
+/// workers run a window at once. Between windows the keys of all workers are replayed together, as
+/// one window of the single loop's; then, in parallel again, each worker gives its queued events
+/// their final keys, takes the arrivals other workers sent its ranks, and runs the next window.
+fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &mut impl FnMut(u64) -> bool) -> bool {
     let mut next_key = sims[0].next_key;
-    let mut outbox = Vec::new();
+    let mut finals = FinalKeys::default();
+    // mail[from][to]: the arrivals of the last window that change workers.
+    let mut mail: Vec<Vec<Vec<Mail>>> = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
     loop {
-        let next = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window()).min();
-        let Some(window) = next else { return true };
+        let earliest_mail = sims.iter().map(|s| s.earliest_out).min().filter(|&t| t != Time::MAX);
+        for (k, s) in sims.iter_mut().enumerate() {
+            std::mem::swap(&mut mail[k], &mut s.outbox);
+            s.earliest_out = Time::MAX;
+        }
+        let queued = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window());
+        let Some(window) = queued.chain(earliest_mail.map(|t| t / width)).min() else { return true };
+        let (mail_in, finals_in) = (&mail, &finals);
         std::thread::scope(|scope| {
             let (head, tail) = sims.split_first_mut().expect("workers");
             for s in tail {
-                scope.spawn(move || s.run_window(window));
+                scope.spawn(move || s.step(window, finals_in, mail_in));
             }
-            head.run_window(window);
+            head.step(window, finals_in, mail_in);
         });
-        for k in 0..sims.len() {
-            std::mem::swap(&mut outbox, &mut sims[k].outbox);
-            for (time, key, m) in outbox.drain(..) {
-                sims[(m.dst / block) as usize].accept(time, key, m);
-            }
-        }
+        mail.iter_mut().flatten().for_each(Vec::clear);
         let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
-        Windows::finish_joint(&mut windows, &mut next_key);
+        Windows::finish_joint(&mut windows, &mut next_key, &mut finals);
         if !progress(sims.iter().map(|s| s.ops_started).sum()) {
             return false;
         }
@@ -620,7 +632,9 @@ impl<'p, P: Program> Sim<'p, P> {
             node,
             memory,
             owned: 0..n as u32,
+            block: n as u32,
             outbox: Vec::new(),
+            earliest_out: Time::MAX,
         }
     }
 
@@ -680,8 +694,14 @@ impl<P: Program> Sim<'_, P> {
         true
     }
 
-    /// Runs window `window` of a parallel run: this worker's events in it.
-    fn run_window(&mut self, window: u64) {
+    /// One window of a parallel run for this worker: the final keys of the last window's, the
+    /// arrivals other workers sent its ranks then (`mail[from][to]`), and its events in `window`.
+    fn step(&mut self, window: u64, finals: &FinalKeys, mail: &[Vec<Vec<Mail>>]) {
+        let me = (self.owned.start / self.block) as usize;
+        self.windows.as_mut().expect("windowed").patch(finals);
+        for &(time, key, m) in mail.iter().flat_map(|boxes| &boxes[me]) {
+            self.accept(time, finals.of(key), m);
+        }
         self.windows.as_mut().expect("windowed").open(window);
         while let Some((t, e)) = self.windows.as_mut().expect("windowed").pop(&mut self.next_key) {
             self.handle(t, e);
@@ -832,7 +852,8 @@ impl<P: Program> Sim<'_, P> {
                 } else {
                     // Only an arrival goes to another worker's rank: its message goes with it.
                     let id = e.data & !MSG_FLAG;
-                    self.outbox.push((time, e.key, self.msgs[id as usize]));
+                    self.outbox[(owner / self.block) as usize].push((time, e.key, self.msgs[id as usize]));
+                    self.earliest_out = self.earliest_out.min(time);
                     self.free_msgs.push(id);
                 }
             }

@@ -74,6 +74,25 @@ impl Creator {
     }
 }
 
+/// The final values of the provisional keys of a window of a parallel run, from the joint replay.
+#[derive(Default)]
+pub struct FinalKeys {
+    keys: Vec<u64>,
+    offsets: Vec<u64>,
+}
+
+impl FinalKeys {
+    /// The final value of `key`: a provisional key of the window replayed, or a final one.
+    #[inline]
+    pub fn of(&self, key: u64) -> u64 {
+        if key & PROVISIONAL != 0 {
+            self.keys[index_in(&self.offsets, key)]
+        } else {
+            key
+        }
+    }
+}
+
 /// The event queue of windowed execution.
 pub struct Windows {
     width: Time,
@@ -97,6 +116,7 @@ pub struct Windows {
     sorted: Vec<Item>,
     creator_scratch: Vec<Creator>,
     sorted_creators: Vec<Creator>,
+    group: Vec<Creator>,
     /// Provisional keys issued in this window.
     issued: u32,
     /// The window's creators in handling order, and how many fall in each bucket of time
@@ -141,6 +161,7 @@ impl Windows {
             sorted: Vec::new(),
             creator_scratch: Vec::new(),
             sorted_creators: Vec::new(),
+            group: Vec::new(),
             issued: 0,
             creators: Vec::new(),
             bucket_sizes: vec![0; ((width - 1) >> bucket_shift) as usize + 1],
@@ -244,7 +265,11 @@ impl Windows {
                 (None, None) => {
                     match self.current.get(self.next) {
                         Some(it) => self.host = it.owner,
-                        None if self.joint => return None,
+                        None if self.joint => {
+                            // The worker's share of the joint replay, while the others finish.
+                            self.sort_creators();
+                            return None;
+                        }
                         None => {
                             self.finish_window(next_key);
                             match self.next_window() {
@@ -365,7 +390,10 @@ impl Windows {
         if self.issued == 0 {
             return;
         }
-        self.replay(next_key);
+        self.sort_creators();
+        let mut creators = [std::mem::take(&mut self.sorted_creators)];
+        self.replay(&mut creators, next_key);
+        [self.sorted_creators] = creators;
         let final_keys = std::mem::take(&mut self.final_keys);
         self.apply_patches(&final_keys, &[0]);
         self.final_keys = final_keys;
@@ -373,32 +401,37 @@ impl Windows {
     }
 
     /// Ends a window of a parallel run: replays the creators of every worker (in worker order, as
-    /// made by [`Windows::for_worker`]) together, as one window, and patches each worker's events
-    /// queued for later windows.
-    pub fn finish_joint(workers: &mut [&mut Windows], next_key: &mut u64) {
+    /// made by [`Windows::for_worker`]) together, as one window, into `finals`. Each worker then
+    /// patches its events queued for later windows ([`Windows::patch`]) before the next opens.
+    pub fn finish_joint(workers: &mut [&mut Windows], next_key: &mut u64, finals: &mut FinalKeys) {
+        finals.keys.clear();
+        let mut streams: Vec<Vec<Creator>> = workers.iter_mut().map(|w| std::mem::take(&mut w.sorted_creators)).collect();
         let (first, rest) = workers.split_first_mut().expect("at least one worker");
         first.offsets.truncate(1);
-        for w in rest.iter_mut() {
+        for (w, stream) in rest.iter_mut().zip(&mut streams[1..]) {
             let offset = first.final_keys.len() as u32;
             first.offsets.push(offset as u64);
             first.final_keys.append(&mut w.final_keys);
-            first.creators.extend(w.creators.drain(..).map(|c| Creator { first: c.first + offset, ..c }));
-            for (size, more) in first.bucket_sizes.iter_mut().zip(w.bucket_sizes.iter_mut()) {
-                *size += std::mem::take(more);
-            }
+            stream.iter_mut().for_each(|c| c.first += offset);
         }
-        if first.final_keys.is_empty() {
-            return;
+        if !first.final_keys.is_empty() {
+            first.replay(&mut streams, next_key);
         }
-        first.replay(next_key);
-        let (final_keys, offsets) = (std::mem::take(&mut first.final_keys), std::mem::take(&mut first.offsets));
-        first.apply_patches(&final_keys, &offsets);
-        for w in rest.iter_mut() {
-            w.apply_patches(&final_keys, &offsets);
+        for (w, stream) in workers.iter_mut().zip(streams) {
+            w.sorted_creators = stream;
         }
-        (first.final_keys, first.offsets) = (final_keys, offsets);
-        first.final_keys.clear();
+        let first = &mut workers[0];
+        std::mem::swap(&mut first.final_keys, &mut finals.keys);
+        finals.offsets.clone_from(&first.offsets);
         first.offsets.truncate(1);
+    }
+
+    /// Gives this worker's events queued for later windows the final keys of the window just
+    /// replayed by [`Windows::finish_joint`].
+    pub fn patch(&mut self, finals: &FinalKeys) {
+        if !self.patches.is_empty() {
+            self.apply_patches(&finals.keys, &finals.offsets);
+        }
     }
 
     /// Where provisional key `key` is in `final_keys` (see `offsets`).
@@ -419,44 +452,71 @@ impl Windows {
         self.patches.clear();
     }
 
-    /// Replays the window's creators (sorted by time, then key) to hand out the final keys.
-    fn replay(&mut self, next_key: &mut u64) {
+    /// Sorts the window's creators by time into `sorted_creators`: by bucket of time in one pass
+    /// over memory, then each bucket by the rest of the time, in cache.
+    fn sort_creators(&mut self) {
+        self.bucket_by_time();
+        let low_bits = (1u32 << self.bucket_shift) - 1;
+        let mut start = 0;
+        for size in &mut self.bucket_sizes {
+            let end = start + *size as usize;
+            radix_sort(&mut self.sorted_creators[start..end], &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
+            *size = 0;
+            start = end;
+        }
+        self.creators.clear();
+    }
+
+    /// Replays creators sorted by time, from one or more workers (`streams`, each sorted), to hand
+    /// out the final keys: the creators of each time together, in the order of their keys.
+    fn replay(&mut self, streams: &mut [Vec<Creator>], next_key: &mut u64) {
         // Final keys are below every provisional one, so at equal times they come first, and in
         // order; the provisional ones among themselves in the order of their final values, which
         // their creators (earlier, or at the same time) hand out during the replay.
-        self.bucket_by_time();
-        let mut creators = std::mem::take(&mut self.sorted_creators);
-        let low_bits = (1u32 << self.bucket_shift) - 1;
-        let mut bucket_start = 0;
-        for b in 0..self.bucket_sizes.len() {
-            let bucket_end = bucket_start + self.bucket_sizes[b] as usize;
-            let bucket = &mut creators[bucket_start..bucket_end];
-            radix_sort(bucket, &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
-            let mut i = 0;
-            while i < bucket.len() {
-                // A creator created in this window and sharing its time with others looks its final
-                // key up, in time order: random in memory.
-                if let Some(ahead) = bucket.get(i + REPLAY_AHEAD).filter(|c| c.key & PROVISIONAL != 0) {
-                    let shared = |n: usize| bucket.get(n).is_some_and(|c| c.time() == ahead.time());
-                    if shared(i + REPLAY_AHEAD - 1) || shared(i + REPLAY_AHEAD + 1) {
-                        if let Some(k) = self.final_keys.get(self.index_of(ahead.key)) {
-                            prefetch(k);
+        let mut at = vec![0; streams.len()];
+        let mut group = std::mem::take(&mut self.group);
+        loop {
+            let Some(t) = streams.iter().zip(&at).filter_map(|(s, &i)| s.get(i).map(Creator::time)).min() else { break };
+            // The run of time t in each stream; replayed in place when only one stream has any.
+            group.clear();
+            let mut only = None;
+            for (k, stream) in streams.iter().enumerate() {
+                let start = at[k];
+                self.prefetch_replay(&stream[start..]);
+                let end = start + stream[start..].iter().take_while(|c| c.time() == t).count();
+                if end > start {
+                    if only.is_none() && group.is_empty() {
+                        only = Some((k, start, end));
+                    } else {
+                        if let Some((o, a, b)) = only.take() {
+                            group.extend_from_slice(&streams[o][a..b]);
                         }
+                        group.extend_from_slice(&stream[start..end]);
                     }
                 }
-                let t = bucket[i].time();
-                let mut end = i + 1;
-                while end < bucket.len() && bucket[end].time() == t {
-                    end += 1;
-                }
-                self.replay_time(&mut bucket[i..end], next_key);
-                i = end;
+                at[k] = end;
             }
-            self.bucket_sizes[b] = 0;
-            bucket_start = bucket_end;
+            match only {
+                Some((k, a, b)) => self.replay_time(&mut streams[k][a..b], next_key),
+                None => self.replay_time(&mut group, next_key),
+            }
         }
-        self.sorted_creators = creators;
-        self.creators.clear();
+        self.group = group;
+    }
+
+    /// Starts loading the final key of a creator [`REPLAY_AHEAD`] ahead in `creators` if it was
+    /// created in this window and shares its time with others (so that it will be looked up):
+    /// random in memory.
+    #[inline]
+    fn prefetch_replay(&self, creators: &[Creator]) {
+        if let Some(ahead) = creators.get(REPLAY_AHEAD).filter(|c| c.key & PROVISIONAL != 0) {
+            let shared = |n: usize| creators.get(n).is_some_and(|c| c.time() == ahead.time());
+            if shared(REPLAY_AHEAD - 1) || shared(REPLAY_AHEAD + 1) {
+                if let Some(k) = self.final_keys.get(self.index_of(ahead.key)) {
+                    prefetch(k);
+                }
+            }
+        }
     }
 
     /// Puts the window's creators in `sorted_creators` by bucket of time (in handling order
@@ -707,8 +767,12 @@ mod tests {
         w1.push(15, e(c, 1), 1);
         assert!(w1.pop(&mut next_key).is_none());
         assert_ne!(b, c); // same count in each worker, told apart by the worker's bits
-        w1.push(15, e(b, 1), 1); // b changes hands
-        Windows::finish_joint(&mut [&mut w0, &mut w1], &mut next_key);
+        let mut finals = FinalKeys::default();
+        Windows::finish_joint(&mut [&mut w0, &mut w1], &mut next_key, &mut finals);
+        w0.patch(&finals);
+        w1.patch(&finals);
+        w1.push(15, e(finals.of(b), 1), 1); // b changes hands
+        assert_eq!(finals.of(7), 7);
         assert_eq!((w0.next_window(), w1.next_window()), (None, Some(1)));
         w0.open(1);
         w1.open(1);
