@@ -214,6 +214,34 @@ def test_independent_noise_runs_windowed_with_the_records_result():
         assert not quiet.windowed  # in step, or rendezvous: time order
 
 
+@pytest.mark.parametrize("noise", ["periodic:20kHz:5us", "random:20kHz:5us", "none"])
+def test_threads_sharing_the_windows_give_the_same_result(noise):
+    # Windows shared by 2 and 3 threads (blocks of ranks, the last one short) against time order;
+    # the result says how the engine ran.
+    run = dict(collective="dissemination", ranks=1001, bytes=8, noise=noise)
+    ordered = contend.simulate(**run, execution="time-ordered")
+    assert not ordered.windowed and ordered.threads == 1
+    for threads in (1, 2, 3):
+        shared = contend.simulate(**run, execution="windowed", threads=threads)
+        assert shared.windowed and shared.threads == threads
+        assert np.array_equal(shared.ranks, ordered.ranks)
+        assert (shared.events, shared.messages, shared.noise_charged) == (ordered.events, ordered.messages,
+                                                                          ordered.noise_charged)
+
+
+def test_bad_threads_or_execution_are_user_errors(capsys):
+    from contend.errors import UserError
+
+    with pytest.raises(UserError, match="execution must be one of"):
+        contend.simulate(collective="dissemination", ranks=8, bytes=1, execution="fast")
+    with pytest.raises(UserError, match="threads"):
+        contend.simulate(collective="dissemination", ranks=8, bytes=1, threads=0)
+    for bad in ("0", "x", "65"):
+        assert main(["sim", "--collective", "dissemination", "--ranks", "8", "--bytes", "1", "--threads", bad]) == 2
+        err = capsys.readouterr().err
+        assert "threads" in err and "Traceback" not in err and err.count("\n") == 1
+
+
 def test_records_split_the_delay_with_the_noise_column():
     r = contend.simulate(collective="dissemination", ranks=256, bytes=8, records=True,
                          noise={"kind": "periodic", "frequency": "20kHz", "duration": "5us"})

@@ -26,7 +26,7 @@ use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_memory, Costs, Deadlock, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_memory, Costs, Deadlock, Execution, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -425,6 +425,7 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
     d.set_item("requeues", r.requeues)?;
     d.set_item("peak_queue", r.peak_queue)?;
     d.set_item("windowed", r.windowed)?;
+    d.set_item("threads", r.threads)?;
     d.set_item("wall_seconds", wall)?;
     d.set_item("noise_ps", r.noise)?;
     d.set_item("admission_waits", r.admission_waits)?;
@@ -470,15 +471,33 @@ struct Models {
     noise: Option<Noise>,
     node: Option<NodeModel>,
     memory: Option<MemoryModel>,
+    /// The event loop and the threads that share it (same results either way).
+    execution: Execution,
+    threads: usize,
 }
 
 fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
+    let execution = match params.get_item("execution")? {
+        None => Execution::Chosen,
+        Some(v) => match v.extract::<String>().as_deref() {
+            Ok("chosen") => Execution::Chosen,
+            Ok("time-ordered") => Execution::TimeOrdered,
+            Ok("windowed") => Execution::Windowed,
+            _ => return Err(PyValueError::new_err("execution must be chosen, time-ordered or windowed")),
+        },
+    };
+    let threads = match params.get_item("threads")? {
+        None => 0,
+        Some(v) => v.extract::<usize>().map_err(|_| PyValueError::new_err("threads must be a non-negative integer"))?,
+    };
     Ok(Models {
         par: params_from(params)?,
         network: network_from(params)?,
         noise: noise_from(py, params)?,
         node: node_from(params)?,
         memory: memory_from(params)?,
+        execution,
+        threads,
     })
 }
 
@@ -490,8 +509,8 @@ fn run<P: Program + Sync>(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let Models { par, network, noise, node, memory } = models;
-    let opts = Options { records, timeline, ..Options::default() };
+    let Models { par, network, noise, node, memory, execution, threads } = models;
+    let opts = Options { records, timeline, execution, threads };
     if memory.is_some() && noise.is_some() {
         return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
     }

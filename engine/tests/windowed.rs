@@ -102,6 +102,16 @@ fn the_engine_chooses_windows_for_scattered_ranks_only() {
         let scattered = noise.as_ref().is_some_and(|n| n.phase() == Phase::Independent);
         assert_eq!(chosen.windowed, scattered, "{name}");
         assert!(run(&c, &par, noise.as_ref(), Execution::Windowed).windowed, "{name}");
+        // Threads share windows only: asked for, or chosen (0) for blocks of 2^14 ranks or more.
+        assert_eq!(run_on(&c, &par, noise.as_ref(), Execution::Chosen, 0).threads, 1, "{name}");
+        assert_eq!(run_on(&c, &par, noise.as_ref(), Execution::Chosen, 3).threads, if scattered { 3 } else { 1 }, "{name}");
+    }
+    let wide = Collective::new(Pattern::Dissemination, 1 << 15, 1, 0, 0).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for (name, noise) in noises() {
+        let scattered = noise.as_ref().is_some_and(|n| n.phase() == Phase::Independent);
+        let chosen = run_on(&wide, &par, noise.as_ref(), Execution::Chosen, 0);
+        assert_eq!(chosen.threads, if scattered { cores.min(2) } else { 1 }, "{name}");
     }
 }
 

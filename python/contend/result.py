@@ -117,8 +117,9 @@ class SimulationResult:
     ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``),
     ``links`` (per-link statistics when a network was simulated, else ``None``), ``network``
     (its ``NetworkLayout``: link ends, node coordinates, placement), ``noise_charged`` (detour time
-    the noise model added to CPU work, summed over all ranks; 0 without noise) and ``windowed`` (the
-    engine ran the events window by window, docs/models.md "Noise", Cost: same results, engine speed only).
+    the noise model added to CPU work, summed over all ranks; 0 without noise), ``windowed`` (the
+    engine ran the events window by window, docs/models.md "Noise", Cost: same results, engine speed only)
+    and ``threads`` (how many threads shared those windows; 1 otherwise).
     """
 
     makespan: int | float
@@ -138,6 +139,7 @@ class SimulationResult:
     admission_waits: int = 0
     memory: Mapping[str, Any] | None = None
     windowed: bool = False
+    threads: int = 1
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
@@ -170,6 +172,7 @@ class SimulationResult:
             admission_waits=int(raw.get("admission_waits", 0)),
             memory=_memory_stats(raw.get("memory")),
             windowed=bool(raw.get("windowed", False)),
+            threads=int(raw.get("threads", 1)),
         )
 
     @property
@@ -223,6 +226,7 @@ class SimulationResult:
             "messages": self.messages,
             "wall_seconds": self.wall_seconds,
             "windowed": self.windowed,
+            "threads": self.threads,
             "deadlock": None if self.deadlock is None else self.deadlock.to_dict(),
             "params": parameters_ns(self.params),
             "workload": dict(self.workload),

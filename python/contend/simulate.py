@@ -20,6 +20,9 @@ from contend.topology import sharing_model
 
 # The largest rank count the engine accepts (collectives::MAX_RANKS, goal::MAX_RANKS).
 MAX_RANKS = 2**31 - 1
+#: The engine's event loops, and the most threads that can share one (its MAX_WORKERS).
+EXECUTIONS = ("chosen", "time-ordered", "windowed")
+MAX_THREADS = 64
 
 
 def simulate(
@@ -47,6 +50,8 @@ def simulate(
     seed: int = 0,
     sharing: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    threads: int | None = None,
+    execution: str = "chosen",
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
 
@@ -66,6 +71,10 @@ def simulate(
     for none; ``memory_throttle`` (a bandwidth, ``"none"``) and ``reserve_core`` apply its
     mitigations (docs/models.md, "Memory contention (NiMC)").
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
+    ``threads`` share a windowed run (None: the machine's cores, on runs large enough to gain);
+    ``execution`` picks the event loop: ``"chosen"`` (windows for ranks that independent noise
+    scatters, else time order), ``"time-ordered"`` or ``"windowed"`` (wherever exact). Neither
+    changes a result, only the speed (docs/models.md, "Noise", Cost).
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
     not an error: ``result.deadlock`` names the blocked ranks and ops.
@@ -105,6 +114,12 @@ def simulate(
     params.pop("noise", None)
     if settings is not None:
         params["noise"] = settings.engine_params()
+    if execution not in EXECUTIONS:
+        raise UserError(f"execution must be one of {', '.join(EXECUTIONS)}, not {execution!r}")
+    # How the engine runs, beside the model's parameters (which the result keeps).
+    run_params = {**params, "execution": execution}
+    if threads is not None:
+        run_params["threads"] = parse_count(threads, "threads", minimum=1, maximum=MAX_THREADS)
     eng = engine()
     if schedule is not None:
         for name, value in (("ranks", ranks), ("bytes", bytes)):
@@ -113,13 +128,13 @@ def simulate(
         path = os.fspath(schedule)
         workload = {"schedule": path}
         with user_errors(path):
-            raw = eng.simulate_goal(path, params, records=records, timeline=timeline, progress=progress)
+            raw = eng.simulate_goal(path, run_params, records=records, timeline=timeline, progress=progress)
     else:
         name, num_ranks, size, root, seed = collective_arguments(collective, ranks, bytes, root, seed)
         workload = {"collective": name, "ranks": num_ranks, "bytes": size, "root": root, "seed": seed}
         with user_errors(f"collective {name}"):
             raw = eng.simulate_collective(
-                name, num_ranks, size, params, root=root, seed=seed, records=records, timeline=timeline,
+                name, num_ranks, size, run_params, root=root, seed=seed, records=records, timeline=timeline,
                 progress=progress,
             )
     return SimulationResult.from_engine(raw, params, workload)

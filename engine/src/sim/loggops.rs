@@ -159,6 +159,8 @@ pub struct SimResult {
     /// Whether the events ran window by window (`crate::sim::window`) rather than in time order:
     /// the results are the same, only the engine's speed (and `peak_queue`) differ.
     pub windowed: bool,
+    /// Threads that shared the windows (1 for a single loop).
+    pub threads: usize,
     pub deadlock: Option<Deadlock>,
     pub records: Option<Records>,
     pub timeline: Option<Timeline>,
@@ -557,7 +559,7 @@ fn merge<P: Program>(sims: Vec<Sim<'_, P>>) -> SimResult {
     let blocks: Vec<Range<u32>> = sims.iter().map(|s| s.owned.clone()).collect();
     let mut parts = sims.into_iter().map(Sim::finish);
     let mut all = parts.next().expect("workers");
-    for (part, block) in parts.zip(blocks.into_iter().skip(1)) {
+    for (part, block) in parts.zip(blocks.iter().skip(1).cloned()) {
         for r in block {
             all.finish[r as usize] = part.finish[r as usize];
         }
@@ -578,6 +580,7 @@ fn merge<P: Program>(sims: Vec<Sim<'_, P>>) -> SimResult {
         }
     }
     all.makespan = all.finish.iter().copied().max().unwrap_or(0);
+    all.threads = blocks.len();
     all
 }
 
@@ -850,14 +853,19 @@ impl<P: Program> Sim<'_, P> {
                 if self.owned.contains(&owner) {
                     w.push(time, e, owner);
                 } else {
-                    // Only an arrival goes to another worker's rank: its message goes with it.
-                    let id = e.data & !MSG_FLAG;
-                    self.outbox[(owner / self.block) as usize].push((time, e.key, self.msgs[id as usize]));
-                    self.earliest_out = self.earliest_out.min(time);
-                    self.free_msgs.push(id);
+                    self.mail(time, e, owner);
                 }
             }
         }
+    }
+
+    /// Hands an arrival for another worker's rank to that worker, with its message.
+    #[inline(never)]
+    fn mail(&mut self, time: Time, e: Entry, owner: u32) {
+        let id = e.data & !MSG_FLAG;
+        self.outbox[(owner / self.block) as usize].push((time, e.key, self.msgs[id as usize]));
+        self.earliest_out = self.earliest_out.min(time);
+        self.free_msgs.push(id);
     }
 
     /// Prefetching for windowed execution: an arrival's message and the receive it meets, and the
@@ -1536,6 +1544,7 @@ impl<P: Program> Sim<'_, P> {
             requeues: self.requeues,
             peak_queue: self.windows.as_ref().map_or(self.queue.peak_len(), Windows::peak_len),
             windowed: self.windows.is_some(),
+            threads: 1,
             deadlock,
             records: self.records.take(),
             timeline: self.timeline.take(),

@@ -390,10 +390,18 @@ impl Windows {
         if self.issued == 0 {
             return;
         }
-        self.sort_creators();
-        let mut creators = [std::mem::take(&mut self.sorted_creators)];
-        self.replay(&mut creators, next_key);
-        [self.sorted_creators] = creators;
+        // Bucket by bucket, each replayed while it is in cache from its sort.
+        self.bucket_by_time();
+        let mut creators = std::mem::take(&mut self.sorted_creators);
+        let mut start = 0;
+        for b in 0..self.bucket_sizes.len() {
+            let end = start + std::mem::take(&mut self.bucket_sizes[b]) as usize;
+            self.sort_bucket(&mut creators[start..end]);
+            self.replay(&mut [&mut creators[start..end]], next_key);
+            start = end;
+        }
+        self.sorted_creators = creators;
+        self.creators.clear();
         let final_keys = std::mem::take(&mut self.final_keys);
         self.apply_patches(&final_keys, &[0]);
         self.final_keys = final_keys;
@@ -415,7 +423,8 @@ impl Windows {
             stream.iter_mut().for_each(|c| c.first += offset);
         }
         if !first.final_keys.is_empty() {
-            first.replay(&mut streams, next_key);
+            let mut slices: Vec<&mut [Creator]> = streams.iter_mut().map(|s| s.as_mut_slice()).collect();
+            first.replay(&mut slices, next_key);
         }
         for (w, stream) in workers.iter_mut().zip(streams) {
             w.sorted_creators = stream;
@@ -456,20 +465,27 @@ impl Windows {
     /// over memory, then each bucket by the rest of the time, in cache.
     fn sort_creators(&mut self) {
         self.bucket_by_time();
-        let low_bits = (1u32 << self.bucket_shift) - 1;
+        let mut creators = std::mem::take(&mut self.sorted_creators);
         let mut start = 0;
-        for size in &mut self.bucket_sizes {
-            let end = start + *size as usize;
-            radix_sort(&mut self.sorted_creators[start..end], &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
-            *size = 0;
+        for b in 0..self.bucket_sizes.len() {
+            let end = start + std::mem::take(&mut self.bucket_sizes[b]) as usize;
+            self.sort_bucket(&mut creators[start..end]);
             start = end;
         }
+        self.sorted_creators = creators;
         self.creators.clear();
+    }
+
+    /// Sorts the creators of one bucket of time by the rest of their time.
+    #[inline]
+    fn sort_bucket(&mut self, bucket: &mut [Creator]) {
+        let low_bits = (1u32 << self.bucket_shift) - 1;
+        radix_sort(bucket, &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
     }
 
     /// Replays creators sorted by time, from one or more workers (`streams`, each sorted), to hand
     /// out the final keys: the creators of each time together, in the order of their keys.
-    fn replay(&mut self, streams: &mut [Vec<Creator>], next_key: &mut u64) {
+    fn replay(&mut self, streams: &mut [&mut [Creator]], next_key: &mut u64) {
         // Final keys are below every provisional one, so at equal times they come first, and in
         // order; the provisional ones among themselves in the order of their final values, which
         // their creators (earlier, or at the same time) hand out during the replay.

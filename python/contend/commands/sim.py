@@ -36,6 +36,9 @@ def register(subparsers) -> None:
                         help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
                         "slow with many messages in flight) or packet (round robin per link, cost per packet)")
     add_noise_options(parser)
+    parser.add_argument("--threads", metavar="N",
+                        help="threads that share a windowed run (default: the machine's cores, on runs large "
+                        "enough to gain; results are the same for any number)")
     node = parser.add_argument_group("NIC congestion and admission control",
                                      "The machine's [nic] curves apply; these replace its [throttle].")
     node.add_argument("--throttle", metavar="SPEC",
@@ -103,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
             records=args.records is not None or args.timeline is not None,  # flows in the trace need records
             timeline=args.timeline is not None,
             progress=progress,
+            threads=args.threads,
         )
     write_outputs(result, args.records, args.timeline)
     write_link_outputs(result, args.links, args.heatmap, args.heatmap_metric)

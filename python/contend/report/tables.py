@@ -83,7 +83,8 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
                   " / ".join(format_time(stats[k]).split(" (")[0] for k in ("min", "median", "max")))
     table.add_row("ranks / ops / messages", f"{result.num_ranks:,} / {result.ops:,} / {result.messages:,}")
     speed = result.events / result.wall_seconds if result.wall_seconds > 0 else float("inf")
-    table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s)")
+    loop = "time order" if not result.windowed else "windows" + (f" on {result.threads} threads" if result.threads > 1 else "")
+    table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s, {loop})")
     noise = result.params.get("noise")
     if noise is not None:
         from contend.noise.settings import NoiseSettings
