@@ -8,10 +8,13 @@ Cases, each against the noiseless run of the same collective:
   stay in step because all detours come at once;
 - independent periodic, random and trace noise: the same computation, and the ranks drift apart, so
   events no longer share times: the time-ordered loop would touch every rank's state in random order,
-  so the engine runs these window by window, rank by rank inside a window (docs/models.md, "Noise", Cost;
-  the `execution` column says which loop ran).
-Each case runs N pairs (noiseless, noisy) back to back, at least 5 when a noisy run takes under 10 s; the
-table shows the median of the pairs' ratios and their range, held against the issue's budget of 2x.
+  so the engine runs these window by window, rank by rank inside a window, the windows shared by the
+  machine's cores (docs/models.md, "Noise", Cost; the `execution` column says which loop ran).
+Each case runs N triples back to back: noiseless as the engine chooses (time order, one thread),
+noiseless in windows shared by the same threads as the noisy run, and noisy. A pair's ratio holds the
+noisy run against the faster of the two noiseless ones, so that the threads cannot flatter it; the
+table shows the median of the ratios and their range, held against the issue's budget of 2x, at least
+5 when a noisy run takes under 10 s. One more noisy run on a single thread shows what the threads buy.
 The trace is FILE (from `contend noise measure`) or, without --trace, a synthetic one second of this
 VM's kind of noise (700 detours per second around 28 us, a few longer ones).
 """
@@ -61,6 +64,13 @@ def synthetic_trace(path: Path, seed: int = 1) -> Path:
     return path
 
 
+def execution(result) -> str:
+    """How the engine ran: time order, or windows on how many threads."""
+    if not result.windowed:
+        return "time order"
+    return f"windows, {result.threads} thread{'s' if result.threads > 1 else ''}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2^18 ranks instead of 2^20")
@@ -74,8 +84,9 @@ def main() -> int:
     console = Console(width=None if sys.stdout.isatty() else 170)
     console.print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; > 1 means another job competes)")
     table = Table(title=f"noise injection cost, {ranks:,} ranks, 1 byte ({contend.load_machine('loggopsim-default').name})")
-    for column in ("collective", "noise", "execution", "noisy s", "noiseless s", "vs no noise (range)", "ns/event",
-                   "makespan us", "detour time charged s"):
+    for column in ("collective", "noise", "execution", "noisy s", "noiseless s: time order", "windows",
+                   "vs no noise (range)", "1 thread: noisy s", "vs no noise", "ns/event", "makespan us",
+                   "detour time charged s"):
         table.add_column(column, justify="left" if column in ("collective", "noise", "execution") else "right")
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="contend-noise-speed-") as scratch:
@@ -86,18 +97,26 @@ def main() -> int:
                     continue
                 if noise == "trace":
                     noise = {"kind": "trace", "trace": str(trace)}
-                quiet, noisy = [], []
+                run = dict(collective=pattern, ranks=ranks, bytes=1)
+                quiet, quiet_windowed, noisy = [], [], []
                 with console.status(f"{pattern}, {label}"):
                     while len(noisy) < args.pairs or (noisy[0].wall_seconds < SHORT_S and len(noisy) < SHORT_PAIRS):
-                        quiet.append(contend.simulate(collective=pattern, ranks=ranks, bytes=1, noise=False))
-                        noisy.append(contend.simulate(collective=pattern, ranks=ranks, bytes=1, noise=noise))
-                ratios = [n.wall_seconds / q.wall_seconds for q, n in zip(quiet, noisy)]
+                        quiet.append(contend.simulate(**run, noise=False))
+                        quiet_windowed.append(contend.simulate(**run, noise=False, execution="windowed"))
+                        noisy.append(contend.simulate(**run, noise=noise))
+                    single = contend.simulate(**run, noise=noise, threads=1)
+                ratios = [n.wall_seconds / min(q.wall_seconds, w.wall_seconds)
+                          for q, w, n in zip(quiet, quiet_windowed, noisy)]
                 ratio = statistics.median(ratios)
                 r = noisy[0]
                 wall = statistics.median(n.wall_seconds for n in noisy)
-                table.add_row(pattern, label, "windowed" if r.windowed else "time order", f"{wall:.2f}",
+                baseline = min(statistics.median(q.wall_seconds for q in quiet),
+                               statistics.median(w.wall_seconds for w in quiet_windowed))
+                table.add_row(pattern, label, execution(r), f"{wall:.2f}",
                               f"{statistics.median(q.wall_seconds for q in quiet):.2f}",
+                              f"{statistics.median(w.wall_seconds for w in quiet_windowed):.2f}",
                               f"{ratio:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} pairs)",
+                              f"{single.wall_seconds:.2f}", f"{single.wall_seconds / baseline:.2f}x",
                               f"{wall / r.events * 1e9:.0f}", f"{r.makespan / 1000:,.1f}", f"{r.noise_charged / 1e9:.3f}")
                 kind = "injection, ranks in step" if "co-scheduled" in label else "desynchronised ranks"
                 verdicts.append(f"{pattern}: {label}: {ratio:.2f}x the noiseless run ({kind}; "
