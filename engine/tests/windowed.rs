@@ -181,3 +181,20 @@ fn random_goal_schedules_give_the_time_ordered_result() {
     assert_eq!(windowed, 96); // 48 one-CPU eager schedules, two machines each
     assert!(deadlocked > 10, "only {deadlocked} deadlocked runs"); // both loops stop in the same state
 }
+
+#[test]
+fn a_run_shared_by_threads_stops_when_progress_says_so() {
+    // The threads stop at the end of a window and the run returns nothing, as a single loop does.
+    let noise = Noise::periodic(5_000 * NS, 700 * NS, Phase::Independent, 3).unwrap();
+    let c = Collective::new(Pattern::Dissemination, 4096, 1, 0, 0).unwrap();
+    let opts = Options { threads: 2, ..Options::default() };
+    let mut calls = 0;
+    let stopped = simulate_with_noise(&c, &params(3000, 1500, 1000, 0), &opts, None, Some(&noise), |_| {
+        calls += 1;
+        calls < 3
+    });
+    assert!(stopped.is_none());
+    assert_eq!(calls, 3);
+    let done = simulate_with_noise(&c, &params(3000, 1500, 1000, 0), &opts, None, Some(&noise), |_| true).unwrap();
+    assert_eq!(done.threads, 2);
+}

@@ -11,6 +11,7 @@
 
 use std::collections::HashSet;
 use std::ops::Range;
+use std::sync::{Mutex, RwLock};
 
 use crate::net::flow::{FlowId, LinkStats};
 use crate::net::Network;
@@ -25,6 +26,7 @@ use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
+use crate::sim::handoff::Handoff;
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
@@ -521,37 +523,77 @@ const MIN_BLOCK: usize = 1 << 14;
 
 /// Windowed execution (windows of `width`) shared by workers, each handling the events of its
 /// block of ranks: inside a window no host affects another (see `crate::sim::window`), so the
-/// workers run a window at once. Between windows the keys of all workers are replayed together, as
-/// one window of the single loop's; then, in parallel again, each worker gives its queued events
-/// their final keys, takes the arrivals other workers sent its ranks, and runs the next window.
+/// workers run a window at once, worker 0 on this thread and the others on helper threads. Between
+/// windows this thread replays the keys of all workers together, as one window of the single
+/// loop's; then, in parallel again, each worker gives its queued events their final keys, takes the
+/// arrivals other workers sent its ranks, and runs the next window.
 fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &mut impl FnMut(u64) -> bool) -> bool {
     let mut next_key = sims[0].next_key;
-    let mut finals = FinalKeys::default();
-    // mail[from][to]: the arrivals of the last window that change workers.
-    let mut mail: Vec<Vec<Vec<Mail>>> = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
-    loop {
-        let earliest_mail = sims.iter().map(|s| s.earliest_out).min().filter(|&t| t != Time::MAX);
-        for (k, s) in sims.iter_mut().enumerate() {
-            std::mem::swap(&mut mail[k], &mut s.outbox);
-            s.earliest_out = Time::MAX;
+    let helpers = sims.len() - 1;
+    // Each worker behind a lock that only one thread at a time wants (the phases keep them apart).
+    let cells: Vec<Mutex<&mut Sim<'_, P>>> = sims.iter_mut().map(Mutex::new).collect();
+    let shared = RwLock::new(WindowShare { window: 0, finals: FinalKeys::default(), mail: Vec::new() });
+    let handoff = Handoff::default();
+    std::thread::scope(|scope| {
+        for cell in &cells[1..] {
+            let (shared, handoff) = (&shared, &handoff);
+            scope.spawn(move || {
+                let mut seen = 0;
+                while handoff.next(&mut seen) {
+                    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let phase = shared.read().expect("no writer panicked");
+                        cell.lock().expect("no worker panicked").step(phase.window, &phase.finals, &phase.mail);
+                    }))
+                    .is_err();
+                    handoff.done(failed);
+                }
+            });
         }
-        let queued = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window());
-        let Some(window) = queued.chain(earliest_mail.map(|t| t / width)).min() else { return true };
-        let (mail_in, finals_in) = (&mail, &finals);
-        std::thread::scope(|scope| {
-            let (head, tail) = sims.split_first_mut().expect("workers");
-            for s in tail {
-                scope.spawn(move || s.step(window, finals_in, mail_in));
+        let finished = loop {
+            {
+                let phase = &mut *shared.write().expect("no reader panicked");
+                let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
+                if phase.mail.is_empty() {
+                    phase.mail = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
+                }
+                // mail[from][to]: the arrivals of the last window that change workers.
+                phase.mail.iter_mut().flatten().for_each(Vec::clear);
+                let earliest_mail = sims.iter().map(|s| s.earliest_out).min().filter(|&t| t != Time::MAX);
+                for (k, s) in sims.iter_mut().enumerate() {
+                    std::mem::swap(&mut phase.mail[k], &mut s.outbox);
+                    s.earliest_out = Time::MAX;
+                }
+                let queued = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window());
+                match queued.chain(earliest_mail.map(|t| t / width)).min() {
+                    Some(window) => phase.window = window,
+                    None => break true,
+                }
             }
-            head.step(window, finals_in, mail_in);
-        });
-        mail.iter_mut().flatten().for_each(Vec::clear);
-        let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
-        Windows::finish_joint(&mut windows, &mut next_key, &mut finals);
-        if !progress(sims.iter().map(|s| s.ops_started).sum()) {
-            return false;
-        }
-    }
+            handoff.start();
+            {
+                let phase = shared.read().expect("no writer panicked");
+                cells[0].lock().expect("no worker panicked").step(phase.window, &phase.finals, &phase.mail);
+            }
+            handoff.wait_for(helpers);
+            let phase = &mut *shared.write().expect("no reader panicked");
+            let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
+            let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
+            Windows::finish_joint(&mut windows, &mut next_key, &mut phase.finals);
+            if !progress(sims.iter().map(|s| s.ops_started).sum()) {
+                break false;
+            }
+        };
+        handoff.stop();
+        finished
+    })
+}
+
+/// What the workers of a parallel run share in a window: which it is, the final keys of the last
+/// one, and the arrivals that changed workers in it.
+struct WindowShare {
+    window: u64,
+    finals: FinalKeys,
+    mail: Vec<Vec<Vec<Mail>>>,
 }
 
 /// The result of a parallel run: each rank's from the worker that handled it.

@@ -1,6 +1,7 @@
 //! The simulator: an event queue and the LogGOPS endpoint model (LogGOPSim v1 semantics).
 
 pub mod hosts;
+pub mod handoff;
 pub mod loggops;
 pub mod matching;
 pub mod queue;
