@@ -55,6 +55,16 @@ impl Handoff {
     }
 }
 
+/// Stops the helpers when dropped: when the coordinator is done, or unwinds from a panic (the
+/// helpers would otherwise wait for another phase forever, and a thread scope for them).
+pub struct StopOnDrop<'a>(pub &'a Handoff);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
 fn wait_until(ready: impl Fn() -> bool) {
     let mut spins = 0;
     while !ready() {

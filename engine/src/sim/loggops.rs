@@ -26,7 +26,7 @@ use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
-use crate::sim::handoff::Handoff;
+use crate::sim::handoff::{Handoff, StopOnDrop};
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
@@ -549,7 +549,8 @@ fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &
                 }
             });
         }
-        let finished = loop {
+        let _stop = StopOnDrop(&handoff);
+        loop {
             {
                 let phase = &mut *shared.write().expect("no reader panicked");
                 let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
@@ -566,7 +567,7 @@ fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &
                 let queued = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window());
                 match queued.chain(earliest_mail.map(|t| t / width)).min() {
                     Some(window) => phase.window = window,
-                    None => break true,
+                    None => return true,
                 }
             }
             handoff.start();
@@ -580,11 +581,9 @@ fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &
             let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
             Windows::finish_joint(&mut windows, &mut next_key, &mut phase.finals);
             if !progress(sims.iter().map(|s| s.ops_started).sum()) {
-                break false;
+                return false;
             }
-        };
-        handoff.stop();
-        finished
+        }
     })
 }
 
