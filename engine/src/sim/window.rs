@@ -116,7 +116,10 @@ pub struct Windows {
     sorted: Vec<Item>,
     creator_scratch: Vec<Creator>,
     sorted_creators: Vec<Creator>,
+    /// Scratch space of the joint replay: a run of one time from several workers, and where each
+    /// worker's sorted creators are.
     group: Vec<Creator>,
+    cursors: Vec<usize>,
     /// Provisional keys issued in this window.
     issued: u32,
     /// The window's creators in handling order, and how many fall in each bucket of time
@@ -162,6 +165,7 @@ impl Windows {
             creator_scratch: Vec::new(),
             sorted_creators: Vec::new(),
             group: Vec::new(),
+            cursors: Vec::new(),
             issued: 0,
             creators: Vec::new(),
             bucket_sizes: vec![0; ((width - 1) >> bucket_shift) as usize + 1],
@@ -489,35 +493,41 @@ impl Windows {
         // Final keys are below every provisional one, so at equal times they come first, and in
         // order; the provisional ones among themselves in the order of their final values, which
         // their creators (earlier, or at the same time) hand out during the replay.
-        let mut at = vec![0; streams.len()];
+        let mut at = std::mem::take(&mut self.cursors);
+        at.clear();
+        at.resize(streams.len(), 0);
         let mut group = std::mem::take(&mut self.group);
         loop {
-            let Some(t) = streams.iter().zip(&at).filter_map(|(s, &i)| s.get(i).map(Creator::time)).min() else { break };
-            // The run of time t in each stream; replayed in place when only one stream has any.
-            group.clear();
-            let mut only = None;
+            // The earliest next creator: in the first stream that has its time (an earlier stream
+            // with the same time would have been taken).
+            let mut earliest: Option<(usize, u32)> = None;
             for (k, stream) in streams.iter().enumerate() {
-                let start = at[k];
-                self.prefetch_replay(&stream[start..]);
-                let end = start + stream[start..].iter().take_while(|c| c.time() == t).count();
-                if end > start {
-                    if only.is_none() && group.is_empty() {
-                        only = Some((k, start, end));
-                    } else {
-                        if let Some((o, a, b)) = only.take() {
-                            group.extend_from_slice(&streams[o][a..b]);
-                        }
-                        group.extend_from_slice(&stream[start..end]);
+                if let Some(c) = stream.get(at[k]) {
+                    if earliest.is_none_or(|(_, t)| c.time() < t) {
+                        earliest = Some((k, c.time()));
                     }
                 }
-                at[k] = end;
             }
-            match only {
-                Some((k, a, b)) => self.replay_time(&mut streams[k][a..b], next_key),
-                None => self.replay_time(&mut group, next_key),
+            let Some((k, t)) = earliest else { break };
+            let start = at[k];
+            self.prefetch_replay(&streams[k][start..]);
+            at[k] = start + streams[k][start..].iter().take_while(|c| c.time() == t).count();
+            // Most runs are one stream's (and one creator): replayed in place.
+            if !(k + 1..streams.len()).any(|j| streams[j].get(at[j]).is_some_and(|c| c.time() == t)) {
+                self.replay_time(&mut streams[k][start..at[k]], next_key);
+                continue;
             }
+            group.clear();
+            group.extend_from_slice(&streams[k][start..at[k]]);
+            for j in k + 1..streams.len() {
+                let from = at[j];
+                at[j] = from + streams[j][from..].iter().take_while(|c| c.time() == t).count();
+                group.extend_from_slice(&streams[j][from..at[j]]);
+            }
+            self.replay_time(&mut group, next_key);
         }
         self.group = group;
+        self.cursors = at;
     }
 
     /// Starts loading the final key of a creator [`REPLAY_AHEAD`] ahead in `creators` if it was
