@@ -508,8 +508,8 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
 }
 
 /// How many workers share a windowed run of `ranks` ranks with `threads` asked for (0: the cores
-/// of the machine, each with a block of at least [`MIN_BLOCK`] ranks, as a window's hand-over
-/// costs a thread start per worker).
+/// of the machine, each with a block of at least [`MIN_BLOCK`] ranks, since the workers meet at
+/// the end of every window and small blocks would spend their time waiting).
 fn workers(threads: usize, ranks: usize) -> usize {
     let wanted = match threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()).min(ranks / MIN_BLOCK),

@@ -17,6 +17,11 @@
 //! a replay of its handled events in time-ordered order (time, then final key) gives every
 //! provisional key the value the counter would have given it, and events already queued for later
 //! windows are patched before anyone compares them.
+//!
+//! Since a window's hosts do not affect each other, threads can share it: each worker keeps the
+//! windows of its own block of hosts ([`Windows::for_worker`]), its provisional keys marked with its
+//! index, and at the end of a window all workers' creators are replayed together as one window's
+//! ([`Windows::finish_joint`]), into one table of final keys ([`FinalKeys`]).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
