@@ -399,18 +399,10 @@ impl Windows {
         if self.issued == 0 {
             return;
         }
-        // Bucket by bucket, each replayed while it is in cache from its sort.
-        self.bucket_by_time();
+        self.sort_creators();
         let mut creators = std::mem::take(&mut self.sorted_creators);
-        let mut start = 0;
-        for b in 0..self.bucket_sizes.len() {
-            let end = start + std::mem::take(&mut self.bucket_sizes[b]) as usize;
-            self.sort_bucket(&mut creators[start..end]);
-            self.replay(&mut [&mut creators[start..end]], next_key);
-            start = end;
-        }
+        self.replay(&mut [&mut creators], next_key);
         self.sorted_creators = creators;
-        self.creators.clear();
         let final_keys = std::mem::take(&mut self.final_keys);
         self.apply_patches(&final_keys, &[0]);
         self.final_keys = final_keys;
@@ -475,21 +467,15 @@ impl Windows {
     fn sort_creators(&mut self) {
         self.bucket_by_time();
         let mut creators = std::mem::take(&mut self.sorted_creators);
+        let low_bits = (1u32 << self.bucket_shift) - 1;
         let mut start = 0;
         for b in 0..self.bucket_sizes.len() {
             let end = start + std::mem::take(&mut self.bucket_sizes[b]) as usize;
-            self.sort_bucket(&mut creators[start..end]);
+            radix_sort(&mut creators[start..end], &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
             start = end;
         }
         self.sorted_creators = creators;
         self.creators.clear();
-    }
-
-    /// Sorts the creators of one bucket of time by the rest of their time.
-    #[inline]
-    fn sort_bucket(&mut self, bucket: &mut [Creator]) {
-        let low_bits = (1u32 << self.bucket_shift) - 1;
-        radix_sort(bucket, &mut self.creator_scratch, self.bucket_shift, |c| (c.time() & low_bits) as u64);
     }
 
     /// Replays creators sorted by time, from one or more workers (`streams`, each sorted), to hand
