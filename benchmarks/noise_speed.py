@@ -11,7 +11,7 @@ Cases, each against the noiseless run of the same collective:
   so the engine runs these window by window, rank by rank inside a window, the windows shared by the
   machine's cores (docs/models.md, "Noise", Cost; the `execution` column says which loop ran).
 Each case runs N triples back to back: noiseless as the engine chooses (time order, one thread),
-noiseless in windows shared by the same threads as the noisy run, and noisy. A pair's ratio holds the
+noiseless in windows shared by the same threads as the noisy run, and noisy. A triple's ratio holds the
 noisy run against the faster of the two noiseless ones, so that the threads cannot flatter it; the
 table shows the median of the ratios and their range, held against the issue's budget of 2x, at least
 5 when a noisy run takes under 10 s. One more noisy run on a single thread shows what the threads buy.
@@ -115,7 +115,7 @@ def main() -> int:
                 table.add_row(pattern, label, execution(r), f"{wall:.2f}",
                               f"{statistics.median(q.wall_seconds for q in quiet):.2f}",
                               f"{statistics.median(w.wall_seconds for w in quiet_windowed):.2f}",
-                              f"{ratio:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} pairs)",
+                              f"{ratio:.2f}x ({min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} triples)",
                               f"{single.wall_seconds:.2f}", f"{single.wall_seconds / baseline:.2f}x",
                               f"{wall / r.events * 1e9:.0f}", f"{r.makespan / 1000:,.1f}", f"{r.noise_charged / 1e9:.3f}")
                 kind = "injection, ranks in step" if "co-scheduled" in label else "desynchronised ranks"
