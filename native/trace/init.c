@@ -275,10 +275,32 @@ static uint64_t resolve(address_entry **entries, char **names, uint64_t *names_b
     return out ? distinct : 0;
 }
 
+/* How long a rank that exits without MPI_Finalize waits for the others to write their files. */
+#define EXIT_WAIT_NS 2000000000LL
+
+/* Exiting without MPI_Finalize: after writing its file a rank waits (a bounded time) until every rank
+ * has written its own, because a launcher kills the whole job as soon as one rank exits that way and
+ * would cut off the ranks still writing. Ranks that never exit do not hold it beyond the bound. */
+static void wait_for_other_ranks(void)
+{
+    MPI_Request request;
+    if (PMPI_Ibarrier(tracer.sync_comm, &request) != MPI_SUCCESS)
+        return;
+    int64_t deadline = now_ns() + EXIT_WAIT_NS;
+    int done = 0;
+    while (!done && now_ns() < deadline) {
+        if (PMPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return;
+        if (!done)
+            usleep(1000);
+    }
+}
+
 void trace_write(void)
 {
     if (tracer.written || !tracer.records)
         return;
+    int exiting_unfinalized = tracer.on; /* MPI_Finalize turns the tracer off before writing */
     tracer.written = 1;
     tracer.on = 0;
     calibrate(&tracer.calibration[2]);
@@ -333,4 +355,6 @@ void trace_write(void)
     }
     free(entries);
     free(names);
+    if (exiting_unfinalized)
+        wait_for_other_ranks();
 }
