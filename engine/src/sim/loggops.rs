@@ -530,9 +530,11 @@ const MIN_BLOCK: usize = 1 << 14;
 fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &mut impl FnMut(u64) -> bool) -> bool {
     let mut next_key = sims[0].next_key;
     let helpers = sims.len() - 1;
+    // mail[from][to]: the arrivals of the last window that change workers.
+    let mail = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
     // Each worker behind a lock that only one thread at a time wants (the phases keep them apart).
     let cells: Vec<Mutex<&mut Sim<'_, P>>> = sims.iter_mut().map(Mutex::new).collect();
-    let shared = RwLock::new(WindowShare { window: 0, finals: FinalKeys::default(), mail: Vec::new() });
+    let shared = RwLock::new(WindowShare { window: 0, finals: FinalKeys::default(), mail });
     let handoff = Handoff::default();
     std::thread::scope(|scope| {
         for cell in &cells[1..] {
@@ -554,10 +556,6 @@ fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &
             {
                 let phase = &mut *shared.write().expect("no reader panicked");
                 let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
-                if phase.mail.is_empty() {
-                    phase.mail = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
-                }
-                // mail[from][to]: the arrivals of the last window that change workers.
                 phase.mail.iter_mut().flatten().for_each(Vec::clear);
                 let earliest_mail = sims.iter().map(|s| s.earliest_out).min().filter(|&t| t != Time::MAX);
                 for (k, s) in sims.iter_mut().enumerate() {
