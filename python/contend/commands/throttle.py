@@ -229,8 +229,8 @@ def _expect_every_rank(rows: list[dict], kept: Path | None) -> None:
     if missing or len(ranks) != size or any(row["world_size"] != size for row in rows):
         shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
         raise UserError(f"throttle: the library did not run in every rank: counters from {len(set(ranks))} of "
-                        f"{size} ranks (none from rank {shown or '?'}; a rank that cleared LD_PRELOAD, or "
-                        "did not reach MPI_Finalize)" + where)
+                        f"{size} ranks (none from rank {shown or '?'}: the library was not loaded there, "
+                        "the rank did not reach MPI_Finalize, or it wrote its counters elsewhere)" + where)
 
 
 COUNTERS = ("ops", "tokens", "waits", "wait_ns", "escapes")
