@@ -205,7 +205,8 @@ BAD = [
     (throttle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},
      "bad.conf:2: tokens = 2\\x1b: expected a whole number"),
-    (throttle.settings("token", tokens=2, node="a\tb"), "CONTEND_THROTTLE_NODE=a\\tb: character '\\t' not allowed"),
+    (throttle.settings("token", tokens=2, node="a\tb"),
+     "CONTEND_THROTTLE_NODE=a\\tb: character '\\t' not allowed"),
     # the counters' place is checked at MPI_Init, not found wanting at MPI_Finalize
     (throttle.settings("token", tokens=2, stats="/nonexistent/stats.jsonl"),
      "CONTEND_THROTTLE_STATS=/nonexistent/stats.jsonl: its directory does not exist"),

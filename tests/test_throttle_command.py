@@ -136,14 +136,18 @@ BAD = [
     (["--policy", "token"], "the token policy needs --tokens (or tokens in --config)"),
     (["--policy", "token", "--tokens", "0"], "--tokens 0: out of range, expected 1 to 1000000"),
     (["--policy", "token", "--tokens", "8k"], "--tokens: expected a non-negative integer"),
-    (["--policy", "rate", "--gap", "2us", "--tokens", "2"], "--tokens 2: applies to the token policy, not to rate"),
+    (["--policy", "rate", "--gap", "2us", "--tokens", "2"],
+     "--tokens 2: applies to the token policy, not to rate"),
     (["--policy", "rate", "--gap", "0"], "--gap 0: out of range"),
     (["--policy", "rate", "--gap", "1.5ns"], "--gap 1.5ns: the library counts whole ns"),
     (["--policy", "none", "--stall", "1s"], "--stall 1s: applies to the token policy, not to none"),
     ([], "no policy: set --policy to token, rate or none (or policy in --config)"),
     (["--config", "missing.conf"], "--config missing.conf: cannot read it: No such file or directory"),
     (["--config", "bad.conf"], "bad.conf:2: tokens = 2\\x1b: expected a whole number from 1 to 1000000"),
-    (["--policy", "token", "--tokens", "2", "--stats", "no/such/dir/s.jsonl"], "--stats: directory"),
+    (["--policy", "token", "--tokens", "2", "--stats", "no/such/dir/s.jsonl"],
+     "--stats no/such/dir/s.jsonl: its directory does not exist"),
+    (["--policy", "token", "--tokens", "2", "--stats", "."], "--stats .: not a regular file"),
+    (["--policy", "token", "--tokens", "0", "--stats", "kept.jsonl"], "--tokens 0: out of range"),  # kept as is
 ]
 
 
@@ -151,8 +155,12 @@ BAD = [
 def test_a_bad_configuration_is_one_line_before_the_launch(built, tmp_path, capsys, options, message):
     app(tmp_path / "app", built)
     (tmp_path / "bad.conf").write_text("policy = token\ntokens = 2\x1b\n")
+    (tmp_path / "kept.jsonl").write_text("earlier\n")
     assert main(["throttle", *options, "--", "mpiexec", "-n", "2", "./app"]) == 2
     assert message in one_line_error(capsys)
+    # nothing new, nothing changed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app", "bad.conf", "kept.jsonl", "tmp"]
+    assert (tmp_path / "kept.jsonl").read_text() == "earlier\n" and not any((tmp_path / "tmp").iterdir())
 
 
 @pytest.mark.parametrize("command, message", [
@@ -181,8 +189,10 @@ def test_a_missing_library_says_how_to_build_it(built, tmp_path, capsys, monkeyp
 def test_a_rank_whose_counters_are_missing_is_an_error(built, tmp_path, capsys):
     """Rank 1's wrapper sends its counters elsewhere (as a job script that sets its own environment
     might): the job succeeds, but nothing shows the library ran there."""
-    app(tmp_path / "app", built, before=f'[ "$PMI_RANK" = 1 ] && export {throttle.PREFIX}STATS={tmp_path}/other')
-    code = main(["throttle", "--policy", "token", "--tokens", "1", "--", "mpiexec", "-n", "3", "./app"])
+    other = f"export {throttle.PREFIX}STATS={tmp_path}/other"
+    app(tmp_path / "app", built, before=f'[ "$PMI_RANK" = 1 ] && {other}')
+    code = main(["throttle", "--policy", "token", "--tokens", "1", "--stall", "10s", "--", "mpiexec", "-n", "3",
+                 "./app"])
     captured = capsys.readouterr()
     assert code == 2 and '"verified":true' in captured.out, captured.err  # the program itself was fine
     assert captured.err.count("\n") == 1 and "did not run in every rank: counters from 2 of 3 ranks (none from " \
@@ -194,7 +204,8 @@ def test_an_mpi_program_without_the_library_is_an_error(built, tmp_path, capsys)
     (Clearing it in some ranks only hangs MPI_Init: the others' library waits in a collective for them;
     --timeout ends that.)"""
     app(tmp_path / "app", built, before="unset LD_PRELOAD")
-    code = main(["throttle", "--policy", "token", "--tokens", "1", "--", "mpiexec", "-n", "2", "./app"])
+    code = main(["throttle", "--policy", "token", "--tokens", "1", "--stall", "10s", "--", "mpiexec", "-n", "2",
+                 "./app"])
     captured = capsys.readouterr()
     assert code == 2 and '"verified":true' in captured.out, captured.err
     assert captured.err.count("\n") == 1 and "the library ran in no rank" in captured.err, captured.err

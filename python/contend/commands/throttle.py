@@ -29,6 +29,7 @@ OPTIONS = {"--policy": "POLICY", "--tokens": "TOKENS", "--gap": "GAP_NS", "--siz
            "--stall": "STALL_MS", "--ranks-per-node": "RANKS_PER_NODE", "--config": "CONFIG", "--stats": "STATS"}
 PS_PER = {"GAP_NS": 1000, "STALL_MS": 10**9}  # times are parsed in ps; the library keeps ns and ms
 UNIT = {"GAP_NS": "ns", "STALL_MS": "ms"}
+STATS = "CONTEND_THROTTLE_STATS"
 
 
 def register(subparsers) -> None:
@@ -81,10 +82,10 @@ def run(args: argparse.Namespace) -> int:
         hint = "" if library_mpi.origin != "launcher" else f"CONTEND_MPICC={library_mpi.mpicc} "
         raise UserError(f"throttle: {library} is not built for {library_mpi.mpicc}: run `{hint}contend native "
                         "build`")
-    with _stats_file(args.stats) as stats:
-        variables = {**_variables(given), "CONTEND_THROTTLE_STATS": str(stats)}
-        settings = _check(checker, variables, given)
-        code = _launch(command, starts, library, variables, args.timeout)
+    variables = _variables(given)
+    settings = _check(checker, variables, given)  # before anything is written or launched
+    with _stats_file(variables.get(STATS)) as stats:
+        code = _launch(command, starts, library, {**variables, STATS: str(stats)}, args.timeout)
         rows = _counters(stats)
     if code != 0:
         print(f"contend: throttle: the command exited with code {code}", file=sys.stderr)
@@ -122,10 +123,8 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
             value = str(parse_count(text, option))
         elif suffix == "SIZE_PER_TOKEN":
             value = str(parse_bytes(text, option))
-        elif suffix == "CONFIG":
+        elif suffix in ("CONFIG", "STATS"):
             value = str(Path(text).absolute())  # the ranks may start elsewhere (-wdir)
-        elif suffix == "STATS":
-            continue  # the run's own file, set by the caller
         else:
             value = text
         out[throttle.PREFIX + suffix] = value
@@ -134,8 +133,8 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _stats_file(path: str | None):
-    """The counters file, new and empty: --stats (replaced: the library appends), or a temporary file
-    removed afterwards."""
+    """The counters file, empty: --stats (checked by the library's rules; emptied, as the library
+    appends), or a temporary file removed afterwards."""
     if path is None:
         fd, name = tempfile.mkstemp(prefix="contend-throttle-", suffix=".jsonl")
         os.close(fd)
@@ -144,13 +143,8 @@ def _stats_file(path: str | None):
         finally:
             os.unlink(name)
         return
-    from contend.atomic import check_writable
-
-    target = check_writable(path, "--stats").absolute()
-    if target.exists() and not target.is_file():
-        raise UserError(f"--stats {path}: not a regular file")
-    target.write_bytes(b"")
-    yield target
+    Path(path).write_bytes(b"")
+    yield Path(path)
 
 
 def _environment() -> dict[str, str]:
