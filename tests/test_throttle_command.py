@@ -57,9 +57,8 @@ def readme_commands() -> list[list[str]]:
 
 
 def summary_row(out: str) -> list[str]:
-    """The cells of the table's `all` row."""
-    row = next(line for line in out.splitlines() if re.match(r"^\W*all\W", line))
-    return [cell.strip() for cell in re.split(r"[│|]", row) if cell.strip()]
+    """The words of the table's `all` row."""
+    return next(line.split() for line in out.splitlines() if line.split()[:1] == ["all"])
 
 
 def test_the_readme_examples_throttle(built, tmp_path, capsys):
@@ -72,7 +71,7 @@ def test_the_readme_examples_throttle(built, tmp_path, capsys):
         assert '"verified":true' in out  # the program's own output, every byte checked
         ranks = int(argv[argv.index("-n") + 1])
         assert f"throttle: {ranks} ranks" in out
-        _, ops, tokens, waits, *_ = summary_row(out)  # the node cell is empty
+        _, ops, tokens, waits, *_ = summary_row(out)
         assert int(ops) > 0 and int(waits) > 0, out
         if "--stats" in argv:  # the counters the library wrote, one line per rank
             rows = throttle.read_stats(tmp_path / argv[argv.index("--stats") + 1])
@@ -99,7 +98,7 @@ def test_the_command_diagnose_recommends_runs(built, tmp_path, capsys):
     assert command.endswith(" -- mpiexec -n 4 ./app"), command
     app(tmp_path / "app", built)
     assert main(shlex.split(command)[1:]) == 0, capsys.readouterr().err
-    assert "throttle: 4 ranks, token policy" in capsys.readouterr().out
+    assert re.search(r"throttle: 4 ranks.*; token policy", capsys.readouterr().out)
 
 
 def test_settings_options_and_a_config_file_are_one_configuration(built, tmp_path, capsys):
@@ -168,6 +167,7 @@ def test_a_bad_configuration_is_one_line_before_the_launch(built, tmp_path, caps
     (["mpiexec", "-configfile", "x"], "programs launched from a file are not supported"),
     (["mpiexec", "-n", "2"], "no program to run"),
     (["no-such-launcher", "./app"], "no-such-launcher: no such launcher"),
+    (["./app"], "./app: not the launcher of an MPI contend knows"),
 ])
 def test_a_launch_command_it_cannot_read_is_one_line(built, tmp_path, capsys, command, message):
     app(tmp_path / "app", built)
@@ -227,3 +227,21 @@ def test_program_starts_in_launch_commands():
                               "mpich") == [6, 10]
     assert mpi.program_starts(["mpirun", "--oversubscribe", "--mca", "btl", "self", "-x", "V", "-n", "2", "a"],
                               "openmpi") == [9]
+
+
+@pytest.mark.parametrize("big", [1234, 123456789012])
+def test_the_table_fits_80_columns_and_never_cuts_a_number(capsys, big):
+    """20 ranks on 2 nodes with long names: one line per node, every count whole, within 80 columns
+    (a table, or a line per node when the table would not fit)."""
+    from contend.commands.throttle import _report
+
+    rows = [{"rank": r, "world_size": 20, "node": f"compute-node-with-a-long-name-{r // 10}", "policy": "token",
+             "ops": big, "tokens": big, "waits": big, "wait_ns": 3_600 * 10**9, "escapes": 7, "max_in_use": 4}
+            for r in range(20)]
+    _report({"policy": "token", "tokens": 4, "gap_ns": 0}, rows, as_json=False)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    assert out.count(str(big * 10)) == 2 * 3 and out.count(str(big * 20)) == 3, out  # per node, and all
+    words = " ".join(out.split())
+    assert words.count("36000 s") == 2 and "72000 s" in words and "140" in out, out  # 10 and 20 ranks x 1 h
+    assert words.count("escapes: the pool was exceeded") == 1, out

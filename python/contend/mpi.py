@@ -357,5 +357,6 @@ def launcher_mpi(launcher: str) -> MPI:
     mpicc = path.parent / "mpicc"
     if mpicc.is_file():
         return MPI(mpicc=mpicc, mpiexec=path, flavor=_flavor(path), origin="launcher")
-    raise UserError(f"{path}: cannot tell which MPI this launcher belongs to (no mpicc beside it); set "
-                    "CONTEND_MPICC and CONTEND_MPIEXEC to that MPI's")
+    raise UserError(f"{launcher}: not the launcher of an MPI contend knows (no mpicc beside {path}); the "
+                    "command must start with the mpiexec or mpirun of the program's MPI (set CONTEND_MPICC and "
+                    "CONTEND_MPIEXEC to that MPI's)")

@@ -158,8 +158,11 @@ def _environment() -> dict[str, str]:
 
 def _check(checker: Path, variables: dict[str, str], given: dict[str, tuple[str, str]]) -> dict:
     """The settings in force by the library's own rules, or its reason as a UserError in our words."""
-    done = subprocess.run([str(checker)], env={**_environment(), **variables}, capture_output=True, text=True,
-                          timeout=60)
+    try:
+        done = subprocess.run([str(checker)], env={**_environment(), **variables}, capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"throttle: {checker} did not run: {exc}") from None
     if done.returncode == 0:
         return json.loads(done.stdout)
     lines = done.stderr.strip().splitlines()
@@ -217,10 +220,13 @@ def _expect_every_rank(rows: list[dict], kept: Path | None) -> None:
     if not rows:
         raise UserError("throttle: the library ran in no rank: no rank wrote counters (is the program an MPI "
                         "program of this MPI, and does it reach MPI_Finalize?)" + where)
-    size = rows[0]["world_size"]
+    size = rows[0].get("world_size")
+    if size is None:
+        raise UserError("throttle: the library's counters have no world_size: it was built from older "
+                        "sources; run `contend native build`")
     ranks = [row["rank"] for row in rows]
     missing = sorted(set(range(size)) - set(ranks))
-    if missing or len(ranks) != size or any(row["world_size"] != size for row in rows):
+    if missing or len(ranks) != size or any(row.get("world_size") != size for row in rows):
         shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
         raise UserError(f"throttle: the library did not run in every rank: counters from {len(set(ranks))} of "
                         f"{size} ranks (none from rank {shown or '?'}: the library was not loaded there, "
@@ -228,36 +234,55 @@ def _expect_every_rank(rows: list[dict], kept: Path | None) -> None:
 
 
 COUNTERS = ("ops", "tokens", "waits", "wait_ns", "escapes")
+COLUMNS = ("ops", "tokens", "waits", "waited", "escapes", "max in use")
 
 
 def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
+    """The counters per rank (per node beyond 16 ranks) and in all: a table, or one line per group
+    where the table would not fit the terminal (a number is never cut)."""
     total = {key: sum(row[key] for row in rows) for key in COUNTERS}
     total["max_in_use"] = max(row["max_in_use"] for row in rows)
     if as_json:
         print(json.dumps({"settings": settings, "ranks": rows, "total": total}))
         return
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    policy = settings["policy"]
-    title = {"token": f"token policy: {settings['tokens']} tokens per node",
-             "rate": f"rate policy: at least {settings['gap_ns']} ns between injections",
-             "none": "policy none: loaded, not throttling"}[policy]
-    table = Table(title=f"throttle: {len(rows)} ranks, {title}")
-    for name in ("rank", "node", "ops", "tokens", "waits", "waited", "escapes", "max in use"):
-        table.add_column(name, justify="left" if name == "node" else "right",
-                         no_wrap=name != "node", overflow="fold")
-    per_node = len(rows) > 16  # one line per node for large jobs
+    title = {"token": f"token policy, {settings['tokens']} tokens per node",
+             "rate": f"rate policy, at least {_duration(settings['gap_ns'])} between injections",
+             "none": "policy none (loaded, not throttling)"}[settings["policy"]]
+    nodes = list(dict.fromkeys(row["node"] for row in rows))
+    per_node = len(rows) > 16
     groups: dict[str, list[dict]] = {}
     for row in rows:
         groups.setdefault(row["node"] if per_node else str(row["rank"]), []).append(row)
+    heading = f"throttle: {len(rows)} ranks" + ("" if per_node or len(nodes) > 1 else f" on {nodes[0]}")
+    table = Table(title=f"{heading}; {title}", box=box.SIMPLE_HEAD)
+    labels = ["node", "ranks"] if per_node else ["rank", "node"] if len(nodes) > 1 else ["rank"]
+    for name in (*labels, *COLUMNS):
+        table.add_column(name, justify="left" if name == "node" else "right", no_wrap=name != "node",
+                         overflow="fold")
+    lines, grid = [], []
     for label, members in groups.items():
-        ranks = f"{len(members)} ranks" if per_node else label
-        table.add_row(ranks, members[0]["node"], *_cells(members))
-    table.add_row("[bold]all[/bold]", "", *_cells(rows), end_section=True)
-    if total["escapes"]:
-        table.caption = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
-    Console(stderr=False).print(table)
+        cells = [label, str(len(members))] if per_node else [label, members[0]["node"]][:len(labels)]
+        grid.append([*cells, *_cells(members)])
+        lines.append(f"{', '.join(f'{n} {c}' for n, c in zip(labels, cells))}: {_as_text(members)}")
+    grid.append(["all", *[""] * (len(labels) - 1), *_cells(rows)])
+    lines.append(f"all: {_as_text(rows)}")
+    for cells in grid:
+        table.add_row(*(f"[bold]{c}[/bold]" if c == "all" else c for c in cells))
+    # the width the table needs: every column but the node's whole (1 space each side), the node's folded
+    node_width = 12 if "node" in labels else 0
+    widths = [max(len(str(cells[i])) for cells in [labels + list(COLUMNS), *grid]) + 2
+              for i, name in enumerate(labels + list(COLUMNS)) if name != "node"]
+    caution = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
+    console = Console(stderr=False)
+    if sum(widths) + node_width <= console.width:
+        table.caption = caution if total["escapes"] else None
+        console.print(table)
+        return
+    console.print(f"{heading}; {title}", *lines, *([caution] if total["escapes"] else []), sep="\n")
 
 
 def _cells(rows: list[dict]) -> list[str]:
@@ -268,8 +293,13 @@ def _cells(rows: list[dict]) -> list[str]:
             str(in_use) if token else "-"]
 
 
+def _as_text(rows: list[dict]) -> str:
+    return ", ".join(f"{name} {cell}" for name, cell in zip(COLUMNS, _cells(rows)))
+
+
 def _duration(ns: int) -> str:
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
         if ns >= scale:
-            return f"{ns / scale:.3g} {unit}"
+            value = ns / scale
+            return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {unit}"
     return f"{ns} ns"
