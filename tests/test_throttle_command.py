@@ -101,8 +101,10 @@ def test_the_command_diagnose_recommends_runs(built, tmp_path, capsys):
     assert re.search(r"throttle: 4 ranks.*; token policy", capsys.readouterr().out)
 
 
-def test_settings_options_and_a_config_file_are_one_configuration(built, tmp_path, capsys):
-    """The file gives the policy, options override its keys; --json gives the settings in force."""
+def test_settings_options_and_a_config_file_are_one_configuration(built, tmp_path, capsys, monkeypatch):
+    """The file gives the policy, options override its keys, the caller's CONTEND_THROTTLE_* do not
+    count; --json gives the settings in force."""
+    monkeypatch.setenv(f"{throttle.PREFIX}SIZE_PER_TOKEN", "4096")
     app(tmp_path / "app", built)
     (tmp_path / "throttle.conf").write_text("policy = token\ntokens = 3\n")
     code = main(["throttle", "--config", "throttle.conf", "--tokens", "2", "--stall", "10s",
@@ -142,7 +144,7 @@ BAD = [
     (["--policy", "none", "--stall", "1s"], "--stall 1s: applies to the token policy, not to none"),
     ([], "no policy: set --policy to token, rate or none (or policy in --config)"),
     (["--config", "missing.conf"], "--config missing.conf: cannot read it: No such file or directory"),
-    (["--config", "bad.conf"], "bad.conf:2: tokens = 2\\x1b: expected a whole number from 1 to 1000000"),
+    (["--config", "bad.conf"], "error: bad.conf:2: tokens = 2\\x1b: expected a whole number from 1 to 1000000"),
     (["--policy", "token", "--tokens", "2", "--stats", "no/such/dir/s.jsonl"],
      "--stats no/such/dir/s.jsonl: its directory does not exist"),
     (["--policy", "token", "--tokens", "2", "--stats", "."], "--stats .: not a regular file"),

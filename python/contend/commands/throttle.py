@@ -181,7 +181,8 @@ def _in_our_words(message: str, variables: dict[str, str], given: dict[str, tupl
             text = given[suffix][1]
             shown = text if text.isprintable() else repr(text)
             message = message.replace(f"{variable}={variables[variable]}", f"{option} {shown}")
-            message = message.replace(variables[variable] + ":", shown + ":")  # a config file's name
+            if suffix in ("CONFIG", "STATS"):  # file:line: names the file as given, not made absolute
+                message = message.replace(variables[variable] + ":", shown + ":")
         message = message.replace(f"{variable}=", f"{option} ").replace(variable, option)
     return message
 
