@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise UserError("throttle: give the launch command after --, e.g. contend throttle --policy token "
                         "--tokens 8 -- mpiexec -n 4 ./prog")
+    if not args.timeout > 0:
+        raise UserError(f"throttle: --timeout {args.timeout:g}: expected a positive number of seconds")
     given = _given(args)
     library_mpi = mpi.launcher_mpi(command[0])
     starts = mpi.program_starts(command, library_mpi.flavor)
