@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from rich.table import Table
+from contend.report.terminal import Table
 
 from contend.bench.registry import benchmark
 from contend.bench.results import RunResult

@@ -111,7 +111,7 @@ def register(subparsers) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     from contend.bench.tables import sizes_text
 
@@ -294,7 +294,7 @@ def run_nimc(args: argparse.Namespace) -> int:
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     from contend.atomic import output_directory
     from contend.bench import nimc
