@@ -56,8 +56,7 @@ class Table(rich.table.Table):
         """The least and the natural width of a column, padding included."""
         header = Measurement.get(console, options, column.header) if self.show_header else Measurement(0, 0)
         cells = [Measurement.get(console, options, cell) for cell in column.cells] or [Measurement(1, 1)]
-        # Numbers, with their unit, stay on one line: a right-justified column is at least as wide as its cells.
-        unbroken = column.no_wrap or column.justify == "right"
+        unbroken = _unbroken(column)
         low = max([header.maximum if column.no_wrap else header.minimum]
                   + [c.maximum if unbroken else c.minimum for c in cells])
         high = max([header.maximum] + [c.maximum for c in cells])
@@ -81,16 +80,19 @@ class Table(rich.table.Table):
         room for the values' longest words, each key stands on its own line and its value below it."""
         if self.title:
             yield _annotation(self.title, self.title_style or "table.title")
-        rows = list(zip(*(list(column.cells) for column in self.columns)))
+        # (key, value, whether the value stays on one line) per cell, as in the table
+        cells = [[(column.header, cell, _unbroken(column)) for cell in column.cells] for column in self.columns]
+        rows = [list(row) for row in zip(*cells)]
         if not self.show_header and len(self.columns) == 2:  # already one "key  value" per row
-            records = [[(key, value)] for key, value in rows]
+            records = [[(key, value, unbroken)] for (_, key, _), (_, value, unbroken) in rows]
         else:
-            keys = [column.header if self.show_header else "" for column in self.columns]
-            records = [list(zip(keys, row)) for row in rows]
+            records = [[(key if self.show_header else "", value, unbroken) for key, value, unbroken in row]
+                       for row in rows]
         wide = options.update_width(_UNBOUNDED)
         pairs = [pair for record in records for pair in record]
-        keys_width = max(Measurement.get(console, wide, key).maximum for key, _ in pairs)
-        values_width = max(Measurement.get(console, wide, value).minimum for _, value in pairs)
+        keys_width = max(Measurement.get(console, wide, key).maximum for key, _, _ in pairs)
+        values = [Measurement.get(console, wide, value) for _, value, _ in pairs]
+        values_width = max(m.maximum if unbroken else m.minimum for m, (_, _, unbroken) in zip(values, pairs))
         if keys_width + 1 + values_width <= options.max_width:
             grid = rich.table.Table.grid(padding=(0, 1))
             grid.add_column(style="bold", no_wrap=True)
@@ -98,18 +100,24 @@ class Table(rich.table.Table):
             for number, record in enumerate(records):
                 if number and len(record) > 1:
                     grid.add_row("", "")
-                for key, value in record:
+                for key, value, _ in record:
                     grid.add_row(key, value)
             yield grid
         else:
+            indent = 2 if values_width + 2 <= options.max_width else 0
             for number, record in enumerate(records):
                 if number and len(record) > 1:
                     yield Text()
-                for key, value in record:
+                for key, value, _ in record:
                     yield _annotation(key, "bold")
-                    yield Padding(value, (0, 0, 0, 2))
+                    yield Padding(value, (0, 0, 0, indent))
         if self.caption:
             yield _annotation(self.caption, self.caption_style or "table.caption")
+
+
+def _unbroken(column: rich.table.Column) -> bool:
+    """Numbers, with their unit, stay on one line: a right-justified column is as wide as its cells."""
+    return column.no_wrap or column.justify == "right"
 
 
 def _annotation(text: Any, style: Any) -> Any:
