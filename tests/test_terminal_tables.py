@@ -63,6 +63,18 @@ def test_a_number_is_never_cut_at_any_width():
         text = rendered(table, width)
         assert_fits(text, width, numbers)
     assert "┃" in rendered(table, 200) and "┃" not in rendered(table, 80), "borders go before the rows do"
+    empty = Table(title="no rows")
+    for name in ("a long header", "another long header", "and one more"):
+        empty.add_column(name, justify="right")
+    for width in (80, 30, 20):
+        assert_fits(rendered(empty, width), width, ["no rows", "another"])
+    pairs = Table(title="key and value", show_header=False)
+    pairs.add_column("key")
+    pairs.add_column("value")
+    pairs.add_row("contention summed over operations", "235,622,192 ns (100.0% of contention)")
+    lines = [line.rstrip() for line in rendered(pairs, 20).splitlines()]
+    assert lines == ["key and value", "contention summed", "over operations", "  235,622,192 ns",
+                     "  (100.0% of", "  contention)"], "too narrow for key and value side by side: stacked"
 
 
 def test_the_issue_reproduction_through_a_real_pipe(tmp_path):

@@ -89,7 +89,8 @@ class Table(rich.table.Table):
             records = [[(key if self.show_header else "", value, unbroken) for key, value, unbroken in row]
                        for row in rows]
         wide = options.update_width(_UNBOUNDED)
-        pairs = [pair for record in records for pair in record]
+        pairs = [pair for record in records for pair in record] or [(column.header, "", False)
+                                                                     for column in self.columns]
         keys_width = max(Measurement.get(console, wide, key).maximum for key, _, _ in pairs)
         values = [Measurement.get(console, wide, value) for _, value, _ in pairs]
         values_width = max(m.maximum if unbroken else m.minimum for m, (_, _, unbroken) in zip(values, pairs))
@@ -97,7 +98,7 @@ class Table(rich.table.Table):
             grid = rich.table.Table.grid(padding=(0, 1))
             grid.add_column(style="bold", no_wrap=True)
             grid.add_column()
-            for number, record in enumerate(records):
+            for number, record in enumerate(records or [pairs]):  # no rows: the headers alone
                 if number and len(record) > 1:
                     grid.add_row("", "")
                 for key, value, _ in record:
@@ -105,7 +106,7 @@ class Table(rich.table.Table):
             yield grid
         else:
             indent = 2 if values_width + 2 <= options.max_width else 0
-            for number, record in enumerate(records):
+            for number, record in enumerate(records or [pairs]):
                 if number and len(record) > 1:
                     yield Text()
                 for key, value, _ in record:
