@@ -1,12 +1,12 @@
 """The one rule for every table contend prints: a number is never cut.
 
-Rich fits a table that is too wide by shrinking its wrappable columns and then, when the sum of their
-minimum widths still does not fit, by cutting every column evenly with "…", numbers included (the
-80 columns rich assumes behind a pipe are enough for that). ``Table`` lays itself out instead: text
-wraps at spaces, a right-justified column (numbers, numbers with their unit) keeps each cell on one
-line, no column gets narrower than its longest word; when that does not fit the table drops its borders,
-and when even that does not fit it prints vertically, one "column: value" line per cell and a blank line between rows. Rich reads the width
-from the terminal, or from COLUMNS when it is set (80 when neither is there).
+Rich fits a table that is too wide by shrinking its wrappable columns, below their longest word if need
+be, and then by cutting every column evenly with "…", numbers included: behind a pipe, at the 80 columns
+rich assumes there, ``contend diagnose`` showed "235,6…". ``Table`` lays itself out instead: text wraps
+at spaces, a right-justified column (numbers, a number with its unit) keeps each cell on one line, and
+no column gets narrower than its longest word; when that does not fit, the table drops its borders, and
+when even that does not fit, it prints vertically: one "column  value" line per cell, a blank line
+between rows. Rich takes the width from the terminal, else from COLUMNS, else 80.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class Table(rich.table.Table):
                 column.width = fixed
 
     def _vertical(self, console: Console, options: ConsoleOptions) -> Iterable[Any]:
-        """One "column: value" line per cell, a blank line between rows; where the keys leave too little
+        """One "column  value" line per cell, a blank line between rows; where the keys leave too little
         room for the values' longest words, each key stands on its own line and its value below it."""
         if self.title:
             yield _annotation(self.title, self.title_style or "table.title")
