@@ -241,8 +241,8 @@ COLUMNS = ("ops", "tokens", "waits", "waited", "escapes", "max in use")
 
 
 def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
-    """The counters per rank (per node beyond 16 ranks) and in all: a table, or one line per group
-    where the table would not fit the terminal (a number is never cut)."""
+    """The counters per rank (per node beyond 16 ranks) and in all, as a table that never cuts a
+    number (contend.report.terminal)."""
     total = {key: sum(row[key] for row in rows) for key in COUNTERS}
     total["max_in_use"] = max(row["max_in_use"] for row in rows)
     if as_json:
@@ -250,7 +250,9 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
         return
     from rich import box
     from rich.console import Console
-    from rich.table import Table
+    from rich.markup import escape
+
+    from contend.report.terminal import Table
 
     title = {"token": f"token policy, {settings['tokens']} tokens per node",
              "rate": f"rate policy, at least {_duration(settings['gap_ns'])} between injections",
@@ -261,31 +263,17 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
     for row in rows:
         groups.setdefault(row["node"] if per_node else str(row["rank"]), []).append(row)
     heading = f"throttle: {len(rows)} ranks" + ("" if per_node or len(nodes) > 1 else f" on {nodes[0]}")
-    table = Table(title=f"{heading}; {title}", box=box.SIMPLE_HEAD)
+    table = Table(title=escape(f"{heading}; {title}"), title_justify="left", box=box.SIMPLE_HEAD)
     labels = ["node", "ranks"] if per_node else ["rank", "node"] if len(nodes) > 1 else ["rank"]
     for name in (*labels, *COLUMNS):
-        table.add_column(name, justify="left" if name == "node" else "right", no_wrap=name != "node",
-                         overflow="fold")
-    lines, grid = [], []
+        table.add_column(name, justify="left" if name == "node" else "right")
     for label, members in groups.items():
         cells = [label, str(len(members))] if per_node else [label, members[0]["node"]][:len(labels)]
-        grid.append([*cells, *_cells(members)])
-        lines.append(f"{', '.join(f'{n} {c}' for n, c in zip(labels, cells))}: {_as_text(members)}")
-    grid.append(["all", *[""] * (len(labels) - 1), *_cells(rows)])
-    lines.append(f"all: {_as_text(rows)}")
-    for cells in grid:
-        table.add_row(*(f"[bold]{c}[/bold]" if c == "all" else c for c in cells))
-    # the width the table needs: every column but the node's whole (1 space each side), the node's folded
-    node_width = 12 if "node" in labels else 0
-    widths = [max(len(str(cells[i])) for cells in [labels + list(COLUMNS), *grid]) + 2
-              for i, name in enumerate(labels + list(COLUMNS)) if name != "node"]
-    caution = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
-    console = Console(stderr=False)
-    if sum(widths) + node_width <= console.width:
-        table.caption = caution if total["escapes"] else None
-        console.print(table)
-        return
-    console.print(f"{heading}; {title}", *lines, *([caution] if total["escapes"] else []), sep="\n")
+        table.add_row(*(escape(c) for c in cells), *_cells(members))
+    table.add_row("[bold]all[/bold]", *[""] * (len(labels) - 1), *_cells(rows))
+    if total["escapes"]:
+        table.caption = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
+    Console().print(table)
 
 
 def _cells(rows: list[dict]) -> list[str]:
@@ -294,10 +282,6 @@ def _cells(rows: list[dict]) -> list[str]:
     token = rows[0]["policy"] == "token"  # tokens and the pool mean nothing under the other policies
     return [str(ops), str(tokens) if token else "-", str(waits), _duration(wait_ns), str(escapes),
             str(in_use) if token else "-"]
-
-
-def _as_text(rows: list[dict]) -> str:
-    return ", ".join(f"{name} {cell}" for name, cell in zip(COLUMNS, _cells(rows)))
 
 
 def _duration(ns: int) -> str:
