@@ -37,9 +37,10 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from contend.admission import policy_params
 from contend.engine import engine, user_errors
@@ -49,7 +50,7 @@ from contend.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.quantities import parse_bytes
 from contend.tomlfile import Where, key_lines, reject_unknown_keys, tomllib
-from contend.topology import network_params
+from contend.topology import NETWORK_ERROR, engine_error_key, network_params
 
 PRESET_DIR = Path(__file__).parent / "machines"
 DEFAULT_MACHINE = "loggopsim-default"
@@ -247,6 +248,24 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
     if machine.memory is not None:
         params["memory"] = dict(machine.memory)
     return params
+
+
+@contextmanager
+def located_engine_errors(machine: Machine, replaced: tuple[str, ...] = ()) -> Iterator[None]:
+    """Errors the engine finds in the network of ``machine`` (``network: ...``: it checks the routing,
+    the shape and the placement of a job) point at the machine file's ``[topology]`` key, unless the
+    key is one of ``replaced`` (given by the caller, not the file)."""
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        if machine.network is None or machine.where is None or not message.startswith(NETWORK_ERROR):
+            raise
+        problem = message[len(NETWORK_ERROR):]
+        key = engine_error_key(machine.network, problem)
+        if key in replaced:
+            raise
+        raise UserError(f"{machine.where.table('topology')(key or '')}: {problem}") from None
 
 
 def _parameter(key: str, value: Any, where) -> int:

@@ -211,11 +211,14 @@ def reject_unknown_keys(table: Mapping[str, Any], known: Iterable[str], where, w
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`` (did you mean 'kind'?)`` for the known name closest to ``name`` (case aside), else ``""``.
 
-    >>> did_you_mean("topologyy", ["machine", "topology"]), did_you_mean("l", ["L", "o"]), did_you_mean("zz", ["L"])
-    (" (did you mean 'topology'?)", " (did you mean 'L'?)", '')
+    >>> did_you_mean("topologyy", ["machine", "topology"]), did_you_mean("l", ["L", "o"]), did_you_mean("GG", ["g", "G"])
+    (" (did you mean 'topology'?)", " (did you mean 'L'?)", " (did you mean 'G'?)")
     """
-    by_lower: dict[str, str] = {}
-    for candidate in known:
-        by_lower.setdefault(str(candidate).lower(), str(candidate))
-    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
+    known = [str(candidate) for candidate in known]
+    close = difflib.get_close_matches(str(name), known, n=1)
+    if not close:  # then with case aside: "l" is "L"
+        by_lower: dict[str, str] = {}
+        for candidate in known:
+            by_lower.setdefault(candidate.lower(), candidate)
+        close = [by_lower[match] for match in difflib.get_close_matches(str(name).lower(), list(by_lower), n=1)]
+    return f" (did you mean {close[0]!r}?)" if close else ""

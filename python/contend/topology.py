@@ -40,6 +40,7 @@ OPTIONAL_SIZE_KEYS = {"fattree": ("oversubscription",)}
 COMMON_KEYS = ("kind", "routing", "ranks_per_node", "placement", "link_bandwidth", "injection_bandwidth",
                "global_bandwidth", "hop_latency", "packet", "seed", "sharing")
 SHARING_MODELS = ("flow", "packet")
+ALL_SIZE_KEYS = tuple(dict.fromkeys(k for keys in (*SIZE_KEYS.values(), *OPTIONAL_SIZE_KEYS.values()) for k in keys))
 
 
 def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any]:
@@ -47,10 +48,12 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     ("file:line: [topology] key") for error messages."""
     if not isinstance(table, dict):
         raise UserError(f"{where()}: must be a table")
+    # Keys of no topology first: a misspelt kind is reported as such, not as a missing one.
+    reject_unknown_keys(table, COMMON_KEYS + ALL_SIZE_KEYS, where)
     if "kind" not in table:
         raise UserError(f"{where()}: needs kind ({', '.join(SIZE_KEYS)})")
     kind = table["kind"]
-    if kind not in SIZE_KEYS:
+    if not isinstance(kind, str) or kind not in SIZE_KEYS:
         raise UserError(f"{where('kind')}: unknown topology {kind!r}{did_you_mean(str(kind), SIZE_KEYS)}; "
                         f"known: {', '.join(SIZE_KEYS)}")
     reject_unknown_keys(table, ("kind",) + SIZE_KEYS[kind] + OPTIONAL_SIZE_KEYS.get(kind, ()) + COMMON_KEYS[1:],
@@ -98,6 +101,7 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     return network
 
 
+NETWORK_ERROR = "network: "  # how the engine's errors about a network begin (bindings)
 # What the engine's network errors are about (engine/src/net), in the order to try: the key of
 # [topology] that an error names, so that it can point at the key's line. None: the table's size key.
 _ENGINE_ERROR_KEYS = (

@@ -224,6 +224,8 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
     ``kind = "none"``."""
     if not isinstance(table, Mapping):
         raise UserError(f"{where('')}: must be a table")
+    # Keys of no kind first: a misspelt kind is reported as such, not as a missing one.
+    reject_unknown_keys(table, tuple(dict.fromkeys(k for keys in _KEYS.values() for k in keys)), where)
     if "kind" not in table:
         raise UserError(f"{where('')}: needs kind ({', '.join(KINDS)} or none)")
     kind = table["kind"]
