@@ -188,7 +188,7 @@ NODE = "[nic]\nranks_per_node = 2\n"  # lines 8-9
     (BASE + '[memory]\nbandwidth = "10GB/s"\nnic = "onlaod"\n', 10, r"\[memory\] nic: .*\(did you mean 'onload'\?\)"),
     ('memory = 3\n' + BASE, 1, r"memory must be a table"),
     (BASE + '[mesured]\nx = 1\n', 8, r"\[mesured\]: unknown table \(did you mean 'measured'\?\)"),
-    ('[machine]\nname = "x"\n', 2, r"no \[loggops\] table"),
+    ('[machine]\nname = "x"\n', 2, r"missing \[loggops\] table"),
     (BASE.replace('S = 100\n', ''), 1, r"\[loggops\]: missing S"),
     (BASE + 'l = "1us"\n', 8, r"\[loggops\] l: unknown key \(did you mean 'L'\?\)"),
     # TOML syntax: line and column

@@ -145,7 +145,7 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
             raise UserError(f"{where['machine'](key)}: expected a string, got {header[key]!r}")
 
     if "loggops" not in document:
-        raise UserError(f"{root.line()}: no [loggops] table (the machine's {', '.join(PARAMETER_KEYS)})")
+        raise UserError(f"{root.line()}: missing [loggops] table ({', '.join(PARAMETER_KEYS)})")
     loggops = document["loggops"]
     reject_unknown_keys(loggops, PARAMETER_KEYS + (RENDEZVOUS,) + RECORD_KEYS, where["loggops"])
     missing = [key for key in PARAMETER_KEYS if key not in loggops]
