@@ -69,8 +69,8 @@ def located(message: str | None, path, lines: set[int], key: str) -> str | None:
     """Why ``message`` is not a one-line error at one of ``lines`` of ``path`` naming ``key``; None if it is."""
     if message is None:
         return "no error"
-    if "\n" in message or "\r" in message:
-        return f"more than one line: {message!r}"
+    if not message.isprintable():
+        return f"more than one line or control characters: {message!r}"
     match = re.match(re.escape(str(path)) + r":(\d+): ", message)
     if not match or int(match.group(1)) not in lines:
         return f"not at {path}:{sorted(lines)}: {message}"
@@ -191,14 +191,16 @@ NODE = "[nic]\nranks_per_node = 2\n"  # lines 8-9
     ('[machine]\nname = "x"\n', 2, r"missing \[loggops\] table"),
     (BASE.replace('S = 100\n', ''), 1, r"\[loggops\]: missing S"),
     (BASE + 'l = "1us"\n', 8, r"\[loggops\] l: unknown key \(did you mean 'L'\?\)"),
-    # TOML syntax: line and column
+    (BASE + '"a\\u001bb" = 1\n', 8, r"\[loggops\] 'a\\x1bb': unknown key"),  # escaped: one line, no raw ESC
+    # TOML syntax: line and column, also at the end of the file
     (BASE + '[topology\n', "8:10", r"Expected ']'"),
+    (BASE + 'x = [1,\n', "9:1", r"Invalid value at the end of the file"),
 ])
 def test_nested_and_unusual_keys_are_located(tmp_path, text, line, pattern):
     path = tmp_path / "m.toml"
     path.write_text(text, encoding="utf-8")
     message = error_of(path)
-    assert message is not None and "\n" not in message
+    assert message is not None and message.isprintable()
     assert re.match(re.escape(str(path)) + f":{line}: " + pattern, message), message
 
 

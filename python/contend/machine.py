@@ -49,7 +49,7 @@ from contend.memory import memory_params
 from contend.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.quantities import parse_bytes
-from contend.tomlfile import Where, key_lines, reject_unknown_keys, tomllib
+from contend.tomlfile import Where, key_lines, reject_unknown_keys, shown, tomllib
 from contend.topology import NETWORK_ERROR, engine_error_key, network_params
 
 PRESET_DIR = Path(__file__).parent / "machines"
@@ -130,9 +130,9 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(_decode_error_message(origin, exc)) from None
+        raise UserError(_decode_error_message(origin, text, exc)) from None
     root = Where(origin, key_lines(text))
-    reject_unknown_keys(document, TABLES + RECORD_TABLES, lambda key: f"{root.line(key)}: [{key}]", "table")
+    reject_unknown_keys(document, TABLES + RECORD_TABLES, lambda key: f"{root.line(key)}: [{shown(key)}]", "table")
     for name in TABLES + RECORD_TABLES:
         if name in document and not isinstance(document[name], dict):
             raise UserError(f"{root.line(name)}: {name} must be a table ([{name}]), got {document[name]!r}")
@@ -291,13 +291,14 @@ def _parameter(key: str, value: Any, where) -> int:
         return parse(value)
 
 
-def _decode_error_message(origin: str, exc: Exception) -> str:
+def _decode_error_message(origin: str, text: str, exc: Exception) -> str:
     """tomllib says "Invalid value (at line 3, column 5)"; we say "file:3:5: Invalid value"."""
-    text = str(exc)
-    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", text)
+    message = str(exc)
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
     if match:
-        return f"{origin}:{match.group(1)}:{match.group(2)}: {text[: match.start()]}"
-    match = re.search(r"\s*\(at end of document\)$", text)
+        return f"{origin}:{match.group(1)}:{match.group(2)}: {message[: match.start()]}"
+    match = re.search(r"\s*\(at end of document\)$", message)
     if match:
-        return f"{origin}: {text[: match.start()]} at end of file"
-    return f"{origin}: {text}"
+        last = text.split("\n")[-1]
+        return f"{origin}:{text.count(chr(10)) + 1}:{len(last) + 1}: {message[: match.start()]} at the end of the file"
+    return f"{origin}: {message}"

@@ -184,7 +184,7 @@ class Where:
         return f"{self.origin}:{max(1, max(self.lines.values(), default=1))}"
 
     def __call__(self, key: str = "") -> str:
-        name = " ".join(filter(None, (self.label, key)))
+        name = " ".join(filter(None, (self.label, shown(key))))
         return f"{self.line(key) if key else self.line()}: {name}" if name else self.line()
 
     def table(self, key: str) -> "Where":
@@ -196,7 +196,13 @@ class Where:
         return Where(self.origin, self.lines, self.path + (key, index), f"[[{self._dotted(key)}]] #{index + 1}")
 
     def _dotted(self, key: str) -> str:
-        return ".".join(str(name) for name in self.path if isinstance(name, str)) + f".{key}" if self.path else key
+        return ".".join(shown(name) for name in self.path + (key,) if isinstance(name, str))
+
+
+def shown(name: str) -> str:
+    """A key as messages print it: as written, or quoted and escaped if it holds a control character
+    (a message is one line, and the terminal must not act on the file's bytes)."""
+    return name if name.isprintable() else repr(name)
 
 
 def reject_unknown_keys(table: Mapping[str, Any], known: Iterable[str], where, what: str = "key") -> None:
