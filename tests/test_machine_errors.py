@@ -243,3 +243,30 @@ def test_a_sharing_given_by_the_caller_is_not_blamed_on_the_file(tmp_path):
     path.write_text(NETWORK, encoding="utf-8")
     with pytest.raises(UserError, match=r"^sharing: unknown link sharing model 'cells'"):
         simulate(collective="pingpong", ranks=2, bytes=8, machine=path, sharing="cells")
+
+
+@pytest.mark.parametrize("tables, line, pattern", [
+    (NODE + '[topology]\nkind = "crossbar"\nnodes = 2\nlink_bandwidth = "1GB/s"\n', 8,
+     r"\[nic\]: NIC congestion curves with a network topology are not supported"),
+    ('[noise]\nkind = "periodic"\nfrequency = "1kHz"\nduration = "1us"\n[memory]\nbandwidth = "10GB/s"\n', 12,
+     r"\[memory\]: memory: the memory model does not combine with noise"),
+])
+def test_tables_the_engine_does_not_combine_point_at_the_table(tmp_path, tables, line, pattern):
+    path = tmp_path / "m.toml"
+    path.write_text(BASE + tables, encoding="utf-8")
+    message = error_of(path)
+    assert message is not None and re.match(re.escape(str(path)) + f":{line}: " + pattern, message), message
+
+
+def test_a_combination_with_what_the_caller_gave_is_not_blamed_on_the_file(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(BASE + '[memory]\nbandwidth = "10GB/s"\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"^collective pingpong: memory: the memory model does not combine"):
+        simulate(collective="pingpong", ranks=2, bytes=8, machine=path, noise="periodic:1kHz:1us")
+
+
+def test_a_dimension_too_large_for_the_engine_is_refused_at_its_key(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(BASE + '[topology]\nkind = "torus"\ndims = [4294967296]\nlink_bandwidth = "1GB/s"\n')
+    with pytest.raises(UserError, match=re.escape(f"{path}:10: [topology] dims: expected a list of positive sizes")):
+        load_machine(path)

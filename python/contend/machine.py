@@ -40,7 +40,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 from contend.admission import policy_params
 from contend.engine import engine, user_errors
@@ -250,22 +250,37 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
     return params
 
 
+# Engine errors about a combination of models: the table they point at, and the tables that must all
+# come from the machine file (not from the caller) for the file to be at fault.
+_COMBINATION_ERRORS = (
+    ("NIC congestion curves with a network topology", "nic", ("nic", "topology")),
+    ("memory: the memory model does not combine with noise", "memory", ("memory", "noise")),
+)
+
+
 @contextmanager
-def located_engine_errors(machine: Machine, replaced: tuple[str, ...] = ()) -> Iterator[None]:
-    """Errors the engine finds in the network of ``machine`` (``network: ...``: it checks the routing,
-    the shape and the placement of a job) point at the machine file's ``[topology]`` key, unless the
-    key is one of ``replaced`` (given by the caller, not the file)."""
+def located_engine_errors(machine: Machine, replaced: Collection[str] = ()) -> Iterator[None]:
+    """Errors the engine finds in what ``machine`` says point at the machine file's key: those about
+    its network (``network: ...``: the engine checks the routing, the shape and the placement of a
+    job) at the ``[topology]`` key, those about a combination of its tables at the table. ``replaced``
+    names what the caller gave instead of the file (``sharing``, ``noise``, ``memory``): errors about
+    those are not the file's."""
     try:
         yield
     except ValueError as exc:
         message = str(exc)
-        if machine.network is None or machine.where is None or not message.startswith(NETWORK_ERROR):
+        if machine.where is None:
             raise
-        problem = message[len(NETWORK_ERROR):]
-        key = engine_error_key(machine.network, problem)
-        if key in replaced:
-            raise
-        raise UserError(f"{machine.where.table('topology')(key or '')}: {problem}") from None
+        if machine.network is not None and message.startswith(NETWORK_ERROR):
+            problem = message[len(NETWORK_ERROR):]
+            key = engine_error_key(machine.network, problem)
+            if key in replaced:
+                raise
+            raise UserError(f"{machine.where.table('topology')(key or '')}: {problem}") from None
+        for text, table, involved in _COMBINATION_ERRORS:
+            if text in message and all(name in machine.document and name not in replaced for name in involved):
+                raise UserError(f"{machine.where.table(table)()}: {message}") from None
+        raise
 
 
 def _parameter(key: str, value: Any, where) -> int:

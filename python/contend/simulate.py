@@ -122,7 +122,10 @@ def simulate(
     if threads is not None:
         run_params["threads"] = parse_count(threads, "threads", minimum=1, maximum=MAX_THREADS)
     eng = engine()
-    replaced = ("sharing",) if sharing is not None else ()
+    # What the caller gave instead of the machine file: engine errors about these are not the file's.
+    replaced = {name for name, given in (("sharing", sharing is not None),
+                                         ("noise", settings != machine.noise),
+                                         ("memory", params.get("memory") != machine.memory)) if given}
     if schedule is not None:
         for name, value in (("ranks", ranks), ("bytes", bytes)):
             if value is not None:

@@ -64,7 +64,7 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
             raise UserError(f"{where()}: a {kind} needs {', '.join(SIZE_KEYS[kind])}")
     if kind in ("torus", "mesh"):
         dims = table["dims"]
-        if not (isinstance(dims, list) and dims and all(_is_count(d, 1) for d in dims)):
+        if not (isinstance(dims, list) and dims and all(_is_count(d, 1) and d < 2**32 for d in dims)):
             raise UserError(f"{where('dims')}: expected a list of positive sizes such as [8, 8, 8], got {dims!r}")
         network["dims"] = dims
     else:
