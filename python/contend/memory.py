@@ -47,7 +47,8 @@ def memory_params(table: Mapping[str, Any], where: Callable[[str], str], ranks_p
         raise UserError(f"{where('')}: needs bandwidth (the node's memory bandwidth, e.g. \"85.3GB/s\")")
     nic = table.get("nic", "offload")
     if nic not in NIC_KINDS:
-        raise UserError(f"{where('nic')}: expected \"offload\" or \"onload\", got {nic!r}{did_you_mean(str(nic), NIC_KINDS)}")
+        raise UserError(f"{where('nic')}: expected \"offload\" or \"onload\", got {nic!r}"
+                        f"{did_you_mean(str(nic), NIC_KINDS)}")
     if nic == "offload":
         for key in ONLOAD_KEYS:
             if key in table:
