@@ -1,9 +1,22 @@
-"""Outputs that appear whole or not at all: write to a temporary file beside the target, then rename."""
+"""Where outputs go, and how they appear whole or not at all (docs/formats.md, "Output places").
+
+- A new path, or an existing regular file: written to a temporary file beside it, then renamed over it.
+  A symbolic link is followed: the file it names is replaced, the link stays.
+- An existing path that is not a regular file or a directory (``/dev/null``, ``/dev/stdout``, a FIFO):
+  written to directly, never replaced.
+- A directory where a file is wanted (or a file where a report directory is wanted): refused.
+
+Every ``OSError`` while creating, writing or renaming becomes a ``UserError`` naming the path, and no
+temporary file or directory is left behind.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -14,13 +27,28 @@ from contend.errors import UserError
 def check_writable(target: str | os.PathLike, what: str) -> Path:
     """Fail early, before any long computation, when ``target`` cannot be created."""
     path = Path(target)
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UserError(f"{what}: directory {str(parent)!r} does not exist")
-    if path.is_dir():
+    kind = _existing_kind(path)
+    if kind == "directory":
         raise UserError(f"{what}: {str(path)!r} is a directory")
-    if not os.access(parent, os.W_OK):
-        raise UserError(f"{what}: directory {str(parent)!r} is not writable")
+    if kind == "special":  # written in place
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{what}: {str(path)!r} is not writable")
+        return path
+    _check_new_name(_resolved(path), what)
+    return path
+
+
+def check_directory(target: str | os.PathLike, what: str) -> Path:
+    """Fail early when the report directory ``target`` cannot be created (or added to)."""
+    path = Path(target)
+    kind = _existing_kind(path)
+    if kind == "directory":
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{what}: directory {str(path)!r} is not writable")
+        # the files are written beside it first, then moved in
+    elif kind is not None:
+        raise UserError(f"{what}: {str(path)!r} exists and is not a directory")
+    _check_new_name(path, what)
     return path
 
 
@@ -31,7 +59,7 @@ def output_directory(target: str | os.PathLike, what: str) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"{what}: cannot create directory {str(path)!r} ({exc.strerror})") from None
+        raise UserError(f"{what}: cannot create directory {str(path)!r} ({_reason(exc)})") from None
     if not os.access(path, os.W_OK):
         raise UserError(f"{what}: directory {str(path)!r} is not writable")
     return path
@@ -39,23 +67,124 @@ def output_directory(target: str | os.PathLike, what: str) -> Path:
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path in the target's directory; rename it to ``target`` if the block succeeds.
+    """Yield the path to write ``target`` through: a temporary file in the target's directory, renamed to
+    ``target`` if the block succeeds; or ``target`` itself when it is a device or FIFO.
 
     The temporary name keeps the target's suffixes (``.goal.gz`` stays ``.gz``) because some writers
     choose the format from the name. On any exception the temporary file is removed.
     """
     path = Path(target)
-    suffix = "".join(path.suffixes)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
-    os.close(fd)
+    kind = _existing_kind(path)
+    if kind == "directory":
+        raise UserError(f"{path}: is a directory")
+    if kind == "special":
+        with _as_user_error(path):
+            yield path
+        return
+    final = _resolved(path)
+    with _as_user_error(path):
+        fd, temporary = tempfile.mkstemp(**_temporary_name(final), dir=final.parent)
+        os.close(fd)
     try:
-        yield Path(temporary)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files; outputs get the usual mode
-        os.replace(temporary, path)
+        with _as_user_error(path):
+            yield Path(temporary)
+            os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files; outputs get the usual mode
+            os.replace(temporary, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | os.PathLike, what: str) -> Iterator[Path]:
+    """Yield an empty temporary directory beside ``target`` to write a report into. If the block succeeds
+    it becomes ``target`` (or, when ``target`` is an existing directory, its files are moved into it);
+    otherwise it is removed and ``target`` is left as it was."""
+    path = check_directory(target, what)
+    with _as_user_error(path):
+        temporary = Path(tempfile.mkdtemp(**_temporary_name(path), dir=path.parent))
+    try:
+        with _as_user_error(path):
+            try:
+                yield temporary
+            except UserError as exc:  # a file inside it failed: name it where the user will look for it
+                raise UserError(str(exc).replace(str(temporary), str(path))) from None
+            if path.is_dir():
+                for entry in sorted(temporary.iterdir()):
+                    os.replace(entry, path / entry.name)
+                temporary.rmdir()
+            else:
+                os.chmod(temporary, 0o777 & ~_umask())  # mkdtemp makes 0700 directories
+                os.rename(temporary, path)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+
+
+def _existing_kind(path: Path) -> str | None:
+    """None (nothing there, or a dangling link), "directory", "regular", or "special" (anything else)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"{path}: {_reason(exc)}") from None
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "regular" if stat.S_ISREG(mode) else "special"
+
+
+def _resolved(path: Path) -> Path:
+    """The path that will be replaced: the file a symbolic link names, so the link itself stays."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def _check_new_name(path: Path, what: str) -> None:
+    parent = path.parent
+    if not parent.is_dir():
+        raise UserError(f"{what}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise UserError(f"{what}: directory {str(parent)!r} is not writable")
+    limit = _name_max(parent)
+    if len(os.fsencode(path.name)) > limit:
+        raise UserError(f"{what}: {str(path)!r}: the name is longer than {limit} bytes")
+
+
+def _temporary_name(path: Path) -> dict[str, str]:
+    """mkstemp's prefix and suffix for a temporary beside ``path``: ``.NAME.XXXXXXXX.tmpSUFFIXES``, with
+    NAME shortened so that a target name that fits the file system gives a temporary name that fits."""
+    suffix = ".tmp" + "".join(path.suffixes)
+    if len(os.fsencode(suffix)) > 64:  # dots inside a long name are not a format's suffix
+        suffix = ".tmp" + path.suffix[:32]
+    room = _name_max(path.parent) - len(os.fsencode(suffix)) - 8 - 2
+    name = os.fsencode(path.name)[:max(room, 0)].decode(errors="ignore")
+    return {"prefix": f".{name}.", "suffix": suffix}
+
+
+def _name_max(directory: Path) -> int:
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+@contextlib.contextmanager
+def _as_user_error(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except UserError:
+        raise
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({_reason(exc)})") from None
+
+
+def _reason(exc: OSError) -> str:
+    """The system's words for the error: pyarrow's OSErrors carry the errno only in their text."""
+    if exc.errno:
+        return os.strerror(exc.errno)
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)
+    return os.strerror(int(found.group(1))) if found else str(exc)
 
 
 def _umask() -> int:
