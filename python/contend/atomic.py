@@ -3,7 +3,7 @@
 - A new path, or an existing regular file: written to a temporary file beside it, then renamed over it.
   A symbolic link is followed: the file it names is replaced, the link stays.
 - An existing path that is not a regular file or a directory (``/dev/null``, ``/dev/stdout``, a FIFO):
-  written to directly, never replaced.
+  written to in place, never replaced: the finished output is copied into it.
 - A directory where a file is wanted (or a file where a report directory is wanted): refused.
 
 Every ``OSError`` while creating, writing or renaming becomes a ``UserError`` naming the path, and no
@@ -67,8 +67,9 @@ def output_directory(target: str | os.PathLike, what: str) -> Path:
 
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield the path to write ``target`` through: a temporary file in the target's directory, renamed to
-    ``target`` if the block succeeds; or ``target`` itself when it is a device or FIFO.
+    """Yield a temporary path to write ``target`` through. If the block succeeds the temporary file is
+    renamed to ``target``, or, when ``target`` is a device or FIFO, its bytes are copied into it (so
+    writers that seek, or write through their own temporary and rename, work there too).
 
     The temporary name keeps the target's suffixes (``.goal.gz`` stays ``.gz``) because some writers
     choose the format from the name. On any exception the temporary file is removed.
@@ -77,19 +78,21 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     kind = _existing_kind(path)
     if kind == "directory":
         raise UserError(f"{path}: is a directory")
-    if kind == "special":
-        with _as_user_error(path):
-            yield path
-        return
-    final = _resolved(path)
-    with _as_user_error(path):
-        fd, temporary = tempfile.mkstemp(**_temporary_name(final), dir=final.parent)
+    in_place = kind == "special"
+    final = path if in_place else _resolved(path)
+    with _as_user_error(path):  # a device's temporary goes to the temporary directory, not /dev
+        fd, temporary = tempfile.mkstemp(**_temporary_name(final), dir=None if in_place else final.parent)
         os.close(fd)
     try:
         with _as_user_error(path):
             yield Path(temporary)
-            os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files; outputs get the usual mode
-            os.replace(temporary, final)
+            if in_place:
+                with open(temporary, "rb") as source, open(path, "wb") as sink:
+                    shutil.copyfileobj(source, sink)
+                os.unlink(temporary)
+            else:
+                os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files; outputs get the usual mode
+                os.replace(temporary, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -120,6 +123,13 @@ def atomic_directory(target: str | os.PathLike, what: str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
+
+
+def beside(target: str | os.PathLike, name: str) -> Path | None:
+    """Where a companion file of ``target`` goes (``name`` in its directory); None when ``target`` is a
+    device or FIFO, which has no "beside" (``-o /dev/null`` must not make ``/dev/null.json``)."""
+    path = Path(target)
+    return None if _existing_kind(path) == "special" else path.with_name(name)
 
 
 def _existing_kind(path: Path) -> str | None:
