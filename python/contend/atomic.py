@@ -13,6 +13,7 @@ temporary file or directory is left behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -136,9 +137,11 @@ def _existing_kind(path: Path) -> str | None:
     """None (nothing there, or a dangling link), "directory", "regular", or "special" (anything else)."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return None  # cannot exist; _check_new_name says why
         raise UserError(f"{path}: {_reason(exc)}") from None
     if stat.S_ISDIR(mode):
         return "directory"
@@ -147,7 +150,7 @@ def _existing_kind(path: Path) -> str | None:
 
 def _resolved(path: Path) -> Path:
     """The path that will be replaced: the file a symbolic link names, so the link itself stays."""
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
 
 
 def _check_new_name(path: Path, what: str) -> None:
