@@ -137,6 +137,12 @@ def test_an_html_report_on_a_full_disk_is_not_created(tmp_path, records):
     done = cli(["diagnose", str(records), "--html", "report"], tmp_path, file_size_limit=16 * 1024)
     one_line_error(done, r"report/\w+\.png: cannot write \(File too large\)")
     assert list(tmp_path.iterdir()) == []
+    (tmp_path / "report").mkdir()  # an existing report directory is left as it was
+    (tmp_path / "report" / "index.html").write_text("an earlier report")
+    done = cli(["diagnose", str(records), "--html", "report"], tmp_path, file_size_limit=16 * 1024)
+    one_line_error(done, r"report/\w+\.png: cannot write \(File too large\)")
+    assert os.listdir(tmp_path / "report") == ["index.html"]
+    assert (tmp_path / "report" / "index.html").read_text() == "an earlier report"
 
 
 def test_an_html_report_into_an_existing_directory_keeps_its_files(tmp_path, records, capsys):

@@ -46,10 +46,10 @@ def check_directory(target: str | os.PathLike, what: str) -> Path:
     if kind == "directory":
         if not os.access(path, os.W_OK):
             raise UserError(f"{what}: directory {str(path)!r} is not writable")
-        # the files are written beside it first, then moved in
     elif kind is not None:
         raise UserError(f"{what}: {str(path)!r} exists and is not a directory")
-    _check_new_name(path, what)
+    else:
+        _check_new_name(path, what)
     return path
 
 
@@ -102,19 +102,20 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def atomic_directory(target: str | os.PathLike, what: str) -> Iterator[Path]:
-    """Yield an empty temporary directory beside ``target`` to write a report into. If the block succeeds
-    it becomes ``target`` (or, when ``target`` is an existing directory, its files are moved into it);
-    otherwise it is removed and ``target`` is left as it was."""
+    """Yield an empty temporary directory to write a report into: beside ``target``, which it becomes if
+    the block succeeds; or, when ``target`` is an existing directory, inside it, and its files are moved
+    into ``target``. Otherwise it is removed and ``target`` is left as it was."""
     path = check_directory(target, what)
+    existing = path.is_dir()
     with _as_user_error(path):
-        temporary = Path(tempfile.mkdtemp(**_temporary_name(path), dir=path.parent))
+        temporary = Path(tempfile.mkdtemp(**_temporary_name(path), dir=path if existing else path.parent))
     try:
         with _as_user_error(path):
             try:
                 yield temporary
             except UserError as exc:  # a file inside it failed: name it where the user will look for it
                 raise UserError(str(exc).replace(str(temporary), str(path))) from None
-            if path.is_dir():
+            if existing:
                 for entry in sorted(temporary.iterdir()):
                     os.replace(entry, path / entry.name)
                 temporary.rmdir()
