@@ -185,25 +185,41 @@ def test_names_longer_than_name_max(tmp_path, records, capsys, monkeypatch):
     assert os.listdir(tmp_path) == [fits]
 
 
+def _mounted(directory: Path, mount: str, args: list[str]) -> subprocess.CompletedProcess:
+    """Run the CLI after the shell command ``mount`` (on "$1", ``directory``) in a private mount namespace,
+    which disappears with the process; then list the directory as the CLI left it (on stdout, after the
+    CLI's). Needs root and unshare(1)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) for a private mount")
+    script = f'{mount} || exit 99; d="$1"; shift; "$@"; code=$?; ls -A "$d"; exit $code'
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(directory), sys.executable, "-m",
+                           "contend.cli", *args], cwd=directory.parent, env=ENV, capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode == 99 or done.stderr.startswith("unshare:"):
+        pytest.skip(f"cannot mount here: {done.stderr.strip()}")
+    return done
+
+
 def _read_only(directory: Path, args: list[str]) -> subprocess.CompletedProcess:
     """Run the CLI with ``directory`` read-only: chmod for a user; for root (which ignores modes) a
-    read-only bind mount in a private mount namespace that disappears with the process."""
+    read-only bind mount."""
     if os.geteuid() != 0:
         directory.chmod(0o555)
         try:
             return cli(args, directory.parent)
         finally:
             directory.chmod(0o755)
-    if shutil.which("unshare") is None:
-        pytest.skip("root without unshare(1): no way to make a read-only directory")
-    script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" || exit 99; shift; '
-              'exec "$@"')
-    done = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(directory), sys.executable, "-m",
-                           "contend.cli", *args], cwd=directory.parent, env=ENV, capture_output=True, text=True,
-                          timeout=300)
-    if done.returncode == 99 or done.stderr.startswith("unshare:"):
-        pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.strip()}")
-    return done
+    return _mounted(directory, 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1"', args)
+
+
+def test_a_full_file_system_leaves_no_report(tmp_path, records):
+    """ENOSPC for real: a 64 KiB tmpfs, too small for the report's three PNGs."""
+    place = tmp_path / "small"
+    place.mkdir()
+    done = _mounted(place, 'mount -t tmpfs -o size=64k tmpfs "$1"', ["diagnose", str(records), "--html",
+                                                                      "small/report"])
+    one_line_error(done, r"small/report/[\w.]+: cannot write \(No space left on device\)")
+    assert done.stdout == "", "the file system holds nothing after the failure"
 
 
 @pytest.mark.parametrize("command", ["sim", "diagnose", "trace convert"])
@@ -244,7 +260,18 @@ def test_stdout_closed_early(tmp_path, json_output):
     finally:
         os.close(write_end)
     assert done.returncode == 2, done.stderr
-    assert done.stderr == "contend: error: standard output was closed before all of it was written\n"
+    assert done.stderr == "contend: error: standard output: closed before all of it was written\n"
+
+
+def test_stdout_on_a_full_disk():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "contend.cli", "sim", "--collective", "incast", "--ranks", "16",
+                               "--bytes", "1", "--json"], env=ENV, stdout=full, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "contend: error: standard output: cannot write (No space left on device)\n"
 
 
 def test_control_characters_in_messages_are_escaped(tmp_path, capsys):

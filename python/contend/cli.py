@@ -8,6 +8,7 @@ become one printable line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -69,14 +70,23 @@ def main(argv: list[str] | None = None) -> int:
         # rich turns a broken pipe into SystemExit(1) raised while handling it
         if isinstance(exc, SystemExit) and not isinstance(exc.__context__, BrokenPipeError):
             raise
-        # stdout's reader went away (`| head`); the interpreter's own flush at exit must not fail again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print("contend: error: standard output was closed before all of it was written", file=sys.stderr)
-        return 2
+        return _stdout_failed("closed before all of it was written")  # its reader went away (`| head`)
+    except OSError as exc:
+        # files are written through contend.atomic, which names them; a full disk without a name is stdout's
+        if exc.filename is not None or exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            raise
+        return _stdout_failed(f"cannot write ({os.strerror(exc.errno)})")
     except KeyboardInterrupt:
         print("contend: interrupted", file=sys.stderr)
         return 130
     return int(code or 0)
+
+
+def _stdout_failed(problem: str) -> int:
+    # what is still buffered goes nowhere: the interpreter's own flush at exit must not fail again
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(f"contend: error: standard output: {problem}", file=sys.stderr)
+    return 2
 
 
 def printable(text: str) -> str:
