@@ -25,7 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from contend.atomic import atomic_path
+from contend.atomic import atomic_path, beside
 from contend.errors import UserError
 
 FORMAT, VERSION = "contend-nimc-model", 1
@@ -241,8 +241,10 @@ def save(detector: Detector, path: str | os.PathLike) -> Path:
     header = schema(detector)
     with atomic_path(path) as temporary:
         joblib.dump({**header, "classifier": detector.classifier, "regressor": detector.regressor}, temporary)
-    with atomic_path(path.with_name(path.name + ".json")) as temporary:
-        temporary.write_text(json.dumps(header, indent=1))
+    schema_path = beside(path, path.name + ".json")
+    if schema_path is not None:
+        with atomic_path(schema_path) as temporary:
+            temporary.write_text(json.dumps(header, indent=1))
     return path
 
 

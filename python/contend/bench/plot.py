@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 from contend.bench.registry import benchmark  # noqa: E402
 from contend.bench.results import RunResult  # noqa: E402
 from contend.bench.tables import size_text  # noqa: E402
+from contend.report.plots import save_figure  # noqa: E402
 
 
 def _series_label(rank: int, peer: int, metric: str) -> str:
@@ -52,9 +53,7 @@ def plot_nic(run: RunResult, path: str | os.PathLike) -> Path:
     for axes in (top, bottom):
         axes.grid(True, which="both", alpha=0.3)
     top.legend(fontsize="small", title="message size")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
     return Path(path)
 
 
@@ -95,9 +94,7 @@ def plot_run(run: RunResult, path: str | os.PathLike) -> Path:
     if axes.get_legend_handles_labels()[0]:
         axes.legend(fontsize="small")
     axes.grid(True, which="both", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
     return Path(path)
 
 
@@ -115,7 +112,5 @@ def plot_fit(table: pd.DataFrame, path: str | os.PathLike) -> Path:
     bottom.set(xscale="log", xlabel="message size (B)", ylabel="error (%)")
     for axes in (top, bottom):
         axes.grid(True, which="both", alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
     return Path(path)

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contend.atomic import atomic_path
+from contend.atomic import atomic_path, beside
 
 # Meta fields copied onto every result row, so a table of many runs still says where each row came from.
 META_COLUMNS = ("mpi_library", "ranks", "nodes", "ranks_per_node", "loadavg_1min", "started")
@@ -113,8 +113,8 @@ def median_of_runs(runs: list[RunResult]) -> RunResult:
                      complete=all(run.complete for run in runs))
 
 
-def _detours_path(path: Path) -> Path:
-    return path.with_name(path.stem + ".detours.parquet")
+def _detours_path(path: Path) -> Path | None:
+    return beside(path, path.stem + ".detours.parquet")
 
 
 def write_run(run: RunResult, path: str | os.PathLike) -> Path:
@@ -126,8 +126,9 @@ def write_run(run: RunResult, path: str | os.PathLike) -> Path:
     metadata[_TALLIES_KEY] = run.tallies.to_json(orient="records").encode()
     with atomic_path(path) as temporary:
         pq.write_table(table.replace_schema_metadata(metadata), temporary)
-    if not run.detours.empty:
-        with atomic_path(_detours_path(path)) as temporary:
+    detours_path = _detours_path(path)
+    if not run.detours.empty and detours_path is not None:
+        with atomic_path(detours_path) as temporary:
             pq.write_table(pa.Table.from_pandas(run.detours, preserve_index=False), temporary)
     return path
 
@@ -140,5 +141,5 @@ def read_run(path: str | os.PathLike) -> RunResult:
     meta = json.loads(metadata.get(_META_KEY, b"{}"))
     tallies = pd.DataFrame(json.loads(metadata.get(_TALLIES_KEY, b"[]")))
     detours_file = _detours_path(path)
-    detours = pq.read_table(detours_file).to_pandas() if detours_file.is_file() else pd.DataFrame()
+    detours = pq.read_table(detours_file).to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
     return RunResult(meta=meta, results=table.to_pandas(), tallies=tallies, detours=detours)

@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Iterator
 
-from contend.atomic import check_writable
+from contend.atomic import beside, check_writable
 from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
 from contend.commands.options import bounded_number
 from contend.errors import UserError
@@ -166,7 +166,8 @@ def run_run(args: argparse.Namespace) -> int:
     if bench.plot == "nimc":
         raise UserError("nimc has its own action with its sweep and outputs: contend bench nimc --help")
     output = check_writable(args.output or f"{bench.name}.parquet", "-o")
-    plot_path = check_writable(args.plot or output.with_suffix(".png"), "--plot")
+    plot_path = args.plot or beside(output, output.stem + ".png")  # none beside a device
+    plot_path = check_writable(plot_path, "--plot") if plot_path else None
     options = {key: getattr(args, key, None) for key in PATTERN_OPTIONS}  # nimc's options are its own action's
     with _progress_bar(f"{bench.name}") as advance:
         run = run_benchmark(
@@ -181,7 +182,8 @@ def run_run(args: argparse.Namespace) -> int:
             progress=advance,
         )
     write_run(run, output)
-    plot_run(run, plot_path)
+    if plot_path is not None:
+        plot_run(run, plot_path)
     console = Console()
     console.print(results_table(run))
     console.print(f"results: {output}  plot: {plot_path}")

@@ -7,7 +7,7 @@ import contextlib
 import json
 import os
 
-from contend.atomic import atomic_path, check_writable
+from contend.atomic import atomic_path, check_directory, check_writable
 from contend.errors import UserError
 
 
@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("diagnose: --top and --bins must be positive")
     if args.json is not None:
         check_writable(args.json, "--json")
+    if args.html is not None:
+        check_directory(args.html, "--html")
     loaded = load_records(args.records)
     metadata = loaded.metadata
     located = contextlib.nullcontext()

@@ -7,7 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from contend.atomic import check_writable
+from contend.atomic import beside, check_writable
 from contend.errors import UserError
 from contend.quantities import parse_count
 
@@ -94,10 +94,11 @@ def run_train(args: argparse.Namespace) -> int:
     detector = nimc.train(frame, feature_set=args.feature_set, features=features, test_fraction=test_fraction,
                           trees=trees, seed=seed, where=where)
     nimc.save(detector, target)
-    plot = target.with_name(target.name + ".png")
-    importance_figure(plot, detector.importances(),
-                      f"NiMC forests: feature importance ({detector.feature_set} features, "
-                      f"{detector.metrics['train']['runs']} training runs)")
+    plot = beside(target, target.name + ".png")
+    if plot is not None:
+        importance_figure(plot, detector.importances(),
+                          f"NiMC forests: feature importance ({detector.feature_set} features, "
+                          f"{detector.metrics['train']['runs']} training runs)")
     metrics = detector.metrics
     if args.json:
         print(json.dumps({"model": str(target), **nimc.schema(detector)}))

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from contend.atomic import check_writable
+from contend.atomic import beside, check_writable
 from contend.commands.options import bounded_number
 from contend.errors import UserError
 from contend.quantities import parse_count
@@ -72,7 +72,10 @@ def run_measure(args: argparse.Namespace) -> int:
     threshold = bounded_number(args.threshold, "--threshold", 1, 1e9) if args.threshold is not None else None
     timeout = bounded_number(args.timeout, "--timeout", 1, 86400) if args.timeout is not None else None
     trace_path = check_writable(args.output, "-o")
-    plot_path = check_writable(args.plot or trace_path.with_suffix(".png"), "--plot")
+    plot_path = beside(trace_path, trace_path.stem + ".png")
+    if plot_path is None:  # a device
+        raise UserError(f"-o: {trace_path} is not a regular file; the trace is read back to replay it")
+    plot_path = check_writable(args.plot or plot_path, "--plot")
     ranks = _ranks(args)
     console = Console(stderr=args.json)
     with console.status(f"selfish detour: {ranks} rank(s){' pinned' if args.per_core else ''} for {seconds:g} s"):

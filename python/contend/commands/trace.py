@@ -119,8 +119,12 @@ def _run(command: list[str], directory: Path, args: argparse.Namespace) -> None:
 def _convert(directory: Path, params) -> int:
     from rich.console import Console
 
+    from contend.atomic import check_writable
     from contend.trace.convert import convert, write
 
+    if directory.is_dir():  # a place the records cannot be written fails before the rank files are read
+        for name in ("records.parquet", "regions.parquet"):
+            check_writable(directory / name, "trace convert")
     console = Console(stderr=False)
     with console.status(f"reading and symbolizing {directory}"):
         converted = convert(directory)

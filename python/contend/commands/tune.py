@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from contend.atomic import atomic_path, output_directory
+from contend.atomic import atomic_directory, atomic_path, check_directory
 from contend.errors import UserError
 
 
@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tolerance: expected a number in [0, 1), got {args.tolerance!r}")
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
-    out = output_directory(args.output, "-o") if root else None
+    if root:
+        check_directory(args.output, "-o")
 
     console = Console(stderr=True)
     with Progress(TextColumn("[bold]sweeping"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
@@ -90,16 +91,17 @@ def run(args: argparse.Namespace) -> int:
     Console().print(table)
     Console().print(f"tokens per node: {tuned.tokens}")
 
-    with atomic_path(out / "machine.toml") as tmp:
-        tmp.write_text(with_throttle(Path(machine.path).read_text(encoding="utf-8"), tuned.throttle_table(), tuned),
-                       encoding="utf-8")
-    write_native_config(out / "throttle.conf", native_config(
-        tuned.tokens, comment=f"written by contend tune from {machine.name} ({rpn} ranks per node)"))
-    with atomic_path(out / "sweep.csv") as tmp:
-        tuned.table.to_csv(tmp, index=False)
-    with atomic_path(out / "tune.json") as tmp:
-        tmp.write_text(json.dumps({"machine": machine.name, **tuned.to_dict()}, indent=1), encoding="utf-8")
-    Console().print(f"wrote {out}/machine.toml, throttle.conf, sweep.csv, tune.json")
+    machine_text = with_throttle(Path(machine.path).read_text(encoding="utf-8"), tuned.throttle_table(), tuned)
+    with atomic_directory(args.output, "-o") as out:  # the four files, or none of them
+        with atomic_path(out / "machine.toml") as tmp:
+            tmp.write_text(machine_text, encoding="utf-8")
+        write_native_config(out / "throttle.conf", native_config(
+            tuned.tokens, comment=f"written by contend tune from {machine.name} ({rpn} ranks per node)"))
+        with atomic_path(out / "sweep.csv") as tmp:
+            tuned.table.to_csv(tmp, index=False)
+        with atomic_path(out / "tune.json") as tmp:
+            tmp.write_text(json.dumps({"machine": machine.name, **tuned.to_dict()}, indent=1), encoding="utf-8")
+    Console().print(f"wrote {args.output}/machine.toml, throttle.conf, sweep.csv, tune.json")
     return 0
 
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from contend.analysis.diagnose import CLASSES, Diagnosis
+from contend.atomic import atomic_directory
 from contend.report.plots import pyplot, save_figure, stacked_bars
 
 
@@ -57,11 +58,16 @@ def _with_share(diagnosis: Diagnosis, total: float) -> str:
 
 
 def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, top: int = 20) -> Path:
-    """index.html with the totals, the call-site and target tables, and two PNGs beside it."""
+    """index.html with the totals, the call-site and target tables, and three PNGs beside it; the
+    directory appears complete or not at all."""
+    with atomic_directory(directory, "--html") as out:
+        _write_html(diagnosis, out, title, top)
+    return Path(directory) / "index.html"
+
+
+def _write_html(diagnosis: Diagnosis, out: Path, title: str, top: int) -> None:
     from contend.report.html import HtmlPage
 
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
     sites = diagnosis.call_sites().head(top)
     _call_sites_plot(sites, out / "call_sites.png")
     _hot_targets_plot(diagnosis, out / "targets.png")
@@ -90,9 +96,7 @@ def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, t
     page.heading("Targets")
     page.table(["rank", "contention ns"], [[rank, round(v)] for rank, v in diagnosis.targets().head(top).items()])
     page.image("targets.png", "Contention by target rank over time")
-    index = out / "index.html"
-    page.write(index)
-    return index
+    page.write(out / "index.html")
 
 
 def _hot_targets_plot(diagnosis: Diagnosis, path: Path) -> None:

@@ -68,12 +68,12 @@ def stacked_bars(
     save_figure(figure, path)
 
 
-def save_figure(figure, path: str | os.PathLike, tight: bool = True) -> None:
+def save_figure(figure, path: str | os.PathLike, tight: bool = True, dpi: float | None = None) -> None:
     """Save ``figure`` as a PNG atomically and close it; ``tight=False`` for figures made with a
     constrained layout (the heatmap's panels and colour bar), which tight_layout would undo."""
     plt = pyplot()
     if tight:
         figure.tight_layout()
     with atomic_path(path) as temporary:
-        figure.savefig(temporary, format="png")
+        figure.savefig(temporary, format="png", dpi=dpi)
     plt.close(figure)

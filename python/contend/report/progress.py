@@ -14,7 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 @contextlib.contextmanager
 def simulation_progress(description: str = "simulating") -> Iterator[Callable[[int, int], None]]:
-    """Yields ``callback(ops_done, ops_total)`` that draws a bar on stderr once the first call comes."""
+    """Yields ``callback(ops_done, ops_total)`` that draws a bar on stderr once the first call comes.
+    Only on a terminal: elsewhere rich would leave an empty line on stderr, before any error message."""
+    console = Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -22,8 +24,9 @@ def simulation_progress(description: str = "simulating") -> Iterator[Callable[[i
         TextColumn("ops"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=console,
         transient=True,
+        disable=not console.is_interactive,
     )
     task = None
 
