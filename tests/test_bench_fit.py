@@ -51,12 +51,15 @@ def test_fit_writes_a_sane_machine_file(tmp_path, capsys):
     ns = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"].items() if isinstance(v, str)}
     assert ns["L"] >= 0 and ns["o_s"] >= 0 and ns["o_r"] > 0 and ns["g"] > 0 and ns["o"] > 0
     assert ns["o"] <= (ns["o_s"] + ns["o_r"]) / 2 + 0.002  # their mean, or less when L would be negative
-    assert 0 <= ns["O"] <= ns["G"]  # G may be 0: two noisy eager sizes can show no cost per byte
-    assert ns["G"] == 0 or 1 / ns["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN  # bytes/s
+    # G may be 0, and no copy speed bounds it: between 1 B and 1 KiB the round trip grows by a few
+    # tens of ns, less than the timing noise of two sizes, so the eager slope is noise here.
+    assert 0 <= ns["O"] <= ns["G"]
     assert 1 <= machine["loggops"]["S"] <= 1 << 20
     if fit["protocol_step"]:  # MPICH switches protocol near 8 KiB: a second set for larger messages
         above = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"]["rendezvous"].items()}
-        assert above["L"] >= 0 and above["o"] > 0 and 0 <= above["O"] <= above["G"]
+        # the same per-call overhead, the handshake in L >= 0, however slow the largest size ran
+        assert above["o"] == ns["o"] and above["L"] >= 0 and 0 <= above["O"] <= above["G"]
+        # 16 KiB to 1 MiB: the extra bytes of a message are copied at least once, by one core
         assert 1 / above["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN
     assert fit["pingpong_bytes"] == [1, 1024, 16384, 1 << 20]
     assert all(t > 0 for t in fit["pingpong_measured_ns"])
