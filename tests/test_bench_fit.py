@@ -49,7 +49,10 @@ def test_fit_writes_a_sane_machine_file(tmp_path, capsys):
     assert machine["machine"]["source"] == "measured"
     fit = machine["fit"]
     ns = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"].items() if isinstance(v, str)}
-    assert ns["L"] >= 0 and ns["o_s"] >= 0 and ns["o_r"] > 0 and ns["g"] > 0 and ns["o"] > 0
+    assert ns["L"] >= 0 and ns["o_r"] > 0 and ns["o"] > 0 and ns["g"] >= ns["o_s"] >= 0
+    # o_r is timed directly; o_s and g are differences of PRTT medians, which a busy neighbour can take
+    # to 0 (one PRTT(1,0,s) median inflated lowers both): then the file says so
+    assert ns["g"] > 0 or "the PRTT medians were disturbed" in fit["note"]
     assert ns["o"] <= (ns["o_s"] + ns["o_r"]) / 2 + 0.002  # their mean, or less when L would be negative
     # G may be 0, and no copy speed bounds it: between 1 B and 1 KiB the round trip grows by a few
     # tens of ns, less than the timing noise of two sizes, so the eager slope is noise here.

@@ -93,6 +93,19 @@ def test_overheads_larger_than_the_round_trip_keep_the_round_trip():
     assert any("overheads explain the whole round trip" in note for note in fit.notes)
 
 
+def test_a_disturbed_median_cannot_take_the_gap_below_the_send_overhead_unnoticed():
+    run = loggp_run()
+    smallest = run.results["bytes"] == 1
+    run.results.loc[smallest, "prttd_ns"] += (N - 1) * 1000  # o_s 1150 ns, above the gap of 800 ns
+    fit = loggp.fit_loggp(run)
+    assert fit.o_s == pytest.approx(O_S + 1000) and fit.eager.g == fit.o_s
+    run = loggp_run()
+    run.results.loc[run.results["bytes"] == 1, "prtt1_ns"] += 20 * GAP  # inflated: gap and o_s below 0
+    fit = loggp.fit_loggp(run)
+    assert fit.o_s == 0 and fit.eager.g == 0  # nothing left to measure them by, and the notes say so:
+    assert any("the PRTT medians were disturbed" in note for note in fit.notes)
+
+
 def test_a_slowed_largest_size_cannot_take_the_rendezvous_overheads_to_zero():
     # Under load the 1 MiB round trips came out 4x slow: the line through 16 KiB and 1 MiB then
     # crosses zero bytes below zero, and the overheads came out 0 (a fitted rendezvous o = 0).

@@ -11,7 +11,8 @@ protocol there); ``refine_step`` narrows it with extra ping-pongs between the tw
 Each side of S is its own regime with its own costs (the engine's ``[loggops.rendezvous]``), fitted the
 same way: the line a + b (s-1) through the regime's PRTT(1,0,s) with the least squared relative error
 gives G = b/2, and a = 2 (2o + L) is split into overhead and latency.
-- eager (s <= S): o_s, o_r and g measured at the smallest size, o = (o_s + o_r)/2, L = a/2 - o_s - o_r;
+- eager (s <= S): o_s, o_r and g measured at the smallest size (g at least o_s: back-to-back sends each
+  cost the sender o_s), o = (o_s + o_r)/2, L = a/2 - o_s - o_r;
   O is the slope of (o_s(s)+o_r(s))/2 over the eager sizes, capped at G.
 - rendezvous (s > S): o stays the eager o (the per-call CPU cost), the handshake's extra time goes to
   L = a/2 - 2o (the sender waits for it; its overheads, measured, overlap with the copy), and the line
@@ -270,7 +271,13 @@ def fit_loggp(loggp_run: RunResult, step: tuple[int, int] | None = None) -> LogG
 
     G = b_eager / 2
     o, L = _split(a_eager, (o_s + o_r) / 2, "eager", notes)
-    eager = Costs(L=L, o=o, g=max(float(smallest["gap_ns"]), 0.0), G=G, O=_cpu_per_byte(eager_rows, G, "eager", notes))
+    # PRTT(n,0,s) sends n messages back to back, each costing the sender o_s: their gap is at least o_s.
+    # Less (even <= 0) is a disturbed median: a PRTT(1,0,s) inflated by another job lowers both.
+    gap = float(smallest["gap_ns"])
+    if gap < o_s or gap <= 0:
+        notes.append(f"g measured {gap:.1f} ns, below o_s = {o_s:.1f} ns: the PRTT medians were disturbed "
+                     f"(another job); g set to o_s")
+    eager = Costs(L=L, o=o, g=max(gap, o_s), G=G, O=_cpu_per_byte(eager_rows, G, "eager", notes))
 
     streaming = above_rows if step else t
     g_above, G_stream = _least_squares(streaming["bytes"].to_numpy(float) - 1, streaming["gap_ns"].to_numpy())
