@@ -44,10 +44,10 @@ def test_fit_writes_a_sane_machine_file(tmp_path, capsys):
     code = main(["bench", "fit", "-o", str(target), "--sizes", "1,1KiB,16KiB,1MiB", "--iters", "30",
                  "--repeats", "2"])
     out = capsys.readouterr().out
-    assert code == 0, out
     machine = tomllib.loads(target.read_text())
     assert machine["machine"]["source"] == "measured"
     fit = machine["fit"]
+    assert code == (0 if fit["within_10pct"] else 1), out  # 30 round trips on a shared machine may miss 10%
     ns = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"].items() if isinstance(v, str)}
     assert ns["L"] >= 0 and ns["o_r"] > 0 and ns["o"] > 0 and ns["g"] >= ns["o_s"] >= 0
     # o_r is timed directly; o_s and g are differences of PRTT medians, which a busy neighbour can take
@@ -118,9 +118,10 @@ def test_the_fitted_file_predicts_the_measured_pingpong_within_10_percent(tmp_pa
     """
     for attempt in range(1, MEASUREMENTS + 1):
         target = tmp_path / f"measurement{attempt}.toml"
-        assert main(["bench", "fit", "-o", str(target), "--iters", "200", "--repeats", "9"]) == 0
-        if tomllib.loads(target.read_text())["fit"]["within_10pct"]:  # the fit's own verdict (engine in-process)
+        code = main(["bench", "fit", "-o", str(target), "--iters", "200", "--repeats", "9"])
+        if code == 0:  # the fit's own verdict (engine in-process): 1 when it missed 10%
             break
+        assert code == 1
     check = read_run(target.with_suffix(".pingpong.parquet")).results.sort_values("bytes")
     sizes = check["bytes"].astype(int).tolist()
     measured = 2 * check["t_tmean_ns"].to_numpy()  # the engine's ping-pong makespan is one round trip

@@ -3,6 +3,8 @@ find the protocol step, and write a machine file the machine loader accepts with
 
 from __future__ import annotations
 
+import tomllib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -209,3 +211,26 @@ def test_a_run_without_loggp_rows_is_a_user_error():
 
     with pytest.raises(UserError, match="no loggp results"):
         loggp.fit_loggp(pingpong_run())
+
+
+@pytest.mark.parametrize("slower, code", [(1.0, 0), (1.5, 1)])
+def test_bench_fit_exits_1_when_its_check_misses_10_percent(tmp_path, monkeypatch, capsys, slower, code):
+    from contend.bench import runner
+    from contend.cli import main
+
+    def synthetic(name, sizes, **_):  # the check's ping-pongs `slower` than the parameters say
+        if name == "loggp":
+            return loggp_run(sizes)
+        run = pingpong_run(sizes)
+        run.results[["t_p50_ns", "t_tmean_ns"]] *= slower
+        run.results["t_min_ns"] = run.results["t_max_ns"] = run.results["t_p50_ns"]
+        return run
+
+    monkeypatch.setattr(runner, "run_benchmark", synthetic)
+    target = tmp_path / "m.toml"
+    assert main(["bench", "fit", "-o", str(target), "--sizes", "1,1KiB,16KiB,1MiB", "--repeats", "1"]) == code
+    out = capsys.readouterr().out
+    assert ("NOT within 10%" in out) == (code == 1)
+    fit = tomllib.loads(target.read_text())["fit"]  # written either way, and says how far off it is
+    assert fit["within_10pct"] is (code == 0)
+    assert (fit["max_error_pct"] > 10) == (code == 1)
