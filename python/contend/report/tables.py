@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from rich.table import Table
 
-from contend.result import SimulationResult, parameters_ns
+from contend.result import SimulationResult
 
 # Up to this many ranks, the summary lists every rank's finish time.
 PER_RANK_LIMIT = 16
@@ -36,8 +36,8 @@ def describe_workload(workload: dict[str, Any]) -> str:
     return text
 
 
-def describe_params(params: dict[str, Any]) -> str:
-    values = parameters_ns(params)
+def describe_params(values: dict[str, Any]) -> str:
+    """The LogGOPS parameters in ns (``SimulationResult.params``) on one line."""
     text = (f"L={values['L']} o={values['o']} g={values['g']} G={values['G']} O={values['O']} "
             f"(ns, ns/byte) S={values['S']} bytes")
     above = values.get("rendezvous")
@@ -77,7 +77,7 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
     table.add_column("value")
     stats = result.rank_statistics()
     table.add_row("workload", describe_workload(dict(result.workload)))
-    table.add_row("parameters", describe_params(dict(result.params)))
+    table.add_row("parameters", describe_params(result.params))
     table.add_row("makespan", format_time(result.makespan))
     table.add_row("rank finish min / median / max",
                   " / ".join(format_time(stats[k]).split(" (")[0] for k in ("min", "median", "max")))
@@ -85,7 +85,7 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
     speed = result.events / result.wall_seconds if result.wall_seconds > 0 else float("inf")
     loop = "time order" if not result.windowed else "windows" + (f" on {result.threads} threads" if result.threads > 1 else "")
     table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s, {loop})")
-    noise = result.params.get("noise")
+    noise = result.engine_params.get("noise")
     if noise is not None:
         from contend.noise.settings import NoiseSettings
 
