@@ -62,8 +62,12 @@ def test_fit_writes_a_sane_machine_file(tmp_path, capsys):
         above = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"]["rendezvous"].items()}
         # the same per-call overhead, the handshake in L >= 0, however slow the largest size ran
         assert above["o"] == ns["o"] and above["L"] >= 0 and 0 <= above["O"] <= above["G"]
-        # 16 KiB to 1 MiB: the extra bytes of a message are copied at least once, by one core
-        assert 1 / above["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN
+        # 16 KiB to 1 MiB: the extra bytes of a message are copied at least once, by one core (G = 0, a
+        # flat line, only from measurements a busy neighbour disturbed, and the file says so)
+        if above["G"] == 0:
+            assert "the rendezvous round trips do not grow with size" in fit["note"]
+        else:
+            assert 1 / above["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN
     assert fit["pingpong_bytes"] == [1, 1024, 16384, 1 << 20]
     assert all(t > 0 for t in fit["pingpong_measured_ns"])
     for suffix in (".loggp.parquet", ".pingpong.parquet"):

@@ -122,6 +122,9 @@ def test_a_slowed_largest_size_cannot_take_the_rendezvous_overheads_to_zero():
     measured = 2 * run.results.set_index("bytes")["t_tmean_ns"]  # the line lifted at 0 B, its slope less steep:
     assert fit.round_trip([16384])[0] > measured[16384] and 0 < fit.round_trip([1 << 20])[0] < measured[1 << 20]
     assert any("held there" in note for note in fit.notes)
+    run.results.loc[largest, ["prtt1_ns", "t_p50_ns", "t_tmean_ns"]] = 1000.0  # 1 MiB below 16 KiB: flat
+    fit = loggp.fit_loggp(run, step=(1024, 16384))
+    assert fit.rendezvous.G == 0 and any("do not grow with size" in note for note in fit.notes)
 
 
 def test_a_rendezvous_regime_with_one_size_passes_through_it_above_the_overheads():

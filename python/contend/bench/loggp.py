@@ -293,6 +293,8 @@ def fit_loggp(loggp_run: RunResult, step: tuple[int, int] | None = None) -> LogG
             notes.append(f"the rendezvous round trips extrapolate to less than the per-call overheads at 0 "
                          f"bytes (2 x 2o = {least:.1f} ns): their line is held there, L = 0")
         G_above = b_above / 2
+        if G_above == 0:
+            notes.append("the rendezvous round trips do not grow with size (disturbed measurements): G = 0")
         o_above, L_above = eager.o, max(a_above / 2 - 2 * eager.o, 0.0)
         rendezvous = Costs(L=L_above, o=o_above, g=max(g_above, 0.0), G=G_above,
                            O=_cpu_per_byte(above_rows, G_above, "rendezvous", notes))
