@@ -21,7 +21,6 @@ import contend
 from contend.analysis.diagnose import diagnose
 from contend.analysis.diagnose_input import load_records
 from contend.experiments.onesided import trace_view
-from contend.result import parameters_ns
 
 
 def timed(fn):
@@ -37,7 +36,7 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     result, simulate_s = timed(lambda: contend.simulate(collective="alltoall-linear", ranks=args.ranks, bytes=4096,
                                                         L=1000, o=300, g=100, G=0.1, records=True))
-    params = parameters_ns(result.params)
+    params = result.params
     engine, engine_s = timed(lambda: diagnose(result.records, params, result.num_ranks))
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "trace.parquet"

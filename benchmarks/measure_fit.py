@@ -46,10 +46,10 @@ def run() -> int:
     out.mkdir(parents=True, exist_ok=True)
     target = out / "this-host.toml"
     code = contend(["bench", "fit", "-o", str(target), "--iters", args.iters, "--repeats", args.repeats])
-    if code != 0:
+    if code not in (0, 1):  # 1: the fit missed its 10% check; the table shows where
         return code
     print(markdown(tomllib.loads(target.read_text())))
-    return 0
+    return code
 
 
 if __name__ == "__main__":

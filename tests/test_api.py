@@ -55,6 +55,18 @@ def test_records_dataframe_in_ns():
     assert timeline["end"].max() == result.makespan
 
 
+def test_params_are_in_ns_like_every_other_time():
+    result = contend.simulate(collective="scatter", ranks=4, bytes=8, machine="sandybridge-onload", L="2.5us",
+                              G="0.08ns")
+    assert {k: result.params[k] for k in ("L", "o", "g", "G", "O", "S")} == {"L": 2500, "o": 400, "g": 250,
+                                                                            "G": 0.08, "O": 0, "S": 12288}
+    assert result.params["memory"]["cpu_per_byte"] == 0.00625  # the machine file's "6.25ps"
+    assert result.params["memory"]["bandwidth"] == 102.4e9  # bytes per second, as given
+    assert result.engine_params["L"] == 2_500_000 and result.engine_params["G"] == 80  # what the engine ran: ps
+    assert result.engine_params["memory"]["cpu_per_byte"] == 6.25
+    assert json.loads(result.to_json())["params"] == result.params
+
+
 def test_to_json_round_trips():
     result = contend.simulate(collective="scatter", ranks=4, bytes=8, **REFERENCE)
     summary = json.loads(result.to_json())

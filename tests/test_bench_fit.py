@@ -44,20 +44,30 @@ def test_fit_writes_a_sane_machine_file(tmp_path, capsys):
     code = main(["bench", "fit", "-o", str(target), "--sizes", "1,1KiB,16KiB,1MiB", "--iters", "30",
                  "--repeats", "2"])
     out = capsys.readouterr().out
-    assert code == 0, out
     machine = tomllib.loads(target.read_text())
     assert machine["machine"]["source"] == "measured"
     fit = machine["fit"]
+    assert code == (0 if fit["within_10pct"] else 1), out  # 30 round trips on a shared machine may miss 10%
     ns = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"].items() if isinstance(v, str)}
-    assert ns["L"] >= 0 and ns["o_s"] >= 0 and ns["o_r"] > 0 and ns["g"] > 0 and ns["o"] > 0
+    assert ns["L"] >= 0 and ns["o_r"] > 0 and ns["o"] > 0 and ns["g"] >= ns["o_s"] >= 0
+    # o_r is timed directly; o_s and g are differences of PRTT medians, which a busy neighbour can take
+    # to 0 (one PRTT(1,0,s) median inflated lowers both): then the file says so
+    assert ns["g"] > 0 or "the PRTT medians were disturbed" in fit["note"]
     assert ns["o"] <= (ns["o_s"] + ns["o_r"]) / 2 + 0.002  # their mean, or less when L would be negative
-    assert 0 <= ns["O"] <= ns["G"]  # G may be 0: two noisy eager sizes can show no cost per byte
-    assert ns["G"] == 0 or 1 / ns["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN  # bytes/s
+    # G may be 0, and no copy speed bounds it: between 1 B and 1 KiB the round trip grows by a few
+    # tens of ns, less than the timing noise of two sizes, so the eager slope is noise here.
+    assert 0 <= ns["O"] <= ns["G"]
     assert 1 <= machine["loggops"]["S"] <= 1 << 20
     if fit["protocol_step"]:  # MPICH switches protocol near 8 KiB: a second set for larger messages
         above = {k: float(v.removesuffix("ns")) for k, v in machine["loggops"]["rendezvous"].items()}
-        assert above["L"] >= 0 and above["o"] > 0 and 0 <= above["O"] <= above["G"]
-        assert 1 / above["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN
+        # the same per-call overhead, the handshake in L >= 0, however slow the largest size ran
+        assert above["o"] == ns["o"] and above["L"] >= 0 and 0 <= above["O"] <= above["G"]
+        # 16 KiB to 1 MiB: the extra bytes of a message are copied at least once, by one core (G = 0, a
+        # flat line, only from measurements a busy neighbour disturbed, and the file says so)
+        if above["G"] == 0:
+            assert "the rendezvous round trips do not grow with size" in fit["note"]
+        else:
+            assert 1 / above["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN
     assert fit["pingpong_bytes"] == [1, 1024, 16384, 1 << 20]
     assert all(t > 0 for t in fit["pingpong_measured_ns"])
     for suffix in (".loggp.parquet", ".pingpong.parquet"):
@@ -112,9 +122,10 @@ def test_the_fitted_file_predicts_the_measured_pingpong_within_10_percent(tmp_pa
     """
     for attempt in range(1, MEASUREMENTS + 1):
         target = tmp_path / f"measurement{attempt}.toml"
-        assert main(["bench", "fit", "-o", str(target), "--iters", "200", "--repeats", "9"]) == 0
-        if tomllib.loads(target.read_text())["fit"]["within_10pct"]:  # the fit's own verdict (engine in-process)
+        code = main(["bench", "fit", "-o", str(target), "--iters", "200", "--repeats", "9"])
+        if code == 0:  # the fit's own verdict (engine in-process): 1 when it missed 10%
             break
+        assert code == 1
     check = read_run(target.with_suffix(".pingpong.parquet")).results.sort_values("bytes")
     sizes = check["bytes"].astype(int).tolist()
     measured = 2 * check["t_tmean_ns"].to_numpy()  # the engine's ping-pong makespan is one round trip

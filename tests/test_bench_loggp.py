@@ -3,6 +3,8 @@ find the protocol step, and write a machine file the machine loader accepts with
 
 from __future__ import annotations
 
+import tomllib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -93,6 +95,47 @@ def test_overheads_larger_than_the_round_trip_keep_the_round_trip():
     assert any("overheads explain the whole round trip" in note for note in fit.notes)
 
 
+def test_a_disturbed_median_cannot_take_the_gap_below_the_send_overhead_unnoticed():
+    run = loggp_run()
+    smallest = run.results["bytes"] == 1
+    run.results.loc[smallest, "prttd_ns"] += (N - 1) * 1000  # o_s 1150 ns, above the gap of 800 ns
+    fit = loggp.fit_loggp(run)
+    assert fit.o_s == pytest.approx(O_S + 1000) and fit.eager.g == fit.o_s
+    run = loggp_run()
+    run.results.loc[run.results["bytes"] == 1, "prtt1_ns"] += 20 * GAP  # inflated: gap and o_s below 0
+    fit = loggp.fit_loggp(run)
+    assert fit.o_s == 0 and fit.eager.g == 0  # nothing left to measure them by, and the notes say so:
+    assert any("the PRTT medians were disturbed" in note for note in fit.notes)
+
+
+def test_a_slowed_largest_size_cannot_take_the_rendezvous_overheads_to_zero():
+    # Under load the 1 MiB round trips came out 4x slow: the line through 16 KiB and 1 MiB then
+    # crosses zero bytes below zero, and the overheads came out 0 (a fitted rendezvous o = 0).
+    run = loggp_run([1, 1024, 16384, 1 << 20])
+    largest = run.results["bytes"] == 1 << 20
+    run.results.loc[largest, ["prtt1_ns", "prttn_ns", "prttd_ns", "t_p50_ns", "t_tmean_ns"]] *= 4
+    fit = loggp.fit_loggp(run, step=(1024, 16384))
+    eager, above = fit.eager, fit.rendezvous
+    assert eager.o == pytest.approx((O_S + O_R) / 2) and eager.L == pytest.approx(L)
+    assert above.o == eager.o and above.L == 0  # the line is held at the per-call overheads, 2 x 2o
+    assert fit.round_trip([1])[0] == pytest.approx(2 * one_way(1))
+    measured = 2 * run.results.set_index("bytes")["t_tmean_ns"]  # the line lifted at 0 B, its slope less steep:
+    assert fit.round_trip([16384])[0] > measured[16384] and 0 < fit.round_trip([1 << 20])[0] < measured[1 << 20]
+    assert any("held there" in note for note in fit.notes)
+    run.results.loc[largest, ["prtt1_ns", "t_p50_ns", "t_tmean_ns"]] = 1000.0  # 1 MiB below 16 KiB: flat
+    fit = loggp.fit_loggp(run, step=(1024, 16384))
+    assert fit.rendezvous.G == 0 and any("do not grow with size" in note for note in fit.notes)
+
+
+def test_a_rendezvous_regime_with_one_size_passes_through_it_above_the_overheads():
+    run = loggp_run([1, 1024, 1 << 20])
+    # 1 MiB much faster than the eager slope says: borrowing it, the line would start below zero
+    run.results.loc[run.results["bytes"] == 1 << 20, ["t_p50_ns", "t_tmean_ns"]] = 5000.0
+    fit = loggp.fit_loggp(run, step=(1024, 1 << 20))
+    assert fit.rendezvous.o == fit.eager.o and fit.rendezvous.L == 0 and fit.rendezvous.G > 0
+    assert fit.round_trip([1 << 20])[0] == pytest.approx(10000.0)
+
+
 def test_find_step_sees_a_small_jump_where_the_time_per_byte_falls():
     # This machine with slow eager copies: +35% at the switch, but 6x less time per byte above it.
     sizes = [1, 1024, 2048, 4096, 8192, 16384, 32768]
@@ -126,6 +169,8 @@ def test_relative_line_is_exact_on_a_line_and_never_negative():
     assert b == 0 and 495 < a < 510
     a, b = loggp.relative_line([1.0, 2, 3], [5.0, 20, 35])  # 15x - 10: through the origin instead
     assert a == 0 and 5 < b < 15
+    a, b = loggp.relative_line([1.0, 2, 3], [5.0, 20, 35], least=3)  # or through the floor given
+    assert a == 3 and 2 / 3 < b < 15
     assert loggp.relative_line([7.0], [300.0]) == pytest.approx((300, 0))
 
 
@@ -169,3 +214,26 @@ def test_a_run_without_loggp_rows_is_a_user_error():
 
     with pytest.raises(UserError, match="no loggp results"):
         loggp.fit_loggp(pingpong_run())
+
+
+@pytest.mark.parametrize("slower, code", [(1.0, 0), (1.5, 1)])
+def test_bench_fit_exits_1_when_its_check_misses_10_percent(tmp_path, monkeypatch, capsys, slower, code):
+    from contend.bench import runner
+    from contend.cli import main
+
+    def synthetic(name, sizes, **_):  # the check's ping-pongs `slower` than the parameters say
+        if name == "loggp":
+            return loggp_run(sizes)
+        run = pingpong_run(sizes)
+        run.results[["t_p50_ns", "t_tmean_ns"]] *= slower
+        run.results["t_min_ns"] = run.results["t_max_ns"] = run.results["t_p50_ns"]
+        return run
+
+    monkeypatch.setattr(runner, "run_benchmark", synthetic)
+    target = tmp_path / "m.toml"
+    assert main(["bench", "fit", "-o", str(target), "--sizes", "1,1KiB,16KiB,1MiB", "--repeats", "1"]) == code
+    out = capsys.readouterr().out
+    assert ("NOT within 10%" in out) == (code == 1)
+    fit = tomllib.loads(target.read_text())["fit"]  # written either way, and says how far off it is
+    assert fit["within_10pct"] is (code == 0)
+    assert (fit["max_error_pct"] > 10) == (code == 1)

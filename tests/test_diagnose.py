@@ -14,7 +14,6 @@ import contend
 from contend.analysis.diagnose import diagnose
 from contend.cli import main
 from contend.records import write_records_parquet
-from contend.result import parameters_ns
 
 CROSSBAR = """[machine]
 name = "crossbar"
@@ -43,7 +42,7 @@ def machine(tmp_path):
 
 def run(machine, collective: str, ranks: int, size: int = 100_000):
     result = contend.simulate(collective=collective, ranks=ranks, bytes=size, machine=machine, records=True)
-    return result, diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+    return result, diagnose(result.records, result.params, result.num_ranks)
 
 
 def truth(result) -> float:
@@ -83,7 +82,7 @@ def test_cli_writes_summary_json_and_html(machine, tmp_path, capsys, monkeypatch
     result, _ = run(machine, "gather", 9)
     records = tmp_path / "incast.parquet"
     write_records_parquet(result.record_columns, records,
-                          {"params": parameters_ns(result.params), "workload": dict(result.workload)})
+                          {"params": result.params, "workload": dict(result.workload)})
     out_json, out_html = tmp_path / "d.json", tmp_path / "report"
     assert main(["diagnose", str(records), "--json", str(out_json), "--html", str(out_html)]) == 0
     out, _ = capsys.readouterr()
@@ -120,7 +119,7 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, machine):
     result, _ = run(machine, "pingpong", 2)
     empty = tmp_path / "empty.parquet"
     columns = {name: values[:0] for name, values in result.record_columns.items()}
-    write_records_parquet(columns, empty, {"params": parameters_ns(result.params)})
+    write_records_parquet(columns, empty, {"params": result.params})
     fails_cleanly(capsys, ["diagnose", str(empty)], r"records hold no messages")
     bare = tmp_path / "bare.parquet"
     write_records_parquet(result.record_columns, bare, {})
@@ -130,12 +129,12 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, machine):
     fails_cleanly(capsys, ["diagnose", str(bare), "--machine", "nonesuch"], r"unknown machine 'nonesuch'")
     mismatched = tmp_path / "mismatched.parquet"
     write_records_parquet(result.record_columns, mismatched,
-                          {"params": parameters_ns(result.params), "workload": {"ranks": 1}})
+                          {"params": result.params, "workload": {"ranks": 1}})
     fails_cleanly(capsys, ["diagnose", str(mismatched)], r"records name rank 1 but the metadata says 1 rank\(s\) "
                   r"\(mismatched rank counts\)")
     lacking = tmp_path / "lacking.parquet"
     columns = {k: v for k, v in result.record_columns.items() if k not in ("arrived", "matched")}
-    write_records_parquet(columns, lacking, {"params": parameters_ns(result.params)})
+    write_records_parquet(columns, lacking, {"params": result.params})
     fails_cleanly(capsys, ["diagnose", str(lacking)], r"lacking\.parquet: engine records lack column\(s\) arrived, matched")
     truncated = tmp_path / "truncated.parquet"
     truncated.write_bytes(bare.read_bytes()[:200])
@@ -154,7 +153,7 @@ def test_ideal_over_a_torus_and_without_a_network_matches_the_engine(tmp_path):
         params = {} if machine else {"L": 1000, "o": 1000, "g": 500, "G": 1}
         result = contend.simulate(collective="alltoall-linear", ranks=8, bytes=10_000, machine=machine,
                                   records=True, **params)
-        diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+        diagnosis = diagnose(result.records, result.params, result.num_ranks)
         assert abs(diagnosis.contention - truth(result)) <= 1e-6 * truth(result)
 
 
@@ -171,7 +170,7 @@ def test_ideal_over_a_fat_tree_and_a_dragonfly_matches_the_engine(tmp_path, topo
                     .replace("packet = 1", 'packet = 256\nhop_latency = "50ns"\ninjection_bandwidth = "2GB/s"'))
     for collective, ranks in (("pingpong", 2), ("alltoall-linear", 8), ("random-pairs", 8)):
         result = contend.simulate(collective=collective, ranks=ranks, bytes=10_000, machine=path, records=True)
-        diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+        diagnosis = diagnose(result.records, result.params, result.num_ranks)
         assert abs(diagnosis.contention - truth(result)) <= 1e-6 * max(1.0, truth(result)), collective
         if collective == "pingpong":
             assert diagnosis.contention == 0
@@ -188,7 +187,7 @@ def test_engine_sync_is_the_late_receivers_wait(tmp_path):
                         "  l1: recv 1000b from 0\n  l1 requires l0\n}\nrank 2 {\n  l0: calc 50000\n"
                         "  l1: send 8b to 1\n  l1 requires l0\n}\n")
     result = contend.simulate(schedule, L=1000, o=1000, g=500, G=1, records=True)
-    diagnosis = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+    diagnosis = diagnose(result.records, result.params, result.num_ranks)
     records = result.records.set_index("src")
     late = float(records["late_receiver"].sum())
     assert late > 45_000

@@ -60,7 +60,6 @@ def test_blocking_receive_loop_incast_as_a_trace_is_contention_not_sync(tmp_path
     """Rank 0 receives with blocking receives one after the other: in the trace each receive is posted
     late, but only because rank 0 was still in the previous one, so the trace method counts the wait
     as contention, as the engine does."""
-    from contend.result import parameters_ns
 
     workload = onesided.incast(ranks=8, rounds=2, blocking=True)
     result, diagnosis = onesided.diagnose_workload(workload)
@@ -73,7 +72,7 @@ def test_blocking_receive_loop_incast_as_a_trace_is_contention_not_sync(tmp_path
     frame.loc[receives.index[1:], "posted"] = receives["completed"].to_numpy()[:-1]
     frame.loc[receives.index, "kind"] = "recv"
     assert (frame.loc[receives.index[1:], "posted"] > 0).all()
-    traced = diagnose(frame, parameters_ns(result.params), result.num_ranks, source="trace")
+    traced = diagnose(frame, result.params, result.num_ranks, source="trace")
     ops = traced.messages
     assert (ops["recv_posted"] > ops["start"] + ops["ideal"]).sum() >= 10, "most receives were posted late"
     assert traced.contention == pytest.approx(truth["target"], rel=0.1) and traced.sync < 0.01 * traced.contention
@@ -138,7 +137,6 @@ def test_block_ownership():
 
 def test_recommendations_follow_the_findings_with_their_numbers():
     import contend
-    from contend.result import parameters_ns
 
     hot = onesided.diagnose_workload(onesided.global_array(ranks=8, layout="blocked", size=16384))[1]
     advice = hot.recommendations()[0]
@@ -152,7 +150,7 @@ def test_recommendations_follow_the_findings_with_their_numbers():
     # An outcast (scatter): the root's queue of 8 sends is initiator contention; throttle to half
     result = contend.simulate(collective="scatter", ranks=9, bytes=100_000, L=1000, o=1000, g=500, G=1,
                               records=True)
-    outcast = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
+    outcast = diagnose(result.records, result.params, result.num_ranks)
     advice = outcast.recommendations()[0]
     assert advice.advice.startswith("Initiator contention: throttle outstanding operations")
     assert "`contend throttle --policy token --tokens 3 -- mpiexec -n 9 ./app`" in advice.advice, advice.advice
@@ -164,13 +162,12 @@ def test_cli_names_sites_from_metadata_or_a_sites_file(tmp_path, capsys, monkeyp
 
     from contend.cli import main
     from contend.records import write_records_parquet
-    from contend.result import parameters_ns
 
     monkeypatch.setenv("COLUMNS", "250")
     workload = onesided.hot_spot(ranks=4, rounds=4)
     result = onesided.simulate_workload(workload)
     bare = tmp_path / "hot.parquet"
-    write_records_parquet(result.record_columns, bare, {"params": parameters_ns(result.params)})
+    write_records_parquet(result.record_columns, bare, {"params": result.params})
     assert main(["diagnose", str(bare)]) == 0
     assert "read_hot" not in capsys.readouterr().out, "without names: send op N"
     sites = tmp_path / "sites.json"

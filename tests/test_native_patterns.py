@@ -72,12 +72,15 @@ def test_alltoall_every_rank_sends_to_every_other():
 def test_loggp_parameters_are_physical():
     run = sane(run_benchmark("loggp", ranks=2, sizes=[1, 65536], **QUICK))
     rows = run.results.set_index("bytes")
+    # Each PRTT is the median of its own runs, so on a busy machine PRTT(1,0,s) can come out above
+    # PRTT(n,0,s), or the 1 B one above the 64 KiB one (1.9 ms vs 0.33 ms under two CPU burners).
+    # What holds in every sample: the client spins `delay` between its n sends, and delay is at least
+    # the PRTT(1,0,s) median; sane() bounds the 64 KiB round trip by the copy speed.
     for size in (1, 65536):
         row = rows.loc[size]
-        assert 0 < row["prtt1_ns"] < row["prttn_ns"] < row["prttd_ns"]
-        assert row["delay_ns"] >= row["prtt1_ns"]
+        assert 0 < row["prtt1_ns"] <= row["delay_ns"] and row["prttn_ns"] > 0
+        assert row["prttd_ns"] >= (row["n"] - 1) * int(row["delay_ns"])  # spin_ns takes whole ns
         assert row["o_r_ns"] > 0 and row["n"] == 16
-    assert rows.loc[65536, "prtt1_ns"] > rows.loc[1, "prtt1_ns"]
 
 
 def test_master_measures_each_rank_in_turn():

@@ -113,7 +113,9 @@ class SimulationResult:
     Attributes: ``makespan`` (latest finish time of any rank), ``ranks`` (numpy array of each rank's
     finish time), ``num_ranks``, ``events`` (ops plus messages the engine processed), ``ops``,
     ``messages``, ``wall_seconds`` (engine time, not a model quantity), ``deadlock`` (``None`` or a
-    ``Deadlock``), ``params`` (LogGOPS parameters used, engine units: ps, ps/byte, bytes),
+    ``Deadlock``), ``params`` (the parameters used, in ns like everything here: L, o, g in ns, G, O in
+    ns per byte, S in bytes, see ``parameters_ns``), ``engine_params`` (the same in the engine's units,
+    ps and ps per byte, for code that hands them back to the engine),
     ``workload`` (what was simulated), ``records`` / ``timeline`` (pandas DataFrames or ``None``),
     ``links`` (per-link statistics when a network was simulated, else ``None``), ``network``
     (its ``NetworkLayout``: link ends, node coordinates, placement), ``noise_charged`` (detour time
@@ -130,7 +132,7 @@ class SimulationResult:
     messages: int
     wall_seconds: float
     deadlock: Deadlock | None
-    params: Mapping[str, Any]
+    engine_params: Mapping[str, Any] = field(repr=False)
     workload: Mapping[str, Any]
     record_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     timeline_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
@@ -163,7 +165,7 @@ class SimulationResult:
             messages=int(raw["messages"]),
             wall_seconds=float(raw["wall_seconds"]),
             deadlock=Deadlock.from_engine(raw["deadlock"]) if raw.get("deadlock") else None,
-            params=dict(params),
+            engine_params=dict(params),
             workload=dict(workload),
             record_columns=columns("records"),
             timeline_columns=columns("timeline"),
@@ -174,6 +176,11 @@ class SimulationResult:
             windowed=bool(raw.get("windowed", False)),
             threads=int(raw.get("threads", 1)),
         )
+
+    @functools.cached_property
+    def params(self) -> dict[str, Any]:
+        """The parameters used, in ns (``parameters_ns`` of ``engine_params``)."""
+        return parameters_ns(self.engine_params)
 
     @property
     def finished(self) -> bool:
@@ -199,7 +206,7 @@ class SimulationResult:
         """The simulated network's ``NetworkLayout``, or None when the run had no topology."""
         from contend.network import NetworkLayout
 
-        return None if self.link_columns is None else NetworkLayout.of(self.params, self.num_ranks)
+        return None if self.link_columns is None else NetworkLayout.of(self.engine_params, self.num_ranks)
 
     @functools.cached_property
     def links(self):
@@ -228,7 +235,7 @@ class SimulationResult:
             "windowed": self.windowed,
             "threads": self.threads,
             "deadlock": None if self.deadlock is None else self.deadlock.to_dict(),
-            "params": parameters_ns(self.params),
+            "params": self.params,
             "workload": dict(self.workload),
             "busiest_link": self.busiest_link(),
             "noise_charged": self.noise_charged,
@@ -269,7 +276,11 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
     ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns; a
     ``noise`` becomes its settings in ns and Hz; a ``node`` model keeps its values, a rate policy's
-    gap in ns."""
+    gap in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns.
+
+    >>> parameters_ns({"L": 3_000_000, "o": 1_500_000, "g": 1_000_000, "G": 80, "O": 0, "S": 65535})
+    {'L': 3000, 'o': 1500, 'g': 1000, 'G': 0.08, 'O': 0, 'S': 65535}
+    """
     from contend.noise.settings import NoiseSettings
 
     converted = {}
@@ -281,7 +292,7 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
         elif key == "network":
             converted[key] = {**value, "hop_latency": ps_to_ns(value["hop_latency"])}
         elif key == "memory":
-            converted[key] = dict(value)
+            converted[key] = {**value, "cpu_per_byte": value["cpu_per_byte"] / PS_PER_NS} if "cpu_per_byte" in value else dict(value)
         elif key == "node":
             policy = value.get("policy")
             if policy is not None and "gap" in policy:

@@ -11,10 +11,12 @@ protocol there); ``refine_step`` narrows it with extra ping-pongs between the tw
 Each side of S is its own regime with its own costs (the engine's ``[loggops.rendezvous]``), fitted the
 same way: the line a + b (s-1) through the regime's PRTT(1,0,s) with the least squared relative error
 gives G = b/2, and a = 2 (2o + L) is split into overhead and latency.
-- eager (s <= S): o_s, o_r and g measured at the smallest size, o = (o_s + o_r)/2, L = a/2 - o_s - o_r;
+- eager (s <= S): o_s, o_r and g measured at the smallest size (g at least o_s: back-to-back sends each
+  cost the sender o_s), o = (o_s + o_r)/2, L = a/2 - o_s - o_r;
   O is the slope of (o_s(s)+o_r(s))/2 over the eager sizes, capped at G.
 - rendezvous (s > S): o stays the eager o (the per-call CPU cost), the handshake's extra time goes to
-  L = a/2 - 2o (the sender waits for it; its overheads, measured, overlap with the copy); g and
+  L = a/2 - 2o (the sender waits for it; its overheads, measured, overlap with the copy), and the line
+  is fitted with a >= 4o, so L >= 0: a rendezvous costs at least the calls an eager message costs; g and
   G_stream are the intercept and slope of g(s); O as for eager, over these sizes.
 The engine's ping-pong is then exactly the fitted lines: RTT(s) = 2 (2o + L + (s-1) max(O, G)) with the
 costs of the regime of s.
@@ -140,24 +142,29 @@ def minimax_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, 
     return a, b, worst(a, b)
 
 
-def relative_line(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-    """The line a + b*x (a, b >= 0) with the least sum of squared relative errors ((a + b*x - y) / y)^2.
-    Relative, so that the microsecond round trips of small messages count as much as the long ones;
-    least squares, so that one noisy size moves the line by a share of its error, not all of it.
+def relative_line(x: Sequence[float], y: Sequence[float], least: float = 0.0) -> tuple[float, float]:
+    """The line a + b*x (a >= least, b >= 0) with the least sum of squared relative errors
+    ((a + b*x - y) / y)^2. Relative, so that the microsecond round trips of small messages count as much
+    as the long ones; least squares, so that one noisy size moves the line by a share of its error, not
+    all of it. ``least`` is the smallest intercept that means something physically (a fixed cost).
 
     >>> [round(v, 6) for v in relative_line([0, 1, 2], [10, 20, 30])]
     [10.0, 10.0]
+    >>> [round(v, 6) for v in relative_line([1, 2], [10, 30], least=4)]  # 20x - 10 crosses the floor
+    [4.0, 8.153846]
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    least = float(least)
     w = 1 / y  # relative errors: each residual weighted by 1/y
-    if len(x) >= 2 and np.ptp(x) > 0:
-        b, a = np.polyfit(x, y, 1, w=w)
-        if a >= 0 and b >= 0:
-            return float(a), float(b)
-        if b < 0:  # flat within the noise: the best constant
-            return float(np.sum(w) / np.sum(w * w)), 0.0
-        return 0.0, float(np.sum(x * w) / np.sum(x * x * w * w))  # through the origin
-    return float(np.sum(w) / np.sum(w * w)), 0.0
+    flat = (max(float(np.sum(w) / np.sum(w * w)), least), 0.0)
+    if len(x) < 2 or np.ptp(x) == 0:  # no slope to fit: the best constant
+        return flat
+    b, a = np.polyfit(x, y, 1, w=w)
+    if a >= least and b >= 0:
+        return float(a), float(b)
+    # The best line then lies on the border of what is allowed: flat (b = 0), or through the floor.
+    floor = (least, max(float(np.sum(x * w * w * (y - least)) / np.sum(x * x * w * w)), 0.0))
+    return min((flat, floor), key=lambda line: float(np.sum(((line[0] + line[1] * x - y) * w) ** 2)))
 
 
 def _least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -207,14 +214,22 @@ class LogGPFit:
         return np.where(s <= self.S, self.eager.round_trip(s), self.rendezvous.round_trip(s))
 
 
-def _round_trip_lines(regimes: list[pd.DataFrame]) -> list[tuple[float, float]]:
-    """(intercept, slope) of each regime's PRTT(1,0,s) in s-1. A regime with a single size has no slope
-    of its own: it borrows another regime's (else 0) and passes through its one point."""
-    fitted = [relative_line(r["bytes"] - 1, r["round_trip_ns"]) if len(r) >= 2 else None for r in regimes]
+def _round_trip_lines(regimes: list[pd.DataFrame], least: Sequence[float] = (0.0, 0.0)) -> list[tuple[float, float]]:
+    """(intercept, slope) of each regime's PRTT(1,0,s) in s-1, the intercept at least ``least`` of the
+    regime. A regime with a single size has no slope of its own: it borrows another regime's (else 0) and
+    passes through its one point (through the floor, if the borrowed slope would put it below)."""
+    fitted = [relative_line(r["bytes"] - 1, r["round_trip_ns"], floor) if len(r) >= 2 else None
+              for r, floor in zip(regimes, least)]
     borrowed = next((line[1] for line in fitted if line is not None), 0.0)
-    return [line if line is not None
-            else (float(r["round_trip_ns"].iloc[0]) - borrowed * (float(r["bytes"].iloc[0]) - 1), borrowed)
-            for r, line in zip(regimes, fitted)]
+    lines = []
+    for r, line, floor in zip(regimes, fitted, least):
+        if line is None:
+            x, y = float(r["bytes"].iloc[0]) - 1, float(r["round_trip_ns"].iloc[0])
+            line = (y - borrowed * x, borrowed)
+            if line[0] < floor and x > 0:
+                line = (floor, max((y - floor) / x, 0.0))
+        lines.append(line)
+    return lines
 
 
 def _cpu_per_byte(regime: pd.DataFrame, G: float, name: str, notes: list[str]) -> float:
@@ -252,20 +267,35 @@ def fit_loggp(loggp_run: RunResult, step: tuple[int, int] | None = None) -> LogG
     S = step[1] - 1 if step else int(t["bytes"].max())
     eager_rows, above_rows = t[t["bytes"] <= S], t[t["bytes"] > S]
     regimes = [eager_rows] + ([above_rows] if step and not above_rows.empty else [])
-    lines = _round_trip_lines(regimes)
-    a_eager, b_eager = lines[0]
+    a_eager, b_eager = _round_trip_lines(regimes)[0]
 
     G = b_eager / 2
     o, L = _split(a_eager, (o_s + o_r) / 2, "eager", notes)
-    eager = Costs(L=L, o=o, g=max(float(smallest["gap_ns"]), 0.0), G=G, O=_cpu_per_byte(eager_rows, G, "eager", notes))
+    # PRTT(n,0,s) sends n messages back to back, each costing the sender o_s: their gap is at least o_s.
+    # Less (even <= 0) is a disturbed median: a PRTT(1,0,s) inflated by another job lowers both.
+    gap = float(smallest["gap_ns"])
+    if gap < o_s or gap <= 0:
+        notes.append(f"g measured {gap:.1f} ns, below o_s = {o_s:.1f} ns: the PRTT medians were disturbed "
+                     f"(another job); g set to o_s")
+    eager = Costs(L=L, o=o, g=max(gap, o_s), G=G, O=_cpu_per_byte(eager_rows, G, "eager", notes))
 
     streaming = above_rows if step else t
     g_above, G_stream = _least_squares(streaming["bytes"].to_numpy(float) - 1, streaming["gap_ns"].to_numpy())
     rendezvous = None
-    if len(lines) > 1:
-        a_above, b_above = lines[1]
+    if len(regimes) > 1:
+        # A rendezvous message makes the calls an eager one makes and adds a handshake, so its round
+        # trip's fixed part is at least the eager overheads, 2 (2o): L >= 0 with the same o. A line
+        # through sizes whose time per byte grows (1 MiB copies leave the cache) or whose largest size
+        # was slowed by another job would cross below that, down to 0, and o would come out 0.
+        least = 4 * eager.o
+        a_above, b_above = _round_trip_lines(regimes, (0.0, least))[1]
+        if least > 0 and a_above == least:
+            notes.append(f"the rendezvous round trips extrapolate to less than the per-call overheads at 0 "
+                         f"bytes (2 x 2o = {least:.1f} ns): their line is held there, L = 0")
         G_above = b_above / 2
-        o_above, L_above = _split(a_above, eager.o, "rendezvous", notes)
+        if G_above == 0:
+            notes.append("the rendezvous round trips do not grow with size (disturbed measurements): G = 0")
+        o_above, L_above = eager.o, max(a_above / 2 - 2 * eager.o, 0.0)
         rendezvous = Costs(L=L_above, o=o_above, g=max(g_above, 0.0), G=G_above,
                            O=_cpu_per_byte(above_rows, G_above, "rendezvous", notes))
     return LogGPFit(o_s=o_s, o_r=o_r, eager=eager, rendezvous=rendezvous, S=S, step=step, netgauge=t,

@@ -14,7 +14,7 @@ from contend.machine import DEFAULT_MACHINE, load_machine
 from contend.noise.settings import resolve
 from contend.report.heatmap import METRICS
 from contend.report.progress import simulation_progress
-from contend.result import SimulationResult, parameters_ns
+from contend.result import SimulationResult
 from contend.simulate import simulate
 
 # A deadlocked schedule is a result, not an input error: distinct from exit code 2.
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_outputs(result: SimulationResult, records_path: str | None, timeline_path: str | None) -> None:
     """Write the Parquet records and the Chrome trace, each atomically."""
-    metadata = {"params": parameters_ns(result.params), "workload": dict(result.workload)}
+    metadata = {"params": result.params, "workload": dict(result.workload)}
     if records_path is not None:
         from contend.records import write_records_parquet
 
@@ -150,7 +150,7 @@ def write_link_outputs(result: SimulationResult, links_path: str | None, heatmap
     if links_path is not None:
         from contend.links import write_links_parquet
 
-        write_links_parquet(result.links, links_path, {"params": parameters_ns(result.params),
+        write_links_parquet(result.links, links_path, {"params": result.params,
                                                        "workload": dict(result.workload),
                                                        "makespan_ns": result.makespan})
     if heatmap_path is not None:

@@ -98,7 +98,6 @@ def _case_study(out: Path, results: dict[str, Any], scale: Scale) -> dict[str, d
     run's records (with its site names) and its diagnose report beside the page."""
     from contend.records import write_records_parquet
     from contend.report.diagnosis import write_html
-    from contend.result import parameters_ns
 
     layouts: dict[str, dict[str, Any]] = {}
     for layout, chunk in [("blocked", 1)] + [("cyclic", c) for c in scale.chunks]:
@@ -118,7 +117,7 @@ def _case_study(out: Path, results: dict[str, Any], scale: Scale) -> dict[str, d
                          "top_site_share": float(sites["share"][0]) if len(sites) else 0.0})
             if seed == 0 and layout == "blocked":
                 write_records_parquet(result.record_columns, out / "ga-blocked.parquet",
-                                      {"params": parameters_ns(result.params), "sites": workload.sites,
+                                      {"params": result.params, "sites": workload.sites,
                                        "workload": {"name": workload.name, "ranks": workload.ranks}})
                 write_html(diagnosis, out / "ga-blocked", "Global-Arrays-like sweep, blocked")
         mean = {key: sum(r[key] for r in runs) / len(runs) for key in runs[0] if key != "top_site"}

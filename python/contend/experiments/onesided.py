@@ -209,10 +209,9 @@ def simulate_workload(workload: Workload, **machine: Any):
 def diagnose_workload(workload: Workload, result=None, **machine: Any):
     """(result, diagnosis): the workload simulated and its records diagnosed with its sites named."""
     from contend.analysis.diagnose import diagnose
-    from contend.result import parameters_ns
 
     result = simulate_workload(workload, **machine) if result is None else result
-    return result, diagnose(result.records, parameters_ns(result.params), result.num_ranks, sites=workload.sites)
+    return result, diagnose(result.records, result.params, result.num_ranks, sites=workload.sites)
 
 
 def trace_view(result, path, sites: list[dict[str, Any]] = ()) -> None:
@@ -228,14 +227,13 @@ def trace_view(result, path, sites: list[dict[str, Any]] = ()) -> None:
     import pyarrow.parquet as pq
 
     from contend.atomic import atomic_path
-    from contend.result import parameters_ns
 
     columns = result.record_columns
     names = {int(site["tag"]): site["site"] for site in sites}
     sites_of = np.array([names.get(int(t), f"send op {op}") for t, op in zip(columns["tag"], columns["send_op"])],
                         dtype=object)
     count = len(columns["src"])
-    overhead = int(result.params["o"])
+    overhead = int(result.engine_params["o"])  # ps, like the records
     table = pa.table({
         "src": np.tile(columns["src"].astype(np.int64), 2),
         "dst": np.tile(columns["dst"].astype(np.int64), 2),
@@ -252,7 +250,7 @@ def trace_view(result, path, sites: list[dict[str, Any]] = ()) -> None:
                             type=pa.string()),
     })
     metadata = {"contend.time_unit": "ps", "contend.source": "trace", "contend.ranks": json.dumps(result.num_ranks),
-                "contend.params": json.dumps(parameters_ns(result.params)),
+                "contend.params": json.dumps(result.params),
                 "contend.clock": json.dumps("simulated: one clock")}
     with atomic_path(path) as temporary:
         pq.write_table(table.replace_schema_metadata(metadata), temporary)

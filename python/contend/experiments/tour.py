@@ -264,7 +264,7 @@ def ordering_defect(out: Path, largest_exponent: int = 20) -> Finding:
 def sample_outputs(out: Path) -> Finding:
     result = simulate(collective="binomial-bcast", ranks=8, bytes=8192, machine=REFERENCE_MACHINE,
                       records=True, timeline=True)
-    metadata = {"params": parameters_ns(result.params), "workload": dict(result.workload)}
+    metadata = {"params": result.params, "workload": dict(result.workload)}
     write_records_parquet(result.record_columns, out / "bcast-p8.parquet", metadata)
     write_chrome_trace(result.timeline_columns, result.record_columns, out / "bcast-p8.trace.json", metadata)
     columns = ["src", "dst", "posted", "injected", "arrived", "completed", "nic_queue"]

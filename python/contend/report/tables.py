@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from contend.report.terminal import Table
 
-from contend.result import SimulationResult, parameters_ns
+from contend.result import SimulationResult
 
 # Up to this many ranks, the summary lists every rank's finish time.
 PER_RANK_LIMIT = 16
@@ -39,8 +39,8 @@ def describe_workload(workload: dict[str, Any]) -> str:
     return text
 
 
-def describe_params(params: dict[str, Any]) -> str:
-    values = parameters_ns(params)
+def describe_params(values: dict[str, Any]) -> str:
+    """The LogGOPS parameters in ns (``SimulationResult.params``) on one line."""
     text = (f"L={values['L']} o={values['o']} g={values['g']} G={values['G']} O={values['O']} "
             f"(ns, ns/byte) S={values['S']} bytes")
     above = values.get("rendezvous")
@@ -82,7 +82,7 @@ def describe_nic(node: dict[str, Any] | None) -> str:
 
 
 def describe_throttle(node: dict[str, Any] | None, waits: int) -> str:
-    """The admission-control policy with its settings (``node`` in ns, as ``parameters_ns`` gives it), or "off"."""
+    """The admission-control policy with its settings (``node`` in ns, as ``SimulationResult.params`` has it), or "off"."""
     policy = (node or {}).get("policy")
     if not policy:
         return "off"
@@ -117,9 +117,9 @@ def result_table(result: SimulationResult, title: str = "simulation",
     table.add_column("quantity", style="bold")
     table.add_column("value")
     stats = result.rank_statistics()
-    params = parameters_ns(result.params)
+    params = result.params
     table.add_row("workload", describe_workload(dict(result.workload)))
-    table.add_row("parameters", describe_params(dict(result.params)))
+    table.add_row("parameters", describe_params(result.params))
     table.add_row("makespan", format_time(result.makespan))
     table.add_row("rank finish min / median / max",
                   " / ".join(format_time(stats[k]).split(" (")[0] for k in ("min", "median", "max")))
@@ -133,7 +133,7 @@ def result_table(result: SimulationResult, title: str = "simulation",
         table.add_row("busiest link", describe_busiest_link(result.busiest_link()))
     table.add_row("NIC", describe_nic(params.get("node")))
     table.add_row("throttle", describe_throttle(params.get("node"), result.admission_waits))
-    noise = result.params.get("noise")
+    noise = result.engine_params.get("noise")
     if noise is not None:
         from contend.noise.settings import NoiseSettings
 
