@@ -160,7 +160,7 @@ def test_bad_trace_records_are_one_line_exit_2(trace, tmp_path, capsys):
     fails_cleanly(capsys, ["diagnose", str(backwards)], r"row 0: completed \(0 ns\) is before posted \(5 ns\)")
     nopeer = tmp_path / "nopeer.parquet"
     write_trace(nopeer, incast_rows()[:-1] + [dict(incast_rows()[-1], dst=-1)] + [dict(incast_rows()[0], dst=-1)])
-    fails_cleanly(capsys, ["diagnose", str(nopeer)], r"nopeer\.parquet: row 12: negative src, dst or bytes")
+    fails_cleanly(capsys, ["diagnose", str(nopeer)], r"nopeer\.parquet: row 12: dst -1 for a isend; only a collective region may name no peer")
     regions_only = tmp_path / "regions.parquet"
     write_trace(regions_only, incast_rows()[-2:])
     fails_cleanly(capsys, ["diagnose", str(regions_only)], r"only collective regions")
