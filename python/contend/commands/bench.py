@@ -203,9 +203,16 @@ def run_show(args: argparse.Namespace) -> int:
         raise UserError(f"{path}: no such file")
     try:
         run = read_run(path)
+    except UserError:
+        raise
     except Exception as exc:  # pyarrow raises several types for files that are not Parquet
         raise UserError(f"{path}: not a contend bench result ({exc})") from None
-    Console().print(results_table(run))
+    try:
+        table = results_table(run)
+    except (KeyError, TypeError, ValueError) as exc:  # each pattern's table reads its own columns
+        raise UserError(f"{path}: a {run.pattern} run without what its table reads ({type(exc).__name__}: "
+                        f"{exc})") from None
+    Console().print(table)
     if args.plot:
         plot_run(run, check_writable(args.plot, "--plot"))
     return 0
