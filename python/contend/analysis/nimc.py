@@ -296,8 +296,10 @@ def _check_forest(forest, n_features: int, where: str) -> None:
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     classifier = hasattr(forest, "classes_")
-    if classifier and [bool(c) for c in np.asarray(forest.classes_).tolist()] != [False, True]:
+    if classifier and (np.asarray(forest.classes_).tolist() != [False, True] or forest.n_classes_ != 2):
         raise UserError(f"{where} must have the classes [False, True]")
+    if getattr(forest, "n_outputs_", None) != 1:
+        raise UserError(f"{where} must have one output")
     kind = DecisionTreeClassifier if classifier else DecisionTreeRegressor
     estimators = getattr(forest, "estimators_", None)
     if not isinstance(estimators, list) or not estimators:
@@ -311,8 +313,13 @@ def _check_forest(forest, n_features: int, where: str) -> None:
 def _tree_problem(estimator, kind, n_features: int, n_values: int) -> str | None:
     """What is wrong with one decision tree, or None. Nodes are stored parents first (scikit-learn
     builds depth first), so children above their parent also rule out cycles."""
-    if type(estimator) is not kind or getattr(estimator, "n_features_in_", None) != n_features:
-        return f"not a {kind.__name__} of {n_features} features"
+    from sklearn.tree._tree import Tree
+
+    if type(estimator) is not kind or getattr(estimator, "n_features_in_", None) != n_features \
+            or getattr(estimator, "n_outputs_", None) != 1 or type(getattr(estimator, "tree_", None)) is not Tree:
+        return f"not a {kind.__name__} of {n_features} features and one output"
+    if n_values == 2 and (np.asarray(estimator.classes_).tolist() != [False, True] or estimator.n_classes_ != 2):
+        return "not a tree of the classes [False, True]"
     tree = estimator.tree_
     count = int(tree.node_count)
     if count < 1 or tree.n_features != n_features or tree.n_outputs != 1:
