@@ -243,6 +243,7 @@ def test_diagnose_api_refuses_ranks_outside_the_grid():
     (dict(params={**PARAMS, "rendezvous": {"G": 1.0}}), r"diagnose: the rendezvous parameters lack L, o; give --machine"),
     (dict(params={**PARAMS, "rendezvous": "fast"}), r"rendezvous must be an object or null"),
     (dict(params={**PARAMS, "L": "1us"}), r"the LogGOPS parameter L is '1us'; expected a non-negative number"),
+    (dict(params={**PARAMS, "S": None}), r"the LogGOPS parameter S is None; expected a non-negative number"),
     (dict(params={**PARAMS, "network": {"topology": "torus"}}), r"the network parameters lack packet_bytes"),
 ])
 def test_trace_metadata_that_does_not_hold(capsys, tmp_path, options, pattern):

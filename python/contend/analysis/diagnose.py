@@ -201,9 +201,9 @@ def _check_numbers(values: Mapping[str, Any], what: str, required: Sequence[str]
     if missing:
         raise UserError(f"diagnose: the {what} parameters lack {', '.join(missing)}; give --machine")
     for key in (*required, *optional):
-        value = values.get(key)
-        if value is None and key in optional:
+        if key not in values:  # only optional ones by now
             continue
+        value = values[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
             raise UserError(f"diagnose: the {what} parameter {key} is {value!r}; expected a non-negative "
                             "number; give --machine")
