@@ -105,7 +105,7 @@ def test_bad_machine_files_name_file_and_key(capsys, tmp_path):
         (machine_file(o='"-1us"'), r"m\d\.toml:6: \[loggops\] o: must not be negative"),
         (machine_file(S="-4"), r"m\d\.toml:10: \[loggops\] S: expected an integer number of bytes"),
         (machine_file(S='"lots"'), r"m\d\.toml:10: \[loggops\] S: "),
-        (machine_file(g=None), r"m\d\.toml:4: \[loggops\] is missing g"),
+        (machine_file(g=None), r"m\d\.toml:4: \[loggops\]: missing g"),
         (machine_file(O="true"), r"m\d\.toml:9: \[loggops\] O: expected a number"),
     ]
     for path, pattern in cases:
@@ -115,7 +115,7 @@ def test_bad_machine_files_name_file_and_key(capsys, tmp_path):
     fails_cleanly(capsys, ["sim", *COLLECTIVE, "--machine", str(syntax)], r"syntax\.toml:2:\d+: ")
     missing_table = tmp_path / "empty.toml"
     missing_table.write_text('[machine]\nname = "x"\n')
-    fails_cleanly(capsys, ["sim", *COLLECTIVE, "--machine", str(missing_table)], r"empty\.toml: missing \[loggops\]")
+    fails_cleanly(capsys, ["sim", *COLLECTIVE, "--machine", str(missing_table)], r"empty\.toml:2: missing \[loggops\] table")
 
 
 def test_console_script_prints_no_traceback(tmp_path):

@@ -95,19 +95,19 @@ BASE = '[machine]\nname = "x"\n[loggops]\nL = 1\no = 1\ng = 1\nG = 1\nO = 0\nS =
     ("[nic]\nranks_per_node = 2\nconcurrency = [[1, 1.0], [1, 0.5]]\n", r":12: \[nic\] concurrency: point 2"),
     ("[nic]\nranks_per_node = 2\noutstanding = [[1, 0]]\n", r":12: \[nic\] outstanding: point 1"),
     ("[nic]\nranks_per_node = 2\noutstanding = [3]\n", r":12: \[nic\] outstanding: point 1 must be \[x, factor\]"),
-    ("[nic]\nconcurrency = [[1, 1.0]]\n", r":10: \[nic\] needs ranks_per_node"),
+    ("[nic]\nconcurrency = [[1, 1.0]]\n", r":10: \[nic\]: needs ranks_per_node"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"tokens\"\n", r":12: \[throttle\] policy: unknown policy 'tokens'"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\ntokens = 0\n", r":13: \[throttle\] tokens: expected an integer >= 1"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"rate\"\ntokens = 3\n", r":13: \[throttle\] tokens: tokens does not apply"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"proxy\"\n", r":10: \[throttle\]: policy 'proxy' needs servers"),
-    ("[nic]\nranks_per_node = 2\nspeed = 3\n", r":12: \[nic\] speed: unknown key 'speed'"),
-    ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\nbogus = 1\n", r": \[nic\] class: \[\[nic\.class\]\] #1: unknown key 'bogus'"),
+    ("[nic]\nranks_per_node = 2\nspeed = 3\n", r":12: \[nic\] speed: unknown key; known: ranks_per_node"),
+    ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\nbogus = 1\n", r":14: \[\[nic\.class\]\] #1 bogus: unknown key; known"),
     ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\n[[nic.class]]\nup_to = 64\n",
-     r": \[nic\] class: two \[\[nic\.class\]\] tables have the same up_to"),
+     r":15: \[\[nic\.class\]\] #2 up_to: the same up_to as \[\[nic\.class\]\] #1"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\n[[throttle.class]]\ncct = 1\nnrct = 1\ncrct = [[1, 1]]\nzz = 1\n",
-     r": \[throttle\] class: \[\[throttle\.class\]\] #1: unknown key 'zz'"),
+     r":17: \[\[throttle\.class\]\] #1 zz: unknown key; known"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\n[[throttle.class]]\ncct = 1\nnrct = 1\ncrct = [[1, 1]]\n"
-     "[[throttle.class]]\ncct = 2\nnrct = 2\ncrct = [[1, 2]]\n", r": \[throttle\] class: two \[\[throttle\.class\]\] tables have the same up_to"),
+     "[[throttle.class]]\ncct = 2\nnrct = 2\ncrct = [[1, 2]]\n", r":17: \[\[throttle\.class\]\] #2 up_to: the same up_to as \[\[throttle\.class\]\] #1"),
 ])
 def test_bad_configuration_is_one_line_naming_file_and_line(tmp_path, capsys, extra, pattern):
     path = tmp_path / "m.toml"

@@ -155,7 +155,8 @@ def test_recommendations_follow_the_findings_with_their_numbers():
     outcast = diagnose(result.records, parameters_ns(result.params), result.num_ranks)
     advice = outcast.recommendations()[0]
     assert advice.advice.startswith("Initiator contention: throttle outstanding operations")
-    assert "CONTEND_THROTTLE_TOKENS=3" in advice.advice and "rank 0 has 100% of it" in advice.evidence
+    assert "`contend throttle --policy token --tokens 3 -- mpiexec -n 9 ./app`" in advice.advice, advice.advice
+    assert "rank 0 has 100% of it" in advice.evidence
 
 
 def test_cli_names_sites_from_metadata_or_a_sites_file(tmp_path, capsys, monkeypatch):

@@ -131,7 +131,6 @@ def test_goal_check_counts_memory_traffic(tmp_path, capsys):
     assert summary["calc_memory_bytes"] == 65536 and summary["calcs"] == 2
 
 
-def test_unknown_tables_still_kept_and_memory_parsed():
-    machine = parse_machine(BASE + MEMORY + '[power]\nprofile = "x"\n', "t.toml")
-    assert machine.memory["bandwidth"] == 64e9 and machine.memory["ranks_per_node"] == 1
-    assert machine.document["power"] == {"profile": "x"}
+def test_an_unknown_table_beside_memory_is_an_error():
+    with pytest.raises(UserError, match=r"t\.toml:\d+: \[power\]: unknown table; known: machine"):
+        parse_machine(BASE + MEMORY + '[power]\nprofile = "x"\n', "t.toml")

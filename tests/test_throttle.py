@@ -201,6 +201,17 @@ BAD = [
      "bad.conf:3: tokens given twice (first on line 2)"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
      "bad.conf:3: stall_ms = 5: applies to the token policy, not to rate"),
+    # input bytes are shown escaped: a refusal stays one line
+    (throttle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
+    ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},
+     "bad.conf:2: tokens = 2\\x1b: expected a whole number"),
+    (throttle.settings("token", tokens=2, node="a\tb"),
+     "CONTEND_THROTTLE_NODE=a\\tb: character '\\t' not allowed"),
+    # the counters' place is checked at MPI_Init, not found wanting at MPI_Finalize
+    (throttle.settings("token", tokens=2, stats="/nonexistent/stats.jsonl"),
+     "CONTEND_THROTTLE_STATS=/nonexistent/stats.jsonl: its directory does not exist"),
+    ({"CONTEND_THROTTLE_POLICY": "token", "CONTEND_THROTTLE_TOKENS": "2", "CONTEND_THROTTLE_STATS": str},
+     "not a regular file"),  # the test's directory
 ]
 
 
@@ -211,9 +222,25 @@ def test_bad_configuration_stops_every_rank_before_the_program_runs(built, tmp_p
     code, lines, stderr = run(built, program, variables, ranks=2)
     assert code != 0
     assert lines == [], "the program must not have started"
-    errors = [line for line in stderr.splitlines() if line.startswith("contend-throttle: error:")]
-    assert len(errors) == 1 and message in errors[0], stderr  # said once, by one rank
-    assert errors[0].endswith("; not starting")
+    errors = stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("contend-throttle: error:"), stderr  # once, one line
+    assert message in errors[0] and errors[0].endswith("; not starting"), stderr
+    # throttle-check (contend throttle's check before a launch) is the same rules: the same words
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(throttle.PREFIX)}
+    check = subprocess.run([str(mpi.build_dir(built) / "throttle-check")], env={**env, **variables},
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert check.returncode == 2 and check.stdout == ""
+    assert f"contend-throttle: error: {check.stderr.strip()}; not starting" == errors[0]
+
+
+def test_counters_name_any_node_in_valid_json_and_the_world_size(built, tmp_path):
+    node = 'rack "7"\\n1'  # a quote and a backslash: escaped in the JSON line
+    variables = throttle.settings("token", tokens=2, node=node.replace(" ", "_"), stall_ms=NO_ESCAPE_MS)
+    _, rows, _ = stress(built, tmp_path, variables, "--messages", "20", "--ops", "20", ranks=2)
+    assert [row["node"] for row in rows] == [node.replace(" ", "_")] * 2
+    assert [row["world_size"] for row in rows] == [2, 2]
 
 
 def test_ranks_of_a_node_that_disagree_on_the_pool_do_not_start(built):

@@ -78,7 +78,7 @@ def test_the_same_machine_without_topology_is_loggops(tmp_path):
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "0GB/s"\n', "must be positive"),
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "fast"\n', "expected a bandwidth"),
         ('kind = "torus"\ndims = [4]\n', "link_bandwidth is required"),
-        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nradix = 3\n', "not a key of a torus"),
+        ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nradix = 3\n', "radix: unknown key; known"),
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nplacement = "random"\n', "block, cyclic"),
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nhop_latency = "soon"\n', "hop_latency"),
         ('kind = "torus"\ndims = [4]\nlink_bandwidth = "1GB/s"\nsharing = "fluid"\n', "unknown link sharing model"),

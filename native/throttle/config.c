@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "pool.h"
 
@@ -46,7 +48,7 @@ static const setting settings[S_COUNT] = {
 typedef struct {
     int given;
     char value[PATH_MAX];
-    char origin[PATH_MAX + 64]; /* "VARIABLE=value" or "file:line: key = value" */
+    char origin[4 * PATH_MAX + 64]; /* "VARIABLE=value" or "file:line: key = value", escaped */
     int line;                   /* in the file; 0 from the environment */
 } raw_value;
 
@@ -57,6 +59,25 @@ static int fail(char *why, size_t len, const char *fmt, ...)
     vsnprintf(why, len, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* text as it may appear in a one-line message: printable ASCII as is, a backslash doubled, anything
+ * else (newline, ESC, bytes of other encodings) as \n, \r, \t or \xNN. Cut to fit out. */
+static const char *shown(const char *text, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c && n + 5 < len; c++) {
+        if (*c == '\\')
+            n += (size_t)snprintf(out + n, len - n, "\\\\");
+        else if (*c >= 0x20 && *c < 0x7f)
+            out[n++] = (char)*c;
+        else if (*c == '\n' || *c == '\r' || *c == '\t')
+            n += (size_t)snprintf(out + n, len - n, "\\%c", *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't');
+        else
+            n += (size_t)snprintf(out + n, len - n, "\\x%02x", *c);
+    }
+    out[n] = '\0';
+    return out;
 }
 
 const char *policy_name(policy_kind p)
@@ -84,15 +105,17 @@ static int known_key(const char *key)
 
 static int read_file(const char *path, raw_value *raw, char *why, size_t len)
 {
+    char where[4 * PATH_MAX], text_shown[4 * LINE_MAX_CHARS + 8], value_shown[4 * LINE_MAX_CHARS + 8];
+    shown(path, where, sizeof where);
     FILE *f = fopen(path, "r");
     if (!f)
-        return fail(why, len, FILE_VARIABLE "=%s: cannot read it: %s", path, strerror(errno));
+        return fail(why, len, FILE_VARIABLE "=%s: cannot read it: %s", where, strerror(errno));
     char buf[LINE_MAX_CHARS + 2];
     int line = 0, rc = 0;
     while (rc == 0 && fgets(buf, sizeof buf, f)) {
         line++;
         if (!strchr(buf, '\n') && !feof(f)) {
-            rc = fail(why, len, "%s:%d: line longer than %d characters", path, line, LINE_MAX_CHARS);
+            rc = fail(why, len, "%s:%d: line longer than %d characters", where, line, LINE_MAX_CHARS);
             break;
         }
         buf[strcspn(buf, "#")] = '\0';
@@ -101,27 +124,30 @@ static int read_file(const char *path, raw_value *raw, char *why, size_t len)
             continue;
         char *eq = strchr(text, '=');
         if (!eq) {
-            rc = fail(why, len, "%s:%d: expected `key = value`, got '%s'", path, line, text);
+            rc = fail(why, len, "%s:%d: expected `key = value`, got '%s'", where, line,
+                      shown(text, text_shown, sizeof text_shown));
             break;
         }
         *eq = '\0';
         char *key = trim(text), *value = trim(eq + 1);
+        shown(key, text_shown, sizeof text_shown);
         int i = known_key(key);
         if (i < 0)
             rc = fail(why, len, "%s:%d: unknown key '%s' (known: policy, tokens, size_per_token, "
-                      "stall_ms, gap_ns)", path, line, key);
+                      "stall_ms, gap_ns)", where, line, text_shown);
         else if (raw[i].given)
-            rc = fail(why, len, "%s:%d: %s given twice (first on line %d)", path, line, key,
+            rc = fail(why, len, "%s:%d: %s given twice (first on line %d)", where, line, key,
                       raw[i].line);
         else {
             raw[i].given = 1;
             raw[i].line = line;
             snprintf(raw[i].value, sizeof raw[i].value, "%s", value);
-            snprintf(raw[i].origin, sizeof raw[i].origin, "%s:%d: %s = %s", path, line, key, value);
+            snprintf(raw[i].origin, sizeof raw[i].origin, "%s:%d: %s = %s", where, line, key,
+                     shown(value, value_shown, sizeof value_shown));
         }
     }
     if (rc == 0 && ferror(f))
-        rc = fail(why, len, "%s: read error", path);
+        rc = fail(why, len, "%s: read error", where);
     fclose(f);
     return rc;
 }
@@ -135,7 +161,9 @@ static void read_environment(raw_value *raw)
         raw[i].given = 1;
         raw[i].line = 0;
         snprintf(raw[i].value, sizeof raw[i].value, "%s", v);
-        snprintf(raw[i].origin, sizeof raw[i].origin, "%s=%s", settings[i].env, v);
+        char value_shown[4 * PATH_MAX];
+        snprintf(raw[i].origin, sizeof raw[i].origin, "%s=%s", settings[i].env,
+                 shown(v, value_shown, sizeof value_shown));
     }
 }
 
@@ -177,11 +205,41 @@ static int parse_text(const raw_value *r, value_kind kind, char *out, size_t out
     for (const char *c = v; *c; c++) {
         int ok = kind == KIND_JOB ? isalnum((unsigned char)*c) || strchr("._-", *c)
                                   : kind == KIND_PATH || isgraph((unsigned char)*c);
-        if (!ok)
-            return fail(why, len, "%s: character '%c' not allowed%s", r->origin, *c,
+        if (!ok) {
+            char one[2] = {*c, '\0'}, one_shown[8];
+            return fail(why, len, "%s: character '%s' not allowed%s", r->origin,
+                        shown(one, one_shown, sizeof one_shown),
                         kind == KIND_JOB ? " (letters, digits, '.', '_', '-')" : "");
+        }
     }
     snprintf(out, out_len, "%s", v);
+    return 0;
+}
+
+/* The counters are written at MPI_Finalize; a place they cannot go is found now, not after the run. */
+static int check_stats_path(const raw_value *r, const char *path, char *why, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return fail(why, len, "%s: not a regular file", r->origin);
+        if (access(path, W_OK) != 0)
+            return fail(why, len, "%s: cannot write it: %s", r->origin, strerror(errno));
+        return 0;
+    }
+    if (errno != ENOENT)
+        return fail(why, len, "%s: %s", r->origin, strerror(errno));
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = '\0'; /* "/name": the directory is "/" */
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fail(why, len, "%s: its directory does not exist", r->origin);
+    if (access(dir, W_OK | X_OK) != 0)
+        return fail(why, len, "%s: cannot create it: %s", r->origin, strerror(errno));
     return 0;
 }
 
@@ -234,7 +292,8 @@ int config_load(throttle_config *c, char *why, size_t why_len)
     if (raw[S_JOB].given && parse_text(&raw[S_JOB], KIND_JOB, c->job, sizeof c->job, why, why_len))
         return -1;
     if (raw[S_STATS].given &&
-        parse_text(&raw[S_STATS], KIND_PATH, c->stats, sizeof c->stats, why, why_len))
+        (parse_text(&raw[S_STATS], KIND_PATH, c->stats, sizeof c->stats, why, why_len) ||
+         check_stats_path(&raw[S_STATS], c->stats, why, why_len)))
         return -1;
     return check_policy_fit(raw, c->policy, why, why_len);
 }

@@ -9,19 +9,41 @@
 
 #include "throttle.h"
 
+/* text as the inside of a JSON string: quote and backslash escaped, control characters and bytes
+ * beyond ASCII (a host name need not be UTF-8) as \u00XX. */
+static const char *json_text(const char *text, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c && n + 7 < len; c++) {
+        if (*c == '"' || *c == '\\')
+            n += (size_t)snprintf(out + n, len - n, "\\%c", *c);
+        else if (*c < 0x20 || *c >= 0x7f)
+            n += (size_t)snprintf(out + n, len - n, "\\u%04x", *c);
+        else
+            out[n++] = (char)*c;
+    }
+    out[n] = '\0';
+    return out;
+}
+
 static void write_line(void)
 {
     const throttle_stats *s = &throttle.stats;
     const throttle_config *c = &throttle.cfg;
-    char line[1024];
+    char node[6 * sizeof throttle.node + 1], job[6 * sizeof throttle.job + 1];
+    char line[sizeof node + sizeof job + 1024]; /* the rest is keys and at most 19 numbers */
+    int world_size = 0;
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size); /* so a reader knows how many lines to expect */
     int n = snprintf(line, sizeof line,
-        "{\"rank\":%d,\"node\":\"%s\",\"job\":\"%s\",\"policy\":\"%s\",\"ranks_on_node\":%d,"
+        "{\"rank\":%d,\"world_size\":%d,\"node\":\"%s\",\"job\":\"%s\",\"policy\":\"%s\","
+        "\"ranks_on_node\":%d,"
         "\"pool_tokens\":%d,\"size_per_token\":%lld,\"gap_ns\":%lld,\"stall_ms\":%lld,"
         "\"ops\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
         "\"waits\":%lld,\"wait_ns\":%lld,"
         "\"escapes\":%lld,\"polls\":%lld,\"max_in_use\":%d,\"max_ahead\":%u,"
         "\"max_served_meanwhile\":%u,\"min_gap_ns\":%lld}\n",
-        throttle.rank, throttle.node, throttle.job, policy_name(c->policy),
+        throttle.rank, world_size, json_text(throttle.node, node, sizeof node),
+        json_text(throttle.job, job, sizeof job), policy_name(c->policy),
         throttle.seg ? (int)atomic_load(&throttle.seg->attached) : 0,
         throttle.seg ? (int)throttle.seg->pool.capacity : 0, (long long)c->size_per_token,
         (long long)c->gap_ns, c->policy == POLICY_TOKEN ? (long long)c->stall_ms : 0LL,

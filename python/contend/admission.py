@@ -25,13 +25,14 @@ thresholds::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from contend.atomic import atomic_path
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.quantities import parse_bytes, parse_count
-from contend.size_classes import MAX_BYTES, reject_unknown_keys, sorted_by_size
+from contend.size_classes import MAX_BYTES, sorted_by_size
+from contend.tomlfile import Where, did_you_mean, reject_unknown_keys
 
 POLICIES = ("token", "rate", "proxy", "none")
 KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
@@ -40,15 +41,18 @@ APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {
 CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
 
 
-def policy_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any] | None:
-    """The engine's policy from a ``[throttle]`` table (None for policy "none"); ``where(key)``
-    locates a key ("file:line: [throttle] key") for errors."""
+def policy_params(table: Mapping[str, Any], where: Where) -> dict[str, Any] | None:
+    """The engine's policy from a ``[throttle]`` table (None for policy "none"); ``where`` locates
+    its keys ("file:line: [throttle] key") for errors."""
     if not isinstance(table, dict):
-        raise UserError(f"{where('')}: [throttle] must be a table")
+        raise UserError(f"{where('')}: must be a table")
     reject_unknown_keys(table, KEYS, where)
-    policy = table.get("policy")
+    if "policy" not in table:
+        raise UserError(f"{where('')}: needs policy ({', '.join(POLICIES)})")
+    policy = table["policy"]
     if policy not in POLICIES:
-        raise UserError(f"{where('policy')}: unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        raise UserError(f"{where('policy')}: unknown policy {policy!r}{did_you_mean(str(policy), POLICIES)}; "
+                        f"known: {', '.join(POLICIES)}")
     for key in table:
         if key not in APPLIES[policy] | {"policy", "ranks_per_node"}:
             raise UserError(f"{where(key)}: {key} does not apply to policy {policy!r}")
@@ -77,30 +81,29 @@ def policy_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict
     return out
 
 
-def _thresholds(classes: Any, where) -> list[dict[str, Any]]:
-    if not isinstance(classes, list) or not classes:
-        raise UserError(f"{where('class')}: expected [[throttle.class]] tables")
-    out = []
-    for number, entry in enumerate(classes, start=1):
-        name = f"{where('class')}: [[throttle.class]] #{number}"
-        if not isinstance(entry, dict):
-            raise UserError(f"{name} must be a table")
-        reject_unknown_keys(entry, CLASS_KEYS, lambda key: name)
+def _thresholds(classes: Any, where: Where) -> list[dict[str, Any]]:
+    if not isinstance(classes, list) or not classes or not all(isinstance(entry, dict) for entry in classes):
+        raise UserError(f"{where('class')}: expected [[throttle.class]] tables, got {classes!r}")
+    out, places = [], []
+    for number, entry in enumerate(classes):
+        at = where.entry("class", number)
+        reject_unknown_keys(entry, CLASS_KEYS, at)
         for key in ("cct", "nrct", "crct"):
             if key not in entry:
-                raise UserError(f"{name} needs {key}")
+                raise UserError(f"{at()}: needs {key}")
         crct = entry["crct"]
         if (not isinstance(crct, list) or not crct
                 or not all(isinstance(p, list) and len(p) == 2 and all(_is_int(v, 1) for v in p) for p in crct)
                 or any(b[0] <= a[0] for a, b in zip(crct, crct[1:]))):
-            raise UserError(f"{name} crct: expected [[active cores, messages >= 1], ...] in increasing cores, "
+            raise UserError(f"{at('crct')}: expected [[active cores, messages >= 1], ...] in increasing cores, "
                             f"got {crct!r}")
-        cls = {"up_to": parse_bytes(entry["up_to"], f"{name} up_to") if "up_to" in entry else MAX_BYTES,
-               "cct": parse_count(entry["cct"], f"{name} cct", minimum=1, maximum=2**32 - 1),
-               "nrct": parse_count(entry["nrct"], f"{name} nrct", minimum=1, maximum=2**32 - 1),
+        cls = {"up_to": parse_bytes(entry["up_to"], at("up_to")) if "up_to" in entry else MAX_BYTES,
+               "cct": parse_count(entry["cct"], at("cct"), minimum=1, maximum=2**32 - 1),
+               "nrct": parse_count(entry["nrct"], at("nrct"), minimum=1, maximum=2**32 - 1),
                "crct": crct}
         out.append(cls)
-    return sorted_by_size(out, where("class"), "throttle.class")
+        places.append(at("up_to"))
+    return sorted_by_size(out, places, "throttle.class")
 
 
 def parse_spec(spec: str) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "contend.commands.diagnose",
     "contend.commands.nimc",
     "contend.commands.trace",
+    "contend.commands.throttle",
 )
 
 

@@ -24,8 +24,10 @@ An optional ``[topology]`` table adds a network with link contention (``contend.
 optional ``[noise]`` table OS noise (``contend.noise.settings``), an optional ``[nic]`` table NIC
 congestion curves (``contend.nic``), an optional ``[throttle]`` table admission control
 (``contend.admission``) and an optional ``[memory]`` table memory contention (``contend.memory``).
-Other keys of ``[loggops]`` (e.g. ``o_s``, ``o_r``) and other tables (``[power]``, ...) are kept in
-``Machine.document`` for the models that read them. Presets ship in ``contend/machines/``.
+``[fit]`` and ``[measured]`` are records of how the numbers were measured (``contend bench fit``
+writes them, with ``o_s`` and ``o_r`` in ``[loggops]``): kept in ``Machine.document``, not checked.
+Any other table or key is an error that names the closest known one: a misspelt ``[topology]``
+must not silently remove the network. Presets ship in ``contend/machines/``.
 
 Explicit parameters (the CLI's ``-L -o -g -G -O -S``, keyword arguments of ``loggops_params``) replace
 the base ``[loggops]`` values only: a rendezvous set from the machine file stays as written.
@@ -35,10 +37,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Iterator, Mapping
 
 from contend.admission import policy_params
 from contend.engine import engine, user_errors
@@ -47,12 +49,8 @@ from contend.memory import memory_params
 from contend.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.quantities import parse_bytes
-from contend.topology import network_params
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.9 / 3.10
-    import tomli as tomllib
+from contend.tomlfile import Where, key_lines, reject_unknown_keys, shown, tomllib
+from contend.topology import NETWORK_ERROR, engine_error_key, network_params
 
 PRESET_DIR = Path(__file__).parent / "machines"
 DEFAULT_MACHINE = "loggopsim-default"
@@ -62,6 +60,10 @@ PER_BYTE_KEYS = ("G", "O")
 COST_KEYS = TIME_KEYS + PER_BYTE_KEYS
 PARAMETER_KEYS = COST_KEYS + ("S",)
 RENDEZVOUS = "rendezvous"  # [loggops.rendezvous]: the costs of messages larger than S
+RECORD_KEYS = ("o_s", "o_r")  # [loggops] keys that record measured overheads; no model reads them
+HEADER_KEYS = ("name", "description", "source")
+TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "memory")
+RECORD_TABLES = ("fit", "measured")  # how the numbers were measured: free-form, not checked
 # S is stored by the engine as a u64, but no message is larger than this in practice.
 MAX_THRESHOLD = 2**63 - 1
 
@@ -76,7 +78,8 @@ class Machine:
     ``noise``: the OS noise of ``[noise]``, or None. ``node``: the engine's node model (ranks per
     node, NIC curves of ``[nic]``, policy of ``[throttle]``), or None when neither table is there.
     ``memory``: the engine's memory model of ``[memory]`` (bandwidths in bytes/s), or None.
-    ``loggops`` keeps the values as written, ``document`` the whole parsed file.
+    ``loggops`` keeps the values as written, ``document`` the whole parsed file. ``where`` locates
+    the file's keys for errors found later (``located_engine_errors``).
     """
 
     name: str
@@ -91,6 +94,7 @@ class Machine:
     noise: NoiseSettings | None = None
     node: Mapping[str, Any] | None = None
     memory: Mapping[str, Any] | None = None
+    where: Where | None = field(default=None, repr=False, compare=False)
 
 
 def preset_names() -> list[str]:
@@ -122,30 +126,32 @@ def load_machine(spec: str | os.PathLike) -> Machine:
 
 
 def parse_machine(text: str, origin: str = "<machine>") -> Machine:
-    """Parse and validate the text of a machine file; errors name ``origin``, the line and the key."""
+    """Parse and validate the text of a machine file; every error names ``origin``, the line and the key."""
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(_decode_error_message(origin, exc)) from None
-    locate = _KeyLocator(text, origin)
+        raise UserError(_decode_error_message(origin, text, exc)) from None
+    root = Where(origin, key_lines(text))
+    reject_unknown_keys(document, TABLES + RECORD_TABLES, lambda key: f"{root.line(key)}: [{shown(key)}]", "table")
+    for name in TABLES + RECORD_TABLES:
+        if name in document and not isinstance(document[name], dict):
+            raise UserError(f"{root.line(name)}: {name} must be a table ([{name}]), got {document[name]!r}")
+    where = {name: root.table(name) for name in TABLES}
 
     header = document.get("machine", {})
-    if not isinstance(header, dict):
-        raise UserError(f"{locate('', 'machine')}: 'machine' must be a table")
-    for key in ("name", "description", "source"):
+    reject_unknown_keys(header, HEADER_KEYS, where["machine"])
+    for key in HEADER_KEYS:
         if key in header and not isinstance(header[key], str):
-            raise UserError(f"{locate('machine', key)}: [machine] {key} must be a string")
+            raise UserError(f"{where['machine'](key)}: expected a string, got {header[key]!r}")
 
-    loggops = document.get("loggops")
-    if not isinstance(loggops, dict):
-        raise UserError(f"{origin}: missing [loggops] table (L, o, g, G, O, S)")
+    if "loggops" not in document:
+        raise UserError(f"{root.line()}: missing [loggops] table ({', '.join(PARAMETER_KEYS)})")
+    loggops = document["loggops"]
+    reject_unknown_keys(loggops, PARAMETER_KEYS + (RENDEZVOUS,) + RECORD_KEYS, where["loggops"])
     missing = [key for key in PARAMETER_KEYS if key not in loggops]
     if missing:
-        raise UserError(f"{locate('', 'loggops')}: [loggops] is missing {', '.join(missing)}")
-    params = {
-        key: _parameter(key, loggops[key], lambda k=key: f"{locate('loggops', k)}: [loggops] {k}")
-        for key in PARAMETER_KEYS
-    }
+        raise UserError(f"{where['loggops']()}: missing {', '.join(missing)}")
+    params = {key: _parameter(key, loggops[key], lambda k=key: where["loggops"](k)) for key in PARAMETER_KEYS}
 
     default_name = Path(origin).stem if origin.endswith(".toml") else origin
     return Machine(
@@ -156,67 +162,59 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         loggops=dict(loggops),
         document=document,
         path=origin,
-        rendezvous=_rendezvous_costs(loggops, params, locate),
-        network=network_params(document["topology"], lambda key: f"{locate('topology', key)}: [topology] {key}".rstrip())
-        if "topology" in document else None,
-        noise=noise_from_table(document["noise"], lambda key: f"{locate('noise', key)}: [noise] {key}" if key
-                               else f"{locate('', 'noise')}: [noise]", Path(origin).parent) if "noise" in document else None,
-        node=_node_model(document, locate),
-        memory=memory_params(document["memory"], _where(locate, "memory"), _other_ranks_per_node(document),
-                             params["G"]) if "memory" in document else None,
+        rendezvous=_rendezvous_costs(loggops, params, where["loggops"]),
+        network=network_params(document["topology"], where["topology"]) if "topology" in document else None,
+        noise=noise_from_table(document["noise"], where["noise"], Path(origin).parent)
+        if "noise" in document else None,
+        node=_node_model(document, where),
+        memory=memory_params(document["memory"], where["memory"], _other_ranks_per_node(document), params["G"])
+        if "memory" in document else None,
+        where=root,
     )
-
-
-def _where(locate, table):
-    return lambda key: f"{locate(table, key)}: [{table}] {key}".rstrip() if key else f"{locate('', table)}: [{table}]"
 
 
 def _other_ranks_per_node(document: Mapping[str, Any]) -> int | None:
     """The ranks per node another table gives ([topology], [nic], [throttle]), if a valid one does."""
     for table in ("topology", "nic", "throttle"):
-        value = document.get(table, {}).get("ranks_per_node") if isinstance(document.get(table), dict) else None
+        value = document.get(table, {}).get("ranks_per_node")
         if isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**32:
             return value
     return None
 
 
-def _node_model(document: Mapping[str, Any], locate) -> dict[str, Any] | None:
+def _node_model(document: Mapping[str, Any], where: Mapping[str, Where]) -> dict[str, Any] | None:
     """The engine's ``params["node"]`` from ``[nic]`` and ``[throttle]``; None without both."""
-    def where(table):
-        return lambda key: f"{locate(table, key)}: [{table}] {key}".rstrip() if key else f"{locate('', table)}: [{table}]"
-    nic = nic_classes(document["nic"], where("nic")) if "nic" in document else None
-    policy = policy_params(document["throttle"], where("throttle")) if "throttle" in document else None
+    nic = nic_classes(document["nic"], where["nic"]) if "nic" in document else None
+    policy = policy_params(document["throttle"], where["throttle"]) if "throttle" in document else None
     if nic is None and "throttle" not in document:
         return None
     return {"ranks_per_node": _ranks_per_node(document, where), "nic": nic, "policy": policy}
 
 
-def _ranks_per_node(document: Mapping[str, Any], where) -> int:
+def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where]) -> int:
     """Ranks per node: [topology]'s, else [nic]'s, else [throttle]'s; at least one must say."""
     for table in ("topology", "nic", "throttle"):
-        value = document.get(table, {}).get("ranks_per_node") if isinstance(document.get(table), dict) else None
+        value = document.get(table, {}).get("ranks_per_node")
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
-                raise UserError(f"{where(table)('ranks_per_node')}: expected an integer >= 1, got {value!r}")
+                raise UserError(f"{where[table]('ranks_per_node')}: expected an integer >= 1, got {value!r}")
             return value
     table = "nic" if "nic" in document else "throttle"
-    raise UserError(f"{where(table)('')} needs ranks_per_node (how many ranks share a node), here or in [topology]")
+    raise UserError(f"{where[table]()}: needs ranks_per_node (how many ranks share a node), here or in [topology]")
 
 
-def _rendezvous_costs(loggops: Mapping[str, Any], base: Mapping[str, int], locate) -> dict[str, int] | None:
+def _rendezvous_costs(loggops: Mapping[str, Any], base: Mapping[str, int], where: Where) -> dict[str, int] | None:
     """The ``[loggops.rendezvous]`` costs, completed from the base set; None when the table is absent."""
     if RENDEZVOUS not in loggops:
         return None
-    table = f"loggops.{RENDEZVOUS}"
     written = loggops[RENDEZVOUS]
     if not isinstance(written, dict):
-        raise UserError(f"{locate('loggops', RENDEZVOUS)}: [loggops] {RENDEZVOUS} must be a table "
-                        f"([{table}] with keys {', '.join(COST_KEYS)})")
-    for key in written:
-        if key not in COST_KEYS:  # S is one threshold for both sets; anything else is a typo
-            raise UserError(f"{locate(table, key)}: [{table}] {key}: unknown key; known: {', '.join(COST_KEYS)}")
-    return {key: _parameter(key, written[key], lambda k=key: f"{locate(table, k)}: [{table}] {k}")
-            if key in written else base[key] for key in COST_KEYS}
+        raise UserError(f"{where(RENDEZVOUS)}: must be a table ([loggops.{RENDEZVOUS}] with keys "
+                        f"{', '.join(COST_KEYS)}), got {written!r}")
+    table = where.table(RENDEZVOUS)
+    reject_unknown_keys(written, COST_KEYS, table)  # S is one threshold for both sets
+    return {key: _parameter(key, written[key], lambda k=key: table(k)) if key in written else base[key]
+            for key in COST_KEYS}
 
 
 def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrides: Any) -> dict[str, Any]:
@@ -252,6 +250,39 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
     return params
 
 
+# Engine errors about a combination of models: the table they point at, and the tables that must all
+# come from the machine file (not from the caller) for the file to be at fault.
+_COMBINATION_ERRORS = (
+    ("NIC congestion curves with a network topology", "nic", ("nic", "topology")),
+    ("memory: the memory model does not combine with noise", "memory", ("memory", "noise")),
+)
+
+
+@contextmanager
+def located_engine_errors(machine: Machine, replaced: Collection[str] = ()) -> Iterator[None]:
+    """Errors the engine finds in what ``machine`` says point at the machine file's key: those about
+    its network (``network: ...``: the engine checks the routing, the shape and the placement of a
+    job) at the ``[topology]`` key, those about a combination of its tables at the table. ``replaced``
+    names what the caller gave instead of the file (``sharing``, ``noise``, ``memory``): errors about
+    those are not the file's."""
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        if machine.where is None:
+            raise
+        if machine.network is not None and message.startswith(NETWORK_ERROR):
+            problem = message[len(NETWORK_ERROR):]
+            key = engine_error_key(machine.network, problem)
+            if key in replaced:
+                raise
+            raise UserError(f"{machine.where.table('topology')(key or '')}: {problem}") from None
+        for text, table, involved in _COMBINATION_ERRORS:
+            if text in message and all(name in machine.document and name not in replaced for name in involved):
+                raise UserError(f"{machine.where.table(table)()}: {message}") from None
+        raise
+
+
 def _parameter(key: str, value: Any, where) -> int:
     """One LogGOPS parameter as an engine integer; ``where()`` names it in error messages."""
     if isinstance(value, bool):
@@ -275,40 +306,14 @@ def _parameter(key: str, value: Any, where) -> int:
         return parse(value)
 
 
-class _KeyLocator:
-    """Finds the line of ``key = ...`` inside ``[table]`` so errors can say file:line.
-
-    tomllib gives positions only for syntax errors; a plain scan is enough for the flat tables of a
-    machine file. Falls back to the file name alone when the key is not found on a line of its own.
-    """
-
-    _HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-]+)\s*\]")
-
-    def __init__(self, text: str, origin: str):
-        self._lines = text.splitlines()
-        self._origin = origin
-
-    def __call__(self, table: str, key: str) -> str:
-        current = ""
-        assignment = re.compile(rf"^\s*{re.escape(key)}\s*=")
-        for number, line in enumerate(self._lines, start=1):
-            header = self._HEADER.match(line)
-            if header:
-                current = header.group(1)
-                if not table and current == key:
-                    return f"{self._origin}:{number}"
-            elif current == table and assignment.match(line):
-                return f"{self._origin}:{number}"
-        return self._origin
-
-
-def _decode_error_message(origin: str, exc: Exception) -> str:
+def _decode_error_message(origin: str, text: str, exc: Exception) -> str:
     """tomllib says "Invalid value (at line 3, column 5)"; we say "file:3:5: Invalid value"."""
-    text = str(exc)
-    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", text)
+    message = str(exc)
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
     if match:
-        return f"{origin}:{match.group(1)}:{match.group(2)}: {text[: match.start()]}"
-    match = re.search(r"\s*\(at end of document\)$", text)
+        return f"{origin}:{match.group(1)}:{match.group(2)}: {message[: match.start()]}"
+    match = re.search(r"\s*\(at end of document\)$", message)
     if match:
-        return f"{origin}: {text[: match.start()]} at end of file"
-    return f"{origin}: {text}"
+        last = text.split("\n")[-1]
+        return f"{origin}:{text.count(chr(10)) + 1}:{len(last) + 1}: {message[: match.start()]} at the end of the file"
+    return f"{origin}: {message}"

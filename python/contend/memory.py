@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 from contend.errors import UserError
 from contend.quantities import parse_bandwidth
-from contend.size_classes import reject_unknown_keys
+from contend.tomlfile import did_you_mean, reject_unknown_keys
 
 KEYS = ("ranks_per_node", "bandwidth", "compute_bandwidth", "nic", "nic_bandwidth", "cpu_per_byte",
         "pollution", "throttle", "reserve_core", "floor")
@@ -41,13 +41,14 @@ def memory_params(table: Mapping[str, Any], where: Callable[[str], str], ranks_p
     ``ranks_per_node`` is another table's, if any; ``per_byte_gap_ps`` the machine's G, whose
     bandwidth is the NIC's write rate unless ``nic_bandwidth`` is given."""
     if not isinstance(table, dict):
-        raise UserError(f"{where('')}: [memory] must be a table")
+        raise UserError(f"{where('')}: must be a table")
     reject_unknown_keys(table, KEYS, where)
     if "bandwidth" not in table:
         raise UserError(f"{where('')}: needs bandwidth (the node's memory bandwidth, e.g. \"85.3GB/s\")")
     nic = table.get("nic", "offload")
     if nic not in NIC_KINDS:
-        raise UserError(f"{where('nic')}: expected \"offload\" or \"onload\", got {nic!r}")
+        raise UserError(f"{where('nic')}: expected \"offload\" or \"onload\", got {nic!r}"
+                        f"{did_you_mean(str(nic), NIC_KINDS)}")
     if nic == "offload":
         for key in ONLOAD_KEYS:
             if key in table:

@@ -277,3 +277,86 @@ def run_streaming(
         timed_out=timed_out.is_set(),
         lines=lines,
     )
+
+
+# Launcher options that take values, by flavor: to find where each rank's program starts in a user's
+# `mpiexec ... prog args [: ... prog2 args]` (contend throttle puts `env LD_PRELOAD=...` there).
+# Options are matched with one or two leading dashes; `-opt=value` carries its value.
+_LAUNCHER_OPTIONS = {
+    "mpich": {
+        "values": {"n", "np", "f", "hostfile", "machinefile", "hosts", "host", "rankmap", "wdir", "genvlist",
+                   "envlist", "launcher", "launcher-exec", "rmk", "topolib", "bind-to", "binding", "map-by",
+                   "membind", "demux", "errfile-pattern", "outfile-pattern", "prepend-pattern",
+                   "gpus-per-proc", "iface", "localhost", "nameserver", "order-nodes", "ppn", "usize",
+                   "memory-alloc-kinds"},
+        "pairs": {"genv", "env"},
+        "flags": {"genvnone", "genvall", "envnone", "envall", "enable-x", "disable-x", "disable-auto-cleanup",
+                  "disable-hostname-propagation", "hybrid-hosts", "pmi-port", "prepend-rank", "l",
+                  "print-all-exitcodes", "profile", "skip-launch-node", "verbose", "v"},
+        "files": {"configfile"},
+    },
+    "openmpi": {
+        "values": {"n", "np", "c", "H", "host", "hostfile", "machinefile", "default-hostfile", "map-by",
+                   "bind-to", "rank-by", "x", "prefix", "wdir", "path", "npernode", "N", "npersocket",
+                   "output-filename", "tune", "timeout", "cpu-set", "cpus-per-proc", "cpus-per-rank",
+                   "personality", "preload-files"},
+        "pairs": {"mca", "gmca"},
+        "flags": {"oversubscribe", "allow-run-as-root", "report-bindings", "display-map", "display-allocation",
+                  "tag-output", "timestamp-output", "merge-stderr-to-stdout", "q", "quiet", "v", "verbose",
+                  "use-hwthread-cpus", "nolocal", "noprefix", "enable-recovery", "disable-recovery",
+                  "show-progress"},
+        "files": {"app"},
+    },
+}
+
+
+def program_starts(argv: Sequence[str], flavor: str) -> list[int]:
+    """Where each program starts in a launch command ``mpiexec [opts] prog args [: [opts] prog args]``
+    (one index per MPMD part). A UserError when that cannot be told for sure: an unknown option might
+    take a value, and guessing wrong would run the ranks without what is inserted there."""
+    table = _LAUNCHER_OPTIONS.get(flavor)
+    if table is None:
+        raise UserError(f"{argv[0]}: not an MPICH or Open MPI launcher; contend cannot tell where its programs "
+                        "start (set CONTEND_MPICC to the mpicc of the MPI you launch with)")
+    starts, i = [], 1
+    while True:
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+            name = argv[i].lstrip("-")
+            if "=" in name:
+                i += 1
+            elif name in table["files"]:
+                raise UserError(f"{argv[0]} {argv[i]}: programs launched from a file are not supported here; "
+                                "give them on the command line")
+            elif name in table["pairs"]:
+                i += 3
+            elif name in table["values"]:
+                i += 2
+            elif name in table["flags"]:
+                i += 1
+            else:
+                raise UserError(f"{argv[0]}: option {argv[i]} is not one contend knows, so it cannot tell "
+                                "where the program starts; put it in the environment or leave it out")
+        if i >= len(argv) or argv[i] == ":":
+            raise UserError(f"{' '.join(argv)}: no program to run after the launcher's options")
+        starts.append(i)
+        if ":" not in argv[i:]:
+            return starts
+        i = argv.index(":", i) + 1
+
+
+def launcher_mpi(launcher: str) -> MPI:
+    """The MPI a launch command's first word belongs to: the one contend found (``find_mpi``) if the
+    launcher sits beside its mpiexec, else the MPI whose mpicc sits beside the launcher."""
+    found = find_mpi()
+    where = shutil.which(launcher)
+    if where is None:
+        raise UserError(f"{launcher}: no such launcher (not found on PATH)")
+    path = Path(where)
+    if path.resolve() == found.mpiexec.resolve() or path.parent.resolve() == found.mpiexec.parent.resolve():
+        return found
+    mpicc = path.parent / "mpicc"
+    if mpicc.is_file():
+        return MPI(mpicc=mpicc, mpiexec=path, flavor=_flavor(path), origin="launcher")
+    raise UserError(f"{launcher}: not the launcher of an MPI contend knows (no mpicc beside {path}); the "
+                    "command must start with the mpiexec or mpirun of the program's MPI (set CONTEND_MPICC and "
+                    "CONTEND_MPIEXEC to that MPI's)")

@@ -23,32 +23,31 @@ from typing import Any, Callable, Mapping
 
 from contend.errors import UserError
 from contend.quantities import parse_bytes
-from contend.size_classes import MAX_BYTES, reject_unknown_keys, sorted_by_size
+from contend.size_classes import MAX_BYTES, sorted_by_size
+from contend.tomlfile import Where, reject_unknown_keys
 
 KEYS = ("ranks_per_node", "concurrency", "outstanding", "class")
 CLASS_KEYS = ("up_to", "concurrency", "outstanding")
 
 
-def nic_classes(table: Mapping[str, Any], where: Callable[[str], str]) -> list[dict[str, Any]]:
-    """The engine's size classes from a ``[nic]`` table; ``where(key)`` locates a key for errors."""
+def nic_classes(table: Mapping[str, Any], where: Where) -> list[dict[str, Any]]:
+    """The engine's size classes from a ``[nic]`` table; ``where`` locates its keys for errors."""
     if not isinstance(table, dict):
-        raise UserError(f"{where('')}: [nic] must be a table")
+        raise UserError(f"{where('')}: must be a table")
     reject_unknown_keys(table, KEYS, where)
-    classes = []
     written = table.get("class", [])
-    if not isinstance(written, list):
-        raise UserError(f"{where('class')}: expected [[nic.class]] tables")
-    for number, entry in enumerate(written, start=1):
-        name = f"[[nic.class]] #{number}"
-        if not isinstance(entry, dict):
-            raise UserError(f"{where('class')}: {name} must be a table")
-        reject_unknown_keys(entry, CLASS_KEYS, lambda key: f"{where('class')}: {name}")
+    if not isinstance(written, list) or not all(isinstance(entry, dict) for entry in written):
+        raise UserError(f"{where('class')}: expected [[nic.class]] tables, got {written!r}")
+    classes, places = [], []
+    for number, entry in enumerate(written):
+        at = where.entry("class", number)
+        reject_unknown_keys(entry, CLASS_KEYS, at)
         if "up_to" not in entry:
-            raise UserError(f"{where('class')}: {name} needs up_to (the largest message size of the class)")
-        classes.append({"up_to": parse_bytes(entry["up_to"], f"{where('class')}: {name} up_to"),
-                        **{key: curve(entry.get(key), lambda k=key: f"{where('class')}: {name} {k}")
-                           for key in ("concurrency", "outstanding")}})
-    classes = sorted_by_size(classes, where("class"), "nic.class")
+            raise UserError(f"{at()}: needs up_to (the largest message size of the class)")
+        classes.append({"up_to": parse_bytes(entry["up_to"], at("up_to")),
+                        **{key: curve(entry.get(key), lambda k=key: at(k)) for key in ("concurrency", "outstanding")}})
+        places.append(at("up_to"))
+    classes = sorted_by_size(classes, places, "nic.class")
     classes.append({"up_to": MAX_BYTES, **{key: curve(table.get(key), lambda k=key: where(k))
                                            for key in ("concurrency", "outstanding")}})
     return classes

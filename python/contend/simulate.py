@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
-from contend.machine import Machine, loggops_params
+from contend.machine import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
 from contend.noise.settings import NoiseSettings, resolve
 from contend.quantities import parse_bytes, parse_count
 from contend.result import SimulationResult
@@ -103,6 +103,7 @@ def simulate(
     """
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
+    machine = machine if isinstance(machine, Machine) else load_machine(machine or DEFAULT_MACHINE)
     params = loggops_params(machine, L=L, o=o, g=g, G=G, O=O, S=S)
     if sharing is not None:
         if "network" not in params:
@@ -121,18 +122,22 @@ def simulate(
     if threads is not None:
         run_params["threads"] = parse_count(threads, "threads", minimum=1, maximum=MAX_THREADS)
     eng = engine()
+    # What the caller gave instead of the machine file: engine errors about these are not the file's.
+    replaced = {name for name, given in (("sharing", sharing is not None),
+                                         ("noise", settings != machine.noise),
+                                         ("memory", params.get("memory") != machine.memory)) if given}
     if schedule is not None:
         for name, value in (("ranks", ranks), ("bytes", bytes)):
             if value is not None:
                 raise UserError(f"{name} applies to generated collectives, not to a GOAL file")
         path = os.fspath(schedule)
         workload = {"schedule": path}
-        with user_errors(path):
+        with user_errors(path), located_engine_errors(machine, replaced):
             raw = eng.simulate_goal(path, run_params, records=records, timeline=timeline, progress=progress)
     else:
         name, num_ranks, size, root, seed = collective_arguments(collective, ranks, bytes, root, seed)
         workload = {"collective": name, "ranks": num_ranks, "bytes": size, "root": root, "seed": seed}
-        with user_errors(f"collective {name}"):
+        with user_errors(f"collective {name}"), located_engine_errors(machine, replaced):
             raw = eng.simulate_collective(
                 name, num_ranks, size, run_params, root=root, seed=seed, records=records, timeline=timeline,
                 progress=progress,

@@ -21,11 +21,13 @@ that they share fairly (docs/models.md, "Links")::
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.quantities import parse_bandwidth, parse_bytes
+from contend.tomlfile import did_you_mean, reject_unknown_keys
 
 SIZE_KEYS = {
     "torus": ("dims",),
@@ -38,27 +40,31 @@ OPTIONAL_SIZE_KEYS = {"fattree": ("oversubscription",)}
 COMMON_KEYS = ("kind", "routing", "ranks_per_node", "placement", "link_bandwidth", "injection_bandwidth",
                "global_bandwidth", "hop_latency", "packet", "seed", "sharing")
 SHARING_MODELS = ("flow", "packet")
+ALL_SIZE_KEYS = tuple(dict.fromkeys(k for keys in (*SIZE_KEYS.values(), *OPTIONAL_SIZE_KEYS.values()) for k in keys))
 
 
 def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any]:
     """The engine's ``params["network"]`` from a ``[topology]`` table; ``where(key)`` locates a key
     ("file:line: [topology] key") for error messages."""
     if not isinstance(table, dict):
-        raise UserError(f"{where('')} must be a table")
-    kind = table.get("kind")
-    if kind not in SIZE_KEYS:
-        raise UserError(f"{where('kind')}: unknown topology {kind!r}; known: {', '.join(SIZE_KEYS)}")
-    allowed = set(COMMON_KEYS) | set(SIZE_KEYS[kind]) | set(OPTIONAL_SIZE_KEYS.get(kind, ()))
-    for key in table:
-        if key not in allowed:
-            raise UserError(f"{where(key)}: not a key of a {kind} topology; known: {', '.join(sorted(allowed))}")
+        raise UserError(f"{where()}: must be a table")
+    # Keys of no topology first: a misspelt kind is reported as such, not as a missing one.
+    reject_unknown_keys(table, COMMON_KEYS + ALL_SIZE_KEYS, where)
+    if "kind" not in table:
+        raise UserError(f"{where()}: needs kind ({', '.join(SIZE_KEYS)})")
+    kind = table["kind"]
+    if not isinstance(kind, str) or kind not in SIZE_KEYS:
+        raise UserError(f"{where('kind')}: unknown topology {kind!r}{did_you_mean(str(kind), SIZE_KEYS)}; "
+                        f"known: {', '.join(SIZE_KEYS)}")
+    reject_unknown_keys(table, ("kind",) + SIZE_KEYS[kind] + OPTIONAL_SIZE_KEYS.get(kind, ()) + COMMON_KEYS[1:],
+                        where, f"key of a {kind} topology")
     network: dict[str, Any] = {"topology": kind}
     for key in SIZE_KEYS[kind]:
         if key not in table:
-            raise UserError(f"{where('')}: a {kind} needs {', '.join(SIZE_KEYS[kind])}")
+            raise UserError(f"{where()}: a {kind} needs {', '.join(SIZE_KEYS[kind])}")
     if kind in ("torus", "mesh"):
         dims = table["dims"]
-        if not (isinstance(dims, list) and dims and all(_is_count(d, 1) for d in dims)):
+        if not (isinstance(dims, list) and dims and all(_is_count(d, 1) and d < 2**32 for d in dims)):
             raise UserError(f"{where('dims')}: expected a list of positive sizes such as [8, 8, 8], got {dims!r}")
         network["dims"] = dims
     else:
@@ -78,7 +84,7 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
         raise UserError(f"{where('placement')}: expected block, cyclic or a list of nodes, got {placement!r}")
     network["placement"] = placement
     if "link_bandwidth" not in table:
-        raise UserError(f"{where('')}: link_bandwidth is required (e.g. \"425MB/s\")")
+        raise UserError(f"{where()}: link_bandwidth is required (e.g. \"425MB/s\")")
     link = _bandwidth(table, "link_bandwidth", where)
     network["link_bandwidth"] = link
     network["injection_bandwidth"] = _bandwidth(table, "injection_bandwidth", where) if "injection_bandwidth" in table else link
@@ -93,6 +99,37 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     network["seed"] = _count(table, "seed", where, minimum=0, default=0)
     network["sharing"] = sharing_model(table.get("sharing", "flow"), where("sharing"))
     return network
+
+
+NETWORK_ERROR = "network: "  # how the engine's errors about a network begin (bindings)
+# What the engine's network errors are about (engine/src/net), in the order to try: the key of
+# [topology] that an error names, so that it can point at the key's line. None: the table's size key.
+_ENGINE_ERROR_KEYS = (
+    (re.compile(r"^(link_bandwidth|injection_bandwidth|global_bandwidth) "), None),
+    (re.compile(r"\bplacement\b"), "placement"),
+    (re.compile(r"\brouting\b"), "routing"),
+    (re.compile(r"packet model"), "sharing"),
+    (re.compile(r"packet size"), "packet"),
+    (re.compile(r"ranks do not fit"), ""),
+    (re.compile(r"oversubscription"), "oversubscription"),
+    (re.compile(r"radix k\b"), "k"),
+    (re.compile(r"levels?\b"), "levels"),
+    (re.compile(r"^dragonfly ([aphg]) \("), None),
+    (re.compile(r"^dragonfly with g = .* needs h\b"), "h"),
+    (re.compile(r"^dragonfly g = "), "g"),
+    (re.compile(r"^(torus|mesh)\b"), "dims"),
+    (re.compile(r"^crossbar\b"), "nodes"),
+)
+
+
+def engine_error_key(network: Mapping[str, Any], message: str) -> str | None:
+    """The ``[topology]`` key that an engine error about ``network`` (engine parameters) is about,
+    or None when the message is none of the engine's known ones."""
+    for pattern, key in _ENGINE_ERROR_KEYS:
+        match = pattern.search(message)
+        if match:
+            return match.group(1) if key is None else key or SIZE_KEYS[network["topology"]][0]
+    return None
 
 
 def sharing_model(name: Any, where: str) -> str:

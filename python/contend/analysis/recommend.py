@@ -84,8 +84,14 @@ def _target_advice(diagnosis, target_total: float) -> Recommendation:
     evidence += f"; rank {top} alone receives {top_total / target_total:.0%} of the target contention."
     return Recommendation(
         f"Rank {top} is a fixed hot target (an incast at {site}): spread what it receives (a tree or "
-        "a distributed owner), stagger the senders, or throttle them (contend throttle with few tokens).",
-        evidence)
+        "a distributed owner), stagger the senders, or throttle them to one operation in flight per node: "
+        f"{throttle_command(diagnosis, 1)}.", evidence)
+
+
+def throttle_command(diagnosis, tokens: int) -> str:
+    """The command that runs the traced program (./app: the records do not name it) on as many ranks
+    under libcontend-throttle.so with this many tokens per node, quoted."""
+    return f"`contend throttle --policy token --tokens {tokens} -- mpiexec -n {diagnosis.num_ranks} ./app`"
 
 
 def _initiator_advice(diagnosis, initiator_total: float) -> Recommendation:
@@ -100,8 +106,8 @@ def _initiator_advice(diagnosis, initiator_total: float) -> Recommendation:
     tokens = max(1, int(outstanding // 2))
     return Recommendation(
         f"Initiator contention: throttle outstanding operations at the busiest initiators to {tokens} "
-        f"token(s) (the native throttle libcontend-throttle.so with CONTEND_THROTTLE_TOKENS={tokens}; in "
-        f"the engine --throttle token:{tokens}), or keep fewer operations in flight at {by_site.index[0]}.",
+        f"token(s) ({throttle_command(diagnosis, tokens)}; in the engine --throttle token:{tokens}), or keep "
+        f"fewer operations in flight at {by_site.index[0]}.",
         f"{initiator_total / diagnosis.contention:.0%} of the contention ({diagnosis.contention:,.0f} ns) is at "
         f"initiators (t_contention {diagnosis.share(diagnosis.contention_time):.1%} of ranks x run time); rank {int(by_src.index[0])} has {float(by_src.iloc[0]) / initiator_total:.0%} of it; the "
         f"contended operations had a median of {outstanding:.1f} outstanding at their initiator.")

@@ -61,8 +61,9 @@ class Tuned:
 
     def engine_policy(self) -> dict[str, Any]:
         from contend.admission import policy_params
+        from contend.tomlfile import Where
 
-        return policy_params(self.throttle_table(), lambda key: f"tuned [throttle] {key}")
+        return policy_params(self.throttle_table(), Where("tuned", None, ("throttle",), "[throttle]"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"ranks_per_node": self.ranks_per_node, "tolerance": self.tolerance,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
-from rich.table import Table
+from contend.report.terminal import Table
 
 from contend.bench.registry import benchmark
 from contend.bench.results import RunResult
@@ -23,18 +23,23 @@ def size_text(n: float) -> str:
 
 
 def sizes_text(sizes) -> str:
-    """A list of sizes, short when it is a geometric series.
+    """A list of sizes, short when it is a geometric series, each written as ``--sizes`` takes it (no space
+    between number and unit, so a wrapped table cell never parts them).
 
     >>> sizes_text([1, 4, 16, 64]), sizes_text([8, 1024]), sizes_text([0])
-    ('1 B..64 B (x4)', '8 B, 1 KiB', '-')
+    ('1B..64B (x4)', '8B, 1KiB', '-')
     """
     sizes = [int(s) for s in sizes]
     if sizes == [0]:
         return "-"
     ratios = {b / a for a, b in zip(sizes, sizes[1:]) if a > 0}
     if len(sizes) > 3 and len(ratios) == 1:
-        return f"{size_text(sizes[0])}..{size_text(sizes[-1])} (x{int(ratios.pop())})"
-    return ", ".join(size_text(s) for s in sizes)
+        return f"{_joined(sizes[0])}..{_joined(sizes[-1])} (x{int(ratios.pop())})"
+    return ", ".join(_joined(s) for s in sizes)
+
+
+def _joined(n: float) -> str:
+    return size_text(n).replace(" ", "")
 
 
 def us(ns: float) -> str:
@@ -148,3 +153,26 @@ def fit_table(table: pd.DataFrame) -> Table:
         cells += [us(r["engine_ns"])] if has_engine else []
         out.add_row(*cells, error if abs(r["error_pct"]) <= 10 else f"[bold red]{error}[/]")
     return out
+
+
+def nimc_table(table: pd.DataFrame, period: float, on: float) -> Table:
+    """``contend bench nimc``: one row per (source, rate) of ``contend.bench.nimc.slowdown_table``; with
+    bursts (``period`` > 0, ``on`` s each) also the paired slowdown inside vs between them."""
+    bursts = period > 0
+    shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
+                        + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
+    columns = ["source", "rate", "runs", "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
+               "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %", "mean [95% CI]"]
+                                                 if bursts else []) + ["CPU share", "load", "checked"]
+    for name in columns:
+        shown.add_column(name, justify="left" if name in ("source", "rate") else "right")
+    for row in table.to_dict(orient="records"):
+        cells = [row["source"], row["rate_target"], str(row["runs"]),
+                 f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
+                 f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}"]
+        if bursts:
+            cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
+                      f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]"]
+        cells += [f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]"]
+        shown.add_row(*cells)
+    return shown

@@ -111,7 +111,7 @@ def register(subparsers) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     from contend.bench.tables import sizes_text
 
@@ -301,11 +301,11 @@ def run_nimc(args: argparse.Namespace) -> int:
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
 
     from contend.atomic import output_directory
     from contend.bench import nimc
     from contend.bench.sizes import parse_sizes
+    from contend.bench.tables import nimc_table
     from contend.report.nimc import slowdown_figure
 
     sources = nimc.parse_sources(args.sources)
@@ -355,25 +355,7 @@ def run_nimc(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(table.to_dict(orient="records"), default=float))
     else:
-        bursts = period > 0
-        shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
-                            + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
-        columns = ["source", "rate", "runs", "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
-                   "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %", "mean [95% CI]"]
-                                                     if bursts else []) + [
-                   "CPU share", "load", "checked"]
-        for name in columns:
-            shown.add_column(name, justify="left" if name in ("source", "rate") else "right")
-        for row in table.to_dict(orient="records"):
-            cells = [row["source"], row["rate_target"], str(row["runs"]),
-                     f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
-                     f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}"]
-            if bursts:
-                cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
-                          f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]"]
-            cells += [f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]"]
-            shown.add_row(*cells)
-        console.print(shown)
+        console.print(nimc_table(table, period, on))
     first = summaries[0]
     console.print(f"nice {nice}: {'granted' if first['nice_granted'] == 'yes' else 'not granted: ' + str(first['nice_granted'])}")
     console.print(f"counters: software {first['software_counters']}; hardware: {first['hardware_counters']}"

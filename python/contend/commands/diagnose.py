@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 
@@ -58,11 +59,14 @@ def run(args: argparse.Namespace) -> int:
         check_writable(args.json, "--json")
     loaded = load_records(args.records)
     metadata = loaded.metadata
+    located = contextlib.nullcontext()
     if args.machine is not None:
-        from contend.machine import loggops_params
+        from contend.machine import load_machine, located_engine_errors, loggops_params
         from contend.result import parameters_ns
 
-        params = parameters_ns(loggops_params(args.machine))
+        machine = load_machine(args.machine)
+        params = parameters_ns(loggops_params(machine))
+        located = located_engine_errors(machine)
     elif isinstance(metadata.get("params"), dict):
         params = metadata["params"]
     else:
@@ -73,8 +77,9 @@ def run(args: argparse.Namespace) -> int:
         sites = _sites(_read_json(args.sites), args.sites)
     else:
         sites = _sites(metadata.get("sites"), args.records) if loaded.source == "engine" else None
-    diagnosis = diagnose(loaded.frame, params, loaded.num_ranks, bins=args.bins, source=loaded.source,
-                         sites=sites)
+    with located:
+        diagnosis = diagnose(loaded.frame, params, loaded.num_ranks, bins=args.bins, source=loaded.source,
+                             sites=sites)
     import sys
 
     for warning in diagnosis.warnings:

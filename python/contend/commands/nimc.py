@@ -79,7 +79,7 @@ def _fraction(text: str) -> float:
 
 def run_train(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     from contend.analysis import nimc
     from contend.bench.nimc import parse_sources
@@ -133,7 +133,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_detect(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     from contend.analysis import nimc
     from contend.bench.nimc import write_samples

@@ -128,9 +128,9 @@ def _print_measurement(console, result: dict) -> None:
 def _print_distribution(console, rows: list[dict]) -> None:
     from contend.report.tables import rows_table
 
-    def span(row: dict) -> str:
+    def span(row: dict) -> str:  # units joined to their number, so a narrow table never parts them
         def unit(ns: float) -> str:
-            return f"{ns / 1e6:g} ms" if ns >= 1e6 else f"{ns / 1e3:g} us"
+            return f"{ns / 1e6:g}ms" if ns >= 1e6 else f"{ns / 1e3:g}us"
         if row["from_ns"] == 0:
             return f"< {unit(row['to_ns'])}"
         return f">= {unit(row['from_ns'])}" if row["to_ns"] == float("inf") else f"{unit(row['from_ns'])} - {unit(row['to_ns'])}"

@@ -111,17 +111,17 @@ def run(args: argparse.Namespace) -> int:
     write_outputs(result, args.records, args.timeline)
     write_link_outputs(result, args.links, args.heatmap, args.heatmap_metric)
 
+    outputs = {"records": args.records, "timeline": args.timeline, "links": args.links, "heatmap": args.heatmap}
     if args.json:
         summary = result.to_dict()
-        summary["outputs"] = {"records": args.records, "timeline": args.timeline, "links": args.links,
-                              "heatmap": args.heatmap}
+        summary["outputs"] = outputs
         sys.stdout.write(json.dumps(summary) + "\n")  # dumps uses the C encoder; dump would not
     else:
         from rich.console import Console
 
         from contend.report.tables import result_table
 
-        Console().print(result_table(result))
+        Console().print(result_table(result, outputs=outputs))
     if result.deadlock is not None:
         print(f"contend: deadlock: {result.deadlock.count} operation(s) blocked on ranks "
               f"{', '.join(map(str, result.deadlock.ranks()))}", file=sys.stderr)

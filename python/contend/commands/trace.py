@@ -143,7 +143,7 @@ def _convert(directory: Path, params) -> int:
 
 
 def _summary(converted, records: Path, regions: Path):
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     table = Table(title=f"trace: {converted.ranks} ranks -> {records}")
     table.add_column("kind")

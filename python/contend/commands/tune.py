@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     from contend.admission import native_config, write_native_config
     from contend.analysis.nicsweep import is_root

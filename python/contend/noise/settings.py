@@ -35,15 +35,16 @@ from typing import Any, Callable, Mapping
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.tomlfile import did_you_mean, reject_unknown_keys
 
 KINDS = ("periodic", "random", "trace")
 DISTRIBUTIONS = ("fixed", "exponential", "uniform")
 INDEPENDENT, COSCHEDULED = "independent", "coscheduled"
 PS_PER_S = 10**12
 _KEYS = {
-    "periodic": {"kind", "frequency", "period", "duration", "phase", "seed", "per_byte"},
-    "random": {"kind", "rate", "duration", "distribution", "min", "max", "phase", "seed", "per_byte"},
-    "trace": {"kind", "trace", "phase", "seed", "per_byte"},
+    "periodic": ("kind", "frequency", "period", "duration", "phase", "seed", "per_byte"),
+    "random": ("kind", "rate", "duration", "distribution", "min", "max", "phase", "seed", "per_byte"),
+    "trace": ("kind", "trace", "phase", "seed", "per_byte"),
 }
 _FREQUENCY = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([kMG]?)(Hz)?\s*$")
 _PREFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
@@ -233,15 +234,19 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
     errors (e.g. "m.toml:12: [noise] duration"); trace paths are relative to ``base``. None for
     ``kind = "none"``."""
     if not isinstance(table, Mapping):
-        raise UserError(f"{where('')}: [noise] must be a table")
-    kind = table.get("kind")
+        raise UserError(f"{where('')}: must be a table")
+    # Keys of no kind first: a misspelt kind is reported as such, not as a missing one.
+    reject_unknown_keys(table, tuple(dict.fromkeys(k for keys in _KEYS.values() for k in keys)), where)
+    if "kind" not in table:
+        raise UserError(f"{where('')}: needs kind ({', '.join(KINDS)} or none)")
+    kind = table["kind"]
     if kind == "none":
+        reject_unknown_keys(table, ("kind",), where, "key for kind none")
         return None
     if kind not in KINDS:
-        raise UserError(f"{where('kind')}: expected one of {', '.join(KINDS)}, none; got {kind!r}")
-    for key in table:
-        if key not in _KEYS[kind]:
-            raise UserError(f"{where(key)}: unknown key for {kind} noise; known: {', '.join(sorted(_KEYS[kind]))}")
+        raise UserError(f"{where('kind')}: expected one of {', '.join(KINDS)}, none; got {kind!r}"
+                        f"{did_you_mean(str(kind), KINDS)}")
+    reject_unknown_keys(table, _KEYS[kind], where, f"key for {kind} noise")
 
     def required(key: str) -> Any:
         if key not in table:
@@ -290,6 +295,9 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
     if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
         raise UserError(f"{where('trace')}: expected a trace file or a list of them")
     resolved = tuple(str((base / f) if base is not None and not os.path.isabs(f) else Path(f)) for f in files)
+    for path in resolved:
+        if not os.path.isfile(path):  # here, where the error can name the key; the engine reads it later
+            raise UserError(f"{where('trace')}: no trace file {path!r}")
     return NoiseSettings("trace", files=resolved, **common)
 
 

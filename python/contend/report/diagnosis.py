@@ -11,7 +11,7 @@ from contend.report.plots import pyplot, save_figure, stacked_bars
 
 def summary_tables(diagnosis: Diagnosis, top: int = 10):
     """Rich renderables: the totals, the top call sites, the top targets."""
-    from rich.table import Table
+    from contend.report.terminal import Table
 
     totals = Table(title="Contention diagnosis", show_header=False)
     totals.add_row("records", diagnosis.source)

@@ -1,10 +1,13 @@
-"""Terminal tables with rich: the summary of one simulation and generic row tables for the demo."""
+"""Terminal tables with rich: the summary of one simulation and generic row tables for the demo (each a
+``contend.report.terminal.Table``, which never cuts a number)."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from rich.table import Table
+from rich.markup import escape
+
+from contend.report.terminal import Table
 
 from contend.result import SimulationResult, parameters_ns
 
@@ -70,12 +73,51 @@ def describe_busiest_link(link: dict[str, Any] | None) -> str:
             f"at most {link['peak_flows']} flows at once")
 
 
-def result_table(result: SimulationResult, title: str = "simulation") -> Table:
-    """Makespan, per-rank spread, counts and engine speed of one simulation."""
+def describe_nic(node: dict[str, Any] | None) -> str:
+    """The NIC congestion model: its size classes and the ranks sharing a NIC, or "off"."""
+    if not node or not node.get("nic"):
+        return "off (the machine has no \\[nic] curves)"
+    classes = len(node["nic"])
+    return f"congestion curves ({classes} size class{'es' if classes > 1 else ''}), {node['ranks_per_node']} ranks per NIC"
+
+
+def describe_throttle(node: dict[str, Any] | None, waits: int) -> str:
+    """The admission-control policy with its settings (``node`` in ns, as ``parameters_ns`` gives it), or "off"."""
+    policy = (node or {}).get("policy")
+    if not policy:
+        return "off"
+    kind = policy["kind"]
+    if kind == "rate":
+        text = f"rate, a send at most every {format_time(policy['gap'])} per rank"
+    else:
+        text = f"{kind}, " + (f"{policy['servers']} servers per node, " if kind == "proxy" else "")
+        text += f"{policy['tokens']} tokens per node" if "tokens" in policy else "no token pool"
+        if policy.get("size_per_token"):
+            text += f" ({policy['size_per_token']:,} bytes per token)"
+        if policy.get("thresholds"):
+            text += f", thresholds for {len(policy['thresholds'])} size class(es)"
+    return f"{text}; {waits:,} sends waited"
+
+
+def describe_memory(memory: dict[str, Any] | None) -> str:
+    """The NiMC memory model's node and its mitigations, or "off"."""
+    if memory is None:
+        return "off (the machine has no \\[memory] table)"
+    mitigations = [f"throttle {memory['throttle'] / 1e9:g} GB/s"] if memory.get("throttle") else []
+    mitigations += ["reserved core"] if memory.get("reserve_core") else []
+    return (f"{memory['nic']} NIC, {memory['compute_bandwidth'] / 1e9:g} of {memory['bandwidth'] / 1e9:g} GB/s "
+            f"for compute, {memory['ranks_per_node']} ranks per node" + (f", {', '.join(mitigations)}" if mitigations else ""))
+
+
+def result_table(result: SimulationResult, title: str = "simulation",
+                 outputs: dict[str, str | None] | None = None) -> Table:
+    """Makespan, per-rank spread, counts and engine speed of one simulation; which models were on, with
+    their settings; and the files written (``outputs``: what each was asked as, e.g. {"records": path})."""
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("quantity", style="bold")
     table.add_column("value")
     stats = result.rank_statistics()
+    params = parameters_ns(result.params)
     table.add_row("workload", describe_workload(dict(result.workload)))
     table.add_row("parameters", describe_params(dict(result.params)))
     table.add_row("makespan", format_time(result.makespan))
@@ -85,30 +127,32 @@ def result_table(result: SimulationResult, title: str = "simulation") -> Table:
     speed = result.events / result.wall_seconds if result.wall_seconds > 0 else float("inf")
     loop = "time order" if not result.windowed else "windows" + (f" on {result.threads} threads" if result.threads > 1 else "")
     table.add_row("events", f"{result.events:,} in {result.wall_seconds:.3f} s ({speed / 1e6:,.2f} M events/s, {loop})")
+    network = params.get("network")
+    table.add_row("network", describe_network(network) if network else "off (the machine has no \\[topology])")
+    if network is not None:
+        table.add_row("busiest link", describe_busiest_link(result.busiest_link()))
+    table.add_row("NIC", describe_nic(params.get("node")))
+    table.add_row("throttle", describe_throttle(params.get("node"), result.admission_waits))
     noise = result.params.get("noise")
     if noise is not None:
         from contend.noise.settings import NoiseSettings
 
         table.add_row("noise", NoiseSettings.from_engine(noise).describe())
         table.add_row("detour time charged", f"{format_time(result.noise_charged).split(' (')[0]} over all ranks")
+    else:
+        table.add_row("noise", "off")
+    table.add_row("memory", describe_memory(params.get("memory")))
     if result.memory is not None:
-        m = result.params["memory"]
-        mitigations = [f"throttle {m['throttle'] / 1e9:g} GB/s"] if m.get("throttle") else []
-        mitigations += ["reserved core"] if m.get("reserve_core") else []
-        table.add_row("memory", f"{m['nic']} NIC, {m['compute_bandwidth'] / 1e9:g} of {m['bandwidth'] / 1e9:g} GB/s "
-                                f"for compute, {m['ranks_per_node']} ranks per node"
-                                + (f", {', '.join(mitigations)}" if mitigations else ""))
         table.add_row("memory writes", f"{sum(result.memory['bytes_written']):,} B into nodes; calcs delayed "
                                        f"{format_time(result.memory['calc_delay']).split(' (')[0]} in all")
-    network = result.params.get("network")
-    if network is not None:
-        table.add_row("network", describe_network(network))
-        table.add_row("busiest link", describe_busiest_link(result.busiest_link()))
     if result.deadlock is not None:
         table.add_row("deadlock", f"[red]{result.deadlock.count:,} blocked ops on ranks "
                                   f"{_rank_list(result.deadlock.ranks())}[/red]")
     if result.num_ranks <= PER_RANK_LIMIT:
         table.add_row("finish time per rank", " ".join(str(t) for t in result.ranks.tolist()))
+    if outputs is not None:
+        written = [f"{kind} {escape(path)}" for kind, path in outputs.items() if path is not None]
+        table.add_row("files written", "; ".join(written) or "none")
     return table
 
 

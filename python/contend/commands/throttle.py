@@ -1,0 +1,292 @@
+"""``contend throttle``: run an MPI program with libcontend-throttle.so in every rank, then say what it
+did from its counters.
+
+    contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog
+    contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog
+    contend throttle --config throttle.conf --stats counters.jsonl -- mpiexec -n 4 ./prog
+
+The configuration is checked before anything is launched, by the library's own rules (``throttle-check``,
+built from native/throttle/config.c). The library goes into the ranks only (``env LD_PRELOAD=...``
+before each program of the launch command), not into mpiexec. A run where some rank wrote no counters
+(the library did not load there, or the rank never reached MPI_Finalize) is an error, not a success.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from contend.errors import UserError
+
+# option -> the library's variable suffix (docs/formats.md, "Throttle configuration")
+OPTIONS = {"--policy": "POLICY", "--tokens": "TOKENS", "--gap": "GAP_NS", "--size-per-token": "SIZE_PER_TOKEN",
+           "--stall": "STALL_MS", "--ranks-per-node": "RANKS_PER_NODE", "--config": "CONFIG", "--stats": "STATS"}
+PS_PER = {"GAP_NS": 1000, "STALL_MS": 10**9}  # times are parsed in ps; the library keeps ns and ms
+UNIT = {"GAP_NS": "ns", "STALL_MS": "ms"}
+STATS = "CONTEND_THROTTLE_STATS"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "throttle", help="run an MPI program under libcontend-throttle.so and report what it did",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run COMMAND with libcontend-throttle.so preloaded into every rank (node-wide token "
+        "pools or a per-task injection gap, docs/measure.md \"Throttling\"), then print its counters: "
+        "operations, tokens granted, waits, time waited, stall escapes.\n\n"
+        "  contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog\n"
+        "  contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog\n"
+        "  contend throttle --config throttle.conf -- mpiexec -n 4 ./prog\n\n"
+        "Options override the --config file's keys. Exit code: the program's if it failed; 2 for a bad "
+        "configuration or when the library did not run in every rank.")
+    parser.add_argument("--policy", metavar="token|rate|none", help="token: a pool of tokens per node; rate: a "
+                        "least gap between a task's injections; none: loaded, not throttling")
+    parser.add_argument("--tokens", metavar="N", help="token: tokens in each node's pool")
+    parser.add_argument("--gap", metavar="T", help="rate: least time between two injections of a task "
+                        "(e.g. 2us; a bare number is ns)")
+    parser.add_argument("--size-per-token", metavar="BYTES", help="token: a message takes ceil(bytes / "
+                        "BYTES) tokens (default: one per message)")
+    parser.add_argument("--stall", metavar="T", help="token: the head of the line takes its tokens anyway "
+                        "after this long without one coming back (default 100ms)")
+    parser.add_argument("--ranks-per-node", metavar="K", help="emulate nodes: ranks r with the same r / K "
+                        "share a pool (default: one pool per host)")
+    parser.add_argument("--config", metavar="FILE", help="the library's configuration file (docs/formats.md)")
+    parser.add_argument("--stats", metavar="FILE", help="keep the per-rank counters (JSON lines) in FILE "
+                        "(replaced); default: a temporary file")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--timeout", type=float, default=3600.0, metavar="S",
+                        help="end the run after S seconds")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the MPI launch command")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from contend import mpi
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UserError("throttle: give the launch command after --, e.g. contend throttle --policy token "
+                        "--tokens 8 -- mpiexec -n 4 ./prog")
+    if not args.timeout > 0:
+        raise UserError(f"throttle: --timeout {args.timeout:g}: expected a positive number of seconds")
+    given = _given(args)
+    library_mpi = mpi.launcher_mpi(command[0])
+    starts = mpi.program_starts(command, library_mpi.flavor)
+    library, checker = mpi.throttle_library(library_mpi), mpi.build_dir(library_mpi) / "throttle-check"
+    if not (library.is_file() and checker.is_file()):
+        hint = "" if library_mpi.origin != "launcher" else f"CONTEND_MPICC={library_mpi.mpicc} "
+        raise UserError(f"throttle: {library} is not built for {library_mpi.mpicc}: run `{hint}contend native "
+                        "build`")
+    variables = _variables(given)
+    settings = _check(checker, variables, given)  # before anything is written or launched
+    with _stats_file(variables.get(STATS)) as stats:
+        code = _launch(command, starts, library, {**variables, STATS: str(stats)}, args.timeout)
+        rows = _counters(stats)
+    if code != 0:
+        print(f"contend: throttle: the command exited with code {code}", file=sys.stderr)
+        return code
+    _expect_every_rank(rows, stats if args.stats else None)
+    _report(settings, rows, args.json)
+    return 0
+
+
+def _given(args: argparse.Namespace) -> dict[str, tuple[str, str]]:
+    """variable suffix -> (option, the text given), for the options given."""
+    out = {}
+    for option, suffix in OPTIONS.items():
+        text = getattr(args, option[2:].replace("-", "_"))
+        if text is not None:
+            out[suffix] = (option, text)
+    return out
+
+
+def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """The library's variables for the options given, in its units (the ranges are its to check)."""
+    from contend import throttle
+    from contend.engine import engine, user_errors
+    from contend.quantities import parse_bytes, parse_count
+
+    out = {}
+    for suffix, (option, text) in given.items():
+        if suffix in PS_PER:
+            with user_errors(option):
+                ps = engine().parse_time(text)
+            if ps % PS_PER[suffix]:
+                raise UserError(f"{option} {text}: the library counts whole {UNIT[suffix]}")
+            value = str(ps // PS_PER[suffix])
+        elif suffix in ("TOKENS", "RANKS_PER_NODE"):
+            value = str(parse_count(text, option))
+        elif suffix == "SIZE_PER_TOKEN":
+            value = str(parse_bytes(text, option))
+        elif suffix in ("CONFIG", "STATS"):
+            value = str(Path(text).absolute())  # the ranks may start elsewhere (-wdir)
+        else:
+            value = text
+        out[throttle.PREFIX + suffix] = value
+    return out
+
+
+@contextlib.contextmanager
+def _stats_file(path: str | None):
+    """The counters file, empty: --stats (checked by the library's rules; emptied, as the library
+    appends), or a temporary file removed afterwards."""
+    if path is None:
+        fd, name = tempfile.mkstemp(prefix="contend-throttle-", suffix=".jsonl")
+        os.close(fd)
+        try:
+            yield Path(name)
+        finally:
+            os.unlink(name)
+        return
+    Path(path).write_bytes(b"")
+    yield Path(path)
+
+
+def _environment() -> dict[str, str]:
+    """This environment without CONTEND_THROTTLE_*: the command's options are the whole configuration."""
+    from contend import mpi, throttle
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(throttle.PREFIX)}
+    env[mpi.LAUNCHER_MARK] = str(os.getpid())
+    return env
+
+
+def _check(checker: Path, variables: dict[str, str], given: dict[str, tuple[str, str]]) -> dict:
+    """The settings in force by the library's own rules, or its reason as a UserError in our words."""
+    try:
+        done = subprocess.run([str(checker)], env={**_environment(), **variables}, capture_output=True,
+                              text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"throttle: {checker} did not run: {exc}") from None
+    if done.returncode == 0:
+        return json.loads(done.stdout)
+    lines = done.stderr.strip().splitlines()
+    if done.returncode != 2 or len(lines) != 1:
+        raise UserError(f"throttle: {checker} failed (exit {done.returncode}): {' '.join(lines)[:300]}")
+    raise UserError(_in_our_words(lines[0], variables, given))
+
+
+def _in_our_words(message: str, variables: dict[str, str], given: dict[str, tuple[str, str]]) -> str:
+    """The library's message with its variables named as this command's options."""
+    from contend import throttle
+
+    for suffix, option in ((s, o) for o, s in OPTIONS.items()):
+        variable = throttle.PREFIX + suffix
+        if suffix in given and variable in variables:
+            text = given[suffix][1]
+            shown = text if text.isprintable() else repr(text)
+            message = message.replace(f"{variable}={variables[variable]}", f"{option} {shown}")
+            if suffix in ("CONFIG", "STATS"):  # file:line: names the file as given, not made absolute
+                message = message.replace(variables[variable] + ":", shown + ":")
+        message = message.replace(f"{variable}=", f"{option} ").replace(variable, option)
+    return message
+
+
+def _launch(command: list[str], starts: list[int], library: Path, variables: dict[str, str],
+            timeout_s: float) -> int:
+    """Run the command with the library and its variables before each program; the exit code."""
+    from contend import mpi, throttle
+
+    argv, previous = [], 0
+    for start in starts:
+        end = command.index(":", start) if ":" in command[start:] else len(command)
+        argv += command[previous:start] + throttle.preload(command[start:end], library, variables)
+        previous = end
+    argv += command[previous:]
+    finished = mpi.run_streaming(argv, _environment(), lambda line: sys.stdout.write(line), timeout_s)
+    if finished.stderr:
+        sys.stderr.write(finished.stderr)
+    if finished.timed_out:
+        raise UserError(f"throttle: the command ran longer than --timeout {timeout_s:g} s and was ended")
+    return finished.returncode
+
+
+def _counters(stats: Path) -> list[dict]:
+    from contend import throttle
+
+    try:
+        return throttle.read_stats(stats)
+    except (ValueError, KeyError) as exc:
+        raise UserError(f"throttle: {stats}: unreadable counters ({exc})") from None
+
+
+def _expect_every_rank(rows: list[dict], kept: Path | None) -> None:
+    """Every rank of the job wrote its line, once: else the library did not run everywhere."""
+    where = f" (counters in {kept})" if kept else ""
+    if not rows:
+        raise UserError("throttle: the library ran in no rank: no rank wrote counters (is the program an MPI "
+                        "program of this MPI, and does it reach MPI_Finalize?)" + where)
+    size = rows[0].get("world_size")
+    if size is None:
+        raise UserError("throttle: the library's counters have no world_size: it was built from older "
+                        "sources; run `contend native build`")
+    ranks = [row["rank"] for row in rows]
+    missing = sorted(set(range(size)) - set(ranks))
+    if missing or len(ranks) != size or any(row.get("world_size") != size for row in rows):
+        shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+        raise UserError(f"throttle: the library did not run in every rank: counters from {len(set(ranks))} of "
+                        f"{size} ranks (none from rank {shown or '?'}: the library was not loaded there, "
+                        "the rank did not reach MPI_Finalize, or it wrote its counters elsewhere)" + where)
+
+
+COUNTERS = ("ops", "tokens", "waits", "wait_ns", "escapes")
+COLUMNS = ("ops", "tokens", "waits", "waited", "escapes", "max in use")
+
+
+def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
+    """The counters per rank (per node beyond 16 ranks) and in all, as a table that never cuts a
+    number (contend.report.terminal)."""
+    total = {key: sum(row[key] for row in rows) for key in COUNTERS}
+    total["max_in_use"] = max(row["max_in_use"] for row in rows)
+    if as_json:
+        print(json.dumps({"settings": settings, "ranks": rows, "total": total}))
+        return
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+
+    from contend.report.terminal import Table
+
+    title = {"token": f"token policy, {settings['tokens']} tokens per node",
+             "rate": f"rate policy, at least {_duration(settings['gap_ns'])} between injections",
+             "none": "policy none (loaded, not throttling)"}[settings["policy"]]
+    nodes = list(dict.fromkeys(row["node"] for row in rows))
+    per_node = len(rows) > 16
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault(row["node"] if per_node else str(row["rank"]), []).append(row)
+    heading = f"throttle: {len(rows)} ranks" + ("" if per_node or len(nodes) > 1 else f" on {nodes[0]}")
+    table = Table(title=escape(f"{heading}; {title}"), title_justify="left", box=box.SIMPLE_HEAD)
+    labels = ["node", "ranks"] if per_node else ["rank", "node"] if len(nodes) > 1 else ["rank"]
+    for name in (*labels, *COLUMNS):
+        table.add_column(name, justify="left" if name == "node" else "right")
+    for label, members in groups.items():
+        cells = [label, str(len(members))] if per_node else [label, members[0]["node"]][:len(labels)]
+        table.add_row(*(escape(c) for c in cells), *_cells(members))
+    table.add_row("[bold]all[/bold]", *[""] * (len(labels) - 1), *_cells(rows))
+    if total["escapes"]:
+        table.caption = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
+    Console().print(table)
+
+
+def _cells(rows: list[dict]) -> list[str]:
+    ops, tokens, waits, wait_ns, escapes = (sum(row[key] for row in rows) for key in COUNTERS)
+    in_use = max(row["max_in_use"] for row in rows)
+    token = rows[0]["policy"] == "token"  # tokens and the pool mean nothing under the other policies
+    return [str(ops), str(tokens) if token else "-", str(waits), _duration(wait_ns), str(escapes),
+            str(in_use) if token else "-"]
+
+
+def _duration(ns: int) -> str:
+    for unit, scale in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
+        if ns >= scale:
+            value = ns / scale
+            return f"{value:.{2 if value < 10 else 1 if value < 100 else 0}f} {unit}"
+    return f"{ns} ns"
