@@ -113,3 +113,16 @@ def test_reserve_core_on_a_memory_model_without_ranks_per_node():
     with pytest.raises(UserError, match=r"reserve core: needs at least 2 ranks per node"):
         contend.simulate(collective="incast", ranks=4, bytes=8, machine="sandybridge-onload",
                          memory={"ranks_per_node": 1}, reserve_core=True)
+
+
+def test_bench_show_on_a_run_that_lacks_its_patterns_columns(capsys, tmp_path):
+    from contend.bench.results import parse_lines, write_run
+
+    run = parse_lines([
+        '{"type":"meta","pattern":"pingpong","ranks":2,"nodes":1,"hosts":["a"],"node_of_rank":[0,0]}',
+        '{"type":"result","pattern":"pingpong","metric":"latency","bytes":8,"rank":0,"peer":1,"t_p50_ns":900}',
+        '{"type":"end","elapsed_s":0.1}'])
+    path = write_run(run, tmp_path / "run.parquet")
+    fails_cleanly(capsys, ["bench", "show", str(path), "--plot", str(tmp_path / "p.png")],
+                  r"run\.parquet: a pingpong run without what its table reads \(KeyError: 't_min_ns'\)")
+    assert sorted(os.listdir(tmp_path)) == ["run.parquet"]
