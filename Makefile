@@ -15,7 +15,7 @@ venv: $(DEPS)
 $(DEPS): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" numpy pandas pyarrow matplotlib rich scikit-learn otf2 pytest mpich mpi4py
+	$(PY) -m pip install -q "maturin>=1.5,<2" numpy pandas pyarrow matplotlib rich scikit-learn skops otf2 pytest mpich mpi4py
 	touch $@
 
 build: $(BUILT)

@@ -4,15 +4,22 @@ posted / completed; hand-computed ideal latencies, contention, classes, t_blocke
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import contend
 from contend.analysis.diagnose import diagnose
 from contend.analysis.diagnose_input import load_records
 from contend.cli import main
+from contend.errors import UserError
 
 PARAMS = {"L": 1000.0, "o": 500.0, "g": 0.0, "G": 1.0, "O": 0.0, "S": 1_000_000, "rendezvous": None}
 INCAST_SITE = "incast_step (incast.c:42)"
@@ -160,7 +167,7 @@ def test_bad_trace_records_are_one_line_exit_2(trace, tmp_path, capsys):
     fails_cleanly(capsys, ["diagnose", str(backwards)], r"row 0: completed \(0 ns\) is before posted \(5 ns\)")
     nopeer = tmp_path / "nopeer.parquet"
     write_trace(nopeer, incast_rows()[:-1] + [dict(incast_rows()[-1], dst=-1)] + [dict(incast_rows()[0], dst=-1)])
-    fails_cleanly(capsys, ["diagnose", str(nopeer)], r"nopeer\.parquet: row 12: negative src, dst or bytes")
+    fails_cleanly(capsys, ["diagnose", str(nopeer)], r"nopeer\.parquet: row 12: dst -1 for a isend; only a collective region may name no peer")
     regions_only = tmp_path / "regions.parquet"
     write_trace(regions_only, incast_rows()[-2:])
     fails_cleanly(capsys, ["diagnose", str(regions_only)], r"only collective regions")
@@ -195,3 +202,62 @@ def test_blocking_receive_loop_is_contention_and_a_late_receiver_is_sync(tmp_pat
     assert (ops.loc[5, "late"], ops.loc[5, "contention"]) == (7001.0, 0.0)
     assert diagnosis.sync == 7001.0
     assert diagnosis.split() == {"initiator": 0.0, "target": 6000.0}
+
+
+def run_cli(args: list[str], cwd) -> subprocess.CompletedProcess:
+    """The CLI in a fresh interpreter, so that a native crash shows as a signal, not a dead test run."""
+    env = {**os.environ, "PYTHONPATH": str(Path(contend.__file__).parents[1])}
+    return subprocess.run([sys.executable, "-m", "contend.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def test_a_rank_near_2_63_is_refused_before_it_reaches_numpy(tmp_path):
+    """dst = 2^63 - 1 once wrapped max(src, dst) + 1 negative, passed the rank check and made np.bincount
+    write past its array (SIGABRT), leaving the --json temporary behind."""
+    directory = tmp_path / "t"
+    directory.mkdir()
+    rows = incast_rows()
+    rows[3] = dict(rows[3], dst=2**63 - 1)  # a receive: paired and binned like any other
+    write_trace(directory / "records.parquet", rows)
+    done = run_cli(["diagnose", str(directory), "--json", str(tmp_path / "d.json")], tmp_path)
+    assert done.returncode == 2, done
+    assert done.stderr == (f"contend: error: {directory / 'records.parquet'}: column dst holds 9223372036854775807; "
+                           "expected -1 <= value <= 2147483646\n")
+    assert sorted(os.listdir(tmp_path)) == ["t"] and os.listdir(directory) == ["records.parquet"]
+
+
+def test_diagnose_api_refuses_ranks_outside_the_grid():
+    """diagnose() on a DataFrame of the caller's (no file checks before it): the same guard."""
+    frame = pd.DataFrame(incast_rows())
+    frame.loc[3, "dst"] = 2**63 - 1
+    for column in ("posted", "completed"):
+        frame[column] = frame[column] / 1000
+    with pytest.raises(UserError, match=r"the records name rank 9223372036854775807 of 8 rank\(s\)"):
+        diagnose(frame, PARAMS, 8, source="trace")
+
+
+@pytest.mark.parametrize("options, pattern", [
+    (dict(ranks=4294967296), r"contend\.ranks is 4294967296; expected an integer in \[1, 2147483647\]"),
+    (dict(ranks="4294967296"), r"contend\.ranks is '4294967296'; expected an integer in \[1, 2147483647\]"),
+    (dict(ranks=2**31 - 1), r"diagnose: 2147483647 rank\(s\) x 20 time bin\(s\) of the hot-target grid; at most 134217728 cells"),
+    (dict(params={**PARAMS, "rendezvous": {"G": 1.0}}), r"diagnose: the rendezvous parameters lack L, o; give --machine"),
+    (dict(params={**PARAMS, "rendezvous": "fast"}), r"rendezvous must be an object or null"),
+    (dict(params={**PARAMS, "L": "1us"}), r"the LogGOPS parameter L is '1us'; expected a non-negative number"),
+    (dict(params={**PARAMS, "S": None}), r"the LogGOPS parameter S is None; expected a non-negative number"),
+    (dict(params={**PARAMS, "network": {"topology": "torus"}}), r"the network parameters lack packet_bytes"),
+])
+def test_trace_metadata_that_does_not_hold(capsys, tmp_path, options, pattern):
+    path = tmp_path / "t.parquet"
+    write_trace(path, incast_rows(), **options)
+    fails_cleanly(capsys, ["diagnose", str(path), "--json", str(tmp_path / "d.json")], pattern)
+    assert os.listdir(tmp_path) == ["t.parquet"]
+
+
+def test_trace_records_with_strings_in_numeric_columns(capsys, tmp_path):
+    path = tmp_path / "t.parquet"
+    write_trace(path, incast_rows())
+    table = pq.read_table(path)
+    strings = pa.array([str(size) for size in table.column("bytes").to_pylist()])
+    pq.write_table(table.set_column(table.column_names.index("bytes"), "bytes", strings)
+                   .replace_schema_metadata(table.schema.metadata), path)
+    fails_cleanly(capsys, ["diagnose", str(path)], r"column bytes must hold integers, not string")

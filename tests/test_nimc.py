@@ -6,7 +6,10 @@ error paths."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -282,18 +285,24 @@ def test_train_rejects_unknown_features_and_too_few_runs(tmp_path, capsys):
 
 
 def test_detect_rejects_foreign_models_and_missing_features(tmp_path, capsys):
+    import skops.io
+
     frame = synthetic()
     data = _write(frame, tmp_path / "s.parquet")
     model = detector_module.save(detector_module.train(frame, test_fraction=0, trees=30), tmp_path / "ok.model")
     not_ours = {
         "text.model": lambda p: p.write_text("hello"),
-        "dict.model": lambda p: p.write_bytes(pickle.dumps({"some": "dict"})),
-        "old.model": lambda p: __import__("joblib").dump({"format": "contend-nimc-model", "version": 99}, p),
-        "alien.model": lambda p: __import__("joblib").dump(
-            {"format": "contend-nimc-model", "version": 1, "features": ["l3_misses"]}, p),
+        "pickle.model": lambda p: p.write_bytes(pickle.dumps({"format": "contend-nimc-model", "version": 2})),
+        "dict.model": lambda p: skops.io.dump({"some": "dict"}, p),
+        "old.model": lambda p: skops.io.dump({"format": "contend-nimc-model", "version": 99}, p),
+        "alien.model": lambda p: skops.io.dump(
+            {"format": "contend-nimc-model", "version": 2, "features": ["l3_misses"]}, p),
+        "swapped.model": lambda p: skops.io.dump({**skops.io.load(model, trusted=detector_module._TRUSTED),
+                                                   "classifier": "a string"}, p),
     }
-    expected = {"text.model": "not a contend nimc model", "dict.model": "no 'contend-nimc-model' header",
-                "old.model": "version 99", "alien.model": "does not know: l3_misses"}
+    expected = {"text.model": "not a contend nimc model", "pickle.model": "not a contend nimc model (BadZipFile",
+                "dict.model": "no 'contend-nimc-model' header", "old.model": "version 99",
+                "alien.model": "does not know: l3_misses", "swapped.model": "the classifier is not a RandomForestClassifier"}
     for name, make in not_ours.items():
         path = tmp_path / name
         make(path)
@@ -306,3 +315,71 @@ def test_detect_rejects_foreign_models_and_missing_features(tmp_path, capsys):
     assert "missing.parquet: missing feature column(s) the model needs: triad_cpu_Bps" in err
     assert main(["nimc", "detect", str(model), str(tmp_path / "ok.model.json")]) == 2
     assert "not a Parquet file" in capsys.readouterr().err
+
+
+class _Marker:
+    """Unpickling this creates a file: what a hostile model file would do."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_model_file_is_loaded_without_running_any_code(tmp_path, capsys):
+    """A pickle whose loading would create a marker file, alone or inside a skops file that asks to
+    rebuild it: refused (exit 2, one line), and the marker never appears."""
+    import zipfile
+
+    import skops.io
+
+    data = _write(synthetic(), tmp_path / "s.parquet")
+    marker = tmp_path / "marker"
+    hostile = tmp_path / "hostile.model"
+    hostile.write_bytes(pickle.dumps({"format": "contend-nimc-model", "version": 2, "x": _Marker(marker)}))
+    assert main(["nimc", "detect", str(hostile), data]) == 2
+    assert "not a contend nimc model" in capsys.readouterr().err
+    # skops keeps objects it cannot describe as pickles; it must refuse them rather than unpickle them
+    wrapped = tmp_path / "wrapped.model"
+    skops.io.dump({"format": "contend-nimc-model", "version": 2, "x": _Marker(marker)}, wrapped)
+    assert zipfile.is_zipfile(wrapped)
+    assert main(["nimc", "detect", str(wrapped), data]) == 2
+    err = capsys.readouterr().err
+    assert "not a contend nimc model (UntrustedTypesFoundException" in err and len(err.strip().splitlines()) == 1
+    assert not marker.exists()
+
+
+def _corrupt(detector, change) -> None:
+    """Apply ``change(nodes)`` to the node records of the classifier's first tree."""
+    tree = detector.classifier.estimators_[0].tree_
+    state = tree.__getstate__()
+    nodes = state["nodes"].copy()
+    change(nodes)
+    tree.__setstate__({**state, "nodes": nodes})
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda n: n["left_child"].__setitem__(0, 10**6), "a child index out of range"),
+    (lambda n: n["right_child"].__setitem__(0, 0), "a child index out of range"),  # a cycle back to the root
+    (lambda n: n["feature"].__setitem__(0, 10**6), "a split on a feature outside"),
+    (lambda n: n["threshold"].__setitem__(0, np.nan), "a threshold or value that is not finite"),
+])
+def test_a_model_with_corrupt_trees_is_refused_not_walked(tmp_path, change, message):
+    """Trees whose arrays pass the format, version and feature checks but point outside themselves (the
+    fuzzer's SIGSEGV): exit 2, one line, no signal. In a fresh interpreter, so a crash shows as a signal."""
+    import skops.io
+
+    frame = synthetic()
+    data = _write(frame, tmp_path / "s.parquet")
+    detector = detector_module.train(frame, test_fraction=0, trees=10)
+    header = detector_module.schema(detector)  # before: the importances walk the trees
+    _corrupt(detector, change)
+    model = tmp_path / "bad.model"
+    skops.io.dump({**header, "classifier": detector.classifier, "regressor": detector.regressor}, model)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "contend.cli", "nimc", "detect", str(model), data],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"contend: error: {model}: the classifier's tree 0: {message}")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

@@ -177,9 +177,10 @@ def test_a_launch_command_it_cannot_read_is_one_line(built, tmp_path, capsys, co
     assert message in one_line_error(capsys)
 
 
-def test_a_timeout_that_is_not_positive_is_one_line(built, capsys):
-    assert main(["throttle", "--policy", "none", "--timeout", "0", "--", "mpiexec", "-n", "2", "./app"]) == 2
-    assert "--timeout 0: expected a positive number of seconds" in one_line_error(capsys)
+def test_a_timeout_out_of_range_is_one_line(built, capsys):
+    for value in ("0", "inf", "nan", "soon"):
+        assert main(["throttle", "--policy", "none", "--timeout", value, "--", "mpiexec", "-n", "2", "./app"]) == 2
+        assert "--timeout: expected " in one_line_error(capsys)
 
 
 def test_a_missing_library_says_how_to_build_it(built, tmp_path, capsys, monkeypatch):

@@ -279,7 +279,7 @@ def test_bad_command_lines(built, tmp_path, capsys):
     assert main(["trace", "--", "true"]) == 2
     assert "-o DIR is required" in capsys.readouterr().err
     assert main(["trace", "-o", str(tmp_path / "x"), "--depth", "9", "--", "true"]) == 2
-    assert "--depth 9: expected 1..6" in capsys.readouterr().err
+    assert "--depth: 9 is out of range [1, 6]" in capsys.readouterr().err
     assert main(["trace", "-o", str(tmp_path / "x")]) == 2
     assert "give the command to trace" in capsys.readouterr().err
     assert main(["trace", "convert", str(tmp_path / "nowhere")]) == 2

@@ -116,7 +116,9 @@ def with_mitigations(memory: Mapping[str, Any], throttle: Any = None, reserve_co
             if out["throttle"] <= 0:
                 raise UserError(f"memory throttle: must be positive, got {throttle!r}")
     if reserve_core is not None:
-        if reserve_core and out["ranks_per_node"] < 2:
+        # a user's engine dict may lack ranks_per_node or hold a wrong type: the engine names that
+        ranks_per_node = out.get("ranks_per_node")
+        if reserve_core and type(ranks_per_node) is int and ranks_per_node < 2:
             raise UserError("reserve core: needs at least 2 ranks per node")
         out["reserve_core"] = bool(reserve_core)
     return out

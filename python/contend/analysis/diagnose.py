@@ -21,6 +21,8 @@ from contend.errors import UserError
 CLASSES = ("initiator", "target")
 # Topologies whose route length has a closed form; fat trees and dragonflies search the link graph.
 _ROUTED_KINDS = ("crossbar", "torus", "mesh")
+# The hot-target grid is ranks x bins floats, in memory and in the JSON: at most 2^27 (1 GiB).
+MAX_GRID_CELLS = 2**27
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,16 @@ def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, b
     if len(records) == 0:
         raise UserError("diagnose: the records hold no messages")
     _check_params(params)
-    ranks = int(max(records["src"].max(), records["dst"].max()) + 1) if num_ranks is None else num_ranks
+    # Python ints: a rank near 2^63 would wrap in int64 and then index past the grid (np.bincount)
+    highest = max(int(records["src"].max()), int(records["dst"].max()))
+    ranks = highest + 1 if num_ranks is None else int(num_ranks)
+    if highest >= ranks or min(int(records["src"].min()), int(records["dst"].min())) < -1:
+        raise UserError(f"diagnose: the records name rank {highest} of {ranks} rank(s)")
+    if bins < 1:
+        raise UserError(f"diagnose: {bins} time bins; at least 1")
+    if ranks * bins > MAX_GRID_CELLS:
+        raise UserError(f"diagnose: {ranks} rank(s) x {bins} time bin(s) of the hot-target grid; at most "
+                        f"{MAX_GRID_CELLS} cells (give fewer --bins)")
     if source == "trace":
         ops, sync, warnings, (first, last) = _trace(records, params, ranks)
     else:
@@ -169,9 +180,33 @@ def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, b
 
 
 def _check_params(params: Mapping[str, Any]) -> None:
-    missing = [key for key in ("L", "o", "G") if key not in params]
+    """What the ideal latencies read (contend.params, docs/formats.md): L, o, G and, when given, O, g, S,
+    a ``rendezvous`` set (L, o; G, O optional) and the network's sizes, all non-negative numbers."""
+    _check_numbers(params, "LogGOPS", required=("L", "o", "G"), optional=("O", "g", "S"))
+    rendezvous = params.get("rendezvous")
+    if rendezvous is not None:
+        if not isinstance(rendezvous, Mapping):
+            raise UserError("diagnose: the LogGOPS parameters' rendezvous must be an object or null; give --machine")
+        _check_numbers(rendezvous, "rendezvous", required=("L", "o"), optional=("G", "O"))
+    network = params.get("network")
+    if network is not None:
+        if not isinstance(network, Mapping) or not isinstance(network.get("topology"), str):
+            raise UserError("diagnose: the parameters' network must be an object with a topology; give --machine")
+        _check_numbers(network, "network", required=("packet_bytes", "hop_latency", "injection_bandwidth",
+                                                       "link_bandwidth"), optional=("global_bandwidth",))
+
+
+def _check_numbers(values: Mapping[str, Any], what: str, required: Sequence[str], optional: Sequence[str]) -> None:
+    missing = [key for key in required if key not in values]
     if missing:
-        raise UserError(f"diagnose: the LogGOPS parameters lack {', '.join(missing)}; give --machine")
+        raise UserError(f"diagnose: the {what} parameters lack {', '.join(missing)}; give --machine")
+    for key in (*required, *optional):
+        if key not in values:  # only optional ones by now
+            continue
+        value = values[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+            raise UserError(f"diagnose: the {what} parameter {key} is {value!r}; expected a non-negative "
+                            "number; give --machine")
 
 
 def _engine(frame, params: Mapping[str, Any], ranks: int, sites: Sequence[Mapping[str, Any]]):
@@ -352,7 +387,7 @@ def ideal_transfer(frame, params: Mapping[str, Any], ranks: int) -> np.ndarray:
     at the receiver), ``o + head + s / B`` over a network, on the minimal route (docs/models.md,
     "Diagnosis" and "Links")."""
     size = frame["bytes"].to_numpy(dtype=np.float64)
-    large = size > params["S"]
+    large = size > params.get("S", np.inf)
     rendezvous = params.get("rendezvous") or params
     o = np.where(large, rendezvous["o"], params["o"]).astype(np.float64)
     latency = np.where(large, rendezvous["L"], params["L"]).astype(np.float64)

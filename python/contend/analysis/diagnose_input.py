@@ -12,6 +12,9 @@ from typing import Any
 import numpy as np
 
 from contend.errors import UserError
+from contend.quantities import MAX_I64
+from contend.records import DELAY_COLUMNS, ID_COLUMNS, PROTOCOLS, TIME_COLUMNS
+from contend.simulate import MAX_RANKS
 
 SOURCES = ("engine", "trace")
 _PS_PER_NS = 1000.0
@@ -21,6 +24,15 @@ ENGINE_REQUIRED = ("src", "dst", "bytes", "tag", "send_op", "posted", "injected"
 TRACE_REQUIRED = ("src", "dst", "bytes", "tag", "kind", "posted", "completed", "call_site")
 TRACE_TIMES = ("posted", "completed", "waited", "arrived", "received")
 _STRINGS = ("kind", "call_site", "context")
+# The integer columns of each source and the values each may hold (a collective region of a trace may
+# name no peer: dst -1, checked per row in _frame). Checked on the Parquet column before any conversion,
+# so that no value wraps around in int64 arithmetic or sizes an allocation (a rank index did both).
+_INTEGERS = {
+    "engine": ID_COLUMNS + TIME_COLUMNS + DELAY_COLUMNS,
+    "trace": ("src", "dst", "bytes", "tag", "site_id") + TRACE_TIMES,
+}
+_RANGES = {"src": (0, MAX_RANKS - 1), "dst": (-1, MAX_RANKS - 1), "bytes": (0, MAX_I64),
+           "protocol": (0, len(PROTOCOLS) - 1)}
 
 
 @dataclass(frozen=True)
@@ -63,8 +75,9 @@ def load_records(path: str | os.PathLike) -> RecordsInput:
     missing = [column for column in required if column not in table.column_names]
     if missing:
         raise UserError(f"{name}: {source} records lack column(s) {', '.join(missing)}")
+    _check_integers(table, source, name)
+    num_ranks = _ranks(table, metadata, source, name)
     frame = _frame(table, source, name)
-    num_ranks = _ranks(frame, metadata, source, name)
     return RecordsInput(frame=frame, source=source, metadata=metadata, num_ranks=num_ranks)
 
 
@@ -72,31 +85,54 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+def _check_integers(table, source: str, name: str) -> None:
+    """Every integer column of ``source`` present: integers, no nulls, within int64 and its range."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for column in _INTEGERS[source]:
+        if column not in table.column_names:
+            continue
+        values = table.column(column)
+        if not pa.types.is_integer(values.type):
+            raise UserError(f"{name}: column {column} must hold integers, not {values.type}")
+        if values.null_count:
+            raise UserError(f"{name}: column {column} has {values.null_count} missing value(s)")
+        if len(values) == 0:
+            continue
+        low, high = _RANGES.get(column, (-MAX_I64 - 1, MAX_I64))
+        extremes = pc.min_max(values)
+        smallest, largest = extremes["min"].as_py(), extremes["max"].as_py()
+        if smallest < low or largest > high:
+            bad = smallest if smallest < low else largest
+            raise UserError(f"{name}: column {column} holds {bad}; expected {low} <= value <= {high}")
+
+
 def _frame(table, source: str, name: str):
-    """The table as a DataFrame in float ns, after checking nulls, types and time order."""
+    """The checked table as a DataFrame in float ns, after checking strings, time order and signs."""
     import pandas as pd
     import pyarrow as pa
 
     from contend.records import records_frame
 
+    integers = {column: table.column(column).to_numpy().astype(np.int64)
+                for column in _INTEGERS[source] if column in table.column_names}
     if source == "engine":
-        return records_frame({column: table.column(column).to_numpy() for column in table.column_names})
+        frame = records_frame({column: integers.get(column, table.column(column).to_numpy())
+                               for column in table.column_names})
+        return _check_rows(frame, name)
     columns = {}
     for column in table.column_names:
         values = table.column(column)
-        if values.null_count and column in TRACE_REQUIRED + ("context", "site_id"):
-            raise UserError(f"{name}: column {column} has {values.null_count} missing value(s)")
         if column in _STRINGS:
+            if values.null_count:
+                raise UserError(f"{name}: column {column} has {values.null_count} missing value(s)")
             if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
                     or pa.types.is_dictionary(values.type)):
                 raise UserError(f"{name}: column {column} must hold strings, not {values.type}")
             columns[column] = values.to_pandas().to_numpy(dtype=object)
-        elif column in TRACE_TIMES + ("src", "dst", "bytes", "tag", "site_id"):
-            if not pa.types.is_integer(values.type):
-                raise UserError(f"{name}: column {column} must hold integers, not {values.type}")
-            array = values.to_numpy().astype(np.int64) if not values.null_count else \
-                values.to_pandas().to_numpy()
-            columns[column] = array / _PS_PER_NS if column in TRACE_TIMES else array
+        elif column in integers:
+            columns[column] = integers[column] / _PS_PER_NS if column in TRACE_TIMES else integers[column]
         else:
             columns[column] = values.to_pandas().to_numpy()
     frame = pd.DataFrame(columns)
@@ -106,6 +142,11 @@ def _frame(table, source: str, name: str):
         frame["context"] = ""
     if "site_id" not in frame:
         frame["site_id"] = pd.factorize(frame["call_site"])[0].astype(np.int64)
+    return _check_rows(frame, name)
+
+
+def _check_rows(frame, name: str):
+    """Time order, and a peer for every operation but a trace's collective regions (dst -1)."""
     late = frame.index[frame["completed"] < frame["posted"]]
     if len(late):
         row = int(late[0])
@@ -113,17 +154,23 @@ def _frame(table, source: str, name: str):
                         f"({frame['posted'][row]:.0f} ns); {len(late)} such row(s)")
     from contend.analysis.trace_ops import is_region
 
-    # a collective region may name no peer (dst -1); every operation must
-    negative = frame.index[(frame["bytes"] < 0) | (frame["src"] < 0)
-                           | ((frame["dst"] < 0) & ~is_region(frame["kind"].to_numpy()))]
+    regions = is_region(frame["kind"].to_numpy()) if "kind" in frame else np.zeros(len(frame), dtype=bool)
+    negative = frame.index[(frame["dst"] < 0) & ~regions]
     if len(negative):
-        raise UserError(f"{name}: row {int(negative[0])}: negative src, dst or bytes")
+        row = int(negative[0])
+        kind = frame["kind"][row] if "kind" in frame else "message"
+        raise UserError(f"{name}: row {row}: dst {frame['dst'][row]} for a {kind}; only a collective region "
+                        "may name no peer")
     return frame
 
 
-def _ranks(frame, metadata: dict[str, Any], source: str, name: str) -> int:
-    """``contend.ranks`` (required for traces), checked against the ranks the rows name."""
-    seen = int(max(frame["src"].max(), frame["dst"].max()) + 1) if len(frame) else 0
+def _ranks(table, metadata: dict[str, Any], source: str, name: str) -> int:
+    """``contend.ranks`` (required for traces), checked against the ranks the rows name. The rows'
+    ranks are already within [0, MAX_RANKS) (``_check_integers``), so ``seen`` cannot overflow."""
+    import pyarrow.compute as pc
+
+    seen = max(pc.max(table.column("src")).as_py(), pc.max(table.column("dst")).as_py()) + 1 \
+        if table.num_rows else 0
     declared = metadata.get("ranks")
     workload = metadata.get("workload")
     if declared is None and isinstance(workload, dict) and "ranks" in workload:
@@ -132,8 +179,8 @@ def _ranks(frame, metadata: dict[str, Any], source: str, name: str) -> int:
         if source == "trace":
             raise UserError(f"{name}: trace records lack the contend.ranks metadata (the number of ranks)")
         return seen
-    if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
-        raise UserError(f"{name}: contend.ranks is {declared!r}; expected a positive integer")
+    if isinstance(declared, bool) or not isinstance(declared, int) or not 1 <= declared <= MAX_RANKS:
+        raise UserError(f"{name}: contend.ranks is {declared!r}; expected an integer in [1, {MAX_RANKS}]")
     if seen > declared:
         raise UserError(f"{name}: records name rank {seen - 1} but the metadata says {declared} rank(s) "
                         "(mismatched rank counts)")

@@ -28,7 +28,8 @@ import pandas as pd
 from contend.atomic import atomic_path, beside
 from contend.errors import UserError
 
-FORMAT, VERSION = "contend-nimc-model", 1
+# version 2: a skops file (version 1 was a pickle, which runs code when loaded)
+FORMAT, VERSION = "contend-nimc-model", 2
 LABEL, TARGET, RUN = "nimc", "slowdown_pct", "run"
 
 # What the triad (the application) sees of itself: its speed and its own software counters.
@@ -234,13 +235,13 @@ def schema(detector: Detector) -> dict[str, Any]:
 
 
 def save(detector: Detector, path: str | os.PathLike) -> Path:
-    """The model (joblib: the forests and their schema) and its schema as JSON beside it (``.json``)."""
-    import joblib
+    """The model (skops: the forests and their schema) and its schema as JSON beside it (``.json``)."""
+    import skops.io
 
     path = Path(path)
     header = schema(detector)
     with atomic_path(path) as temporary:
-        joblib.dump({**header, "classifier": detector.classifier, "regressor": detector.regressor}, temporary)
+        skops.io.dump({**header, "classifier": detector.classifier, "regressor": detector.regressor}, temporary)
     schema_path = beside(path, path.name + ".json")
     if schema_path is not None:
         with atomic_path(schema_path) as temporary:
@@ -248,19 +249,26 @@ def save(detector: Detector, path: str | os.PathLike) -> Path:
     return path
 
 
-def load(path: str | os.PathLike) -> Detector:
-    """A model saved by ``save``; a UserError naming the file when it is not one or does not fit this code.
+# The only type a model file may hold beyond what skops trusts by default (the forests, their trees'
+# estimators, arrays, plain data): the trees' arrays. skops rebuilds nothing else and runs no code.
+_TRUSTED = ["sklearn.tree._tree.Tree"]
 
-    joblib files are pickles: load only models you made (docs/formats.md)."""
-    import joblib
+
+def load(path: str | os.PathLike) -> Detector:
+    """A model saved by ``save``; a UserError naming the file when it is not one, does not fit this code or
+    holds trees that do not hold together. A model file is untrusted input: loading it runs no code (skops,
+    not pickle), and every tree is checked before any prediction walks it (``_check_forest``)."""
+    import skops.io
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:
-        stored = joblib.load(path)
-    except Exception as exc:
-        raise UserError(f"{path}: not a contend nimc model ({type(exc).__name__}: {str(exc)[:80]})") from None
+        stored = skops.io.load(path, trusted=_TRUSTED)
+    except Exception as exc:  # skops raises whatever its parts do on a damaged or foreign file
+        message = " ".join(str(exc).split())[:120]
+        raise UserError(f"{path}: not a contend nimc model ({type(exc).__name__}: {message})") from None
     if not isinstance(stored, dict) or stored.get("format") != FORMAT:
         raise UserError(f"{path}: not a contend nimc model (no {FORMAT!r} header)")
     if stored.get("version") != VERSION:
@@ -272,12 +280,68 @@ def load(path: str | os.PathLike) -> Detector:
     if unknown:
         raise UserError(f"{path}: the model uses feature(s) this contend does not know: {', '.join(unknown)}")
     classifier, regressor = stored.get("classifier"), stored.get("regressor")
-    for name, model in (("classifier", classifier), ("regressor", regressor)):
+    for name, model, kind in (("classifier", classifier, RandomForestClassifier),
+                              ("regressor", regressor, RandomForestRegressor)):
+        if type(model) is not kind:
+            raise UserError(f"{path}: the {name} is not a {kind.__name__}")
         if getattr(model, "n_features_in_", None) != len(features):
             raise UserError(f"{path}: the {name} does not take the {len(features)} features its schema lists")
+        _check_forest(model, len(features), f"{path}: the {name}")
     return Detector(features=features, classifier=classifier, regressor=regressor,
                     feature_set=stored.get("feature_set", "custom"), metrics=stored.get("metrics", {}),
                     trained_on=stored.get("trained_on", {}))
+
+
+def _check_forest(forest, n_features: int, where: str) -> None:
+    """Every tree of ``forest`` safe to walk: scikit-learn's compiled prediction trusts the arrays (an
+    out-of-range child or feature reads outside them), so a damaged file would crash it, not raise."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    classifier = hasattr(forest, "classes_")
+    if classifier and (np.asarray(forest.classes_).tolist() != [False, True] or forest.n_classes_ != 2):
+        raise UserError(f"{where} must have the classes [False, True]")
+    if getattr(forest, "n_outputs_", None) != 1:
+        raise UserError(f"{where} must have one output")
+    kind = DecisionTreeClassifier if classifier else DecisionTreeRegressor
+    estimators = getattr(forest, "estimators_", None)
+    if not isinstance(estimators, list) or not estimators:
+        raise UserError(f"{where} holds no trees")
+    for number, estimator in enumerate(estimators):
+        problem = _tree_problem(estimator, kind, n_features, 2 if classifier else 1)
+        if problem:
+            raise UserError(f"{where}'s tree {number}: {problem}")
+
+
+def _tree_problem(estimator, kind, n_features: int, n_values: int) -> str | None:
+    """What is wrong with one decision tree, or None. Nodes are stored parents first (scikit-learn
+    builds depth first), so children above their parent also rule out cycles."""
+    from sklearn.tree._tree import Tree
+
+    if type(estimator) is not kind or getattr(estimator, "n_features_in_", None) != n_features \
+            or getattr(estimator, "n_outputs_", None) != 1 or type(getattr(estimator, "tree_", None)) is not Tree:
+        return f"not a {kind.__name__} of {n_features} features and one output"
+    if n_values == 2 and (np.asarray(estimator.classes_).tolist() != [False, True] or estimator.n_classes_ != 2):
+        return "not a tree of the classes [False, True]"
+    tree = estimator.tree_
+    count = int(tree.node_count)
+    if count < 1 or tree.n_features != n_features or tree.n_outputs != 1:
+        return f"{count} nodes, {tree.n_features} features, {tree.n_outputs} outputs"
+    left, right = np.asarray(tree.children_left), np.asarray(tree.children_right)
+    feature, threshold = np.asarray(tree.feature), np.asarray(tree.threshold)
+    if not all(len(a) == count for a in (left, right, feature, threshold)):
+        return "node arrays of different lengths"
+    if tuple(np.shape(tree.value)) != (count, 1, n_values):
+        return f"values of shape {np.shape(tree.value)}, not ({count}, 1, {n_values})"
+    leaf = (left == -1) & (right == -1)
+    inner = ~leaf
+    nodes = np.arange(count)
+    if not (((left > nodes) & (left < count) & (right > nodes) & (right < count)) | leaf).all():
+        return "a child index out of range (children come after their node, leaves have -1 and -1)"
+    if ((feature[inner] < 0) | (feature[inner] >= n_features)).any():
+        return f"a split on a feature outside 0..{n_features - 1}"
+    if not np.isfinite(threshold[inner]).all() or not np.isfinite(np.asarray(tree.value)).all():
+        return "a threshold or value that is not finite"
+    return None
 
 
 def detect(detector: Detector, frame: pd.DataFrame, where: str = "data") -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from contend.atomic import atomic_path, beside
+from contend.errors import UserError
 
 # Meta fields copied onto every result row, so a table of many runs still says where each row came from.
 META_COLUMNS = ("mpi_library", "ranks", "nodes", "ranks_per_node", "loadavg_1min", "started")
@@ -133,13 +134,35 @@ def write_run(run: RunResult, path: str | os.PathLike) -> Path:
     return path
 
 
+# What every stored run has (docs/formats.md, "Benchmark results"); the tables read more per pattern.
+_KEY_COLUMNS = ("pattern", "metric", "bytes", "rank", "peer")
+
+
 def read_run(path: str | os.PathLike) -> RunResult:
-    """Load a run stored by write_run."""
+    """Load a run stored by write_run; a UserError naming the file when it is Parquet but not a run."""
+    from contend.bench.registry import benchmark
+
     path = Path(path)
     table = pq.read_table(path)
     metadata = table.schema.metadata or {}
-    meta = json.loads(metadata.get(_META_KEY, b"{}"))
-    tallies = pd.DataFrame(json.loads(metadata.get(_TALLIES_KEY, b"[]")))
+    if _META_KEY not in metadata:
+        raise UserError(f"{path}: not a contend bench result (no contend.meta metadata)")
+    try:
+        meta = json.loads(metadata[_META_KEY])
+        tallies = json.loads(metadata.get(_TALLIES_KEY, b"[]"))
+    except ValueError:
+        raise UserError(f"{path}: not a contend bench result (its contend.meta or contend.tallies is not JSON)") from None
+    if not isinstance(meta, dict) or not isinstance(tallies, list) or not all(isinstance(t, dict) for t in tallies):
+        raise UserError(f"{path}: not a contend bench result (contend.meta must be an object, contend.tallies a "
+                        "list of objects)")
+    try:
+        benchmark(str(meta.get("pattern")))
+    except UserError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    missing = [column for column in _KEY_COLUMNS if column not in table.column_names]
+    if missing:
+        raise UserError(f"{path}: not a contend bench result (no column(s) {', '.join(missing)})")
+    tallies = pd.DataFrame(tallies)
     detours_file = _detours_path(path)
     detours = pq.read_table(detours_file).to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
     return RunResult(meta=meta, results=table.to_pandas(), tallies=tallies, detours=detours)

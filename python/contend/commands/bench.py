@@ -206,11 +206,21 @@ def run_show(args: argparse.Namespace) -> int:
         raise UserError(f"{path}: no such file")
     try:
         run = read_run(path)
+    except UserError:
+        raise
     except Exception as exc:  # pyarrow raises several types for files that are not Parquet
         raise UserError(f"{path}: not a contend bench result ({exc})") from None
-    Console().print(results_table(run))
-    if args.plot:
-        plot_run(run, check_writable(args.plot, "--plot"))
+    plot = check_writable(args.plot, "--plot") if args.plot else None
+    try:
+        table = results_table(run)
+        if plot is not None:
+            plot_run(run, plot)
+    except UserError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # each pattern's table and plot read their own columns
+        raise UserError(f"{path}: a {run.pattern} run without what its table reads ({type(exc).__name__}: "
+                        f"{exc})") from None
+    Console().print(table)
     return 0
 
 

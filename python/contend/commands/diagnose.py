@@ -9,6 +9,10 @@ import os
 
 from contend.atomic import atomic_path, check_directory, check_writable
 from contend.errors import UserError
+from contend.quantities import parse_count
+
+# Table rows and plot bins beyond these are no longer read by anyone (diagnose() bounds ranks x bins too).
+MAX_TOP, MAX_BINS = 10**6, 10**5
 
 
 def register(subparsers) -> None:
@@ -27,8 +31,11 @@ def register(subparsers) -> None:
     parser.add_argument("--sites", metavar="FILE.json",
                         help="name call sites of engine records by tag (and pair get requests with their "
                         "replies): a JSON list as the contend.sites metadata (docs/formats.md); replaces it")
-    parser.add_argument("--top", type=int, default=10, help="rows in the call-site and target tables")
-    parser.add_argument("--bins", type=int, default=20, help="time bins of the hot-target plot")
+    parser.add_argument("--top", default="10", metavar="N",
+                        help=f"rows in the call-site and target tables (default 10, at most {MAX_TOP})")
+    parser.add_argument("--bins", default="20", metavar="N",
+                        help=f"time bins of the hot-target plot (default 20, at most {MAX_BINS}; ranks x bins at "
+                             "most 2^27)")
     parser.add_argument("--json", metavar="FILE", help="write the diagnosis as JSON")
     parser.add_argument("--html", metavar="DIR", help="write an HTML report with plots into DIR")
     parser.set_defaults(func=run)
@@ -38,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from contend.analysis.diagnose import diagnose
     from contend.analysis.diagnose_input import load_records
 
+    args.top = parse_count(args.top, "--top", minimum=1, maximum=MAX_TOP)
+    args.bins = parse_count(args.bins, "--bins", minimum=1, maximum=MAX_BINS)
     if os.path.isdir(args.records):  # a `contend trace` directory: its records.parquet
         inside = os.path.join(args.records, "records.parquet")
         if not os.path.isfile(inside):
@@ -46,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
         args.records = inside
     if not os.path.isfile(args.records):
         raise UserError(f"{args.records}: no such records file")
-    if args.top < 1 or args.bins < 1:
-        raise UserError("diagnose: --top and --bins must be positive")
     if args.json is not None:
         check_writable(args.json, "--json")
     if args.html is not None:

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from contend.commands.options import bounded_number
 from contend.errors import UserError
 
 # option -> the library's variable suffix (docs/formats.md, "Throttle configuration")
@@ -59,8 +60,8 @@ def register(subparsers) -> None:
     parser.add_argument("--stats", metavar="FILE", help="keep the per-rank counters (JSON lines) in FILE "
                         "(replaced); default: a temporary file")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    parser.add_argument("--timeout", type=float, default=3600.0, metavar="S",
-                        help="end the run after S seconds")
+    parser.add_argument("--timeout", default="3600", metavar="S",
+                        help="end the run after S seconds (default 3600, at most a week)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the MPI launch command")
     parser.set_defaults(func=run)
 
@@ -74,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         raise UserError("throttle: give the launch command after --, e.g. contend throttle --policy token "
                         "--tokens 8 -- mpiexec -n 4 ./prog")
-    if not args.timeout > 0:
-        raise UserError(f"throttle: --timeout {args.timeout:g}: expected a positive number of seconds")
+    args.timeout = bounded_number(args.timeout, "--timeout", 1, 7 * 86400)
     given = _given(args)
     library_mpi = mpi.launcher_mpi(command[0])
     starts = mpi.program_starts(command, library_mpi.flavor)

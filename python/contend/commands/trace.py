@@ -14,7 +14,9 @@ import os
 import sys
 from pathlib import Path
 
+from contend.commands.options import bounded_number
 from contend.errors import UserError
+from contend.quantities import parse_count
 
 ACTIONS = ("convert", "import")
 
@@ -31,9 +33,10 @@ def register(subparsers) -> None:
         "  contend trace import TRACE.otf2 -o records.parquet\n\nExit code 2 for bad input or a bad trace.")
     parser.add_argument("-o", "--output", metavar="DIR|FILE",
                         help="trace directory (run), or the records file (import)")
-    parser.add_argument("--records", type=int, default=262144, metavar="N",
-                        help="records kept per rank (96 bytes each); beyond that they are counted as dropped")
-    parser.add_argument("--depth", type=int, default=1, metavar="D",
+    parser.add_argument("--records", default="262144", metavar="N",
+                        help="records kept per rank (96 bytes each; at most 2^32 and what the machine's memory "
+                             "holds); beyond that they are counted as dropped")
+    parser.add_argument("--depth", default="1", metavar="D",
                         help="return addresses per call, 1..6 (the call site and D-1 callers; more costs "
                              "an unwind per call)")
     parser.add_argument("--clock", choices=("tsc", "monotonic"), default="tsc",
@@ -42,8 +45,8 @@ def register(subparsers) -> None:
     parser.add_argument("--machine", metavar="NAME|FILE.toml",
                         help="store this machine's LogGOPS parameters in the records, so contend diagnose "
                              "needs no --machine")
-    parser.add_argument("--timeout", type=float, default=3600.0, metavar="S",
-                        help="end the traced run after S seconds")
+    parser.add_argument("--timeout", default="3600", metavar="S",
+                        help="end the traced run after S seconds (default 3600, at most a week)")
     parser.add_argument("command", nargs=argparse.REMAINDER,
                         help="-- the MPI launch command; or `convert DIR`, or `import TRACE.otf2`")
     parser.set_defaults(func=run)
@@ -73,14 +76,22 @@ def run(args: argparse.Namespace) -> int:
         return _convert(Path(command[1]), _machine_params(args.machine))
     if args.output is None:
         raise UserError("trace: -o DIR is required (where the rank files and records go)")
-    if not 1 <= args.depth <= 6:
-        raise UserError(f"trace: --depth {args.depth}: expected 1..6")
-    if args.records < 1:
-        raise UserError(f"trace: --records {args.records}: expected a positive count")
+    args.records = parse_count(args.records, "--records", minimum=1, maximum=_max_records())
+    args.depth = parse_count(args.depth, "--depth", minimum=1, maximum=6)
+    args.timeout = bounded_number(args.timeout, "--timeout", 1, 7 * 86400)
     params = _machine_params(args.machine)  # a bad machine fails before the run, not after
     directory = _prepare(Path(args.output))
     _run(command, directory, args)
     return _convert(directory, params)
+
+
+def _max_records() -> int:
+    """Records per rank the tracer takes (CONTEND_TRACE_RECORDS, native/trace/init.c: at most 2^32) and one
+    rank's buffer of them fits this machine's memory."""
+    from contend.trace.files import RECORD
+
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return min(2**32, memory // RECORD.itemsize)
 
 
 def _prepare(directory: Path) -> Path:

@@ -192,6 +192,17 @@ def parse_duration(text: Any, where: str) -> int:
     return ps
 
 
+def _period(frequency: Any, where: str) -> int:
+    """The period of a frequency in ps, judged by the engine's time range like any duration (a tiny
+    frequency is a period too long for it, or no float at all)."""
+    hz = parse_frequency(frequency, where)
+    try:
+        return parse_duration(f"{PS_PER_S / hz:.0f}ps", where)
+    except UserError:
+        raise UserError(f"{where}: {frequency!r} is too low: one period is longer than the longest time "
+                        "the engine takes") from None
+
+
 def parse_phase(text: Any, where: str) -> str | int:
     """``independent``, ``coscheduled`` (phase 0) or a time: all ranks co-scheduled at that phase."""
     if isinstance(text, str) and text.strip() in (INDEPENDENT, COSCHEDULED):
@@ -250,7 +261,7 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
     if kind == "periodic":
         if ("frequency" in table) == ("period" in table):
             raise UserError(f"{where('')}: periodic noise needs either frequency or period")
-        period = (round(PS_PER_S / parse_frequency(table["frequency"], where("frequency"))) if "frequency" in table
+        period = (_period(table["frequency"], where("frequency")) if "frequency" in table
                   else parse_duration(table["period"], where("period")))
         duration = parse_duration(required("duration"), where("duration"))
         if duration >= period:
