@@ -288,8 +288,8 @@ def test_control_characters_in_messages_are_escaped(tmp_path, capsys):
     (["simulate"], r"argument COMMAND: invalid choice: 'simulate'"),
     (["sim", "--ranks"], r"^contend: error: sim: argument --ranks: expected one argument$"),
     (["sim", "--no-such-option"], r"^contend: error: unrecognized arguments: --no-such-option$"),
-    (["diagnose", "x.parquet", "--top", "ten"], r"^contend: error: diagnose: argument --top: invalid int value: "
-                                                 r"'ten'$"),
+    (["diagnose", "x.parquet", "--top", "ten"], r"^contend: error: --top: expected a non-negative integer .*, "
+                                                 r"got 'ten'$"),
     (["bench", "run"], r"^contend: error: bench run: the following arguments are required"),
     (["sim", *COLLECTIVE, "--heatmap-metric", "\x1b[31mred"], r"invalid choice: '\\x1b\[31mred'"),
 ])
