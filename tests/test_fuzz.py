@@ -456,7 +456,8 @@ class Case:
     fsize: int | None = None
     broken_stdout: bool = False
     unprivileged: bool = False
-    allow_unreadable: bool = False
+    names_line: str | None = None  # an input whose errors must name it as FILE:LINE
+    must_refuse: bool = False  # a typo that must not be accepted (exit 0)
 
 
 def listing(directory: Path) -> dict:
@@ -469,6 +470,8 @@ def listing(directory: Path) -> dict:
 
 
 TMP_NAME = re.compile(r"^\..*\.tmp")
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception|Interrupt)\b")
+KEY_LINE = re.compile(r"^\s*(?:\[+\s*(?:[\w-]+\.)*)?(?P<key>[A-Za-z_][\w-]*)\s*[=\].]")  # a key or table name
 
 
 def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str, str]]:
@@ -479,11 +482,12 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
         problems.append(("hang", f"no exit within {TIMEOUT_S:g} s"))
     elif status < 0:
         problems.append((f"signal {signal.Signals(-status).name}", ""))
-    elif status not in (0, 2, 3):
+    elif status not in (0, 2, 3) and "Traceback" not in stderr:
         problems.append((f"exit code {status}", ""))
     if "Traceback" in stderr:
-        last = [line for line in stderr.splitlines() if line.strip()][-1:] or [""]
-        problems.append((f"traceback {last[0].split(':')[0][:60]}", last[0][:200]))
+        lines = [line for line in stderr.splitlines() if line.strip()] or [""]
+        raised = [line for line in lines if EXCEPTION_LINE.match(line)] or lines
+        problems.append((f"traceback {raised[-1].split(':')[0][:60]}", f"exit {status}: {raised[-1][:200]}"))
     elif status != 0 and not result["timed_out"]:
         text = stderr[:-1] if stderr.endswith("\n") else stderr
         if status == 2 and ("\n" in text or not text):
@@ -492,6 +496,11 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
                              f"{text.count(chr(10)) + 1 if text else 0} lines"))
         if not all(c.isprintable() or c == "\n" for c in text):
             problems.append(("unprintable stderr", repr(text[:200])))
+    if case.must_refuse and status == 0:
+        problems.append(("typo accepted", "a misspelt name was ignored and the run went on"))
+    if case.names_line and status == 2 and "Traceback" not in stderr and " missing " not in stderr and \
+            not re.search(re.escape(case.names_line) + r":\d+", stderr):  # what is missing has no line
+        problems.append(("error without FILE:LINE", stderr.strip()[:200]))
     for directory in case.watch:
         after = listing(directory)
         left = sorted(name for name in after if TMP_NAME.match(Path(name).name))
@@ -541,22 +550,33 @@ class Cases:
         gz = rng.random() < 0.3
         path, applied = self.mutated(seed, seed + (".gz" if gz else ""), compress=gz)
         if rng.random() < 0.4:
-            return self.case("goal", ["goal", "check", path, *(["--json"] if rng.random() < 0.5 else [])], applied)
-        extra = rng.choice([[], ["--json"], ["--records", "r.parquet"], ["--timeline", "t.json"],
-                            ["--machine", "loggopsim-default"], ["--noise", "periodic:1kHz:25us"]])
-        return self.case("goal", ["sim", path, *extra], applied)
+                argv = ["goal", "check", path, *(["--json"] if rng.random() < 0.5 else [])]
+        else:
+            argv = ["sim", path, *rng.choice([[], ["--json"], ["--records", "r.parquet"], ["--timeline", "t.json"],
+                                              ["--machine", "loggopsim-default"], ["--noise", "periodic:1kHz:25us"]])]
+        return self.case("goal", argv, applied, names_line=None if gz else path.name)
 
     def machine(self):
         preset = self.rng.choice(PRESETS)
-        path, applied = self.mutated(preset.name, "m.toml")
+        typo = self.rng.random() < 0.3
+        if typo:  # a misspelt key or table name: never silently dropped
+            lines = preset.read_text().splitlines(keepends=True)
+            keys = [i for i, line in enumerate(lines) if KEY_LINE.match(line)]
+            at = self.rng.choice(keys)
+            match = KEY_LINE.match(lines[at])
+            word = misspell(match.group("key").encode(), self.rng).decode()
+            lines[at] = lines[at][:match.start("key")] + word + lines[at][match.end("key"):]
+            path = self.put("m.toml", "".join(lines).encode())
+            applied = [f"typo line {at + 1}: {match.group('key')} -> {word}"]
+        else:
+            path, applied = self.mutated(preset.name, "m.toml")
         argv = self.rng.choice([
             ["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB", "--machine", path],
             ["sim", "--collective", "binomial-bcast", "--ranks", "16", "--bytes", "64KiB", "--machine", path, "--json"],
-            ["sim", "--collective", "alltoall", "--ranks", "8", "--bytes", "1KiB", "--machine", path,
-             "--links", "l.parquet"],
+            ["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", path, "--json"],
             ["diagnose", self.seeds / "incast.parquet", "--machine", path],
         ])
-        return self.case("machine", argv, [preset.name, *applied])
+        return self.case("machine", argv, [preset.name, *applied], names_line="m.toml", must_refuse=typo)
 
     def noise(self):
         path, applied = self.mutated("hand.noise", "n.noise")
@@ -564,7 +584,7 @@ class Cases:
             ["noise", "show", path], ["noise", "show", path, "--json"],
             ["sim", "--collective", "dissemination", "--ranks", "8", "--bytes", "8", "--noise", f"trace:{path}"],
         ])
-        return self.case("noise", argv, applied)
+        return self.case("noise", argv, applied, names_line="n.noise")
 
     def records(self):
         seed = self.rng.choice(("incast.parquet", "trace-records.parquet"))
@@ -671,7 +691,7 @@ class Cases:
              "-g", "1000", "-G", "6", "-O", "0", "-S", "65535"],
             ["sim", "--collective", "dissemination", "--ranks", "8", "--bytes", "8", "--noise",
              "periodic:1kHz:25us", "--noise-seed", "3", "--noise-phase", "coscheduled"],
-            ["sim", "--collective", "alltoall", "--ranks", "8", "--bytes", "4KiB", "--machine", "ib-congestion",
+            ["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "4KiB", "--machine", "ib-congestion",
              "--throttle", "token:4", "--ranks-per-node", "4", "--threads", "2"],
             ["sim", "--collective", "incast", "--ranks", "8", "--bytes", "64KiB", "--machine",
              "sandybridge-onload", "--memory-throttle", "1GB/s", "--reserve-core"],
@@ -687,6 +707,13 @@ class Cases:
             ["noise", "show", s / "hand.noise", "--json"],
             ["bench", "show", s / "pingpong.parquet"],
             ["bench", "list"],
+            ["bench", "run", "pingpong", "--np", "2", "--sizes", "8", "--iters", "1", "--warmup", "0", "--timeout",
+             "30", "-o", "r.parquet", "--plot", "r.png"],
+            ["noise", "measure", "--seconds", "0.05", "--threshold", "1000", "-n", "1", "-o", "n.noise", "--timeout",
+             "30"],
+            ["tune", "--machine", "ib-congestion", "--quick", "--workers", "1", "--tolerance", "0.05",
+             "--ranks-per-node", "4", "-o", "tuned"],
+            ["native", "info"],
             ["nimc", "detect", s / "nimc.model", s / "nimc.parquet", "--json"],
             ["nimc", "train", s / "nimc.parquet", "-o", "m.model", "--trees", "10", "--test-fraction", "0.3",
              "--seed", "1"],
@@ -723,9 +750,9 @@ class Cases:
         commands = [  # (argv before the output, output option, is a directory)
             (["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB"], "--records", False),
             (["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB"], "--timeline", False),
-            (["sim", "--collective", "alltoall", "--ranks", "8", "--bytes", "1KiB", "--machine", "qdr-ib-fattree"],
+            (["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", "qdr-ib-fattree"],
              "--links", False),
-            (["sim", "--collective", "alltoall", "--ranks", "8", "--bytes", "1KiB", "--machine", "qdr-ib-fattree"],
+            (["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", "qdr-ib-fattree"],
              "--heatmap", False),
             (["diagnose", s / "incast.parquet"], "--json", False),
             (["diagnose", s / "incast.parquet"], "--html", True),
@@ -949,12 +976,12 @@ def throttle_runner():
 
     library = mpi.find_mpi()
     mpi.build_native(library)
-    program = [str(mpi.build_dir(library) / "throttle-stress"), "--messages", "1", "--ops", "1"]
+    program = [str(mpi.build_dir(library) / "throttle-stress"), "--messages", "1", "--ops", "1"]  # needs 2 ranks
     commands = build_parser()._subparsers._group_actions[0].choices
     if "throttle" in commands:
-        return lambda config: (["throttle", "--config", config, "--", str(library.mpiexec), "-n", "1", *program],
+        return lambda config: (["throttle", "--config", config, "--", str(library.mpiexec), "-n", "2", *program],
                                None)
-    return lambda config: (None, [str(library.mpiexec), "-n", "1", "env", f"CONTEND_THROTTLE_CONFIG={config}",
+    return lambda config: (None, [str(library.mpiexec), "-n", "2", "env", f"CONTEND_THROTTLE_CONFIG={config}",
                                   f"LD_PRELOAD={mpi.throttle_library(library)}", *program])
 
 
@@ -1042,7 +1069,7 @@ def test_fuzz(kind, work, server, seeds, throttle_runner, capsys):
             for label, detail in problems:
                 failures[f"{' '.join(words)}: {label}"].append(
                     f"case {index} [{how}] {label}: {detail}\n    mutation: {case.mutation}\n"
-                    f"    reproduce: cd {cases.out} && contend {command}{limits}\n"
+                    f"    reproduce: cd {cases.out} && {'' if how == 'direct' else 'contend '}{command}{limits}\n"
                     f"    or: CONTEND_FUZZ_SEED={SEED} CONTEND_FUZZ_CASES={CASES} CONTEND_FUZZ_ONLY={index} "
                     f"python -m pytest -q tests/test_fuzz.py -k {kind}\n"
                     f"    stderr: {stderr.strip()[-300:]!r}")
