@@ -510,7 +510,8 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
             new = sorted(set(after) - set(before[directory]))
             changed = sorted(n for n in before[directory] if n in after and after[n] != before[directory][n])
             if new or changed:
-                problems.append(("output left after a failure", f"exit {status}, in {directory.name}/: {new + changed}"))
+                problems.append(("output left after a failure",
+                                 f"exit {status}, in {directory.name}/: {new + changed}"))
     for device in case.devices:
         if not device.is_char_device():
             now = "directory" if device.is_dir() else "regular file" if device.exists() else "nothing"
@@ -573,7 +574,8 @@ class Cases:
         argv = self.rng.choice([
             ["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB", "--machine", path],
             ["sim", "--collective", "binomial-bcast", "--ranks", "16", "--bytes", "64KiB", "--machine", path, "--json"],
-            ["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", path, "--json"],
+            ["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", path,
+             "--json"],
             ["diagnose", self.seeds / "incast.parquet", "--machine", path],
         ])
         return self.case("machine", argv, [preset.name, *applied], names_line="m.toml", must_refuse=typo)
@@ -691,8 +693,8 @@ class Cases:
              "-g", "1000", "-G", "6", "-O", "0", "-S", "65535"],
             ["sim", "--collective", "dissemination", "--ranks", "8", "--bytes", "8", "--noise",
              "periodic:1kHz:25us", "--noise-seed", "3", "--noise-phase", "coscheduled"],
-            ["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "4KiB", "--machine", "ib-congestion",
-             "--throttle", "token:4", "--ranks-per-node", "4", "--threads", "2"],
+            ["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "4KiB", "--machine",
+             "ib-congestion", "--throttle", "token:4", "--ranks-per-node", "4", "--threads", "2"],
             ["sim", "--collective", "incast", "--ranks", "8", "--bytes", "64KiB", "--machine",
              "sandybridge-onload", "--memory-throttle", "1GB/s", "--reserve-core"],
             ["sim", s / "hand.goal", "--sharing", "packet", "--heatmap-metric", "bytes"],
@@ -750,9 +752,11 @@ class Cases:
         commands = [  # (argv before the output, output option, is a directory)
             (["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB"], "--records", False),
             (["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB"], "--timeline", False),
-            (["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", "qdr-ib-fattree"],
+            (["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine",
+              "qdr-ib-fattree"],
              "--links", False),
-            (["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine", "qdr-ib-fattree"],
+            (["sim", "--collective", "alltoall-pairwise", "--ranks", "8", "--bytes", "1KiB", "--machine",
+              "qdr-ib-fattree"],
              "--heatmap", False),
             (["diagnose", s / "incast.parquet"], "--json", False),
             (["diagnose", s / "incast.parquet"], "--html", True),
@@ -828,15 +832,18 @@ class Cases:
 def set_field(item: np.ndarray, name: str, rng: random.Random) -> None:
     """A boundary value into one field of a one-element structured array (wrapped to its width)."""
     dtype = item.dtype[name]
+    if dtype.names:  # a nested record (the clock samples): one of its fields
+        set_field(item[name], rng.choice(dtype.names), rng)
+        return
     if dtype.subdtype is not None:
         base, shape = dtype.subdtype
         values = item[name][0].reshape(-1)
-        values[rng.randrange(len(values))] = wrap(boundary_int(rng), base)
+        values[rng.randrange(len(values))] = base.type(wrap(boundary_int(rng), base))
         return
     if dtype.kind == "S":
         item[name] = rng.choice([b"", b"\x1b[31m\r\n", b"x" * dtype.itemsize, b"CTRACE2\0", b"\xff\xfe"])
         return
-    item[name] = wrap(boundary_int(rng), dtype)
+    item[name] = dtype.type(wrap(boundary_int(rng), dtype))
 
 
 def wrap(value: int, dtype: np.dtype) -> int:
@@ -870,7 +877,7 @@ def mutate_model(source: Path, target: Path, rng: random.Random) -> list[str]:
         if nodes.dtype[name].kind == "f":
             nodes[name][row] = rng.choice([float("nan"), float("inf"), -1e308])
         else:
-            nodes[name][row] = wrap(boundary_int(rng), nodes.dtype[name])
+            nodes[name][row] = nodes.dtype[name].type(wrap(boundary_int(rng), nodes.dtype[name]))
         state["nodes"] = nodes
         if rng.random() < 0.2:
             state["values"] = state["values"][: max(0, len(state["values"]) - 1)]
