@@ -1073,7 +1073,7 @@ def test_fuzz(kind, work, server, seeds, throttle_runner, capsys):
             command = " ".join(shlex.quote(str(a)) for a in case.argv)
             limits = (f" (RLIMIT_FSIZE={case.fsize})" if case.fsize is not None else "") + \
                 (" (stdout closed)" if case.broken_stdout else "") + (" (as nobody)" if case.unprivileged else "")
-            words = [str(a) for a in case.argv[:2] if not str(a).startswith(("-", "/"))]
+            words = [str(a) for a in case.argv[:2] if re.fullmatch(r"[a-z]+", str(a))]
             for label, detail in problems:
                 failures[f"{' '.join(words)}: {label}"].append(
                     f"case {index} [{how}] {label}: {detail}\n    mutation: {case.mutation}\n"
