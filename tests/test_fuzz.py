@@ -171,8 +171,9 @@ def mutate_parquet(source: Path, target: Path, rng: random.Random) -> list[str]:
         names = table.column_names
         if op in ("value", "null", "type", "drop", "rename") and not names:
             op = "meta"
-        if op == "value":
-            name = rng.choice(names)
+        if op == "value":  # ranks, peers and sizes index arrays: half the time one of them
+            ids = [n for n in names if n in ("src", "dst", "rank", "peer", "bytes", "tag", "node", "run")]
+            name = rng.choice(ids if ids and rng.random() < 0.5 else names)
             column = table.column(name).combine_chunks()
             values = column.to_pylist()
             if not values:
@@ -341,17 +342,20 @@ BENCH_LINES = [
 ]
 
 
-def write_ctrace_dir(directory: Path, ranks: int = 2) -> None:
+def write_ctrace_dir(directory: Path, ranks: int = 4) -> None:
     """A complete trace directory as native/trace writes it (docs/formats.md, "Trace files"): rank 0 sends
-    64 bytes to each other rank, which receives them, then all meet in a barrier."""
+    64 bytes to each other rank, which receives them; rank 1 puts 4 KiB into rank 2 and flushes; then all
+    meet in a barrier."""
     directory.mkdir(parents=True)
     names = b"/nonexistent/fuzz-program\0"
     for rank in range(ranks):
-        rows = []
+        rows = []  # posted, returned, completed, bytes, peer, tag, kind
         if rank == 0:
             rows += [(1000 + 10 * peer, 1100 + 10 * peer, 1100 + 10 * peer, 64, peer, 7, 0) for peer in range(1, ranks)]
         else:
             rows += [(900, 1500, 1500, 64, 0, 7, 4)]
+        if rank == 1:
+            rows += [(1600, 1650, 1900, 4096, 2, -1, 8), (1700, 1900, 1900, 0, 2, -1, 50)]
         rows.append((2000, 2500 + rank, 2500 + rank, 0, -1, -1, 32))
         records = np.zeros(len(rows), ctrace.RECORD)
         for i, (posted, returned, completed, size, peer, tag, kind) in enumerate(rows):
@@ -639,9 +643,10 @@ class Cases:
             applied = [f"extra {target.name}"]
         if data is not None:
             target.write_bytes(bytes(data))
-        if rng.random() < 0.7:
-            return Case("trace_dir", ["trace", "convert", directory], applied, watch=[self.out, directory])
-        return self.case("trace_dir", ["diagnose", directory], applied)
+        machine = ["--machine", "loggopsim-default"] if rng.random() < 0.5 else []
+        if rng.random() < 0.6:
+            return Case("trace_dir", ["trace", *machine, "convert", directory], applied, watch=[self.out, directory])
+        return self.case("trace_dir", ["diagnose", directory, *machine], applied)
 
     def otf2(self):
         archive = self.input / "otf2"
@@ -960,7 +965,7 @@ def seeds(work, server):
     make(["sim", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB", "--records",
           directory / "incast.parquet"])
     write_ctrace_dir(directory / "trace")
-    make(["trace", "convert", directory / "trace"])
+    make(["trace", "--machine", "loggopsim-default", "convert", directory / "trace"])
     shutil.move(directory / "trace" / "records.parquet", directory / "trace-records.parquet")
     for extra in (directory / "trace").glob("*.parquet"):
         extra.unlink()
