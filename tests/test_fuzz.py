@@ -464,6 +464,7 @@ def listing(directory: Path) -> dict:
 
 
 TMP_NAME = re.compile(r"^\..*\.tmp")
+PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: .*$", re.M)
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception|Interrupt)\b")
 KEY_LINE = re.compile(r"^\s*(?:\[+\s*(?:[\w-]+\.)*)?(?P<key>[A-Za-z_][\w-]*)\s*[=\].]")  # a key or table name
 
@@ -482,6 +483,8 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
         lines = [line for line in stderr.splitlines() if line.strip()] or [""]
         raised = [line for line in lines if EXCEPTION_LINE.match(line)] or ["(its last line is cut)"]
         problems.append((f"traceback {raised[-1].split(':')[0][:60]}", f"exit {status}: {raised[-1][:200]}"))
+    elif PYTHON_WARNING.search(stderr):  # a numpy overflow or the like: an answer computed from garbage
+        problems.append(("Python warning on stderr", PYTHON_WARNING.search(stderr).group()[:200]))
     elif status != 0 and not result["timed_out"]:
         text = stderr[:-1] if stderr.endswith("\n") else stderr
         if status == 2 and ("\n" in text or not text):
@@ -584,11 +587,13 @@ class Cases:
 
     def records(self):
         seed = self.rng.choice(("incast.parquet", "trace-records.parquet"))
-        path = self.input / "r.parquet"
+        in_directory = seed == "trace-records.parquet" and self.rng.random() < 0.5  # as `contend trace` leaves it
+        path = self.input / "trace" / "records.parquet" if in_directory else self.input / "r.parquet"
+        path.parent.mkdir(exist_ok=True)
         applied = mutate_parquet(self.seeds / seed, path, self.rng)
         extra = self.rng.choice([[], ["--json", "d.json"], ["--top", "3", "--bins", "7"],
                                  ["--machine", "loggopsim-default"], ["--html", "report"]])
-        return self.case("records", ["diagnose", path, *extra], [seed, *applied])
+        return self.case("records", ["diagnose", path.parent if in_directory else path, *extra], [seed, *applied])
 
     def trace_dir(self):
         rng = self.rng
