@@ -464,7 +464,7 @@ def listing(directory: Path) -> dict:
 
 
 TMP_NAME = re.compile(r"^\..*\.tmp")
-PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: .*$", re.M)
+PYTHON_WARNING = re.compile(r"^\S+:\d+: RuntimeWarning: .*$", re.M)  # numpy overflow, invalid value
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception|Interrupt)\b")
 KEY_LINE = re.compile(r"^\s*(?:\[+\s*(?:[\w-]+\.)*)?(?P<key>[A-Za-z_][\w-]*)\s*[=\].]")  # a key or table name
 
@@ -484,7 +484,7 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
         raised = [line for line in lines if EXCEPTION_LINE.match(line)] or ["(its last line is cut)"]
         problems.append((f"traceback {raised[-1].split(':')[0][:60]}", f"exit {status}: {raised[-1][:200]}"))
     elif PYTHON_WARNING.search(stderr):  # a numpy overflow or the like: an answer computed from garbage
-        problems.append(("Python warning on stderr", PYTHON_WARNING.search(stderr).group()[:200]))
+        problems.append(("RuntimeWarning on stderr", PYTHON_WARNING.search(stderr).group()[:200]))
     elif status != 0 and not result["timed_out"]:
         text = stderr[:-1] if stderr.endswith("\n") else stderr
         if status == 2 and ("\n" in text or not text):
