@@ -7,7 +7,7 @@ DEPS  := $(VENV)/.deps-stamp
 BUILT := $(VENV)/.engine-stamp
 RUST_SRC := $(shell find engine/src bindings/src -name '*.rs') engine/Cargo.toml bindings/Cargo.toml Cargo.toml
 
-.PHONY: all venv build native system-deps demo test test-rust test-py bench clean
+.PHONY: all venv build native system-deps demo test test-rust test-py fuzz bench clean
 
 all: build
 
@@ -49,6 +49,12 @@ test-py: build system-deps
 	$(ACT) python -m pytest -q
 
 test: test-rust test-py
+
+# Every input kind, command line and output place mutated (tests/test_fuzz.py); CONTEND_FUZZ_SEED picks
+# another run, CONTEND_FUZZ_CASES another length.
+FUZZ_CASES ?= 2000
+fuzz: build system-deps
+	$(ACT) CONTEND_FUZZ_CASES=$(FUZZ_CASES) python -m pytest -q tests/test_fuzz.py
 
 bench: build
 	$(ACT) python benchmarks/engine_speed.py
