@@ -270,3 +270,10 @@ def test_a_dimension_too_large_for_the_engine_is_refused_at_its_key(tmp_path):
     path.write_text(BASE + '[topology]\nkind = "torus"\ndims = [4294967296]\nlink_bandwidth = "1GB/s"\n')
     with pytest.raises(UserError, match=re.escape(f"{path}:10: [topology] dims: expected a list of positive sizes")):
         load_machine(path)
+
+
+def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_bytes(b"[loggops]\nL = 1\no = \"\xc7\"\n")
+    with pytest.raises(UserError, match=rf"^{re.escape(str(path))}:3: byte 0xc7 is not UTF-8 text$"):
+        load_machine(str(path))

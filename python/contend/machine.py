@@ -119,9 +119,14 @@ def load_machine(spec: str | os.PathLike) -> Machine:
                 f"unknown machine {text_spec!r}: not a file, and the presets are {', '.join(preset_names())}"
             )
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{text_spec}: cannot read machine file ({getattr(exc, 'strerror', None) or exc})") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{text_spec}: cannot read machine file ({exc.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UserError(f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8 text") from None
     return parse_machine(text, str(path))
 
 

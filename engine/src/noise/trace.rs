@@ -50,12 +50,17 @@ pub struct Trace {
 /// Reads and checks a noise trace file.
 pub fn read_trace_file(path: &Path) -> Result<Trace, TraceError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = std::fs::read(path).map_err(|e| {
         let why = e.to_string();
         let why = why.split(" (os error").next().unwrap_or(&why).to_lowercase();
         TraceError { path: name.clone(), line: 0, message: format!("cannot read noise trace: {why}") }
     })?;
-    parse_trace(&text, &name)
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        TraceError { path: name.clone(), line, message: format!("byte 0x{:02x} is not UTF-8 text", bytes[at]) }
+    })?;
+    parse_trace(text, &name)
 }
 
 /// Parses the text of a noise trace; `name` is used in error messages.
@@ -203,6 +208,15 @@ mod tests {
 
     fn error(text: &str) -> String {
         parse_trace(text, "t.noise").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_byte_that_is_not_utf8_is_named_with_its_line() {
+        let path = std::env::temp_dir().join(format!("contend-noise-utf8-{}.noise", std::process::id()));
+        std::fs::write(&path, b"contend-noise 1\nduration 1000\nrank 0 \xc7\n").unwrap();
+        let error = read_trace_file(&path).unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!((error.line, error.message.as_str()), (3, "byte 0xc7 is not UTF-8 text"));
     }
 
     #[test]

@@ -16,8 +16,11 @@ file and line when the trace defines them), the context the region stack, outerm
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -55,6 +58,25 @@ def _is_mpi(region) -> bool:
     return str(region.name).upper().startswith("MPI_")
 
 
+@contextlib.contextmanager
+def _quiet_library():
+    """Keeps standard error (fd 2) for our one-line message: the OTF2 C library prints its own
+    "[OTF2] ... error" lines there when it meets a corrupt archive, and an exception raised in one of
+    the binding's callbacks is printed there as a traceback; the exception we raise says it instead."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
 def import_otf2(path: str | os.PathLike) -> Imported:
     """Read an OTF2 anchor file into trace records (UserError for an unreadable or malformed trace)."""
     try:
@@ -69,7 +91,7 @@ def import_otf2(path: str | os.PathLike) -> Imported:
     rows: list[dict] = []
     warnings: list[str] = []
     try:
-        with otf2.reader.open(name) as trace:
+        with _quiet_library(), otf2.reader.open(name) as trace:
             resolution = float(trace.timer_resolution or 1)
             to_ps = 1e12 / resolution
             comms = list(trace.definitions.comms)
