@@ -126,6 +126,40 @@ def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
             assert row["max_in_use"] <= 1 and row["max_served_meanwhile"] <= RANKS - 1, row
 
 
+SELF_SENDS = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+dup = world.Dup()
+got = []
+for comm in (world, dup, MPI.COMM_SELF):
+    me = comm.Get_rank()
+    sends = [comm.Isend(np.full(8, k, np.int64), dest=me, tag=k) for k in range(4)]
+    for k in range(4):
+        data = np.zeros(8, np.int64)
+        comm.Recv(data, source=me, tag=k)
+        got.append(bool((data == k).all()))
+    MPI.Request.Waitall(sends)
+    comm.Barrier()
+other = (world.rank + 1) % world.size
+MPI.Request.Waitall([world.Isend(np.ones(4), dest=other), world.Irecv(np.zeros(4))])
+print(json.dumps({"rank": world.rank, "verified": all(got), "errors": got.count(False)}))
+"""
+
+
+def test_sends_to_the_task_itself_are_not_throttled(built, tmp_path):
+    """Four Isends of a task to itself (on the world, a duplicate and MPI_COMM_SELF) before it receives
+    them: they never reach the NIC, and a token they held could only come back through the stall
+    escape (each one a full stall_ms). They pass untouched; the one send to another rank is throttled."""
+    variables = throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    summary, rows, stderr = stress(built, tmp_path, variables, program=[sys.executable, "-c", SELF_SENDS],
+                                   ranks=2)
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["ops"] == 1 and row["tokens"] == 1 and row["escapes"] == 0, row
+
+
 def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
     """Pairs MPI_Issend to each other before either posts a receive: with one token per node the
     second sender can only start if the first's token is given back, which needs that receive. The
