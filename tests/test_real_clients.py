@@ -39,10 +39,14 @@ SUITE_TESTS = ("test_p2p_obj.", "test_p2p_obj_matched.", "test_request.", "test_
                "test_rma.TestRMAWorld.testFlush", "test_rma.TestRMAWorld.testFence")
 EXCLUDED = ("Cancel",)
 TIMEOUT_S = 600  # one run; a hang fails the test instead of holding `make test`
+# mpi4py's tests often send before they post the receive their peer's send waits for, so with one or
+# two tokens per node the stall escape ends hundreds of waits per rank (at the default 100 ms: 6 minutes
+# on 4 ranks here); a short stall keeps the runs short and exercises the escape all the more.
+STALL_MS = 10
 LIBRARIES = {  # name -> throttle settings (None: the tracer)
     "trace": None,
-    "token1": throttle.settings("token", tokens=1),
-    "token2": throttle.settings("token", tokens=2),
+    "token1": throttle.settings("token", tokens=1, stall_ms=STALL_MS),
+    "token2": throttle.settings("token", tokens=2, stall_ms=STALL_MS),
     "rate": throttle.settings("rate", gap_ns=2000),
 }
 
