@@ -126,6 +126,81 @@ def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
             assert row["max_in_use"] <= 1 and row["max_served_meanwhile"] <= RANKS - 1, row
 
 
+SELF_SENDS = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+dup = world.Dup()
+got = []
+for comm in (world, dup, MPI.COMM_SELF):
+    me = comm.Get_rank()
+    sends = [comm.Isend(np.full(8, k, np.int64), dest=me, tag=k) for k in range(4)]
+    for k in range(4):
+        data = np.zeros(8, np.int64)
+        comm.Recv(data, source=me, tag=k)
+        got.append(bool((data == k).all()))
+    MPI.Request.Waitall(sends)
+    comm.Barrier()
+other = (world.rank + 1) % world.size
+MPI.Request.Waitall([world.Isend(np.ones(4), dest=other), world.Irecv(np.zeros(4))])
+errors = world.allreduce(got.count(False))
+if world.rank == 0:  # one line: the ranks' output would interleave
+    print(json.dumps({"verified": errors == 0, "errors": errors}))
+"""
+
+
+def test_sends_to_the_task_itself_are_not_throttled(built, tmp_path):
+    """Four Isends of a task to itself (on the world, a duplicate and MPI_COMM_SELF) before it receives
+    them: they never reach the NIC, and a token they held could only come back through the stall
+    escape (each one a full stall_ms). They pass untouched; the one send to another rank is throttled."""
+    variables = throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    summary, rows, stderr = stress(built, tmp_path, variables, program=[sys.executable, "-c", SELF_SENDS],
+                                   ranks=2)
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["ops"] == 1 and row["tokens"] == 1 and row["escapes"] == 0, row
+
+
+SEND_THEN_RECEIVE = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+other = 1 - world.rank
+ok = []
+for k in range(3):
+    request = world.isend({"k": k, "from": world.rank}, dest=other, tag=k)
+    ok.append(world.recv(source=other, tag=k) == {"k": k, "from": other})  # MPI_Mprobe + MPI_Mrecv
+    request.wait()
+    request, data = world.Isend(np.full(4, k), dest=other, tag=10 + k), np.zeros(4, int)
+    world.Recv(data, source=other, tag=10 + k)  # MPI_Recv_c
+    request.Wait()
+    ok.append(bool((data == k).all()))
+    request = world.Isend(np.full(4, k), dest=other, tag=20 + k)
+    world.Probe(source=other, tag=20 + k)
+    world.Recv(data, source=other, tag=20 + k)
+    request.Wait()
+errors = world.allreduce(ok.count(False))
+if world.rank == 0:  # one line: the ranks' output would interleave
+    print(json.dumps({"verified": errors == 0, "errors": errors}))
+"""
+
+
+def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends(built, tmp_path):
+    """Both ranks Isend a small message to each other, then receive (comm.recv: MPI_Mprobe + Mrecv;
+    MPI_Recv; MPI_Probe), then Wait. With one token, the second sender waits for the first's token,
+    whose send finished at once; the first must hand it back while it waits for that very message,
+    as in a Wait. It used to keep it inside MPI, and every round ended through the stall escape."""
+    variables = throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    summary, rows, stderr = stress(built, tmp_path, variables,
+                                   program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2)
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["ops"] == 9 and row["tokens"] == 9 and row["escapes"] == 0, row
+    assert sum(row["waits"] for row in rows) > 0  # one rank did wait for the other's token
+
+
 def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
     """Pairs MPI_Issend to each other before either posts a receive: with one token per node the
     second sender can only start if the first's token is given back, which needs that receive. The

@@ -275,6 +275,33 @@ def test_a_program_that_never_finalizes_still_leaves_its_trace(built, tmp_path, 
     assert len(puts) == 2 * 3 * (RANKS - 1)
 
 
+SPAWNING = """
+import sys
+from mpi4py import MPI
+CHILD = "from mpi4py import MPI; p = MPI.Comm.Get_parent(); w = MPI.COMM_WORLD; " \\
+        "w.send(1, dest=(w.rank + 1) % w.size, tag=6); w.recv(tag=6); p.Barrier(); p.Disconnect()"
+world = MPI.COMM_WORLD
+children = world.Spawn(sys.executable, ["-c", CHILD], maxprocs=3)
+world.send(world.rank, dest=(world.rank + 1) % world.size, tag=5)
+world.recv(tag=5)
+children.Barrier()
+children.Disconnect()
+"""
+
+
+def test_processes_a_program_spawns_do_not_replace_its_ranks_files(built, tmp_path, capsys):
+    # They inherit CONTEND_TRACE_DIR; their rank files used to replace the job's (rank-00000, ...)
+    # and make the trace unreadable ("mismatched rank counts"), or, with as many ranks, wrong.
+    code, _, err = trace(capsys, tmp_path / "spawn", built, [sys.executable, "-c", SPAWNING], ranks=2)
+    assert code == 0, err[-3000:]
+    assert "processes started by MPI_Comm_spawn are not traced" in err
+    frame = records(tmp_path / "spawn")
+    assert sorted(frame["rank"].unique()) == [0, 1]
+    messages = frame[frame["kind"].isin(SEND_KINDS + RECV_KINDS)]
+    assert sorted(messages["tag"]) == [5, 5, 5, 5]  # the job's own ring, none of the children's
+    check_messages(frame)
+
+
 def test_bad_command_lines(built, tmp_path, capsys):
     assert main(["trace", "--", "true"]) == 2
     assert "-o DIR is required" in capsys.readouterr().err

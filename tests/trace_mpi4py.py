@@ -54,6 +54,17 @@ def main() -> None:
     issued["isend"] += 1
     comm.Recv(np.zeros(4, np.uint8), source=(rank - 1) % size, tag=999)
     issued["recv"] += 1
+    # pickled objects: comm.recv is MPI_Mprobe + MPI_Mrecv; a matched probe, then MPI_Imrecv
+    comm.send({"from": rank}, dest=(rank + 1) % size, tag=7)
+    issued["send"] += 1
+    assert comm.recv(source=MPI.ANY_SOURCE, tag=7) == {"from": (rank - 1) % size}
+    issued["recv"] += 1
+    comm.Isend(np.full(3, rank, np.int32), dest=(rank + 1) % size, tag=8).Wait()
+    issued["isend"] += 1
+    got = np.zeros(3, np.int32)
+    comm.Mprobe(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG).Irecv(got).Wait()
+    assert (got == (rank - 1) % size).all()
+    issued["irecv"] += 1
     window.Lock_all()
     value, result = np.ones(4, np.int64), np.zeros(4, np.int64)
     for _ in range(rounds):

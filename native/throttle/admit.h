@@ -22,4 +22,9 @@ void injected(int32_t tokens, int rc, MPI_Request req, MPI_Win win, int target);
 /* Give tokens back to the node's pool. */
 void give_back(int32_t tokens);
 
+/* One turn of a call that polls instead of blocking while this task holds tokens (a Wait, a blocking
+ * receive or probe): hand back what this task no longer needs if another task of the node waits for
+ * it (complete.c). */
+void between_tests(void);
+
 #endif

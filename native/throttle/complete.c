@@ -21,8 +21,7 @@ static int must_poll(void)
     return held.live > 0;
 }
 
-/* One turn of a polling Wait: hand back what this task no longer needs if someone waits for it. */
-static void between_tests(void)
+void between_tests(void)
 {
     if (pool_waiting(&throttle.seg->pool))
         give_back(held_poll());

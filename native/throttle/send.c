@@ -1,14 +1,30 @@
 /* The throttled point-to-point calls: MPI_Isend and MPI_Issend, in the classic and (MPI 4) the
  * large-count form that mpi4py uses on MPICH; and MPI_Request_free, which can let go of a send the
- * library still counts. A send to MPI_PROC_NULL moves nothing and is not throttled. */
+ * library still counts. A send to MPI_PROC_NULL moves nothing and is not throttled, nor is a send to
+ * the task itself (see to_self). */
 #include "admit.h"
 #include "held.h"
 #include "throttle.h"
 
+/* A send to the task itself never reaches the NIC, and its receive can only be posted by this task
+ * after the send returns: a token it held could come back only through the stall escape, so each
+ * such send beyond the pool's tokens cost a full stall (mpi4py's own tests, on one rank: minutes). */
+static int to_self(int dest, MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD)
+        return dest == throttle.rank;
+    int inter = 0, me = -1;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) /* dest is a rank of the other group */
+        return 0;
+    PMPI_Comm_rank(comm, &me);
+    return dest == me;
+}
+
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL)
+    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     int32_t tokens = admit(count, datatype);
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
@@ -19,7 +35,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL)
+    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     int32_t tokens = admit(count, datatype);
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
@@ -31,7 +47,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                 MPI_Comm comm, MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL)
+    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
         return PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
     throttle.stats.ops_large_count++;
     int32_t tokens = admit(count, datatype);
@@ -43,7 +59,7 @@ int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int des
 int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                  MPI_Comm comm, MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL)
+    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
         return PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
     throttle.stats.ops_large_count++;
     int32_t tokens = admit(count, datatype);

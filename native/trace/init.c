@@ -9,7 +9,8 @@
  *   CONTEND_TRACE_REQUESTS  table slots for nonblocking requests (default 16384; 3/4 of them usable)
  *   CONTEND_TRACE_PENDING   one-sided operations awaiting a flush at once (default 65536)
  *   CONTEND_TRACE_SYNC_ROUNDS  ping-pongs per rank and clock estimate (default 20)
- *   CONTEND_TRACE_CLOCK     tsc (default on x86-64) or monotonic (clock_gettime per timestamp) */
+ *   CONTEND_TRACE_CLOCK     tsc (default on x86-64) or monotonic (clock_gettime per timestamp)
+ * Processes started by MPI_Comm_spawn inherit the variables but are not traced (see start()). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -129,6 +130,16 @@ static void start(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &tracer.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &tracer.ranks);
     const char *dir = getenv("CONTEND_TRACE_DIR");
+    MPI_Comm parent;
+    PMPI_Comm_get_parent(&parent);
+    if (dir && *dir && parent != MPI_COMM_NULL) {
+        /* Started by MPI_Comm_spawn: it inherited the launched job's directory, where its rank files
+         * would replace that job's (the same names) and mix two runs. Only the launched job is traced. */
+        if (tracer.rank == 0)
+            fprintf(stderr, "contend-trace: warning: processes started by MPI_Comm_spawn are not traced "
+                    "(only the launched job's ranks)\n");
+        return;
+    }
     if (!dir || !*dir) {
         if (tracer.rank == 0)
             fprintf(stderr, "contend-trace: warning: CONTEND_TRACE_DIR is not set; nothing is recorded\n");
