@@ -32,18 +32,22 @@ def warm() -> None:
 
     matplotlib.use("Agg")
     import contend.cli
-    import joblib  # noqa: F401
     import matplotlib.pyplot  # noqa: F401
     import numpy  # noqa: F401
     import pandas  # noqa: F401
     import pyarrow.parquet  # noqa: F401
+    import sklearn.datasets  # noqa: F401  (skops imports it on loading; as nobody it could not be read)
     import sklearn.ensemble  # noqa: F401
+    import skops.io  # noqa: F401
 
     try:
         import otf2  # noqa: F401
     except ImportError:
         pass
     contend.cli.build_parser()  # imports every command module
+    # Cases run as nobody cannot import what lies under /root (the interpreter's own library may): what
+    # the commands import late is imported here, before the fork.
+    import contend.analysis.nimc  # noqa: F401
 
 
 def child(request: dict, pipes: dict) -> None:

@@ -58,6 +58,14 @@ def test_engine_records_with_bad_columns(capsys, tmp_path, engine_records, colum
     fails_cleanly(capsys, ["diagnose", str(bad)], rf"bad\.parquet: {pattern}")
 
 
+def test_engine_records_with_part_of_the_engines_split(capsys, tmp_path, engine_records):
+    table = pq.read_table(engine_records)
+    assert "target_queue" in table.column_names
+    pq.write_table(table.drop(["target_queue"]), tmp_path / "bad.parquet")
+    fails_cleanly(capsys, ["diagnose", str(tmp_path / "bad.parquet")],
+                  r"bad\.parquet: engine records have nic_queue, link but lack target_queue")
+
+
 def test_counts_on_the_command_line_are_bounded_up_front(capsys, tmp_path, monkeypatch):
     """Each bad count: one line naming the option, the value and the range; nothing made (the trace
     directory is not created: the tracer's own check at run time is never reached)."""

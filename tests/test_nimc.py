@@ -214,6 +214,14 @@ def test_model_round_trip_predicts_the_same(tmp_path):
     assert loaded.predict(frame).equals(detector.predict(frame))
 
 
+def test_few_trees_say_their_oob_caveat_in_the_metrics_not_on_stderr(tmp_path, capsys):
+    assert main(["nimc", "train", str(RECORDED), "-o", str(tmp_path / "m.model"), "--trees", "10", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "use more --trees" in json.loads(out)["metrics"]["oob_caveat"]
+    assert main(["nimc", "train", str(RECORDED), "-o", str(tmp_path / "n.model"), "--trees", "100", "--json"]) == 0
+    assert "oob_caveat" not in json.loads(capsys.readouterr().out)["metrics"]
+
+
 def test_recorded_sweep_trains_and_detects_through_the_cli(tmp_path, capsys):
     model = tmp_path / "here.model"
     assert main(["nimc", "train", str(RECORDED), "-o", str(model), "--trees", "100", "--json"]) == 0

@@ -156,6 +156,14 @@ def test_an_html_report_into_an_existing_directory_keeps_its_files(tmp_path, rec
     assert leftovers(tmp_path) == []
 
 
+def test_a_directory_in_the_way_of_a_report_file_leaves_the_report_directory_as_it_was(tmp_path, records, capsys):
+    report = tmp_path / "report"
+    (report / "index.html").mkdir(parents=True)  # the report's page cannot go there
+    fails_cleanly(capsys, ["diagnose", str(records), "--html", str(report)],
+                  r"report/index\.html: is a directory; the report needs that name for a file")
+    assert os.listdir(report) == ["index.html"] and leftovers(tmp_path) == []
+
+
 def test_an_existing_file_as_the_html_directory(tmp_path, records, capsys):
     existing = tmp_path / "report"
     existing.write_text("keep me")

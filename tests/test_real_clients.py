@@ -1,6 +1,6 @@
 """Real clients under the native libraries: mpi4py's own test suite (from its sdist, for the mpi4py
 installed here) on 1, 2 and 4 ranks, with no library, under `contend trace` (libcontend-trace.so) and
-under libcontend-throttle.so (token policy with 1 and with 2 tokens, rate policy). Every test that
+under `contend throttle` (libcontend-throttle.so; token policy with 1 and with 2 tokens, rate policy). Every test that
 passes on a rank without a library passes on that rank with it; no run hangs (each is bounded); the
 throttle's counters prove it was loaded in every rank and saw the suite's operations, the tracer's
 records that every traced message was received.
@@ -44,11 +44,11 @@ TIMEOUT_S = 600  # one run; a hang fails the test instead of holding `make test`
 # two tokens per node the stall escape ends hundreds of waits per rank (at the default 100 ms: 6 minutes
 # on 4 ranks here); a short stall keeps the runs short and exercises the escape all the more.
 STALL_MS = 10
-LIBRARIES = {  # name -> throttle settings (None: the tracer)
+LIBRARIES = {  # name -> the options of `contend throttle` (None: the tracer)
     "trace": None,
-    "token1": throttle.settings("token", tokens=1, stall_ms=STALL_MS),
-    "token2": throttle.settings("token", tokens=2, stall_ms=STALL_MS),
-    "rate": throttle.settings("rate", gap_ns=2000),
+    "token1": ["--policy", "token", "--tokens", "1", "--stall", f"{STALL_MS}ms"],
+    "token2": ["--policy", "token", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
+    "rate": ["--policy", "rate", "--gap", "2us"],
 }
 
 
@@ -94,36 +94,30 @@ def built():
     return library
 
 
-def throttled(library, ranks: int, program: list[str], variables: dict[str, str]):
-    """The launch of `program` on `ranks` ranks under the throttle library (one place, to become
-    `contend throttle`)."""
-    return mpi.launch_command(library, ranks, throttle.preload(program, mpi.throttle_library(library),
-                                                               variables))
-
-
 def run_suite(library, tests: Path, ranks: int, config: str | None, tmp: Path, options: list[str]):
     """mpi4py's suite on `ranks` ranks under `config` (None: no library): {rank: {test: outcome}}.
     Under the tracer the trace is converted too (tmp/trace/records.parquet)."""
     out = tmp / "results"
     out.mkdir()
     program = [sys.executable, str(SUITE), str(tests), str(out), *options]
-    if config == "trace":
-        err = io.StringIO()
+    err = io.StringIO()
+    launch = [str(library.mpiexec), "-n", str(ranks), *program]
+    if config is None:
+        argv, env = mpi.launch_command(library, ranks, program)
+        finished = mpi.run_streaming(argv, env, lambda line: None, TIMEOUT_S)
+        assert not finished.timed_out, f"no end within {TIMEOUT_S} s: {finished.stderr[-2000:]}"
+    elif config == "trace":
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["trace", "-o", str(tmp / "trace"), "--timeout", str(TIMEOUT_S), "--",
-                         str(library.mpiexec), "-n", str(ranks), *program])
+            code = main(["trace", "-o", str(tmp / "trace"), "--timeout", str(TIMEOUT_S), "--", *launch])
             if code != 0:  # a suite with failures exits 1, and the trace waits for `convert`
                 assert "the traced command exited with code 1" in err.getvalue(), err.getvalue()[-3000:]
                 code = main(["trace", "convert", str(tmp / "trace")])
         assert code == 0, err.getvalue()[-3000:]
-    else:
-        if config is None:
-            argv, env = mpi.launch_command(library, ranks, program)
-        else:
-            variables = {**LIBRARIES[config], "CONTEND_THROTTLE_STATS": str(tmp / "stats.jsonl")}
-            argv, env = throttled(library, ranks, program, variables)
-        finished = mpi.run_streaming(argv, env, lambda line: None, TIMEOUT_S)
-        assert not finished.timed_out, f"{config}: no end within {TIMEOUT_S} s: {finished.stderr[-2000:]}"
+    else:  # as users run it: the command checks, preloads into every rank and reads the counters
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["throttle", *LIBRARIES[config], "--stats", str(tmp / "stats.jsonl"),
+                         "--timeout", str(TIMEOUT_S), "--", *launch])
+        assert code in (0, 1), f"{config}: exit {code}: {err.getvalue()[-3000:]}"  # 1: a test failed
     results = {}
     for rank in range(ranks):
         path = out / f"rank-{rank}.json"
@@ -190,8 +184,8 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
     if ranks > 1:  # on one rank every send is to the task itself: not throttled
         assert all(row["ops"] > 0 for row in rows), rows
     if config.startswith("token"):
-        tokens = LIBRARIES[config]["CONTEND_THROTTLE_TOKENS"]
-        assert all(row["policy"] == "token" and row["pool_tokens"] == int(tokens) for row in rows), rows
+        tokens = int(LIBRARIES[config][LIBRARIES[config].index("--tokens") + 1])
+        assert all(row["policy"] == "token" and row["pool_tokens"] == tokens for row in rows), rows
         assert all(row["tokens"] == row["ops"] for row in rows), rows  # one token per operation
     else:
         assert all(row["policy"] == "rate" and row["tokens"] == 0 for row in rows), rows

@@ -116,7 +116,13 @@ def atomic_directory(target: str | os.PathLike, what: str) -> Iterator[Path]:
             except UserError as exc:  # a file inside it failed: name it where the user will look for it
                 raise UserError(str(exc).replace(str(temporary), str(path))) from None
             if existing:
-                for entry in sorted(temporary.iterdir()):
+                entries = sorted(temporary.iterdir())
+                # os.replace cannot put anything over a directory: refuse before the first move, so the
+                # report lands whole or not at all
+                blocked = [path / e.name for e in entries if os.path.isdir(path / e.name)]
+                if blocked:
+                    raise UserError(f"{blocked[0]}: is a directory; the report needs that name for a file")
+                for entry in entries:
                     os.replace(entry, path / entry.name)
                 temporary.rmdir()
             else:

@@ -22,6 +22,8 @@ _PS_PER_NS = 1000.0
 ENGINE_REQUIRED = ("src", "dst", "bytes", "tag", "send_op", "posted", "injected", "arrived", "received",
                    "matched", "completed")
 TRACE_REQUIRED = ("src", "dst", "bytes", "tag", "kind", "posted", "completed", "call_site")
+# The engine's own split of the contention (its truth, compared with the diagnosis): all or none.
+ENGINE_TRUTH = ("nic_queue", "target_queue", "link")
 TRACE_TIMES = ("posted", "completed", "waited", "arrived", "received")
 _STRINGS = ("kind", "call_site", "context")
 # The integer columns of each source and the values each may hold (a collective region of a trace may
@@ -75,6 +77,11 @@ def load_records(path: str | os.PathLike) -> RecordsInput:
     missing = [column for column in required if column not in table.column_names]
     if missing:
         raise UserError(f"{name}: {source} records lack column(s) {', '.join(missing)}")
+    truth = [column for column in ENGINE_TRUTH if column in table.column_names]
+    if source == "engine" and truth and len(truth) < len(ENGINE_TRUTH):
+        absent = [column for column in ENGINE_TRUTH if column not in truth]
+        raise UserError(f"{name}: engine records have {', '.join(truth)} but lack {', '.join(absent)} "
+                        f"(the engine's split of the delay comes whole)")
     _check_integers(table, source, name)
     num_ranks = _ranks(table, metadata, source, name)
     frame = _frame(table, source, name)

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import random
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -204,17 +205,27 @@ def train(frame: pd.DataFrame, *, feature_set: str = "node", features: Sequence[
     if fit[LABEL].astype(bool).nunique() < 2:
         raise UserError(f"{where}: the training runs hold only one class")
     x, y, target = fit[chosen].to_numpy(float), fit[LABEL].astype(bool).to_numpy(), fit[TARGET].to_numpy(float)
-    # min_samples_leaf=2 and sqrt features: the usual forest settings; oob_score as in the seed
-    classifier = RandomForestClassifier(n_estimators=trees, oob_score=True, random_state=seed, min_samples_leaf=2,
-                                        n_jobs=1).fit(x, y)
-    regressor = RandomForestRegressor(n_estimators=trees, oob_score=True, random_state=seed, min_samples_leaf=2,
-                                      max_features=0.5, n_jobs=1).fit(x, target)
+    # min_samples_leaf=2 and sqrt features: the usual forest settings; oob_score as in the seed.
+    # With few trees some samples are in every tree's bootstrap sample: scikit-learn warns on stderr,
+    # and the metrics say it instead (the command's output stays ours).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        classifier = RandomForestClassifier(n_estimators=trees, oob_score=True, random_state=seed,
+                                            min_samples_leaf=2, n_jobs=1).fit(x, y)
+        regressor = RandomForestRegressor(n_estimators=trees, oob_score=True, random_state=seed,
+                                          min_samples_leaf=2, max_features=0.5, n_jobs=1).fit(x, target)
+    unexpected = [w for w in caught if "OOB" not in str(w.message)]
+    for w in unexpected:  # anything else is not ours to hide
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     detector = Detector(features=chosen, classifier=classifier, regressor=regressor,
                         feature_set="custom" if features else feature_set)
     detector.metrics = {
         "oob_accuracy": float(classifier.oob_score_), "oob_slowdown_r2": float(regressor.oob_score_),
         "train": {"samples": int(len(fit)), "runs": int(fit[RUN].nunique())},
     }
+    if len(unexpected) < len(caught):
+        detector.metrics["oob_caveat"] = (f"with {trees} trees some training samples have no out-of-bag "
+                                          "estimate (the OOB scores leave them out); use more --trees")
     if test_mask.any():
         detector.metrics["held_out"] = _scores(detector, frame[test_mask])
     detector.trained_on = {

@@ -119,6 +119,7 @@ def run_train(args: argparse.Namespace) -> int:
         scores.add_row("held-out mean abs. error (slowdown %)", f"{held['slowdown_mae']:.2f}", on)
         for source, accuracy in held.get("accuracy_by_source", {}).items():
             scores.add_row(f"  held-out accuracy, {source}", f"{accuracy:.3f}", "")
+    scores.caption = metrics.get("oob_caveat")
     console.print(scores)
     top = Table(title="feature importance (mean decrease in impurity)")
     top.add_column("feature")

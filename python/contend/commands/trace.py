@@ -80,9 +80,16 @@ def run(args: argparse.Namespace) -> int:
     args.depth = parse_count(args.depth, "--depth", minimum=1, maximum=6)
     args.timeout = bounded_number(args.timeout, "--timeout", 1, 7 * 86400)
     params = _machine_params(args.machine)  # a bad machine fails before the run, not after
+    made = not os.path.lexists(args.output)
     directory = _prepare(Path(args.output))
-    _run(command, directory, args)
-    return _convert(directory, params)
+    try:
+        _run(command, directory, args)
+        return _convert(directory, params)
+    except BaseException:
+        # a directory this run made and nothing wrote into goes again; rank files stay for `convert`
+        if made and directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
+        raise
 
 
 def _max_records() -> int:
