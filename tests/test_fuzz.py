@@ -856,10 +856,12 @@ def wrap(value: int, dtype: np.dtype) -> int:
 
 def mutate_model(source: Path, target: Path, rng: random.Random) -> list[str]:
     """A NiMC model with corrupt contents: tree arrays, features, format fields, or its bytes."""
-    import joblib
+    import skops.io
+
+    from contend.analysis.nimc import _TRUSTED
 
     try:
-        model = joblib.load(source)  # our own model, made by the fixture
+        model = skops.io.load(source, trusted=_TRUSTED)  # our own model, made by the fixture
     except Exception:
         model = None
     op = rng.choice(("tree", "tree", "tree", "schema", "bytes"))
@@ -902,7 +904,7 @@ def mutate_model(source: Path, target: Path, rng: random.Random) -> list[str]:
         else:
             model[key] = rng.choice([None, 0, -1, 2**63 - 1, "x", [], {}, "contend-nimc-model", 2])
         applied = [f"schema {key} {how}"]
-    joblib.dump(model, target)
+    skops.io.dump(model, target)
     return applied
 
 
