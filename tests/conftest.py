@@ -8,6 +8,7 @@ afterwards it must have left no namespace and no benchmark process behind.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -32,3 +33,19 @@ def isolated_fabric(monkeypatch):
     yield fabric.TEST_PREFIX
     assert fabric.our_namespaces(fabric.TEST_PREFIX) == [], "a test left namespaces behind"
     assert mpi.running_benchmarks(os.getpid()) == [], "a test left benchmark processes behind"
+
+
+@pytest.fixture
+def fails_cleanly(capsys):
+    """Runs the CLI in-process and asserts the promise for bad input: exit code 2 and exactly one line on
+    stderr, matching ``pattern``, no traceback. Returns the line."""
+    from contend.cli import main
+
+    def run(args: list[str], pattern: str) -> str:
+        code = main(args)
+        out, err = capsys.readouterr()
+        assert code == 2, (out, err)
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert re.search(pattern, err), err
+        return err
+    return run

@@ -12,19 +12,8 @@ from pathlib import Path
 import pytest
 
 import contend
-from contend.cli import main
 
 COLLECTIVE = ["--collective", "scatter", "--ranks", "4", "--bytes", "8"]
-
-
-def fails_cleanly(capsys, args: list[str], pattern: str) -> str:
-    """Run the CLI in-process; assert exit 2 and exactly one stderr line matching ``pattern``."""
-    code = main(args)
-    out, err = capsys.readouterr()
-    assert code == 2, (out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert re.search(pattern, err), err
-    return err
 
 
 MALFORMED_GOAL = {
@@ -40,15 +29,15 @@ MALFORMED_GOAL = {
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED_GOAL))
-def test_malformed_goal_names_file_line_column(capsys, tmp_path, case):
+def test_malformed_goal_names_file_line_column(fails_cleanly, capsys, tmp_path, case):
     text, line = MALFORMED_GOAL[case]
     goal = tmp_path / "bad.goal"
     goal.write_text(text)
     records, trace = tmp_path / "r.parquet", tmp_path / "t.json"
     line_pattern = str(line) if line else r"\d+"
     where = rf"{re.escape(str(goal))}:{line_pattern}:\d+: \S"
-    fails_cleanly(capsys, ["sim", str(goal), "--records", str(records), "--timeline", str(trace)], where)
-    fails_cleanly(capsys, ["goal", "check", str(goal)], where)
+    fails_cleanly(["sim", str(goal), "--records", str(records), "--timeline", str(trace)], where)
+    fails_cleanly(["goal", "check", str(goal)], where)
     assert sorted(os.listdir(tmp_path)) == ["bad.goal"], "nothing half-written"
 
 
@@ -83,13 +72,13 @@ def test_malformed_goal_names_file_line_column(capsys, tmp_path, case):
         (["goal", "write", "--collective", "nope", "--ranks", "4", "--bytes", "8", "-o", "x.goal"], r"unknown collective"),
     ],
 )
-def test_bad_input(capsys, tmp_path, monkeypatch, args, pattern):
+def test_bad_input(fails_cleanly, capsys, tmp_path, monkeypatch, args, pattern):
     monkeypatch.chdir(tmp_path)
-    fails_cleanly(capsys, args, pattern)
+    fails_cleanly(args, pattern)
     assert os.listdir(tmp_path) == [], "nothing written"
 
 
-def test_bad_machine_files_name_file_and_key(capsys, tmp_path):
+def test_bad_machine_files_name_file_and_key(fails_cleanly, capsys, tmp_path):
     good = {"L": '"3us"', "o": '"1.5us"', "g": '"1us"', "G": '"6ns"', "O": '"0ns"', "S": "65535"}
 
     def machine_file(**changes) -> Path:
@@ -109,13 +98,13 @@ def test_bad_machine_files_name_file_and_key(capsys, tmp_path):
         (machine_file(O="true"), r"m\d\.toml:9: \[loggops\] O: expected a number"),
     ]
     for path, pattern in cases:
-        fails_cleanly(capsys, ["sim", *COLLECTIVE, "--machine", str(path)], pattern)
+        fails_cleanly(["sim", *COLLECTIVE, "--machine", str(path)], pattern)
     syntax = tmp_path / "syntax.toml"
     syntax.write_text('[loggops]\nL = "3us\n')
-    fails_cleanly(capsys, ["sim", *COLLECTIVE, "--machine", str(syntax)], r"syntax\.toml:2:\d+: ")
+    fails_cleanly(["sim", *COLLECTIVE, "--machine", str(syntax)], r"syntax\.toml:2:\d+: ")
     missing_table = tmp_path / "empty.toml"
     missing_table.write_text('[machine]\nname = "x"\n')
-    fails_cleanly(capsys, ["sim", *COLLECTIVE, "--machine", str(missing_table)], r"empty\.toml:2: missing \[loggops\] table")
+    fails_cleanly(["sim", *COLLECTIVE, "--machine", str(missing_table)], r"empty\.toml:2: missing \[loggops\] table")
 
 
 def test_console_script_prints_no_traceback(tmp_path):

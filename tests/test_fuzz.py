@@ -486,13 +486,14 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
     elif PYTHON_WARNING.search(stderr):  # a numpy overflow or the like: an answer computed from garbage
         problems.append(("RuntimeWarning on stderr", PYTHON_WARNING.search(stderr).group()[:200]))
     elif status != 0 and not result["timed_out"]:
-        text = stderr[:-1] if stderr.endswith("\n") else stderr
+        # warnings the run gave before it failed are lines of their own; the error is the one line after
+        text = "\n".join(line for line in stderr.splitlines() if not line.startswith("contend: warning: "))
         if status == 2 and ("\n" in text or not text):
             first = text.splitlines()[0][:40] if text else ""
             problems.append(("stderr not one line" + (" (argparse usage)" if first.startswith("usage:") else ""),
                              f"{text.count(chr(10)) + 1 if text else 0} lines"))
-        if not all(c.isprintable() or c == "\n" for c in text):
-            problems.append(("unprintable stderr", repr(text[:200])))
+        if not all(c.isprintable() or c == "\n" for c in stderr):
+            problems.append(("unprintable stderr", repr(stderr[:200])))
     if case.must_refuse and status == 0:
         problems.append(("typo accepted", "a misspelt name was ignored and the run went on"))
     if case.names_line and status == 2 and "Traceback" not in stderr and " missing " not in stderr and \
@@ -503,7 +504,8 @@ def check(case: Case, result: dict, before: dict, stderr: str) -> list[tuple[str
         left = sorted(name for name in after if TMP_NAME.match(Path(name).name))
         if left:
             problems.append(("temporary file left", f"in {directory.name}/: {left}"))
-        if status != 0 and not case.broken_stdout:  # files written before stdout broke are whole
+        # a deadlock (3) is a result: its outputs are written whole; so are files written before stdout broke
+        if status not in (0, 3) and not case.broken_stdout:
             new = sorted(set(after) - set(before[directory]))
             changed = sorted(n for n in before[directory] if n in after and after[n] != before[directory][n])
             if new or changed:

@@ -20,15 +20,6 @@ from contend.errors import UserError
 COLLECTIVE = ["--collective", "incast", "--ranks", "4", "--bytes", "8"]
 
 
-def fails_cleanly(capsys, args: list[str], pattern: str) -> str:
-    code = main(args)
-    out, err = capsys.readouterr()
-    assert code == 2, (out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert re.search(pattern, err), err
-    return err
-
-
 @pytest.fixture
 def engine_records(tmp_path, capsys) -> Path:
     path = tmp_path / "engine.parquet"
@@ -52,21 +43,21 @@ def _replace_column(source: Path, target: Path, column: str, values: pa.Array) -
     ("protocol", lambda n: pa.array([7] * n, pa.uint8()), r"column protocol holds 7; expected 0 <= value <= 1"),
     ("posted", lambda n: pa.array([2**64 - 1] * n, pa.uint64()), r"column posted holds 18446744073709551615; expected .* <= 9223372036854775807"),
 ])
-def test_engine_records_with_bad_columns(capsys, tmp_path, engine_records, column, values, pattern):
+def test_engine_records_with_bad_columns(fails_cleanly, capsys, tmp_path, engine_records, column, values, pattern):
     rows = pq.read_metadata(engine_records).num_rows
     bad = _replace_column(engine_records, tmp_path / "bad.parquet", column, values(rows))
-    fails_cleanly(capsys, ["diagnose", str(bad)], rf"bad\.parquet: {pattern}")
+    fails_cleanly(["diagnose", str(bad)], rf"bad\.parquet: {pattern}")
 
 
-def test_engine_records_with_part_of_the_engines_split(capsys, tmp_path, engine_records):
+def test_engine_records_with_part_of_the_engines_split(fails_cleanly, capsys, tmp_path, engine_records):
     table = pq.read_table(engine_records)
     assert "target_queue" in table.column_names
     pq.write_table(table.drop(["target_queue"]), tmp_path / "bad.parquet")
-    fails_cleanly(capsys, ["diagnose", str(tmp_path / "bad.parquet")],
+    fails_cleanly(["diagnose", str(tmp_path / "bad.parquet")],
                   r"bad\.parquet: engine records have nic_queue, link but lack target_queue")
 
 
-def test_counts_on_the_command_line_are_bounded_up_front(capsys, tmp_path, monkeypatch):
+def test_counts_on_the_command_line_are_bounded_up_front(fails_cleanly, capsys, tmp_path, monkeypatch):
     """Each bad count: one line naming the option, the value and the range; nothing made (the trace
     directory is not created: the tracer's own check at run time is never reached)."""
     monkeypatch.chdir(tmp_path)
@@ -83,14 +74,14 @@ def test_counts_on_the_command_line_are_bounded_up_front(capsys, tmp_path, monke
         (["trace", "-o", "t", "--timeout", "nan", "--", "true"], r"--timeout: expected 1 <= value <= 604800, got nan"),
     ]
     for args, pattern in cases:
-        fails_cleanly(capsys, args, pattern)
+        fails_cleanly(args, pattern)
     assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("spec", ["periodic:1e-300Hz:1us", "periodic:0.0001Hz:1us"])
-def test_a_noise_frequency_whose_period_is_too_long(capsys, spec):
+def test_a_noise_frequency_whose_period_is_too_long(fails_cleanly, capsys, spec):
     frequency = spec.split(":")[1]
-    fails_cleanly(capsys, ["sim", *COLLECTIVE, "--noise", spec],
+    fails_cleanly(["sim", *COLLECTIVE, "--noise", spec],
                   rf"--noise \(frequency\): '{re.escape(frequency)}' is too low: one period is longer than")
 
 
@@ -99,8 +90,8 @@ def test_the_lowest_frequency_that_fits_still_runs(capsys):
     assert json.loads(capsys.readouterr().out)["num_ranks"] == 4
 
 
-def test_bench_show_on_parquet_that_is_not_a_bench_run(capsys, tmp_path, engine_records):
-    fails_cleanly(capsys, ["bench", "show", str(engine_records)],
+def test_bench_show_on_parquet_that_is_not_a_bench_run(fails_cleanly, capsys, tmp_path, engine_records):
+    fails_cleanly(["bench", "show", str(engine_records)],
                   r"engine\.parquet: not a contend bench result \(no contend\.meta metadata\)")
     table = pq.read_table(engine_records)
     for name, meta, pattern in [
@@ -110,7 +101,7 @@ def test_bench_show_on_parquet_that_is_not_a_bench_run(capsys, tmp_path, engine_
     ]:
         path = tmp_path / name
         pq.write_table(table.replace_schema_metadata({b"contend.meta": json.dumps(meta).encode()}), path)
-        fails_cleanly(capsys, ["bench", "show", str(path)], rf"{name}: .*{pattern}")
+        fails_cleanly(["bench", "show", str(path)], rf"{name}: .*{pattern}")
 
 
 def test_reserve_core_on_a_memory_model_without_ranks_per_node():
@@ -123,7 +114,7 @@ def test_reserve_core_on_a_memory_model_without_ranks_per_node():
                          memory={"ranks_per_node": 1}, reserve_core=True)
 
 
-def test_bench_show_on_a_run_that_lacks_its_patterns_columns(capsys, tmp_path):
+def test_bench_show_on_a_run_that_lacks_its_patterns_columns(fails_cleanly, capsys, tmp_path):
     from contend.bench.results import parse_lines, write_run
 
     run = parse_lines([
@@ -131,6 +122,6 @@ def test_bench_show_on_a_run_that_lacks_its_patterns_columns(capsys, tmp_path):
         '{"type":"result","pattern":"pingpong","metric":"latency","bytes":8,"rank":0,"peer":1,"t_p50_ns":900}',
         '{"type":"end","elapsed_s":0.1}'])
     path = write_run(run, tmp_path / "run.parquet")
-    fails_cleanly(capsys, ["bench", "show", str(path), "--plot", str(tmp_path / "p.png")],
+    fails_cleanly(["bench", "show", str(path), "--plot", str(tmp_path / "p.png")],
                   r"run\.parquet: a pingpong run without what its table reads \(KeyError: 't_min_ns'\)")
     assert sorted(os.listdir(tmp_path)) == ["run.parquet"]

@@ -167,6 +167,8 @@ NODE = "[nic]\nranks_per_node = 2\n"  # lines 8-9
     (BASE + NODE + '[[nic.class]]\nup_to = 64\nconcurrency = [[1, 1.0],\n  [0, 2.0]]\n', 12,
      r"\[\[nic\.class\]\] #1 concurrency: point 2"),
     (BASE + NODE + '[[nic.class]]\noutstanding = [[1, 1.0]]\n', 10, r"\[\[nic\.class\]\] #1: needs up_to"),
+    (BASE + NODE + '[[nic.class]]\nup_to = 64\noutstanding = [[1, 1.0], [2, inf]]\n', 12,
+     r"\[\[nic\.class\]\] #1 outstanding: point 2: x must be a finite number"),
     (BASE + '[throttle]\nranks_per_node = 2\npolicy = "token"\n[[throttle.class]]\ncct = 1\nnrct = 0\ncrct = [[1, 1]]\n',
      13, r"\[\[throttle\.class\]\] #1 nrct: 0 is out of range"),
     (BASE + '[throttle]\nranks_per_node = 2\npolicy = "tokn"\ntokens = 2\n', 10,

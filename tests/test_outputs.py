@@ -27,15 +27,6 @@ COLLECTIVE = ["--collective", "incast", "--ranks", "16", "--bytes", "64KiB", "--
 ENV = {**os.environ, "PYTHONPATH": str(Path(contend.__file__).parents[1])}
 
 
-def fails_cleanly(capsys, args: list[str], pattern: str) -> str:
-    code = main(args)
-    out, err = capsys.readouterr()
-    assert code == 2, (out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert re.search(pattern, err), err
-    return err
-
-
 def cli(args: list[str], cwd: Path, file_size_limit: int | None = None) -> subprocess.CompletedProcess:
     """The real entry point in a fresh interpreter, optionally with `ulimit -f` (bytes)."""
     def limit():
@@ -156,33 +147,33 @@ def test_an_html_report_into_an_existing_directory_keeps_its_files(tmp_path, rec
     assert leftovers(tmp_path) == []
 
 
-def test_a_directory_in_the_way_of_a_report_file_leaves_the_report_directory_as_it_was(tmp_path, records, capsys):
+def test_a_directory_in_the_way_of_a_report_file_leaves_the_report_directory_as_it_was(fails_cleanly, tmp_path, records, capsys):
     report = tmp_path / "report"
     (report / "index.html").mkdir(parents=True)  # the report's page cannot go there
-    fails_cleanly(capsys, ["diagnose", str(records), "--html", str(report)],
+    fails_cleanly(["diagnose", str(records), "--html", str(report)],
                   r"report/index\.html: is a directory; the report needs that name for a file")
     assert os.listdir(report) == ["index.html"] and leftovers(tmp_path) == []
 
 
-def test_an_existing_file_as_the_html_directory(tmp_path, records, capsys):
+def test_an_existing_file_as_the_html_directory(fails_cleanly, tmp_path, records, capsys):
     existing = tmp_path / "report"
     existing.write_text("keep me")
-    fails_cleanly(capsys, ["diagnose", str(records), "--html", str(existing)], r"--html: .*report' exists and is "
+    fails_cleanly(["diagnose", str(records), "--html", str(existing)], r"--html: .*report' exists and is "
                   r"not a directory")
     assert existing.read_text() == "keep me" and leftovers(tmp_path) == []
 
 
-def test_a_report_under_proc_is_one_line(records, capsys):
-    fails_cleanly(capsys, ["diagnose", str(records), "--html", "/proc/contend-report"],
+def test_a_report_under_proc_is_one_line(fails_cleanly, records, capsys):
+    fails_cleanly(["diagnose", str(records), "--html", "/proc/contend-report"],
                   r"/proc/contend-report: cannot write|directory '/proc' is not writable")
 
 
-def test_names_longer_than_name_max(tmp_path, records, capsys, monkeypatch):
+def test_names_longer_than_name_max(fails_cleanly, tmp_path, records, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     long = "a" * 256
-    fails_cleanly(capsys, ["sim", *COLLECTIVE, "--records", long + ".parquet"], r"--records: 'a+\.parquet': the "
+    fails_cleanly(["sim", *COLLECTIVE, "--records", long + ".parquet"], r"--records: 'a+\.parquet': the "
                   r"name is longer than 255 bytes")
-    fails_cleanly(capsys, ["diagnose", str(records), "--html", long], r"--html: 'a+': the name is longer than 255")
+    fails_cleanly(["diagnose", str(records), "--html", long], r"--html: 'a+': the name is longer than 255")
     with pytest.raises(UserError, match=r"a+\.json: cannot write \(File name too long\)"):
         with atomic_path(long + ".json") as temporary:  # past the early check: the rename fails
             temporary.write_text("{}")
@@ -282,12 +273,12 @@ def test_stdout_on_a_full_disk():
     assert done.stderr == "contend: error: standard output: cannot write (No space left on device)\n"
 
 
-def test_control_characters_in_messages_are_escaped(tmp_path, capsys):
+def test_control_characters_in_messages_are_escaped(fails_cleanly, tmp_path, capsys):
     goal = tmp_path / "bad.goal"
     goal.write_bytes(b"num_ranks 1\nrank 0 {\n  calc 5\x1b\x00\r\n}\n")
-    err = fails_cleanly(capsys, ["goal", "check", str(goal)], r"bad\.goal:3:9: unexpected character '\\x1b'")
+    err = fails_cleanly(["goal", "check", str(goal)], r"bad\.goal:3:9: unexpected character '\\x1b'")
     assert err[:-1].isprintable()
-    err = fails_cleanly(capsys, ["sim", str(tmp_path / "a\x1bb\rc.goal")], r"a\\x1bb\\rc\.goal: ")
+    err = fails_cleanly(["sim", str(tmp_path / "a\x1bb\rc.goal")], r"a\\x1bb\\rc\.goal: ")
     assert err[:-1].isprintable()
 
 
@@ -301,6 +292,6 @@ def test_control_characters_in_messages_are_escaped(tmp_path, capsys):
     (["bench", "run"], r"^contend: error: bench run: the following arguments are required"),
     (["sim", *COLLECTIVE, "--heatmap-metric", "\x1b[31mred"], r"invalid choice: '\\x1b\[31mred'"),
 ])
-def test_command_line_errors_are_one_line(capsys, args, pattern):
-    err = fails_cleanly(capsys, args, pattern)
+def test_command_line_errors_are_one_line(fails_cleanly, capsys, args, pattern):
+    err = fails_cleanly(args, pattern)
     assert "usage:" not in err

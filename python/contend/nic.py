@@ -19,6 +19,8 @@ The table's own curves apply to the messages larger than every class.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any, Callable, Mapping
 
 from contend.errors import UserError
@@ -65,8 +67,9 @@ def curve(points: Any, where: Callable[[], str]) -> list[list[float]]:
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in point)):
             raise UserError(f"{where()}: point {number} must be [x, factor] (two numbers), got {point!r}")
         x, factor = float(point[0]), float(point[1])
-        if x < 0 or factor <= 0:
-            raise UserError(f"{where()}: point {number}: x must be >= 0 and the factor > 0, got {point!r}")
+        if not (math.isfinite(x) and math.isfinite(factor)) or x < 0 or factor <= 0:  # TOML has inf and nan
+            raise UserError(f"{where()}: point {number}: x must be a finite number >= 0 and the factor a finite "
+                            f"number > 0, got {point!r}")
         if out and x <= out[-1][0]:
             raise UserError(f"{where()}: point {number}: x must increase from point to point, got {point!r}")
         out.append([x, factor])
