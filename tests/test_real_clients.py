@@ -3,7 +3,9 @@ installed here) on 1, 2 and 4 ranks, with no library, under `contend trace` (lib
 under `contend throttle` (libcontend-throttle.so; token policy with 1 and with 2 tokens, rate policy). Every test that
 passes on a rank without a library passes on that rank with it; no run hangs (each is bounded); the
 throttle's counters prove it was loaded in every rank and saw the suite's operations, the tracer's
-records that every traced message was received.
+records that every traced message was received. And a real benchmark, OSU's bandwidth test as mpi4py's
+sdist ships it (demo/osu_bw.py), bare and under each library: every size measured, and the tracer's
+records and the throttle's counters hold exactly the Isends the benchmark's loops make.
 
 The sdist is downloaded once into ~/.cache/contend (CONTEND_CACHE overrides); the tests skip, saying
 so, when it cannot be had. The whole suite takes minutes per run here (2127 tests, 2 minutes on one
@@ -57,11 +59,11 @@ def cache_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def sdist_tests() -> Path:
-    """The test directory of mpi4py's sdist for the installed mpi4py (downloaded once)."""
+def sdist() -> Path:
+    """mpi4py's sdist for the installed mpi4py (downloaded once): its test/ and demo/ directories."""
     version = metadata.version("mpi4py")
     root = cache_dir() / f"mpi4py-{version}"
-    if not (root / "test" / "main.py").exists():
+    if not ((root / "test" / "main.py").exists() and (root / "demo" / "osu_bw.py").exists()):
         download = cache_dir() / "downloads"
         download.mkdir(parents=True, exist_ok=True)
         archive = download / f"mpi4py-{version}.tar.gz"
@@ -79,12 +81,19 @@ def sdist_tests() -> Path:
         partial = cache_dir() / f".mpi4py-{version}.partial"
         shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
         with tarfile.open(archive) as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith(f"mpi4py-{version}/test/")]
+            members = [m for m in tar.getmembers()
+                       if m.name.startswith((f"mpi4py-{version}/test/", f"mpi4py-{version}/demo/osu_"))]
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # nothing outside `partial`
             tar.extractall(partial, members=members, **safe)
+        shutil.rmtree(root, ignore_errors=True)  # an older cache without the demos
         os.replace(partial / f"mpi4py-{version}", root)
         partial.rmdir()
-    return root / "test"
+    return root
+
+
+@pytest.fixture(scope="module")
+def sdist_tests(sdist) -> Path:
+    return sdist / "test"
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +198,53 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
         assert all(row["tokens"] == row["ops"] for row in rows), rows  # one token per operation
     else:
         assert all(row["policy"] == "rate" and row["tokens"] == 0 for row in rows), rows
+
+
+# --- a real benchmark: OSU's bandwidth test as mpi4py ships it (demo/osu_bw.py) ---------------------------
+
+# Its defaults: sizes 1 B .. 4 MiB (2^0 .. 2^22); up to 8 KiB 10 + 100 rounds of 64 Isends, above it
+# 2 + 20 rounds; rank 0 sends with Isend (then a blocking Recv), rank 1 receives with Irecv (then Send).
+OSU_SIZES = [2**i for i in range(23)]
+OSU_ISENDS = 64 * sum(110 if size <= 8192 else 22 for size in OSU_SIZES)
+
+
+def osu_bandwidth(library, sdist: Path, tmp: Path, config: str | None) -> tuple[str, int]:
+    """osu_bw on 2 ranks, bare, under `contend trace -o tmp/trace` or `contend throttle`: its output."""
+    launch = [str(library.mpiexec), "-n", "2", sys.executable, str(sdist / "demo" / "osu_bw.py")]
+    out, err = io.StringIO(), io.StringIO()
+    if config is None:
+        argv, env = mpi.launch_command(library, 2, launch[3:])
+        finished = mpi.run_streaming(argv, env, out.write, TIMEOUT_S)
+        assert finished.returncode == 0 and not finished.timed_out, finished.stderr[-2000:]
+    else:
+        options = ["trace", "-o", str(tmp / "trace")] if config == "trace" else \
+            ["throttle", *LIBRARIES[config], "--stats", str(tmp / "stats.jsonl")]
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            code = main([*options, "--timeout", str(TIMEOUT_S), "--", *launch])
+        assert code == 0, err.getvalue()[-3000:]
+    return out.getvalue()
+
+
+def osu_sizes(output: str) -> list[int]:
+    """The message sizes the benchmark printed a bandwidth for."""
+    return [int(line.split()[0]) for line in output.splitlines()
+            if len(line.split()) == 2 and line.split()[0].isdigit() and float(line.split()[1]) > 0]
+
+
+@pytest.mark.parametrize("config", list(LIBRARIES))
+def test_the_osu_bandwidth_benchmark_runs_whole_under_each_library(built, sdist, tmp_path, config):
+    assert osu_sizes(osu_bandwidth(built, sdist, tmp_path, None)) == OSU_SIZES
+    assert osu_sizes(osu_bandwidth(built, sdist, tmp_path, config)) == OSU_SIZES
+    if config == "trace":
+        import pandas as pd
+
+        frame = pd.read_parquet(tmp_path / "trace" / "records.parquet")
+        isends, irecvs = frame[frame["kind"] == "isend"], frame[frame["kind"] == "irecv"]
+        assert (len(isends), len(irecvs)) == (OSU_ISENDS, OSU_ISENDS)
+        assert set(isends["rank"]) == {0} and (isends["message"] >= 0).all()  # every one received
+        assert sorted(isends["bytes"].unique().tolist()) == OSU_SIZES
+    else:  # the Isends are the only throttled operations (blocking sends are not), each counted once
+        rows = throttle.read_stats(tmp_path / "stats.jsonl")
+        assert [(row["rank"], row["ops"]) for row in rows] == [(0, OSU_ISENDS), (1, 0)], rows
+        if config.startswith("token"):
+            assert rows[0]["tokens"] == OSU_ISENDS and rows[0]["escapes"] == 0, rows
