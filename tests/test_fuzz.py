@@ -135,11 +135,13 @@ def misspell(data: bytes, rng: random.Random) -> bytes:
         word.insert(at, word[at])
     elif op == "drop" and len(word) > 1:
         del word[at]
-    elif op == "swap" and len(word) > 1:
-        at = min(at, len(word) - 2)
+    elif op == "swap" and any(a != b for a, b in zip(word, word[1:])):
+        at = rng.choice([i for i in range(len(word) - 1) if word[i] != word[i + 1]])  # a swap that changes it
         word[at], word[at + 1] = word[at + 1], word[at]
-    else:
+    elif bytes(word).swapcase() != bytes(word):
         word = bytearray(bytes(word).swapcase())
+    else:  # nothing above would change it (digits, or letters all alike): a letter more
+        word.insert(at, word[at])
     return data[:match.start()] + bytes(word) + data[match.end():]
 
 
