@@ -222,6 +222,18 @@ def test_few_trees_say_their_oob_caveat_in_the_metrics_not_on_stderr(tmp_path, c
     assert "oob_caveat" not in json.loads(capsys.readouterr().out)["metrics"]
 
 
+def test_samples_of_no_run_are_refused_not_left_out_of_the_summary(tmp_path, capsys, fails_cleanly):
+    model = tmp_path / "m.model"
+    assert main(["nimc", "train", str(RECORDED), "-o", str(model), "--trees", "20", "--json"]) == 0
+    capsys.readouterr()
+    samples = pd.read_parquet(RECORDED)
+    samples["run"] = samples["run"].astype(object)
+    samples.loc[samples.index[:3], "run"] = None
+    samples.to_parquet(tmp_path / "s.parquet")
+    fails_cleanly(["nimc", "detect", str(model), str(tmp_path / "s.parquet")],
+                  r"s\.parquet: column 'run' has 3 missing value\(s\)$")
+
+
 def test_recorded_sweep_trains_and_detects_through_the_cli(tmp_path, capsys):
     model = tmp_path / "here.model"
     assert main(["nimc", "train", str(RECORDED), "-o", str(model), "--trees", "100", "--json"]) == 0

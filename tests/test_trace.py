@@ -311,7 +311,7 @@ def test_bad_command_lines(built, tmp_path, capsys):
     assert main(["trace", "convert", str(tmp_path / "nowhere")]) == 2
     assert "no such trace directory" in capsys.readouterr().err
     # a program that is not traced leaves no rank files: the directory this run made goes again
-    assert main(["trace", "-o", str(tmp_path / "made"), "--", "true"]) == 2
+    assert main(["trace", "-o", str(tmp_path / "made" / "deeper"), "--", "true"]) == 2
     assert "no rank-NNNNN.ctrace files" in capsys.readouterr().err
     assert not (tmp_path / "made").exists()
 

@@ -365,8 +365,10 @@ def detect(detector: Detector, frame: pd.DataFrame, where: str = "data") -> tupl
         "slowdown_predicted_median": float(predicted["slowdown_predicted"].median()),
     }
     if RUN in frame:
+        if frame[RUN].isna().any():  # a sample of no run would fall out of the per-run summary
+            raise UserError(f"{where}: column {RUN!r} has {int(frame[RUN].isna().sum())} missing value(s)")
         keys = [RUN] + [c for c in ("source", "rate_target_Bps") if c in frame]
-        runs = merged.groupby(keys).agg(samples=("nimc_predicted", "size"), flagged=("nimc_predicted", "mean"),
+        runs = merged.groupby(keys, dropna=False).agg(samples=("nimc_predicted", "size"), flagged=("nimc_predicted", "mean"),
                                        probability=("nimc_probability", "mean"),
                                        slowdown_predicted=("slowdown_predicted", "median")).reset_index()
         runs["nimc"] = runs["flagged"] >= 0.5

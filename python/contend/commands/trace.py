@@ -80,15 +80,17 @@ def run(args: argparse.Namespace) -> int:
     args.depth = parse_count(args.depth, "--depth", minimum=1, maximum=6)
     args.timeout = bounded_number(args.timeout, "--timeout", 1, 7 * 86400)
     params = _machine_params(args.machine)  # a bad machine fails before the run, not after
-    made = not os.path.lexists(args.output)
+    made = [p for p in (Path(args.output).absolute(), *Path(args.output).absolute().parents) if not os.path.lexists(p)]
     directory = _prepare(Path(args.output))
     try:
         _run(command, directory, args)
         return _convert(directory, params)
     except BaseException:
-        # a directory this run made and nothing wrote into goes again; rank files stay for `convert`
-        if made and directory.is_dir() and not any(directory.iterdir()):
-            directory.rmdir()
+        # directories this run made and nothing wrote into go again (deepest first); rank files stay for
+        # `contend trace convert`
+        for path in made:
+            if path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
         raise
 
 
