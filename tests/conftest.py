@@ -27,6 +27,14 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+@pytest.fixture(scope="session")
+def built():
+    """The MPI found here, with native/ built for it."""
+    library = mpi.find_mpi()
+    mpi.build_native(library)
+    return library
+
+
 @pytest.fixture
 def isolated_fabric(monkeypatch):
     monkeypatch.setenv("CONTEND_FABRIC_PREFIX", fabric.TEST_PREFIX)

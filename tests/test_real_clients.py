@@ -96,13 +96,6 @@ def sdist_tests(sdist) -> Path:
     return sdist / "test"
 
 
-@pytest.fixture(scope="module")
-def built():
-    library = mpi.find_mpi()
-    mpi.build_native(library)
-    return library
-
-
 def run_suite(library, tests: Path, ranks: int, config: str | None, tmp: Path, options: list[str]):
     """mpi4py's suite on `ranks` ranks under `config` (None: no library): {rank: {test: outcome}}.
     Under the tracer the trace is converted too (tmp/trace/records.parquet)."""

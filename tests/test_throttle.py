@@ -23,13 +23,6 @@ MPI4PY_PROGRAM = Path(__file__).with_name("throttle_mpi4py.py")
 NO_ESCAPE_MS = 10000  # the strict runs: a stall escape there would be a bug, not a slow host
 
 
-@pytest.fixture(scope="module")
-def built():
-    library = mpi.find_mpi()
-    mpi.build_native(library)
-    return library
-
-
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch):
     for key in list(os.environ):

@@ -22,13 +22,6 @@ from contend.cli import main
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-@pytest.fixture(scope="module")
-def built():
-    library = mpi.find_mpi()
-    mpi.build_native(library)
-    return library
-
-
 @pytest.fixture(autouse=True)
 def environment(monkeypatch, tmp_path, built):
     """Run in tmp_path, with the found MPI's mpiexec first on PATH, nothing of the library's in the

@@ -27,13 +27,6 @@ MPI4PY_PROGRAM = Path(__file__).with_name("trace_mpi4py.py")
 INCAST_SOURCE = Path(__file__).resolve().parents[1] / "native" / "trace" / "test" / "incast.c"
 
 
-@pytest.fixture(scope="module")
-def built():
-    library = mpi.find_mpi()
-    mpi.build_native(library)
-    return library
-
-
 def trace(capsys, directory: Path, library, program: list[str], *options: str, ranks: int = RANKS):
     """`contend trace` of the program: (exit code, the program's JSON lines, stderr)."""
     code = main(["trace", "-o", str(directory), *options, "--timeout", "300", "--",

@@ -73,3 +73,17 @@ def bounded_number(text: str, what: str, low: float, high: float) -> float:
     if not low <= value <= high:
         raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
     return value
+
+
+# The longest run `contend trace` and `contend throttle` wait for (--timeout, seconds).
+MAX_RUN_S = 7 * 86400
+
+
+def run_timeout(text: str) -> float:
+    """--timeout of a launched MPI run: 1 s .. a week."""
+    return bounded_number(text, "--timeout", 1, MAX_RUN_S)
+
+
+def launch_words(words: list[str]) -> list[str]:
+    """The launch command after ``--`` (argparse keeps the ``--`` in a REMAINDER argument)."""
+    return words[1:] if words and words[0] == "--" else list(words)

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contend.commands.options import bounded_number
+from contend.commands.options import launch_words, run_timeout
 from contend.errors import UserError
 
 # option -> the library's variable suffix (docs/formats.md, "Throttle configuration")
@@ -69,13 +69,11 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from contend import mpi
 
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
+    command = launch_words(args.command)
     if not command:
         raise UserError("throttle: give the launch command after --, e.g. contend throttle --policy token "
                         "--tokens 8 -- mpiexec -n 4 ./prog")
-    args.timeout = bounded_number(args.timeout, "--timeout", 1, 7 * 86400)
+    args.timeout = run_timeout(args.timeout)
     given = _given(args)
     library_mpi = mpi.launcher_mpi(command[0])
     starts = mpi.program_starts(command, library_mpi.flavor)

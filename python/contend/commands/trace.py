@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from contend.commands.options import bounded_number
+from contend.commands.options import launch_words, run_timeout
 from contend.errors import UserError
 from contend.quantities import parse_count
 
@@ -62,9 +62,7 @@ def _machine_params(machine: str | None):
 
 
 def run(args: argparse.Namespace) -> int:
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
+    command = launch_words(args.command)
     if not command:
         raise UserError("trace: give the command to trace after --, e.g. contend trace -o DIR -- mpiexec -n 4 "
                         "./prog; or `contend trace convert DIR`, `contend trace import TRACE.otf2 -o FILE`")
@@ -78,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("trace: -o DIR is required (where the rank files and records go)")
     args.records = parse_count(args.records, "--records", minimum=1, maximum=_max_records())
     args.depth = parse_count(args.depth, "--depth", minimum=1, maximum=6)
-    args.timeout = bounded_number(args.timeout, "--timeout", 1, 7 * 86400)
+    args.timeout = run_timeout(args.timeout)
     params = _machine_params(args.machine)  # a bad machine fails before the run, not after
     made = [p for p in (Path(args.output).absolute(), *Path(args.output).absolute().parents) if not os.path.lexists(p)]
     directory = _prepare(Path(args.output))
