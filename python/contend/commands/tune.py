@@ -38,11 +38,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from contend.report.progress import count_progress
     from contend.report.terminal import Table
 
     from contend.admission import native_config, write_native_config
-    from contend.analysis.nicsweep import is_root
+    from contend.parallel import is_root
     from contend.analysis.tune import FULL, QUICK, real_sweeper, tune
     from contend.machine import load_machine
     from contend.quantities import parse_count
@@ -73,11 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if root:
         check_directory(args.output, "-o")
 
-    console = Console(stderr=True)
-    with Progress(TextColumn("[bold]sweeping"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
-                  TimeElapsedColumn(), console=console, transient=True, disable=not root) as bar:
-        task = bar.add_task("sweep", total=None)
-        advance = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
+    with count_progress("sweeping", "points", enabled=root) as advance:
         tuned = tune(machine, rpn, QUICK if args.quick else FULL, tolerance, progress=advance, workers=workers,
                      sweeper=real_sweeper(real_ranks, advance) if real_ranks is not None else None)
     if not root:

@@ -26,15 +26,19 @@ def line_plot(
     ylabel: str,
     logx: bool = True,
     logy: bool = True,
+    xticklabels: Sequence[str] | None = None,
 ) -> None:
-    """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``."""
+    """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``. With
+    ``xticklabels`` the x values are positions 0, 1, ... of those categories (linear axis)."""
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
     styles = ("-", "--", "-.", ":")  # lines that coincide (equal closed forms) stay visible
     for number, (label, (xs, ys)) in enumerate(series.items()):
         axes.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, linestyle=styles[number % len(styles)],
                   label=label)
-    if logx:
+    if xticklabels is not None:
+        axes.set_xticks(range(len(xticklabels)), xticklabels, rotation=15, ha="right", fontsize="small")
+    elif logx:
         axes.set_xscale("log", base=2)
     if logy:
         axes.set_yscale("log")

@@ -1,0 +1,117 @@
+"""The outputs of ``contend whatif``: the terminal table, ``whatif.json`` and the HTML report with the run
+time against each axis (docs/formats.md, "What-if results")."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from contend.report.terminal import Table
+
+#: Lines per plot: one per combination of the other axes; more would be unreadable.
+MAX_SERIES = 10
+
+
+def _relative(value: float | None) -> str:
+    return "deadlock" if value is None else f"{value:.4g}x"
+
+
+def whatif_table(result: Any) -> Table:
+    """One row per run: the axes' values, the makespan and its ratio to the first run."""
+    from contend.report.tables import describe_workload, format_time
+
+    table = Table(title=f"contend whatif: {describe_workload(result.workload.to_dict())} on {result.machine}, "
+                        f"{len(result.runs)} run(s); the first is the reference", title_justify="left")
+    for axis in result.axes:
+        table.add_column(axis.name)
+    table.add_column("makespan", justify="right")
+    table.add_column("vs first", justify="right")
+    for run in result.runs:
+        makespan = "deadlock" if run["deadlock"] else format_time(run["makespan_ns"])
+        table.add_row(*(run["settings"][axis.name] for axis in result.axes), makespan,
+                      _relative(result.relative(run)))
+    return table
+
+
+def write_report(result: Any, directory: str | os.PathLike) -> list[str]:
+    """``whatif.json``, ``index.html`` and one ``axis-NAME.png`` per axis of two or more values into
+    ``directory`` (an ``atomic_directory``); the names written."""
+    from contend.atomic import atomic_path
+    from contend.report.html import HtmlPage
+    from contend.report.tables import describe_workload
+
+    out = Path(directory)
+    with atomic_path(out / "whatif.json") as tmp:
+        tmp.write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    written = ["whatif.json"]
+    page = HtmlPage(f"What if: {describe_workload(result.workload.to_dict())} on {result.machine}")
+    page.paragraph(f"{len(result.runs)} run(s), the cross product of the axes below; the first run (every axis at "
+                   "its first value) is the reference of the ratios. docs/models.md, 'What-if axes', says how "
+                   "each axis changes the model.")
+    for axis in result.axes:
+        if len(axis.values) < 2:
+            continue
+        name = f"axis-{axis.name}.png"
+        shown = _axis_plot(result, axis, out / name)
+        page.heading(f"Run time against {axis.name}", anchor=axis.name)
+        page.image(name, f"makespan against {axis.name}; one line per setting of the other axes")
+        if shown < _series_count(result, axis):
+            page.paragraph(f"{shown} of {_series_count(result, axis)} lines drawn; the table has every run.")
+        written.append(name)
+    page.heading("Runs", anchor="runs")
+    splits = sorted({key for run in result.runs for key in _split(run)})
+    columns = [axis.name for axis in result.axes] + ["makespan (ns)", "vs first", "noise charged (ns)"]
+    rows = [[run["settings"][axis.name] for axis in result.axes]
+            + ["deadlock" if run["deadlock"] else run["makespan_ns"], _relative(result.relative(run)),
+               run["noise_charged_ns"]]
+            + [_split(run).get(key, "") for key in splits] for run in result.runs]
+    page.table(columns + [f"critical path: {key} (ns)" for key in splits], rows)
+    page.write(out / "index.html")
+    return written + ["index.html"]
+
+
+def _split(run: dict[str, Any]) -> dict[str, float]:
+    """The numbers of a run's critical-path split (engines that report one), flattened one level."""
+    found = run.get("critical_path")
+    if not isinstance(found, dict):
+        return {}
+    flat: dict[str, float] = {}
+    for key, value in found.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items() if isinstance(v, (int, float))})
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            flat[key] = value
+    return flat
+
+
+def _series_count(result: Any, axis: Any) -> int:
+    return len(result.runs) // len(axis.values)
+
+
+def _axis_plot(result: Any, axis: Any, path: Path) -> int:
+    """The makespan against ``axis``, one line per setting of the other axes (at most MAX_SERIES);
+    the number of lines drawn."""
+    from contend.report.plots import line_plot
+
+    others = [a.name for a in result.axes if a.name != axis.name]
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    numbers = axis.numbers()
+    for run in result.runs:
+        if run["deadlock"]:
+            continue
+        label = ", ".join(f"{name}={run['settings'][name]}" for name in others) or "makespan"
+        if label not in series and len(series) == MAX_SERIES:
+            continue
+        position = axis.labels.index(run["settings"][axis.name])
+        xs, ys = series.setdefault(label, ([], []))
+        xs.append(numbers[position] if numbers is not None else position)
+        ys.append(run["makespan_ns"] / 1000)
+    for label, (xs, ys) in series.items():  # a line runs left to right whatever order the values came in
+        pairs = sorted(zip(xs, ys))
+        series[label] = ([x for x, _ in pairs], [y for _, y in pairs])
+    positive = numbers is not None and min(numbers) > 0
+    line_plot(path, series, title=f"run time against {axis.name}", xlabel=axis.name, ylabel="makespan (us)",
+              logx=positive, logy=False, xticklabels=None if numbers is not None else list(axis.labels))
+    return len(series)
