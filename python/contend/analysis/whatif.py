@@ -196,7 +196,7 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
         raise UserError("--vary ranks: a GOAL schedule has its own rank count; extrapolating an application "
                         "needs a trace input (contend goal convert --ranks); vary ranks of a --collective")
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]
-    for needs, what, has in (("placement", "a network ([topology])", lambda m: m.network is not None),
+    for needs, what, has in (("placement", "network ([topology])", lambda m: m.network is not None),
                              ("nic", "NIC congestion curves ([nic])", lambda m: m.node is not None
                               and m.node.get("nic") is not None)):
         if needs in by_name:

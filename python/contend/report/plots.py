@@ -27,6 +27,7 @@ def line_plot(
     logx: bool = True,
     logy: bool = True,
     xticklabels: Sequence[str] | None = None,
+    xbase: int = 2,
 ) -> None:
     """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``. With
     ``xticklabels`` the x values are positions 0, 1, ... of those categories (linear axis)."""
@@ -39,7 +40,7 @@ def line_plot(
     if xticklabels is not None:
         axes.set_xticks(range(len(xticklabels)), xticklabels, rotation=15, ha="right", fontsize="small")
     elif logx:
-        axes.set_xscale("log", base=2)
+        axes.set_xscale("log", base=xbase)
     if logy:
         axes.set_yscale("log")
     axes.set_title(title)

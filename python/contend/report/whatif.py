@@ -54,8 +54,11 @@ def write_report(result: Any, directory: str | os.PathLike) -> list[str]:
         if len(axis.values) < 2:
             continue
         name = f"axis-{axis.name}.png"
-        shown = _axis_plot(result, axis, out / name)
         page.heading(f"Run time against {axis.name}", anchor=axis.name)
+        shown = _axis_plot(result, axis, out / name)
+        if not shown:
+            page.paragraph("Every run deadlocked: no run time to draw.")
+            continue
         page.image(name, f"makespan against {axis.name}; one line per setting of the other axes")
         if shown < _series_count(result, axis):
             page.paragraph(f"{shown} of {_series_count(result, axis)} lines drawn; the table has every run.")
@@ -92,7 +95,7 @@ def _series_count(result: Any, axis: Any) -> int:
 
 def _axis_plot(result: Any, axis: Any, path: Path) -> int:
     """The makespan against ``axis``, one line per setting of the other axes (at most MAX_SERIES);
-    the number of lines drawn."""
+    the number of lines drawn (0: every run deadlocked, nothing written)."""
     from contend.report.plots import line_plot
 
     others = [a.name for a in result.axes if a.name != axis.name]
@@ -111,7 +114,10 @@ def _axis_plot(result: Any, axis: Any, path: Path) -> int:
     for label, (xs, ys) in series.items():  # a line runs left to right whatever order the values came in
         pairs = sorted(zip(xs, ys))
         series[label] = ([x for x, _ in pairs], [y for _, y in pairs])
+    if not series:
+        return 0
     positive = numbers is not None and min(numbers) > 0
     line_plot(path, series, title=f"run time against {axis.name}", xlabel=axis.name, ylabel="makespan (us)",
-              logx=positive, logy=False, xticklabels=None if numbers is not None else list(axis.labels))
+              logx=positive, logy=False, xticklabels=None if numbers is not None else list(axis.labels),
+              xbase=2 if axis.name == "ranks" else 10)
     return len(series)
