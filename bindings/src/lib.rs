@@ -26,7 +26,7 @@ use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_memory, Costs, Deadlock, Execution, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_memory, Costs, CpuScale, Deadlock, Execution, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -474,6 +474,8 @@ struct Models {
     /// The event loop and the threads that share it (same results either way).
     execution: Execution,
     threads: usize,
+    /// Calc durations scaled (a faster or slower CPU).
+    cpu_scale: CpuScale,
 }
 
 fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
@@ -490,6 +492,10 @@ fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
         None => 0,
         Some(v) => v.extract::<usize>().map_err(|_| PyValueError::new_err("threads must be a non-negative integer"))?,
     };
+    let cpu_scale = match params.get_item("cpu_scale")? {
+        None => CpuScale::default(),
+        Some(v) => CpuScale::new(v.extract::<f64>().map_err(|_| PyValueError::new_err("cpu_scale must be a number"))?).map_err(PyValueError::new_err)?,
+    };
     Ok(Models {
         par: params_from(params)?,
         network: network_from(params)?,
@@ -498,6 +504,7 @@ fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
         memory: memory_from(params)?,
         execution,
         threads,
+        cpu_scale,
     })
 }
 
@@ -509,8 +516,8 @@ fn run<P: Program + Sync>(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let Models { par, network, noise, node, memory, execution, threads } = models;
-    let opts = Options { records, timeline, execution, threads };
+    let Models { par, network, noise, node, memory, execution, threads, cpu_scale } = models;
+    let opts = Options { records, timeline, execution, threads, cpu_scale };
     if memory.is_some() && noise.is_some() {
         return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
     }

@@ -276,7 +276,8 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
     ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns; a
     ``noise`` becomes its settings in ns and Hz; a ``node`` model keeps its values, a rate policy's
-    gap in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns.
+    gap in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns;
+    ``cpu_scale`` (a factor) stays as it is.
 
     >>> parameters_ns({"L": 3_000_000, "o": 1_500_000, "g": 1_000_000, "G": 80, "O": 0, "S": 65535})
     {'L': 3000, 'o': 1500, 'g': 1000, 'G': 0.08, 'O': 0, 'S': 65535}
@@ -299,6 +300,6 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
                 policy = {**policy, "gap": ps_to_ns(policy["gap"])}
             converted[key] = {**value, "policy": policy}
         else:
-            converted[key] = value if key == "S" else ps_to_ns(value)
+            converted[key] = value if key in ("S", "cpu_scale") else ps_to_ns(value)
     return converted
 

@@ -26,6 +26,7 @@ use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
+use crate::sim::cpu_scale::CpuScale;
 use crate::sim::handoff::{Handoff, StopOnDrop};
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
@@ -92,6 +93,8 @@ pub struct Options {
     /// (`run_in_parallel`); 0: the machine's cores, where the ranks are many enough to pay for it.
     /// The results are the same for any number.
     pub threads: usize,
+    /// Calc durations multiplied by this factor (a faster or slower CPU).
+    pub cpu_scale: CpuScale,
 }
 
 /// The event loop of a simulation: time order, or windows (`crate::sim::window`), which give the
@@ -277,6 +280,7 @@ struct WaitList {
 struct Sim<'p, P: Program> {
     prog: &'p P,
     par: Params,
+    cpu_scale: CpuScale,
     cpus: usize,
     nics: usize,
     /// Per host (one cache line): clocks nexto[cpus], nextgs[nics], nextgr[nics], started count,
@@ -637,6 +641,7 @@ impl<'p, P: Program> Sim<'p, P> {
         Sim {
             prog,
             par: *par,
+            cpu_scale: opts.cpu_scale,
             cpus,
             nics,
             hosts: Hosts::new(n, cpus + 2 * nics),
@@ -946,13 +951,14 @@ impl<P: Program> Sim<'_, P> {
                     return self.requeue(self.hosts[c], e);
                 }
                 self.start(h, i);
+                let work = self.cpu_scale.apply(op.size * self.par.unit);
                 let end = match &mut self.memory {
                     // --- memory contention (NiMC): the calc shares its node's memory bandwidth ---
                     Some(mem) => {
                         let span = self.timeline.as_ref().map(|tl| tl.start.len() as u32);
-                        mem.calc(h, op.cpu, t, op.size * self.par.unit, op.mem(), span)
+                        mem.calc(h, op.cpu, t, work, op.mem(), span)
                     }
-                    None => self.cpu_work(h, t, op.size * self.par.unit),
+                    None => self.cpu_work(h, t, work),
                 };
                 self.hosts[c] = end;
                 if let Some(tl) = &mut self.timeline {
