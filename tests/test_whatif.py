@@ -4,7 +4,6 @@ on a generated application, and every bad axis is refused with one line before a
 
 from __future__ import annotations
 
-import inspect
 import json
 from pathlib import Path
 
@@ -104,8 +103,6 @@ def test_overhead_axis_full_and_no_overlap_give_the_closed_forms(tmp_path, ranks
     assert expected[("0",)] < expected[("1x",)]  # the overlap potential is real here
 
 
-@pytest.mark.skipif("cpu_scale" not in inspect.signature(simulate).parameters,
-                    reason="the engine's cpu_scale (h/critpath) is not merged yet")
 def test_cpu_axis_divides_only_the_computation(tmp_path, exchange):
     result = run_axes(tmp_path, exchange, "cpu=1x,2x,0.5x")
     spans = makespans(result)
