@@ -47,10 +47,11 @@ def simulation_progress(description: str = "simulating") -> Iterator[Callable[[i
 @contextlib.contextmanager
 def count_progress(description: str, unit: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
     """Yields ``callback(done, total)`` for runs counted one by one (``contend.parallel.parallel_map``'s
-    progress): a bar on stderr, gone when the block ends; ``enabled=False`` (MPI ranks other than the
-    root) shows nothing."""
+    progress): a bar on stderr, gone when the block ends. Only on a terminal (as above), and not where
+    ``enabled`` is False (MPI ranks other than the root)."""
     console = Console(stderr=True)
     with Progress(TextColumn(f"[bold]{description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                  TimeElapsedColumn(), console=console, transient=True, disable=not enabled) as bar:
+                  TimeElapsedColumn(), console=console, transient=True,
+                  disable=not (enabled and console.is_interactive)) as bar:
         task = bar.add_task(description, total=None)
         yield lambda done, total: bar.update(task, completed=done, total=total)
