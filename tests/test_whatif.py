@@ -5,11 +5,14 @@ on a generated application, and every bad axis is refused with one line before a
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from contend import simulate
+from contend import mpi, simulate
 from contend.analysis.whatif import Workload, parse_axes, whatif
 from contend.cli import main
 from contend.machine import load_machine
@@ -253,3 +256,16 @@ def test_bad_command_lines_fail_cleanly(tmp_path, fails_cleanly, argv, pattern):
     argv = [str(goal) if a == "GOAL" else a for a in argv] + ["-o", str(tmp_path / "out")]
     fails_cleanly(argv, pattern)
     assert not (tmp_path / "out").exists() and not (tmp_path / "x").exists()
+
+
+def test_under_mpiexec_the_ranks_share_the_runs_and_rank_0_writes_the_same_report(tmp_path):
+    argv = ["whatif", "--collective", "dissemination", "--ranks", "16", "--bytes", "8", "--vary", "network=1x,10x",
+            "--vary", "noise=none,periodic:1kHz:25us", "--vary", "overhead=1x,0"]
+    assert main([*argv, "--workers", "1", "-o", str(tmp_path / "local")]) == 0
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run([str(mpi.find_mpi().mpiexec), "-n", "2", sys.executable, "-m", "contend.cli", *argv,
+                           "-o", str(tmp_path / "mpi")], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("contend whatif:") == 1  # one table: rank 0's
+    local, shared = (json.loads((tmp_path / d / "whatif.json").read_text()) for d in ("local", "mpi"))
+    assert shared == local and len(shared["runs"]) == 8
