@@ -185,6 +185,7 @@ def test_cli_writes_table_json_and_report(tmp_path, capsys):
     assert code == 0
     assert max(len(line) for line in printed.splitlines()) <= 80
     document = json.loads((out / "whatif.json").read_text())
+    assert document["workload"] == {"schedule": str(goal)} and document["machine"] == "loggopsim-default"
     assert [a["name"] for a in document["axes"]] == ["network", "noise"]
     assert document["axes"][0]["numbers"] == [1.0, 10.0] and document["axes"][1]["numbers"] is None
     assert len(document["runs"]) == 4 and document["runs"][0]["relative"] == 1.0

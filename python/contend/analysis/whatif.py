@@ -62,7 +62,9 @@ class Workload:
                 "root": self.root, "seed": self.seed}
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        if self.schedule is not None:
+            return {"schedule": self.schedule}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "schedule"}
 
 
 # --- parsing ---------------------------------------------------------------------------------------------
