@@ -117,7 +117,9 @@ def _axis_plot(result: Any, axis: Any, path: Path) -> int:
     if not series:
         return 0
     positive = numbers is not None and min(numbers) > 0
+    times = [y for _, ys in series.values() for y in ys]
+    wide = min(times) > 0 and max(times) > 10 * min(times)  # lines a decade apart: a log scale shows both
     line_plot(path, series, title=f"run time against {axis.name}", xlabel=axis.name, ylabel="makespan (us)",
-              logx=positive, logy=False, xticklabels=None if numbers is not None else list(axis.labels),
+              logx=positive, logy=wide, xticklabels=None if numbers is not None else list(axis.labels),
               xbase=2 if axis.name == "ranks" else 10)
     return len(series)
