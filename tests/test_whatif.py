@@ -167,6 +167,23 @@ def test_machine_placement_nic_throttle_axes_are_the_runs_contend_sim_makes(tmp_
                                                 for m in ("loggopsim-default", "ib-congestion")]
 
 
+def test_measured_noise_traces_are_the_noise_contend_sim_replays(tmp_path):
+    a, b = tmp_path / "a.noise", tmp_path / "b.noise"  # two cores' traces: ranks replay them in turn
+    for path, detours in ((a, "1000 30000\n400000 80000\nend 2\n"), (b, "20000 50000\nend 1\n")):
+        path.write_text("contend-noise 1\nresolution_ns 20\nthreshold_ns 200\nduration_ns 1000000\nrank 0\n"
+                        + detours)
+    traces = f"trace:{a},{b}"
+    work = Workload(collective="dissemination", ranks=16, bytes=8)
+    result = run_axes(tmp_path, work, f"noise=none,{traces}", "noise-phase=independent,coscheduled")
+    spans = makespans(result)
+    args = {"collective": "dissemination", "ranks": 16, "bytes": 8}
+    for phase in ("independent", "coscheduled"):
+        assert spans[(traces, phase)] == simulate(
+            **args, noise={"kind": "trace", "trace": [str(a), str(b)], "phase": phase}).makespan
+    assert spans[("none", "independent")] == spans[("none", "coscheduled")] == simulate(**args).makespan
+    assert spans[(traces, "independent")] > spans[("none", "independent")]
+
+
 def test_workers_and_order_do_not_change_the_runs(tmp_path, exchange):
     one = run_axes(tmp_path, exchange, "network=1x,2x,4x", "overhead=1x,0", workers=1)
     two = run_axes(tmp_path, exchange, "network=1x,2x,4x", "overhead=1x,0", workers=2)

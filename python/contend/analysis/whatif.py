@@ -101,7 +101,11 @@ def parse_axes(specs: Sequence[str], workload: Workload, machine: Any) -> list[A
 
 def _split(name: str, text: str) -> list[str]:
     """The comma-separated values of an axis. A noise trace lists its files with commas too
-    (``trace:A,B``): there a piece that starts no noise kind belongs to the trace before it."""
+    (``trace:A,B``): there a piece that starts no noise kind belongs to the trace before it.
+
+    >>> _split("noise", "none, trace:a.noise,b.noise,periodic:1kHz:25us")
+    ['none', 'trace:a.noise,b.noise', 'periodic:1kHz:25us']
+    """
     pieces = [piece.strip() for piece in text.split(",")]
     if name == "noise":
         joined: list[str] = []
