@@ -56,6 +56,7 @@ def simulate(
     threads: int | None = None,
     execution: str = "chosen",
     cpu_scale: float | str | None = None,
+    critical_path: bool = False,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
 
@@ -76,6 +77,9 @@ def simulate(
     mitigations (docs/models.md, "Memory contention (NiMC)").
     ``cpu_scale`` multiplies every calc's duration (0.5: a CPU twice as fast), rounded to the
     picosecond; overheads o and O stay the machine's (docs/models.md, "CPU speed").
+    ``critical_path=True`` traces where the time goes: ``result.critical_path`` splits the makespan
+    along the run's critical path, and records get a ``critical`` column (docs/models.md, "Where the
+    time goes"); it costs memory in proportion to the operations and runs the events in time order.
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
     ``threads`` share a windowed run (None: the machine's cores, on runs large enough to gain);
     ``execution`` picks the event loop: ``"chosen"`` (windows for ranks that independent noise
@@ -127,6 +131,8 @@ def simulate(
         raise UserError(f"execution must be one of {', '.join(EXECUTIONS)}, not {execution!r}")
     # How the engine runs, beside the model's parameters (which the result keeps).
     run_params = {**params, "execution": execution}
+    if critical_path:
+        run_params["critical_path"] = True
     if threads is not None:
         run_params["threads"] = parse_count(threads, "threads", minimum=1, maximum=MAX_THREADS)
     eng = engine()
