@@ -126,6 +126,13 @@ def test_faster_network_helps_a_network_bound_run_not_a_noise_bound_one(tmp_path
     assert quiet_gain > 0.2, spans
     assert 0 <= noisy_gain < 0.01, spans
     assert spans[("periodic:100Hz:1ms", "1x")] > 5 * spans[("none", "1x")]  # noise-bound indeed
+    # and the critical path says so: noise is most of the noisy runs, none of the quiet ones
+    for run in result.runs:
+        split = run["critical_path"]["split"]
+        assert sum(split.values()) == pytest.approx(run["makespan_ns"], abs=1e-6)
+        noisy = run["settings"]["noise"] != "none"
+        assert result.largest_part(run).startswith("noise") == noisy, (run["settings"], split)
+        assert (split["noise"] > 0) == noisy
 
 
 def test_noise_of_one_shape_grows_with_ranks_unless_coscheduled(tmp_path):
@@ -207,8 +214,9 @@ def test_cli_writes_table_json_and_report(tmp_path, capsys):
     assert document["axes"][0]["numbers"] == [1.0, 10.0] and document["axes"][1]["numbers"] is None
     assert len(document["runs"]) == 4 and document["runs"][0]["relative"] == 1.0
     assert document["runs"][0]["makespan_ns"] == CALC + 2 * (2 * O_CPU + L + (SIZE - 1) * G)
-    assert sorted(p.name for p in out.iterdir()) == ["axis-network.png", "axis-noise.png", "index.html",
-                                                      "whatif.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["axis-network.png", "axis-noise.png", "critical-path.png",
+                                                      "index.html", "whatif.json"]
+    assert sum(document["runs"][0]["critical_path"]["split"].values()) == document["runs"][0]["makespan_ns"]
     page = (out / "index.html").read_text()
     assert 'src="axis-network.png"' in page and "periodic:1kHz:25us" in page
 

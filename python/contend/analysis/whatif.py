@@ -286,14 +286,14 @@ def run_one(job: tuple[Any, Workload, dict[str, Any]]) -> dict[str, Any]:
 
     machine, workload, setting = job
     machine, kwargs = configure(machine, workload, setting)
-    result = simulate(machine=machine, **kwargs)
+    result = simulate(machine=machine, critical_path=True, **kwargs)
     row: dict[str, Any] = {"makespan_ns": result.makespan, "ranks": result.num_ranks, "messages": result.messages,
                            "events": result.events, "noise_charged_ns": result.noise_charged,
                            "admission_waits": result.admission_waits,
                            "deadlock": result.deadlock.to_dict() if result.deadlock is not None else None}
-    split = getattr(result, "critical_path", None)  # where the time goes, from engines that report it
-    if split is not None:
-        row["critical_path"] = split.to_dict() if hasattr(split, "to_dict") else split
+    if result.critical_path is not None:  # where the time went (a finished run): the split, not the steps
+        path = result.critical_path.to_dict()
+        row["critical_path"] = {key: path[key] for key in ("split", "shares", "ops", "steps")}
     return row
 
 
@@ -311,6 +311,16 @@ class WhatIf:
     @property
     def reference(self) -> dict[str, Any]:
         return self.runs[0]
+
+    def largest_part(self, run: dict[str, Any]) -> str:
+        """The part of the critical path that took most of the run, with its share ("noise 62%")."""
+        from contend.critical_path import LABELS
+
+        path = run.get("critical_path")
+        if not path:
+            return "-"
+        part = max(path["shares"], key=path["shares"].get)
+        return f"{LABELS[part]} {path['shares'][part]:.0%}"
 
     def relative(self, run: dict[str, Any]) -> float | None:
         """The run's makespan over the reference run's (None when either deadlocked or is 0)."""

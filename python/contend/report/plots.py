@@ -58,14 +58,18 @@ def stacked_bars(
     *,
     title: str,
     ylabel: str,
+    rotation: float = 0,
 ) -> None:
-    """Vertical bars, one per category, stacked from ``parts`` (name -> one value per category)."""
+    """Vertical bars, one per category, stacked from ``parts`` (name -> one value per category);
+    ``rotation`` turns long category names (degrees)."""
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
     bottom = [0.0] * len(categories)
     for name, values in parts.items():
         axes.bar(categories, values, bottom=bottom, label=name)
         bottom = [b + v for b, v in zip(bottom, values)]
+    if rotation:
+        axes.set_xticks(range(len(categories)), categories, rotation=rotation, ha="right", fontsize="small")
     axes.set_title(title)
     axes.set_ylabel(ylabel)
     axes.legend(fontsize="small")

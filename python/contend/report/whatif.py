@@ -8,10 +8,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from contend.critical_path import LABELS, PARTS
 from contend.report.terminal import Table
 
 #: Lines per plot: one per combination of the other axes; more would be unreadable.
 MAX_SERIES = 10
+#: Bars of the critical-path plot, one per run; beyond this the runs' table has the split.
+MAX_BARS = 24
 
 
 def _relative(value: float | None) -> str:
@@ -20,18 +23,19 @@ def _relative(value: float | None) -> str:
 
 def whatif_table(result: Any) -> Table:
     """One row per run: the axes' values, the makespan and its ratio to the first run."""
-    from contend.report.tables import describe_workload, format_time
+    from contend.report.tables import describe_workload
 
     table = Table(title=f"contend whatif: {describe_workload(result.workload.to_dict())} on {result.machine}, "
                         f"{len(result.runs)} run(s); the first is the reference", title_justify="left")
     for axis in result.axes:
         table.add_column(axis.name)
-    table.add_column("makespan", justify="right")
+    table.add_column("makespan (ns)", justify="right")
     table.add_column("vs first", justify="right")
+    table.add_column("most of it")
     for run in result.runs:
-        makespan = "deadlock" if run["deadlock"] else format_time(run["makespan_ns"])
+        makespan = "deadlock" if run["deadlock"] else f"{round(run['makespan_ns']):,}"  # whole ns: JSON has ps
         table.add_row(*(run["settings"][axis.name] for axis in result.axes), makespan,
-                      _relative(result.relative(run)))
+                      _relative(result.relative(run)), result.largest_part(run))
     return table
 
 
@@ -63,30 +67,33 @@ def write_report(result: Any, directory: str | os.PathLike) -> list[str]:
         if shown < _series_count(result, axis):
             page.paragraph(f"{shown} of {_series_count(result, axis)} lines drawn; the table has every run.")
         written.append(name)
+    finished = [run for run in result.runs if run.get("critical_path")]
+    if finished and len(finished) <= MAX_BARS:
+        page.heading("Where the time goes", anchor="critical-path")
+        _split_bars(finished, result.axes, out / "critical-path.png")
+        page.image("critical-path.png", "each run's makespan split along its critical path (docs/models.md, "
+                   "'Where the time goes')")
+        written.append("critical-path.png")
     page.heading("Runs", anchor="runs")
-    splits = sorted({key for run in result.runs for key in _split(run)})
     columns = [axis.name for axis in result.axes] + ["makespan (ns)", "vs first", "noise charged (ns)"]
     rows = [[run["settings"][axis.name] for axis in result.axes]
             + ["deadlock" if run["deadlock"] else run["makespan_ns"], _relative(result.relative(run)),
                run["noise_charged_ns"]]
-            + [_split(run).get(key, "") for key in splits] for run in result.runs]
-    page.table(columns + [f"critical path: {key} (ns)" for key in splits], rows)
+            + [run["critical_path"]["split"][part] if run.get("critical_path") else "" for part in PARTS]
+            for run in result.runs]
+    page.table(columns + [f"{LABELS[part]} (ns)" for part in PARTS], rows)
     page.write(out / "index.html")
     return written + ["index.html"]
 
 
-def _split(run: dict[str, Any]) -> dict[str, float]:
-    """The numbers of a run's critical-path split (engines that report one), flattened one level."""
-    found = run.get("critical_path")
-    if not isinstance(found, dict):
-        return {}
-    flat: dict[str, float] = {}
-    for key, value in found.items():
-        if isinstance(value, dict):
-            flat.update({f"{key}.{k}": v for k, v in value.items() if isinstance(v, (int, float))})
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            flat[key] = value
-    return flat
+def _split_bars(runs: list[dict[str, Any]], axes: list[Any], path: Path) -> None:
+    """One stacked bar per run: its critical path's parts in us."""
+    from contend.report.plots import stacked_bars
+
+    names = [", ".join(run["settings"][axis.name] for axis in axes) or "run" for run in runs]
+    stacked_bars(path, names, {LABELS[part]: [run["critical_path"]["split"][part] / 1000 for run in runs]
+                               for part in PARTS},
+                 title="where the time goes (critical path)", ylabel="time (us)", rotation=30)
 
 
 def _series_count(result: Any, axis: Any) -> int:
