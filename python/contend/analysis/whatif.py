@@ -314,13 +314,11 @@ class WhatIf:
 
     def largest_part(self, run: dict[str, Any]) -> str:
         """The part of the critical path that took most of the run, with its share ("noise 62%")."""
-        from contend.critical_path import LABELS
-
         path = run.get("critical_path")
         if not path:
             return "-"
         part = max(path["shares"], key=path["shares"].get)
-        return f"{LABELS[part]} {path['shares'][part]:.0%}"
+        return f"{part.replace('_', ' ')} {path['shares'][part]:.0%}"  # the JSON's key: short, for tables
 
     def relative(self, run: dict[str, Any]) -> float | None:
         """The run's makespan over the reference run's (None when either deadlocked or is 0)."""
