@@ -851,7 +851,8 @@ class Cases:
         specs[at] = mutator(specs[at].encode(), rng).decode("utf-8", "replace")
         workload = (["--collective", "dissemination", "--ranks", "8", "--bytes", "64"] if rng.random() < 0.7
                     else [self.seeds / "hand.goal"])
-        argv = ["whatif", *workload, "--machine", machine, "--workers", rng.choice(("1", "2")), "-o", "w"]
+        argv = ["whatif", *workload, "--machine", machine, "--workers", rng.choice(("1", "2")), "-o", "w",
+                *(["--critical-path"] if rng.random() < 0.5 else [])]
         for spec in specs:
             argv += ["--vary", spec]
         return self.case("whatif", argv, [machine, f"{mutator.__name__.strip('_')} {specs[at]!r}"])

@@ -61,9 +61,10 @@ s requires r
 """
 
 
-def run_axes(tmp_path: Path, workload: Workload, *vary: str, machine: str = "loggopsim-default", workers: int = 1):
+def run_axes(tmp_path: Path, workload: Workload, *vary: str, machine: str = "loggopsim-default", workers: int = 1,
+             critical_path: bool = False):
     m = load_machine(machine)
-    return whatif(workload, m, parse_axes(list(vary), workload, m), workers=workers)
+    return whatif(workload, m, parse_axes(list(vary), workload, m), workers=workers, critical_path=critical_path)
 
 
 def makespans(result) -> dict[tuple, float]:
@@ -119,7 +120,7 @@ def test_faster_network_helps_a_network_bound_run_not_a_noise_bound_one(tmp_path
     path = tmp_path / "app.goal"
     path.write_text(app_goal(ranks=64, iterations=20, calc_ns=20_000, size=8))
     result = run_axes(tmp_path, Workload(schedule=str(path)), "noise=none,periodic:100Hz:1ms",
-                      "network=1x,10x", workers=2)
+                      "network=1x,10x", workers=2, critical_path=True)
     spans = makespans(result)
     quiet_gain = 1 - spans[("none", "10x")] / spans[("none", "1x")]
     noisy_gain = 1 - spans[("periodic:100Hz:1ms", "10x")] / spans[("periodic:100Hz:1ms", "1x")]
@@ -198,6 +199,7 @@ def test_workers_and_order_do_not_change_the_runs(tmp_path, exchange):
     one = run_axes(tmp_path, exchange, "network=1x,2x,4x", "overhead=1x,0", workers=1)
     two = run_axes(tmp_path, exchange, "network=1x,2x,4x", "overhead=1x,0", workers=2)
     assert one.to_dict() == two.to_dict()
+    assert all("critical_path" not in run for run in one.runs)  # only when asked for: it costs time at scale
     assert [tuple(r["settings"].values()) for r in one.runs] == [
         (n, o) for n in ("1x", "2x", "4x") for o in ("1x", "0")]  # the first axis varies slowest
 
@@ -207,7 +209,7 @@ def test_cli_writes_table_json_and_report(tmp_path, capsys):
     goal.write_text(EXCHANGE)
     out = tmp_path / "report"
     code = main(["whatif", str(goal), "--vary", "network=1x,10x", "--vary", "noise=none,periodic:1kHz:25us",
-                 "--workers", "1", "-o", str(out)])
+                 "--workers", "1", "--critical-path", "-o", str(out)])
     printed = capsys.readouterr().out
     assert code == 0
     assert max(len(line) for line in printed.splitlines()) <= 80

@@ -280,13 +280,13 @@ def _overheads(machine: Any, overhead: float | str) -> Any:
                                rendezvous=changed(machine.rendezvous) if machine.rendezvous else None)
 
 
-def run_one(job: tuple[Any, Workload, dict[str, Any]]) -> dict[str, Any]:
+def run_one(job: tuple[Any, Workload, dict[str, Any], bool]) -> dict[str, Any]:
     """Simulate one setting (a module-level function: it runs in worker processes); its row."""
     from contend.simulate import simulate
 
-    machine, workload, setting = job
+    machine, workload, setting, critical_path = job
     machine, kwargs = configure(machine, workload, setting)
-    result = simulate(machine=machine, critical_path=True, **kwargs)
+    result = simulate(machine=machine, critical_path=critical_path, **kwargs)
     row: dict[str, Any] = {"makespan_ns": result.makespan, "ranks": result.num_ranks, "messages": result.messages,
                            "events": result.events, "noise_charged_ns": result.noise_charged,
                            "admission_waits": result.admission_waits,
@@ -307,6 +307,7 @@ class WhatIf:
     machine: str
     axes: list[Axis]
     runs: list[dict[str, Any]]
+    critical_path: bool = False
 
     @property
     def reference(self) -> dict[str, Any]:
@@ -340,14 +341,16 @@ class WhatIf:
 
 
 def whatif(workload: Workload, machine: Any, axes: list[Axis], *, workers: int | None = None,
-           progress: Callable[[int, int], None] | None = None) -> WhatIf:
+           progress: Callable[[int, int], None] | None = None, critical_path: bool = False) -> WhatIf:
     """Simulate every combination of ``axes`` (from ``parse_axes``) on ``machine`` (a ``Machine``),
-    shared out by ``contend.parallel.parallel_map``."""
+    shared out by ``contend.parallel.parallel_map``; with ``critical_path``, each run's makespan split
+    along its critical path too (docs/models.md, "Where the time goes"; slower at scale)."""
     from contend.parallel import parallel_map
 
     combos = list(itertools.product(*(range(len(axis.values)) for axis in axes)))
-    jobs = [(machine, workload, {axis.name: axis.values[i] for axis, i in zip(axes, combo)}) for combo in combos]
+    jobs = [(machine, workload, {axis.name: axis.values[i] for axis, i in zip(axes, combo)}, critical_path)
+            for combo in combos]
     rows = parallel_map(run_one, jobs, workers=workers, progress=progress)
     runs = [{"settings": {axis.name: axis.labels[i] for axis, i in zip(axes, combo)}, **row}
             for combo, row in zip(combos, rows)]
-    return WhatIf(workload, machine.name, axes, runs)
+    return WhatIf(workload, machine.name, axes, runs, critical_path)

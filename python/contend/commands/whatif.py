@@ -33,6 +33,10 @@ def register(subparsers) -> None:
     parser.add_argument("--vary", metavar="AXIS=VALUES", action="append", default=[],
                         help="an axis and its comma-separated values; repeat for more axes")
     parser.add_argument("--workers", metavar="N", help="local processes (default 2)")
+    parser.add_argument("--critical-path", action="store_true",
+                        help="split each run's makespan along its critical path (computation, overhead, wire, "
+                        "late partner, contention, noise): a 'most of it' column, the split in the JSON and "
+                        "report; slower on large runs")
     parser.add_argument("-o", "--output", metavar="DIR", default="whatif-output", help="output directory")
     parser.set_defaults(func=run)
 
@@ -59,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if root:
         check_directory(args.output, "-o")
     with count_progress("what if", "runs", enabled=root) as progress:
-        result = whatif(workload, machine, axes, workers=workers, progress=progress)
+        result = whatif(workload, machine, axes, workers=workers, progress=progress,
+                        critical_path=args.critical_path)
     if not root:
         return 0
     Console().print(whatif_table(result))

@@ -22,7 +22,8 @@ def _relative(value: float | None) -> str:
 
 
 def whatif_table(result: Any) -> Table:
-    """One row per run: the axes' values, the makespan and its ratio to the first run."""
+    """One row per run: the axes' values, the makespan, its ratio to the first run and (with the critical
+    path) the part of it that took most of the run."""
     from contend.report.tables import describe_workload
 
     table = Table(title=f"contend whatif: {describe_workload(result.workload.to_dict())} on {result.machine}, "
@@ -31,11 +32,12 @@ def whatif_table(result: Any) -> Table:
         table.add_column(axis.name)
     table.add_column("makespan (ns)", justify="right")
     table.add_column("vs first", justify="right")
-    table.add_column("most of it")
+    if result.critical_path:
+        table.add_column("most of it")
     for run in result.runs:
         makespan = "deadlock" if run["deadlock"] else f"{round(run['makespan_ns']):,}"  # whole ns: JSON has ps
         table.add_row(*(run["settings"][axis.name] for axis in result.axes), makespan,
-                      _relative(result.relative(run)), result.largest_part(run))
+                      _relative(result.relative(run)), *([result.largest_part(run)] if result.critical_path else []))
     return table
 
 
@@ -75,13 +77,14 @@ def write_report(result: Any, directory: str | os.PathLike) -> list[str]:
                    "'Where the time goes')")
         written.append("critical-path.png")
     page.heading("Runs", anchor="runs")
+    parts = PARTS if result.critical_path else ()
     columns = [axis.name for axis in result.axes] + ["makespan (ns)", "vs first", "noise charged (ns)"]
     rows = [[run["settings"][axis.name] for axis in result.axes]
             + ["deadlock" if run["deadlock"] else run["makespan_ns"], _relative(result.relative(run)),
                run["noise_charged_ns"]]
-            + [run["critical_path"]["split"][part] if run.get("critical_path") else "" for part in PARTS]
+            + [run["critical_path"]["split"][part] if run.get("critical_path") else "" for part in parts]
             for run in result.runs]
-    page.table(columns + [f"{LABELS[part]} (ns)" for part in PARTS], rows)
+    page.table(columns + [f"{LABELS[part]} (ns)" for part in parts], rows)
     page.write(out / "index.html")
     return written + ["index.html"]
 
