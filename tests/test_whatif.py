@@ -273,6 +273,8 @@ def test_bad_axes_fail_cleanly_and_write_nothing(tmp_path, fails_cleanly, vary, 
 
 @pytest.mark.parametrize("argv, pattern", [
     (["whatif", "-o", "x"], r"give a GOAL file or --collective"),
+    (["whatif", "--collective", "scatter", "--ranks", "8", "--bytes", "8", "--root", "5", "--vary", "ranks=4,8"],
+     r"--vary ranks: root 5 is not a rank of 4 ranks"),
     (["whatif", "GOAL", "--collective", "dissemination", "--ranks", "8", "--bytes", "8"], r"one of the two"),
     (["whatif", "GOAL", "--vary", "ranks=4,8"], r"--vary ranks: a GOAL schedule has its own rank count; .*"
                                                 r"needs a trace input"),
