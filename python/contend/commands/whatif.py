@@ -46,16 +46,15 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from contend.analysis.whatif import Workload, parse_axes, whatif
+    from contend.analysis.whatif import parse_axes, whatif
     from contend.atomic import atomic_directory, check_directory
     from contend.machine import DEFAULT_MACHINE, load_machine
     from contend.parallel import is_root
     from contend.quantities import parse_count
     from contend.report.progress import count_progress
     from contend.report.whatif import whatif_table, write_report
-    from contend.simulate import collective_arguments
 
-    workload = _workload(args, Workload, collective_arguments)
+    workload = _workload(args)
     machine = load_machine(args.machine or DEFAULT_MACHINE)
     axes = parse_axes(args.vary, workload, machine)
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
@@ -80,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _workload(args: argparse.Namespace, Workload, collective_arguments):  # noqa: N803 - a class passed in
+def _workload(args: argparse.Namespace):
     """The schedule or the generated collective, checked as contend sim checks them."""
+    from contend.analysis.whatif import Workload
+    from contend.simulate import collective_arguments
+
     if (args.schedule is None) == (args.collective is None):
         raise UserError("whatif: give a GOAL file or --collective NAME --ranks P --bytes S (one of the two)")
     if args.schedule is not None:
