@@ -55,8 +55,12 @@ def parallel_map(function: Callable[[Any], Any], items: Sequence[Any], *, worker
                 progress(i + 1, len(items))
         return answers
     with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        for i, answer in enumerate(pool.map(function, items)):
-            answers.append(answer)
-            if progress:
-                progress(i + 1, len(items))
+        try:
+            for i, answer in enumerate(pool.map(function, items)):
+                answers.append(answer)
+                if progress:
+                    progress(i + 1, len(items))
+        except BaseException:  # an error (a bad input found by one run) or ^C: the queued runs are moot
+            pool.shutdown(cancel_futures=True)
+            raise
     return answers
