@@ -67,7 +67,7 @@ EVIL_ARGS = BOUNDARY_TEXT + [
 ]
 WHATIF_AXES = ["network=0.1x,1x,10x", "cpu=0.5x,2x", "overhead=0,1x,g",
                "noise=none,periodic:1kHz:25us,random:1kHz:10us-40us,trace:NOISE", "noise-phase=independent,coscheduled",
-               "ranks=4,16", "machine=loggopsim-default,bgp-torus", "placement=block,cyclic", "nic=on,off",
+               "ranks=4,16", "machine=loggopsim-default,bgp-torus", "placement=block,cyclic", "ranks-per-node=2,4", "nic=on,off",
                "throttle=none,token:4,rate:2us"]
 CONTROL = [b"\x1b", b"\x00", b"\r", b"\x7f", b"\xff", b"\xc3\x28", b"\t", b"\x0b", b"\x1b[2J"]
 JSON_VALUES = ['"4294967296"', "4294967296", "-1", "0", "null", "{}", "[]", '"x"', "1e400", "NaN", '"ps"',

@@ -173,6 +173,11 @@ def test_machine_placement_nic_throttle_axes_are_the_runs_contend_sim_makes(tmp_
     assert spans[("on", "token:20")] == simulate(**args, machine="ib-congestion", throttle="token:20").makespan
     assert spans[("on", "none")] == simulate(**args, machine="ib-congestion").makespan
     assert spans[("off", "none")] < spans[("on", "none")]  # the curves are what congests it
+    result = run_axes(tmp_path, work, "ranks-per-node=8,32", "throttle=none,token:4", machine="ib-congestion")
+    assert makespans(result) == {(str(n), t): simulate(**args, machine="ib-congestion", ranks_per_node=n,
+                                                       throttle=t).makespan
+                                 for n in (8, 32) for t in ("none", "token:4")}
+    assert len(set(makespans(result).values())) == 4
     result = run_axes(tmp_path, work, "machine=loggopsim-default,ib-congestion", machine="ib-congestion")
     assert list(makespans(result).values()) == [simulate(**args, machine=m).makespan
                                                 for m in ("loggopsim-default", "ib-congestion")]
@@ -257,6 +262,8 @@ def test_a_deadlocked_schedule_is_a_result_exit_3(tmp_path, capsys):
     (["placement=block"], r"--vary placement: machine loggopsim-default has no network"),
     (["placement=diagonal"], r"--vary placement: expected block or cyclic"),
     (["nic=off"], r"--vary nic: machine loggopsim-default has no NIC congestion curves"),
+    (["ranks-per-node=4"], r"--vary ranks-per-node: machine loggopsim-default has no nodes"),
+    (["ranks-per-node=0"], r"--vary ranks-per-node: 0 is out of range"),
     (["throttle=token:0"], r"--vary throttle=token:0: tokens"),
     (["throttle=token:4"], r"--vary throttle: machine loggopsim-default does not say how many ranks"),
     (["network=" + ",".join(f"{k + 1}x" for k in range(70)), "cpu=" + ",".join(f"{k + 1}x" for k in range(70))],

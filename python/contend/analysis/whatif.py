@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 from contend.errors import UserError
 
 #: Axis names, in the order the help lists them.
-AXES = ("network", "cpu", "overhead", "noise", "noise-phase", "ranks", "machine", "placement", "nic", "throttle")
+AXES = ("network", "cpu", "overhead", "noise", "noise-phase", "ranks", "machine", "placement", "ranks-per-node",
+        "nic", "throttle")
 #: The most runs one command makes (the cross product of its axes).
 MAX_RUNS = 4096
 #: Speed factors of the network and the CPU (and overhead factors) lie in [1/MAX_FACTOR, MAX_FACTOR].
@@ -171,6 +172,12 @@ def _machine(label: str, where: str) -> Any:
     return load_machine(label)  # its errors name the file, or the unknown preset
 
 
+def _per_node(label: str, where: str) -> int:
+    from contend.quantities import parse_count
+
+    return parse_count(label, where, minimum=1, maximum=2**32 - 1)
+
+
 def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
     def parse(label: str, where: str) -> str:
         if label not in options:
@@ -190,8 +197,8 @@ def _throttle(label: str, where: str) -> Any:
 
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "network": _factor, "cpu": _factor, "overhead": _overhead, "noise": _noise, "noise-phase": _phase,
-    "ranks": _ranks, "machine": _machine, "placement": _choice(("block", "cyclic")), "nic": _choice(("on", "off")),
-    "throttle": _throttle,
+    "ranks": _ranks, "machine": _machine, "placement": _choice(("block", "cyclic")), "ranks-per-node": _per_node,
+    "nic": _choice(("on", "off")), "throttle": _throttle,
 }
 
 
@@ -205,6 +212,8 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
         raise UserError(f"--vary ranks: root {workload.root} is not a rank of {min(by_name['ranks'].values)} ranks")
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]
     for needs, what, has in (("placement", "network ([topology])", lambda m: m.network is not None),
+                             ("ranks-per-node", "nodes ([topology], [nic] or [throttle])",
+                              lambda m: m.network is not None or m.node is not None),
                              ("nic", "NIC congestion curves ([nic])", lambda m: m.node is not None
                               and m.node.get("nic") is not None)):
         if needs in by_name:
@@ -242,6 +251,11 @@ def configure(machine: Any, workload: Workload, setting: dict[str, Any]) -> tupl
         machine = _overheads(machine, setting["overhead"])
     if "placement" in setting:
         machine = dataclasses.replace(machine, network={**machine.network, "placement": setting["placement"]})
+    if "ranks-per-node" in setting:  # one count of ranks per node for the links and the NIC alike
+        per_node = setting["ranks-per-node"]
+        machine = dataclasses.replace(
+            machine, network={**machine.network, "ranks_per_node": per_node} if machine.network else None,
+            node={**machine.node, "ranks_per_node": per_node} if machine.node else None)
     if setting.get("nic") == "off":
         machine = dataclasses.replace(machine, node={**machine.node, "nic": None})
     if "cpu" in setting and setting["cpu"] != 1.0:

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
         "overhead=0,1x,g (o and O scaled; 0: full overlap; g: o = g, O = G), noise=none,periodic:1kHz:25us,"
         "trace:FILE (contend sim's --noise specs), noise-phase=independent,coscheduled, ranks=64,1024 "
         "(generated collectives only), machine=A,B (machine files or presets), placement=block,cyclic, "
-        "nic=on,off (the machine's [nic] curves), throttle=none,token:20,rate:2us. Runs are shared among "
+        "ranks-per-node=8,32, nic=on,off (the machine's [nic] curves), throttle=none,token:20,rate:2us. Runs are shared among "
         "MPI ranks under mpiexec, among local processes otherwise. docs/models.md, 'What-if axes'.",
     )
     parser.add_argument("schedule", nargs="?", metavar="FILE.goal", help="GOAL schedule to simulate")
