@@ -152,6 +152,23 @@ def test_noise_of_one_shape_grows_with_ranks_unless_coscheduled(tmp_path):
     assert coscheduled[2] < coscheduled[0] and coscheduled[2] < independent[2], coscheduled
 
 
+def test_network_axis_scales_a_topology_as_a_machine_file_twice_as_fast_would(tmp_path):
+    torus = Path(load_machine("bgp-torus").path).read_text()
+    fast = tmp_path / "fast.toml"
+    for old, new in (('L = "1us"', 'L = "500ns"'), ('g = "1us"', 'g = "500ns"'), ('G = "425MB/s"', 'G = "850MB/s"'),
+                     ('link_bandwidth = "425MB/s"', 'link_bandwidth = "850MB/s"'),
+                     ('injection_bandwidth = "2550MB/s"', 'injection_bandwidth = "5100MB/s"'),
+                     ('hop_latency = "50ns"', 'hop_latency = "25ns"')):
+        assert old in torus
+        torus = torus.replace(old, new)
+    fast.write_text(torus)
+    work = Workload(collective="alltoall-linear", ranks=64, bytes=4096)
+    spans = makespans(run_axes(tmp_path, work, "network=1x,2x", machine="bgp-torus"))
+    args = {"collective": "alltoall-linear", "ranks": 64, "bytes": 4096}
+    assert spans[("2x",)] == simulate(**args, machine=fast).makespan
+    assert spans[("1x",)] == simulate(**args, machine="bgp-torus").makespan > spans[("2x",)]
+
+
 def test_machine_placement_nic_throttle_axes_are_the_runs_contend_sim_makes(tmp_path):
     torus = Path(load_machine("bgp-torus").path).read_text().replace("ranks_per_node = 1 ", "ranks_per_node = 4 ")
     block, cyclic = tmp_path / "block.toml", tmp_path / "cyclic.toml"
