@@ -38,7 +38,7 @@ class Axis:
 
     def numbers(self) -> list[float] | None:
         """The values as numbers where they all are (speed factors, rank counts), for plots."""
-        if self.name in ("network", "cpu", "ranks") or (
+        if self.name in ("network", "cpu", "ranks", "ranks-per-node") or (
                 self.name == "overhead" and all(isinstance(v, float) for v in self.values)):
             return [float(v) for v in self.values]
         return None

@@ -131,5 +131,5 @@ def _axis_plot(result: Any, axis: Any, path: Path) -> int:
     wide = min(times) > 0 and max(times) > 10 * min(times)  # lines a decade apart: a log scale shows both
     line_plot(path, series, title=f"run time against {axis.name}", xlabel=axis.name, ylabel="makespan (us)",
               logx=positive, logy=wide, xticklabels=None if numbers is not None else list(axis.labels),
-              xbase=2 if axis.name == "ranks" else 10)
+              xbase=2 if axis.name in ("ranks", "ranks-per-node") else 10)
     return len(series)
