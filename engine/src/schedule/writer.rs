@@ -85,6 +85,11 @@ impl<W: Write> GoalSink<W> {
         writeln!(self.out, "l{after} irequires l{before}")
     }
 
+    /// The index the next operation of the current rank will get.
+    pub fn next_index(&self) -> u32 {
+        self.next
+    }
+
     /// Operations written so far, all ranks.
     pub fn ops_written(&self) -> u64 {
         self.ops
