@@ -38,7 +38,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from contend.report.progress import count_progress
+    from contend.report.progress import simulation_progress
     from contend.report.terminal import Table
 
     from contend.admission import native_config, write_native_config
@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     if root:
         check_directory(args.output, "-o")
 
-    with count_progress("sweeping", "points", enabled=root) as advance:
+    with simulation_progress("sweeping", unit="points") as bar:
+        advance = bar if root else None  # one bar: rank 0's
         tuned = tune(machine, rpn, QUICK if args.quick else FULL, tolerance, progress=advance, workers=workers,
                      sweeper=real_sweeper(real_ranks, advance) if real_ranks is not None else None)
     if not root:

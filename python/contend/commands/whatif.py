@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from contend.machine import DEFAULT_MACHINE, load_machine
     from contend.parallel import is_root
     from contend.quantities import parse_count
-    from contend.report.progress import count_progress
+    from contend.report.progress import simulation_progress
     from contend.report.whatif import whatif_table, write_report
 
     workload = _workload(args)
@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     root = is_root()
     if root:
         check_directory(args.output, "-o")
-    with count_progress("what if", "runs", enabled=root) as progress:
-        result = whatif(workload, machine, axes, workers=workers, progress=progress,
+    with simulation_progress("what if", unit="runs") as bar:
+        result = whatif(workload, machine, axes, workers=workers, progress=bar if root else None,
                         critical_path=args.critical_path)
     if not root:
         return 0

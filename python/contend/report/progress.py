@@ -1,6 +1,6 @@
-"""A rich progress bar for long simulations, fed by the engine's progress callback.
-
-The engine calls back every few million events, so short runs never show a bar at all.
+"""A rich progress bar for long simulations, fed by the engine's progress callback (every few million
+events, so short runs never show a bar at all) or by runs counted one by one (``contend tune``'s sweep
+points, ``contend whatif``'s runs: ``contend.parallel.parallel_map``'s progress).
 """
 
 from __future__ import annotations
@@ -43,15 +43,3 @@ def simulation_progress(description: str = "simulating", unit: str = "ops") -> I
         if task is not None:
             progress.stop()
 
-
-@contextlib.contextmanager
-def count_progress(description: str, unit: str, enabled: bool = True) -> Iterator[Callable[[int, int], None]]:
-    """Yields ``callback(done, total)`` for runs counted one by one (``contend.parallel.parallel_map``'s
-    progress): a bar on stderr, gone when the block ends. Only on a terminal (as above), and not where
-    ``enabled`` is False (MPI ranks other than the root)."""
-    console = Console(stderr=True)
-    with Progress(TextColumn(f"[bold]{description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                  TimeElapsedColumn(), console=console, transient=True,
-                  disable=not (enabled and console.is_interactive)) as bar:
-        task = bar.add_task(description, total=None)
-        yield lambda done, total: bar.update(task, completed=done, total=total)
