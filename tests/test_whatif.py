@@ -326,3 +326,20 @@ def test_under_mpiexec_the_ranks_share_the_runs_and_rank_0_writes_the_same_repor
     assert done.stdout.count("contend whatif:") == 1  # one table: rank 0's
     local, shared = (json.loads((tmp_path / d / "whatif.json").read_text()) for d in ("local", "mpi"))
     assert shared == local and len(shared["runs"]) == 8
+
+
+def test_whatif_on_a_traced_application(tmp_path, capsys):
+    """SPHOT traced with liballprof on 4 ranks (tests/data/liballprof), converted by contend goal convert:
+    compute-bound as traced, so a 10x network saves under 0.1% with or without noise, while noise of 10%
+    intensity costs about 10%; on a CPU 100x faster the network starts to matter."""
+    goal = tmp_path / "sphot.goal"
+    assert main(["goal", "convert", str(Path(__file__).parent / "data" / "liballprof" / "sphot"), "-o", str(goal)]) == 0
+    capsys.readouterr()
+    result = run_axes(tmp_path, Workload(schedule=str(goal)), "cpu=1x,100x", "noise=none,periodic:100Hz:1ms",
+                      "network=1x,10x", workers=2, critical_path=True)
+    spans = makespans(result)
+    for noise in ("none", "periodic:100Hz:1ms"):
+        assert 0 < 1 - spans[("1x", noise, "10x")] / spans[("1x", noise, "1x")] < 0.001
+        assert 1 - spans[("100x", noise, "10x")] / spans[("100x", noise, "1x")] > 0.05
+    assert spans[("1x", "periodic:100Hz:1ms", "1x")] / spans[("1x", "none", "1x")] == pytest.approx(1.1, abs=0.02)
+    assert all(result.largest_part(run).startswith("computation") for run in result.runs)
