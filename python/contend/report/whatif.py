@@ -1,5 +1,5 @@
 """The outputs of ``contend whatif``: the terminal table, ``whatif.json`` and the HTML report with the run
-time against each axis (docs/formats.md, "What-if results")."""
+time against each axis (docs/formats.md, "contend whatif -o DIR")."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def whatif_table(result: Any) -> Table:
 
 
 def write_report(result: Any, directory: str | os.PathLike) -> list[str]:
-    """``whatif.json``, ``index.html`` and one ``axis-NAME.png`` per axis of two or more values into
-    ``directory`` (an ``atomic_directory``); the names written."""
+    """``whatif.json``, ``index.html``, one ``axis-NAME.png`` per axis of two or more values and, with the
+    critical path, ``critical-path.png`` into ``directory`` (an ``atomic_directory``); the names written."""
     from contend.atomic import atomic_path
     from contend.report.html import HtmlPage
     from contend.report.tables import describe_workload
