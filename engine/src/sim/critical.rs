@@ -79,7 +79,7 @@ pub struct Split {
     pub wire: Time,
     /// Calc work a partner waited for, idle: done after the receive of a message on the path was
     /// posted (with the receiver's CPU free), or after a rendezvous message on the path reached
-    /// its receiver, who posted the receive late.
+    /// its receiver (its sender waits for the match).
     pub late_partner: Time,
     /// Time lost to sharing: links, the node's NIC, admission control, memory bandwidth.
     pub contention: Time,
@@ -416,14 +416,10 @@ impl Tracer {
                         Kind::Rendezvous => {
                             let m = self.msgs[&g];
                             path.note(messages, local);
-                            if m.posted_first {
-                                at = At::Handled(g);
-                            } else {
-                                // Matched when its receive was posted, late: the sender waited
-                                // idle since the message was there.
-                                idle_since = idle_since.min(m.handled);
-                                at = At::Start(m.recv);
-                            }
+                            // The sender waited idle since its message was there.
+                            idle_since = idle_since.min(m.arrived);
+                            // Matched on its handling, or when its receive was posted (late).
+                            at = if m.posted_first { At::Handled(g) } else { At::Start(m.recv) };
                         }
                     }
                 }
