@@ -110,6 +110,12 @@ def simulate(
     ...              noise={"kind": "periodic", "period": "5us", "duration": "500ns", "phase": "1us"})
     >>> r.makespan, r.noise_charged
     (13000, 1000)
+
+    Where the time goes: along a ping-pong's critical path, o, L and o each way:
+
+    >>> r = simulate(collective="pingpong", ranks=2, bytes=1, L=3000, o=1500, critical_path=True)
+    >>> r.critical_path.split
+    {'computation': 0, 'overhead': 6000, 'wire': 6000, 'late_partner': 0, 'contention': 0, 'noise': 0}
     """
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")

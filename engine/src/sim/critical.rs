@@ -15,7 +15,6 @@ use crate::schedule::Program;
 use crate::sim::cpu_scale::CpuScale;
 use crate::sim::loggops::Params;
 use crate::time::Time;
-use crate::u64_map::U64Map;
 
 /// What a time came from: a kind in the top bits and the global index of an operation (for
 /// message kinds: of the message's send).
@@ -79,7 +78,7 @@ pub struct Split {
     pub wire: Time,
     /// Calc work a partner waited for, idle: done after the receive of a message on the path was
     /// posted (with the receiver's CPU free), or after a rendezvous message on the path reached
-    /// its receiver, who posted the receive late.
+    /// its receiver (its sender waits for the match).
     pub late_partner: Time,
     /// Time lost to sharing: links, the node's NIC, admission control, memory bandwidth.
     pub contention: Time,
@@ -170,6 +169,8 @@ struct OpTrace {
     /// The time of the event that `cause` gave; later than it only by admission waits.
     from: Time,
     cause: Cause,
+    /// A send's message in `Tracer::msgs`.
+    msg: u64,
 }
 
 /// Per message (by its send's global index): its times at the receiver.
@@ -199,7 +200,8 @@ pub struct Tracer {
     clocks_per_host: usize,
     setters: Vec<Cause>,
     ops: Vec<OpTrace>,
-    msgs: U64Map<MsgTrace>,
+    /// Messages in the order they were sent (a send's `OpTrace::msg` points here).
+    msgs: Vec<MsgTrace>,
 }
 
 impl Tracer {
@@ -217,8 +219,19 @@ impl Tracer {
             clocks_per_host,
             setters: vec![Cause::ORIGIN; n as usize * clocks_per_host],
             ops: vec![OpTrace::default(); total as usize],
-            msgs: U64Map::default(),
+            msgs: Vec::new(),
         }
+    }
+
+    /// The message of the send with global index `g`.
+    fn msg(&self, g: u64) -> MsgTrace {
+        self.msgs[self.ops[g as usize].msg as usize]
+    }
+
+    #[inline]
+    fn msg_mut(&mut self, g: u64) -> &mut MsgTrace {
+        let k = self.ops[g as usize].msg as usize;
+        &mut self.msgs[k]
     }
 
     #[inline]
@@ -288,7 +301,8 @@ impl Tracer {
         if let Some(nic) = nic {
             self.set(rank, nic, Cause::new(Kind::SendNic, g));
         }
-        self.msgs.insert(g, MsgTrace { handed, networked, recv: u64::MAX, ..MsgTrace::default() });
+        self.ops[g as usize].msg = self.msgs.len() as u64;
+        self.msgs.push(MsgTrace { handed, networked, recv: u64::MAX, ..MsgTrace::default() });
     }
 
     /// The message of (`src`, `send_op`) was handled by `dst` at `t` (its CPU and NIC free since
@@ -297,7 +311,7 @@ impl Tracer {
     #[inline]
     pub fn handled(&mut self, src: u32, send_op: u32, dst: u32, cpu: u32, nic: u32, t: Time, arrived: Time, link: Time, free: Time, free_cause: Cause) {
         let g = self.global(src, send_op);
-        let m = self.msgs.get_mut(&g).expect("a traced send");
+        let m = self.msg_mut(g);
         m.handled = t;
         m.arrived = arrived;
         m.link = link;
@@ -313,7 +327,7 @@ impl Tracer {
     pub fn matched(&mut self, src: u32, send_op: u32, dst: u32, recv_op: u32, posted_first: bool) {
         let g = self.global(src, send_op);
         let recv = self.global(dst, recv_op);
-        let m = self.msgs.get_mut(&g).expect("a traced send");
+        let m = self.msg_mut(g);
         m.recv = recv;
         m.posted_first = posted_first;
     }
@@ -397,7 +411,7 @@ impl Tracer {
                             at = At::Start(g);
                         }
                         Kind::RecvCpu | Kind::RecvNic => {
-                            let m = self.msgs[&g];
+                            let m = self.msg(g);
                             let d = cursor - m.handled;
                             let receiver = self.receiver(prog, g, &m);
                             path.note(messages, local);
@@ -414,16 +428,12 @@ impl Tracer {
                             at = At::Handled(g);
                         }
                         Kind::Rendezvous => {
-                            let m = self.msgs[&g];
+                            let m = self.msg(g);
                             path.note(messages, local);
-                            if m.posted_first {
-                                at = At::Handled(g);
-                            } else {
-                                // Matched when its receive was posted, late: the sender waited
-                                // idle since the message was there.
-                                idle_since = idle_since.min(m.handled);
-                                at = At::Start(m.recv);
-                            }
+                            // The sender waited idle since its message was there.
+                            idle_since = idle_since.min(m.arrived);
+                            // Matched on its handling, or when its receive was posted (late).
+                            at = if m.posted_first { At::Handled(g) } else { At::Start(m.recv) };
                         }
                     }
                 }
@@ -437,7 +447,7 @@ impl Tracer {
                     at = At::Set(Cause(o.cause.0 & !FROZEN));
                 }
                 At::Handled(g) => {
-                    let m = self.msgs[&g];
+                    let m = self.msg(g);
                     debug_assert_eq!(m.handled, cursor);
                     if m.posted_first {
                         path.ops += 1; // its receive (a late one is reached by its own start)
