@@ -343,3 +343,14 @@ def test_whatif_on_a_traced_application(tmp_path, capsys):
         assert 1 - spans[("100x", noise, "10x")] / spans[("100x", noise, "1x")] > 0.05
     assert spans[("1x", "periodic:100Hz:1ms", "1x")] / spans[("1x", "none", "1x")] == pytest.approx(1.1, abs=0.02)
     assert all(result.largest_part(run).startswith("computation") for run in result.runs)
+
+
+def test_under_mpiexec_a_failing_run_stops_every_rank_with_one_line(tmp_path):
+    """Rank 0 alone has the one run, whose schedule is bad: rank 1 must not wait for it forever."""
+    goal = tmp_path / "bad.goal"
+    goal.write_text("num_ranks 2\nrank 0 {\nr: recv 8b from 7\n}\nrank 1 {\n}\n")
+    done = subprocess.run([str(mpi.find_mpi().mpiexec), "-n", "2", sys.executable, "-m", "contend.cli", "whatif",
+                           str(goal), "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [f"contend: error: {goal}:3:17: rank 7 out of range (num_ranks is 2)"]
+    assert not (tmp_path / "out").exists()

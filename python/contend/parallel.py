@@ -35,17 +35,29 @@ def parallel_map(function: Callable[[Any], Any], items: Sequence[Any], *, worker
     """``[function(item) for item in items]``, in their order. Under mpiexec the ranks share the items
     (round robin) and every rank gets every answer; otherwise ``workers`` local processes (default: 2,
     at most the CPUs; ``function`` must then be a module-level function and the items picklable).
-    ``progress(done, total)`` after each answer (under mpiexec once, at the end)."""
+    ``progress(done, total)`` after each answer (under mpiexec once, at the end). Under mpiexec the
+    first failure (by item) is raised on rank 0 and the other ranks exit with code 2, after every rank
+    has stopped: an error on one rank never leaves the others waiting."""
     if under_mpi():
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD
-        mine = [(i, function(item)) for i, item in enumerate(items) if i % comm.size == comm.rank]
-        gathered = comm.allgather(mine)
-        answers = [answer for _, answer in sorted((pair for part in gathered for pair in part), key=lambda x: x[0])]
+        mine: list[tuple[int, bool, Any]] = []
+        for i in range(comm.rank, len(items), comm.size):
+            try:
+                mine.append((i, True, function(items[i])))
+            except Exception as exc:  # every rank must reach the allgather, or the others wait forever
+                mine.append((i, False, exc))
+                break
+        done = sorted((entry for part in comm.allgather(mine) for entry in part), key=lambda entry: entry[0])
+        failed = next((error for _, ok, error in done if not ok), None)
+        if failed is not None:
+            if comm.rank == 0:
+                raise failed
+            raise SystemExit(2)  # the same failure: rank 0 alone says it, on one line
         if progress:
             progress(len(items), len(items))
-        return answers
+        return [answer for _, _, answer in done]
     workers = workers or min(2, os.cpu_count() or 1)
     answers: list[Any] = []
     if workers <= 1 or len(items) <= 1:

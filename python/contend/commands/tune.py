@@ -70,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tolerance: expected a number in [0, 1), got {args.tolerance!r}")
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
-    if root:
-        check_directory(args.output, "-o")
+    check_directory(args.output, "-o")  # on every rank: one refusing alone would leave the others waiting
 
     with simulation_progress("sweeping", unit="points") as bar:
         advance = bar if root else None  # one bar: rank 0's

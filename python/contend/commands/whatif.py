@@ -59,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
     axes = parse_axes(args.vary, workload, machine)
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
-    if root:
-        check_directory(args.output, "-o")
+    check_directory(args.output, "-o")  # on every rank: one refusing alone would leave the others waiting
     with simulation_progress("what if", unit="runs") as bar:
         result = whatif(workload, machine, axes, workers=workers, progress=bar if root else None,
                         critical_path=args.critical_path)
