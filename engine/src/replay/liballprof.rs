@@ -138,6 +138,10 @@ impl TraceSet for Liballprof {
         self.files[rank as usize].display().to_string()
     }
 
+    fn has_one_sided(&self) -> bool {
+        false // the reader produces no one-sided events
+    }
+
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         let path = &self.files[rank as usize];
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
