@@ -47,7 +47,8 @@ fn convert_trace(
     for spec in &algorithms {
         algos.choose(spec).map_err(PyValueError::new_err)?;
     }
-    if !(cpu_scale >= 0.0 && cpu_scale.is_finite()) || !(copy_per_byte >= 0.0 && copy_per_byte.is_finite()) {
+    let valid = |x: f64| x >= 0.0 && x.is_finite();
+    if !valid(cpu_scale) || !valid(copy_per_byte) {
         return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
     }
     let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };

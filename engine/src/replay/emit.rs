@@ -211,7 +211,7 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
         for call in calls {
             let call = call?;
             e.records += 1;
-            if e.records % PROGRESS_EVERY == 0 && !progress(rank, e.records) {
+            if e.records.is_multiple_of(PROGRESS_EVERY) && !progress(rank, e.records) {
                 return Err(ConvertError::Stopped);
             }
             if !e.call(&mut st, call)? {
