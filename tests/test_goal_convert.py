@@ -140,6 +140,17 @@ def test_options_scale_and_overlap(capsys, tmp_path):
     assert blocks[1][:3] == ["l0: recv 1000b from 0 tag 7", "l1: calc 2000", "l1 requires l0"]
 
 
+def test_nbc_prepost_overlaps_the_computation_before_a_collective(capsys, tmp_path):
+    """With 1 us of preposting, the broadcast starts 1 us into the 3 us before it, and that 1 us of
+    computation runs beside it: the receivers finish 1 us earlier, the roots as before (their CPU
+    sends first, then computes)."""
+    out = tmp_path / "nb.goal"
+    convert(capsys, DATA / "hand" / "subcomm", out, "--nbc-prepost", "1us")
+    assert rank_blocks(out)[0] == ["l0: calc 2000", "l1: calc 1000", "l1 requires l0",
+                                   f"l2: recv 1000b from 2 tag {2**31 + (1 << 20)}", "l2 requires l0"]
+    assert ranks_of(capsys, out) == [2000 + hop(1000)] * 2 + [3000 + O] * 2
+
+
 def test_window_keeps_a_range_of_collectives(capsys, tmp_path):
     out = tmp_path / "w.goal"
     convert(capsys, DATA / "simple", out, "--window", "1:2")
