@@ -196,6 +196,18 @@ def test_unmatched_message(fails_cleanly, tmp_path):
     assert not (tmp_path / "x.goal").exists()
 
 
+def test_a_repair_is_stated(capsys, tmp_path):
+    """A wait for a request the trace never started is ignored, and said so once, where it first happened."""
+    trace = copy_trace(DATA / "hand" / "pingpong", tmp_path / "pp")
+    rank1 = trace / "pp-1.txt"
+    rank1.write_text(rank1.read_text().replace("MPI_Finalize", "MPI_Wait:24:77:0:24\nMPI_Wait:24:78:0:24\nMPI_Finalize"))
+    assert main(["goal", "convert", str(trace), "-o", str(tmp_path / "x.goal")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and re.fullmatch(
+        r"contend: warning: .*pp-1\.txt:6: completion of a request never started: ignored \(2 time\(s\) in all\)", err[0]), err
+    assert ranks_of(capsys, tmp_path / "x.goal") == [10000 + 2 * hop(1000) + 3000 + 5000, 10000 + hop(1000) + 3000 + O]
+
+
 def test_not_a_trace(fails_cleanly, tmp_path):
     (tmp_path / "t-0.txt").write_text("hello\n")
     fails_cleanly(["goal", "convert", str(tmp_path), "-o", str(tmp_path / "x.goal")], r"not a trace contend can read")
