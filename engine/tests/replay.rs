@@ -102,3 +102,51 @@ fn fence_is_a_barrier_after_the_epochs_operations() {
     // but is received only after the put's receive has taken its o on the CPU
     assert_eq!(finish, vec![hop(0) + hop(8) + PAR.o; 2]);
 }
+
+use contend_engine::replay::event::{CollKind, Collective};
+
+fn coll(kind: CollKind, comm: u64, root: Option<u32>, bytes: u64, p: u32) -> Event {
+    let v = matches!(kind, CollKind::Gatherv | CollKind::Scatterv | CollKind::Allgatherv | CollKind::Alltoallv);
+    let counts = if v { vec![bytes; p as usize] } else { Vec::new() };
+    Event::Collective(Collective { kind, comm, root, bytes, send_counts: counts.clone(), recv_counts: counts, req: None })
+}
+
+/// Every collective, at sizes on both sides of MPICH's thresholds, on the world and on a
+/// sub-communicator whose ranks run backwards, with the last rank as root: the converted schedule
+/// runs to its end (every message has its receive) and all members finish after the root started.
+#[test]
+fn every_collective_runs_through_on_any_communicator() {
+    use CollKind::*;
+    let kinds = [
+        Barrier, Bcast, Reduce, Allreduce, Gather, Gatherv, Scatter, Scatterv, Allgather, Allgatherv, Alltoall, Alltoallv,
+        ReduceScatter, ReduceScatterBlock, Scan, Exscan,
+    ];
+    for p in [2u32, 3, 5, 8, 9] {
+        for bytes in [8u64, 4096, 600_000] {
+            let mut ranks: Vec<Vec<Call>> = Vec::new();
+            for r in 0..p {
+                let mut calls = vec![call(0, 0, Event::Other)];
+                // A sub-communicator of the even ranks, highest first.
+                let members: Vec<u32> = (0..p).rev().filter(|m| m % 2 == 0).collect();
+                if members.contains(&r) {
+                    calls.push(call(0, 0, Event::CommCreate { comm: 3, members: members.clone() }));
+                }
+                let mut t = 10;
+                for &kind in &kinds {
+                    for (comm, size) in [(WORLD, p), (3, members.len() as u32)] {
+                        if comm == 3 && !members.contains(&r) {
+                            continue;
+                        }
+                        let root = matches!(kind, Bcast | Reduce | Gather | Gatherv | Scatter | Scatterv).then_some(size - 1);
+                        calls.push(call(t, t + 5, coll(kind, comm, root, bytes, size)));
+                        t += 10;
+                    }
+                }
+                calls.push(call(t, t, Event::Other));
+                ranks.push(calls);
+            }
+            let (_, finish) = run(ranks);
+            assert!(finish.iter().all(|&f| f > 0), "P={p} bytes={bytes}: {finish:?}");
+        }
+    }
+}
