@@ -208,6 +208,18 @@ def test_a_repair_is_stated(capsys, tmp_path):
     assert ranks_of(capsys, tmp_path / "x.goal") == [10000 + 2 * hop(1000) + 3000 + 5000, 10000 + hop(1000) + 3000 + O]
 
 
+def test_collective_on_an_undescribed_communicator_is_left_out(capsys, tmp_path):
+    """Without the lines naming MPI_Comm_split (the call and the comment) the broadcasts' communicator has no members: left out, as Schedgen
+    does, with one warning; their time is computation."""
+    trace = copy_trace(DATA / "hand" / "subcomm", tmp_path / "sub")
+    for f in trace.iterdir():
+        f.write_text("".join(line for line in f.read_text().splitlines(keepends=True) if "Comm_split" not in line))
+    assert main(["goal", "convert", str(trace), "-o", str(tmp_path / "x.goal")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "sub-0.txt:3: collective on a communicator the trace does not describe: left out" in err[0], err
+    assert all(block == ["l0: calc 4000"] for block in rank_blocks(tmp_path / "x.goal").values())
+
+
 def test_not_a_trace(fails_cleanly, tmp_path):
     (tmp_path / "t-0.txt").write_text("hello\n")
     fails_cleanly(["goal", "convert", str(tmp_path), "-o", str(tmp_path / "x.goal")], r"not a trace contend can read")

@@ -461,6 +461,11 @@ impl<W: Write> Emitter<'_, W> {
             }
             Event::Rma(r) if self.opts.p2p => self.rma(st, &call, r)?,
             Event::RmaSync { win, sync } if self.opts.p2p => self.rma_sync(st, &call, *win, sync)?,
+            Event::Skipped(why) => {
+                let here = st.here();
+                self.warn.add(why, || here);
+                transparent(st, &call);
+            }
             _ => transparent(st, &call),
         }
         Ok(true)

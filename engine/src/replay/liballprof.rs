@@ -44,6 +44,12 @@ type CommRef = Option<(CommId, Arc<Vec<u32>>)>;
 /// One rank's split: (rank, color, key, the new communicator or None for MPI_UNDEFINED).
 type Split = (u32, i64, i64, Option<Triple>);
 
+/// Collective names (after `MPI_` or `MPI_I`), to recognise nonblocking collectives.
+const COLLECTIVES: [&str; 14] = [
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv",
+    "alltoall", "alltoallv", "scan", "exscan",
+];
+
 /// Most fields a record has (`MPI_Sendrecv`: 15).
 const MAX_FIELDS: usize = 24;
 
@@ -441,6 +447,12 @@ impl RankReader {
                 }
                 Event::Other
             }
+            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" | "MPI_Reduce_scatter" => {
+                Event::Skipped("collective with per-rank counts (liballprof records only the arrays' addresses): left out")
+            }
+            _ if name.starts_with("MPI_I") && COLLECTIVES.contains(&&name[5..]) => {
+                Event::Skipped("nonblocking collective: not read from liballprof traces, left out")
+            }
             _ if name.starts_with("MPI_") => Event::Other,
             _ => return Err(self.err(format!("not an MPI call record: '{}'", text.chars().take(40).collect::<String>()))),
         };
@@ -477,7 +489,9 @@ impl RankReader {
         let c = self.comm(comm)?;
         let id = match c {
             None => WORLD,
-            Some((_, m)) if m.is_empty() => return Ok(Event::Other),
+            Some((_, m)) if m.is_empty() => {
+                return Ok(Event::Skipped("collective on a communicator the trace does not describe: left out (as Schedgen does)"))
+            }
             Some((id, _)) => id,
         };
         let root = match root {
@@ -575,9 +589,11 @@ fn resolve_splits(files: &[PathBuf]) -> Result<Vec<CommMap>, TraceError> {
             if f.len() != 7 {
                 return Err(err(format!("MPI_Comm_split record has {} fields, expected 7", f.len())));
             }
+            // Only splits of the world into communicators given as triples are understood; the
+            // collectives on others are left out, with a warning, when they come.
             let parent: Vec<&str> = f[2].split(',').collect();
-            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) {
-                return Err(err("MPI_Comm_split of a communicator other than MPI_COMM_WORLD is not supported".into()));
+            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) || (f[5] != "-" && f[5].split(',').count() != 3) {
+                continue;
             }
             let num = |s: &str| s.trim().parse::<i64>().map_err(|_| err(format!("bad number '{s}'")));
             let (color, key) = (num(f[3])?, num(f[4])?);
