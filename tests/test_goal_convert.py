@@ -61,6 +61,7 @@ PARITY = [
     ("vladimir", "vladimir.goal", []),
     ("sphot", "sphot-nop2p.goal", ["--no-p2p"]),
     ("sphot", "sphot-nocolls.goal", ["--no-collectives"]),
+    ("sphot", "sphot-nops3.goal", ["--window", "0:3"]),  # Schedgen's --traces-nops 3
 ]
 
 
