@@ -651,3 +651,51 @@ fn resolve_splits(files: &[PathBuf]) -> Result<Vec<CommMap>, TraceError> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(lines: &str) -> Vec<Result<Call, TraceError>> {
+        let dir = std::env::temp_dir().join(format!("contend-liballprof-{}-{}", std::process::id(), lines.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for r in 0..2 {
+            let text = format!("# collprof 0.9 output file\nMPI_Init:-:0:0:1.5\n{lines}MPI_Finalize:99:-\n").replace("RANK", &r.to_string());
+            std::fs::write(dir.join(format!("t-{r}.dat")), text).unwrap();
+        }
+        let set = Liballprof::open(&dir).unwrap();
+        let out = set.open(0).unwrap().collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        out
+    }
+
+    #[test]
+    fn fields_times_and_requests() {
+        let got = calls(
+            "MPI_Sendrecv:2.000123:0:3:1,8,8:1:4:0:2:1,4,4:1:5:0,RANK,2:0:3.5\n\
+             MPI_Irecv:4:0:1:1,8,8:-1:-1:0,RANK,2:200:4\n\
+             MPI_Irecv:4:0:1:1,8,8:1:6:0,RANK,2:204:4\n\
+             MPI_Waitall:5:2:200:0:6\n",
+        );
+        let events: Vec<Event> = got.iter().map(|c| c.as_ref().unwrap().event.clone()).collect();
+        let first = got[1].as_ref().unwrap();
+        assert_eq!((first.start, first.end, first.line), (2000, 3500, 3), "µs to ns exactly, line numbers");
+        let Event::SendRecv(s, r) = &events[1] else { panic!("{:?}", events[1]) };
+        assert_eq!((s.dest, s.bytes, s.tag, r.source, r.bytes, r.tag), (1, 24, 4, Some(1), 8, Some(5)));
+        let Event::Recv(any) = &events[2] else { panic!() };
+        assert_eq!((any.source, any.tag, any.req), (None, None, Some(200)));
+        // MPICH's 4-byte request handles: the array at 200 holds the requests at 200 and 204
+        assert_eq!(events[4], Event::Complete(vec![200, 204]));
+        assert_eq!(events.len(), 6);
+    }
+
+    #[test]
+    fn exact_microseconds() {
+        let got = calls("MPI_Barrier:1237759886287766.123456:0,RANK,2:1237759886287767.1:\n");
+        let e = got[1].as_ref().unwrap_err();
+        assert!(e.msg.contains("MPI_Barrier record has 5 fields, expected 4"), "{e}");
+        let got = calls("MPI_Barrier:1237759886287766.123456:0,RANK,2:1237759886287767.1\n");
+        let c = got[1].as_ref().unwrap();
+        assert_eq!((c.start, c.end), (1237759886287766123, 1237759886287767100));
+    }
+}
