@@ -9,26 +9,38 @@ use pyo3::types::PyDict;
 use contend_engine::replay::algorithms::{Algorithms, Preset};
 use contend_engine::replay::emit::{convert, ConvertError, Options};
 use contend_engine::replay::liballprof::{self, Liballprof};
-use contend_engine::replay::TraceSet;
+use contend_engine::replay::{TraceError, TraceSet};
 use contend_engine::schedule::writer::write_file_atomically;
 
-/// The trace formats this build reads, by the name `trace_format` reports.
+/// The format of the trace at `path` (`liballprof`), or None when no reader takes it. Readers of
+/// other formats join here and in `open_traces`.
 #[pyfunction]
 fn trace_format(path: &str) -> Option<&'static str> {
     liballprof::detect(Path::new(path)).then_some("liballprof")
 }
 
-/// Converts the liballprof trace at `input` into GOAL at `output` (gzip when it ends in .gz).
+/// The reader of each format `trace_format` names.
+fn open_traces(format: &str, path: &Path) -> PyResult<Box<dyn TraceSet + Send + Sync>> {
+    let located = |e: TraceError| PyValueError::new_err(e.to_string());
+    match format {
+        "liballprof" => Ok(Box::new(Liballprof::open(path).map_err(located)?)),
+        _ => Err(PyValueError::new_err(format!("unknown trace format '{format}'"))),
+    }
+}
+
+/// Converts the trace at `input` (of `format`, as `trace_format` says) into GOAL at `output` (gzip
+/// when it ends in .gz).
 /// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
 /// now and then. Returns {ranks, records, ops, warnings}.
 #[pyfunction]
-#[pyo3(signature = (input, output, cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
+#[pyo3(signature = (input, output, format="liballprof", cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
                     copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
     input: &str,
     output: &str,
+    format: &str,
     cpu_scale: f64,
     p2p: bool,
     collectives: bool,
@@ -47,16 +59,17 @@ fn convert_trace(
     for spec in &algorithms {
         algos.choose(spec).map_err(PyValueError::new_err)?;
     }
-    if !(cpu_scale >= 0.0 && cpu_scale.is_finite()) || !(copy_per_byte >= 0.0 && copy_per_byte.is_finite()) {
+    let valid = |x: f64| x >= 0.0 && x.is_finite();
+    if !valid(cpu_scale) || !valid(copy_per_byte) {
         return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
     }
     let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
-    let traces = py.detach(|| Liballprof::open(Path::new(input))).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let traces = py.detach(|| open_traces(format, Path::new(input)))?;
     let ranks = traces.num_ranks();
     let mut failure: Option<PyErr> = None;
     let result = py.detach(|| {
         write_file_atomically(Path::new(output), |out| {
-            convert(&traces, &opts, out, &mut |rank, records| {
+            convert(traces.as_ref(), &opts, out, &mut |rank, records| {
                 Python::attach(|py| {
                     let outcome = py.check_signals().and_then(|_| match &progress {
                         Some(cb) => cb.call1(py, (rank + 1, ranks, records)).map(|_| ()),

@@ -33,6 +33,41 @@ use crate::u64_map::U64Hasher;
 /// Open request addresses.
 type Requests = HashSet<u64, BuildHasherDefault<U64Hasher>>;
 
+/// A communicator as the trace names it: (handle, rank in it, size).
+type Triple = (u64, u32, u32);
+/// Member world ranks of the sub-communicators of one rank, by triple.
+type CommMap = HashMap<Triple, Arc<Vec<u32>>>;
+
+/// A communicator of a call: None for the world, else its id in the call stream and its members
+/// (empty when the trace does not describe it).
+type CommRef = Option<(CommId, Arc<Vec<u32>>)>;
+/// One rank's split: (rank, color, key, the new communicator or None for MPI_UNDEFINED).
+type Split = (u32, i64, i64, Option<Triple>);
+
+/// Collective names (after `MPI_` or `MPI_I`), to recognise nonblocking collectives.
+const COLLECTIVES: [&str; 14] = [
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv",
+    "alltoall", "alltoallv", "scan", "exscan",
+];
+
+/// The parts of `text` between `sep` bytes (ASCII), without the general pattern machinery: this is
+/// the reader's hot path.
+fn parts(text: &str, sep: u8) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let end = bytes[start..].iter().position(|&b| b == sep).map_or(bytes.len(), |i| start + i);
+        let part = &text[start..end];
+        done = end == bytes.len();
+        start = end + 1;
+        Some(part)
+    })
+}
+
 /// Most fields a record has (`MPI_Sendrecv`: 15).
 const MAX_FIELDS: usize = 24;
 
@@ -42,7 +77,7 @@ const HEADERS: [&str; 2] = ["# collprof 0.9 output file", "# htor's PMPI Tracer 
 pub struct Liballprof {
     files: Vec<PathBuf>,
     /// Sub-communicators per rank: (handle, rank in it, size) -> member world ranks.
-    comms: Arc<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>>,
+    comms: Arc<Vec<CommMap>>,
 }
 
 /// Whether `path` (a directory or a file) looks like a liballprof trace: its rank-0 file starts
@@ -138,6 +173,10 @@ impl TraceSet for Liballprof {
         self.files[rank as usize].display().to_string()
     }
 
+    fn has_one_sided(&self) -> bool {
+        false // the reader produces no one-sided events
+    }
+
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         let path = &self.files[rank as usize];
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
@@ -163,9 +202,9 @@ struct RankReader {
     file: String,
     rank: u32,
     ranks: u32,
-    comms: Arc<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>>,
+    comms: Arc<Vec<CommMap>>,
     /// Sub-communicator triple -> the id given to it in the call stream.
-    ids: HashMap<(u64, u32, u32), CommId>,
+    ids: HashMap<Triple, CommId>,
     line: Vec<u8>,
     lineno: u64,
     /// Open request addresses (to resolve `MPI_Waitall`'s array).
@@ -204,7 +243,7 @@ impl RankReader {
     /// `count` elements of the datatype triple `dt` in bytes.
     fn bytes(&self, count: &str, dt: &str) -> Result<u64, TraceError> {
         let n = self.int(count, "count")?;
-        let size = dt.split(',').nth(1).ok_or_else(|| self.err(format!("bad datatype '{dt}' (expected handle,size,extent)")))?;
+        let size = parts(dt, b',').nth(1).ok_or_else(|| self.err(format!("bad datatype '{dt}' (expected handle,size,extent)")))?;
         let size = self.int(size, "datatype size")?;
         if n < 0 || size < 0 {
             return Err(self.err(format!("negative count or datatype size ({n} x {size})")));
@@ -213,7 +252,7 @@ impl RankReader {
     }
 
     /// The communicator triple: its id in the event stream and members (None: the world).
-    fn comm(&mut self, s: &str) -> Result<Option<(CommId, Arc<Vec<u32>>)>, TraceError> {
+    fn comm(&mut self, s: &str) -> Result<CommRef, TraceError> {
         let t = self.triple(s)?;
         if t.2 > self.ranks {
             return Err(self.err(format!("communicator of {} ranks in a trace of {} rank files (mixed rank counts?)", t.2, self.ranks)));
@@ -228,8 +267,8 @@ impl RankReader {
         Ok(Some((u64::MAX, Arc::new(Vec::new()))))
     }
 
-    fn triple(&self, s: &str) -> Result<(u64, u32, u32), TraceError> {
-        let mut it = s.split(',');
+    fn triple(&self, s: &str) -> Result<Triple, TraceError> {
+        let mut it = parts(s, b',');
         let (Some(h), Some(r), Some(n), None) = (it.next(), it.next(), it.next(), it.next()) else {
             return Err(self.err(format!("bad communicator '{s}' (expected handle,rank,size)")));
         };
@@ -242,7 +281,7 @@ impl RankReader {
     }
 
     /// A peer (rank in `comm`) as a world rank; None for MPI_PROC_NULL / ANY (negative).
-    fn peer(&self, s: &str, comm: &Option<(CommId, Arc<Vec<u32>>)>) -> Result<Option<u32>, TraceError> {
+    fn peer(&self, s: &str, comm: &CommRef) -> Result<Option<u32>, TraceError> {
         let v = self.int(s, "rank")?;
         if v < 0 {
             return Ok(None);
@@ -258,7 +297,7 @@ impl RankReader {
     fn parse(&mut self, text: &str) -> Result<Option<Call>, TraceError> {
         let mut fields = [""; MAX_FIELDS];
         let mut n = 0;
-        for part in text.split(':') {
+        for part in parts(text, b':') {
             if n == MAX_FIELDS {
                 return Err(self.err(format!("record has more than {MAX_FIELDS} fields")));
             }
@@ -426,6 +465,12 @@ impl RankReader {
                 }
                 Event::Other
             }
+            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" | "MPI_Reduce_scatter" => {
+                Event::Skipped("collective with per-rank counts (liballprof records only the arrays' addresses): left out")
+            }
+            _ if name.starts_with("MPI_I") && COLLECTIVES.contains(&&name[5..]) => {
+                Event::Skipped("nonblocking collective: not read from liballprof traces, left out")
+            }
             _ if name.starts_with("MPI_") => Event::Other,
             _ => return Err(self.err(format!("not an MPI call record: '{}'", text.chars().take(40).collect::<String>()))),
         };
@@ -462,7 +507,9 @@ impl RankReader {
         let c = self.comm(comm)?;
         let id = match c {
             None => WORLD,
-            Some((_, m)) if m.is_empty() => return Ok(Event::Other),
+            Some((_, m)) if m.is_empty() => {
+                return Ok(Event::Skipped("collective on a communicator the trace does not describe: left out (as Schedgen does)"))
+            }
             Some((id, _)) => id,
         };
         let root = match root {
@@ -533,11 +580,11 @@ impl Iterator for RankReader {
 /// Reads every rank's `MPI_Comm_split` lines and computes each new communicator's members: the
 /// ranks of the parent that gave the same color, ordered by (key, rank in the parent). Splits of
 /// one parent pair up across ranks in call order.
-fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>, TraceError> {
+fn resolve_splits(files: &[PathBuf]) -> Result<Vec<CommMap>, TraceError> {
     let ranks = files.len() as u32;
     let mut out = vec![HashMap::new(); files.len()];
     // (parent is world?, ordinal of the split on this rank) -> per rank (color, key, new triple).
-    let mut splits: HashMap<u64, Vec<(u32, i64, i64, Option<(u64, u32, u32)>)>> = HashMap::new();
+    let mut splits: HashMap<u64, Vec<Split>> = HashMap::new();
     for (rank, path) in files.iter().enumerate() {
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
         let mut ordinal = 0u64;
@@ -560,9 +607,11 @@ fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<
             if f.len() != 7 {
                 return Err(err(format!("MPI_Comm_split record has {} fields, expected 7", f.len())));
             }
+            // Only splits of the world into communicators given as triples are understood; the
+            // collectives on others are left out, with a warning, when they come.
             let parent: Vec<&str> = f[2].split(',').collect();
-            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) {
-                return Err(err("MPI_Comm_split of a communicator other than MPI_COMM_WORLD is not supported".into()));
+            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) || (f[5] != "-" && f[5].split(',').count() != 3) {
+                continue;
             }
             let num = |s: &str| s.trim().parse::<i64>().map_err(|_| err(format!("bad number '{s}'")));
             let (color, key) = (num(f[3])?, num(f[4])?);
@@ -601,4 +650,52 @@ fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(lines: &str) -> Vec<Result<Call, TraceError>> {
+        let dir = std::env::temp_dir().join(format!("contend-liballprof-{}-{}", std::process::id(), lines.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for r in 0..2 {
+            let text = format!("# collprof 0.9 output file\nMPI_Init:-:0:0:1.5\n{lines}MPI_Finalize:99:-\n").replace("RANK", &r.to_string());
+            std::fs::write(dir.join(format!("t-{r}.dat")), text).unwrap();
+        }
+        let set = Liballprof::open(&dir).unwrap();
+        let out = set.open(0).unwrap().collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        out
+    }
+
+    #[test]
+    fn fields_times_and_requests() {
+        let got = calls(
+            "MPI_Sendrecv:2.000123:0:3:1,8,8:1:4:0:2:1,4,4:1:5:0,RANK,2:0:3.5\n\
+             MPI_Irecv:4:0:1:1,8,8:-1:-1:0,RANK,2:200:4\n\
+             MPI_Irecv:4:0:1:1,8,8:1:6:0,RANK,2:204:4\n\
+             MPI_Waitall:5:2:200:0:6\n",
+        );
+        let events: Vec<Event> = got.iter().map(|c| c.as_ref().unwrap().event.clone()).collect();
+        let first = got[1].as_ref().unwrap();
+        assert_eq!((first.start, first.end, first.line), (2000, 3500, 3), "µs to ns exactly, line numbers");
+        let Event::SendRecv(s, r) = &events[1] else { panic!("{:?}", events[1]) };
+        assert_eq!((s.dest, s.bytes, s.tag, r.source, r.bytes, r.tag), (1, 24, 4, Some(1), 8, Some(5)));
+        let Event::Recv(any) = &events[2] else { panic!() };
+        assert_eq!((any.source, any.tag, any.req), (None, None, Some(200)));
+        // MPICH's 4-byte request handles: the array at 200 holds the requests at 200 and 204
+        assert_eq!(events[4], Event::Complete(vec![200, 204]));
+        assert_eq!(events.len(), 6);
+    }
+
+    #[test]
+    fn exact_microseconds() {
+        let got = calls("MPI_Barrier:1237759886287766.123456:0,RANK,2:1237759886287767.1:\n");
+        let e = got[1].as_ref().unwrap_err();
+        assert!(e.msg.contains("MPI_Barrier record has 5 fields, expected 4"), "{e}");
+        let got = calls("MPI_Barrier:1237759886287766.123456:0,RANK,2:1237759886287767.1\n");
+        let c = got[1].as_ref().unwrap();
+        assert_eq!((c.start, c.end), (1237759886287766123, 1237759886287767100));
+    }
 }

@@ -95,7 +95,7 @@ def _window(text: str | None) -> tuple[int, int] | None:
 
 
 def _trace_format(path: str) -> str:
-    """The one place that decides which reader takes INPUT; readers of other formats join here."""
+    """Which reader takes INPUT (the engine's ``trace_format``, where readers of other formats join)."""
     from pathlib import Path
 
     if not Path(path).exists():
@@ -114,12 +114,12 @@ def run_convert(args: argparse.Namespace) -> int:
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
         copy_ns = engine().parse_per_byte(args.copy_time) / 1000
-    _trace_format(args.input)
+    kind = _trace_format(args.input)
     target = check_writable(args.output, "-o")
     start = time.perf_counter()
     with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, user_errors():
         summary = engine().convert_trace(
-            args.input, str(temporary), cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
+            args.input, str(temporary), format=kind, cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
             collectives=not args.no_collectives, nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns,
             preset=args.algorithms, algorithms=args.algorithm,
             progress=lambda rank, ranks, records: progress(rank, ranks))
