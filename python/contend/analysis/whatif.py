@@ -207,7 +207,8 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
     by_name = {axis.name: axis for axis in axes}
     if "ranks" in by_name and workload.schedule is not None:
         raise UserError("--vary ranks: a GOAL schedule has its own rank count; extrapolating an application "
-                        "needs a trace input (contend goal convert --ranks); vary ranks of a --collective")
+                        "needs a trace input, converted at each size (contend goal convert does not extrapolate "
+                        "yet); vary the ranks of a --collective")
     if "ranks" in by_name and workload.root >= min(by_name["ranks"].values):
         raise UserError(f"--vary ranks: root {workload.root} is not a rank of {min(by_name['ranks'].values)} ranks")
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]
