@@ -4,6 +4,7 @@
 //! A trace reader implements [`TraceSet`]: it knows the rank count and opens one rank's calls at a
 //! time as a streaming iterator, so a conversion holds one rank's state, never a whole trace.
 
+pub mod ctrace;
 pub mod event;
 
 pub use event::{Call, Event, TraceError};
