@@ -132,7 +132,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
     Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words })
 }
 
-/// The communicator table: id -> world ranks in communicator-rank order.
+/// The communicator table of a file.
 fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId, Vec<u32>>, TraceError> {
     let name = path.display().to_string();
     let mut bytes = vec![0u8; (h.comm_words * 4) as usize];
@@ -140,12 +140,16 @@ fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId
         .and_then(|_| file.read_exact(&mut bytes))
         .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
     let words: Vec<i32> = bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
+    parse_comms(&name, &words, h.ranks)
+}
+
+/// A communicator table, [id, size, world ranks...] per communicator: id -> world ranks in
+/// communicator-rank order.
+fn parse_comms(name: &str, words: &[i32], ranks: i32) -> Result<HashMap<CommId, Vec<u32>>, TraceError> {
     let mut table = HashMap::new();
     let mut at = 0usize;
     while at < words.len() {
-        let bad = |what: &str| {
-            TraceError::new(name.clone(), 0, format!("communicator table at word {at}: {what}"))
-        };
+        let bad = |what: &str| TraceError::new(name, 0, format!("communicator table at word {at}: {what}"));
         if at + 2 > words.len() || words[at + 1] < 0 || at + 2 + words[at + 1] as usize > words.len() {
             return Err(bad("truncated"));
         }
@@ -154,8 +158,8 @@ fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId
         if id <= 0 || table.contains_key(&(id as u64)) {
             return Err(bad(&format!("bad or repeated id {id}")));
         }
-        if members.iter().any(|&m| m < 0 || m >= h.ranks) {
-            return Err(bad(&format!("a member of communicator {id} is outside the {} ranks", h.ranks)));
+        if members.iter().any(|&m| m < 0 || m >= ranks) {
+            return Err(bad(&format!("a member of communicator {id} is outside the {ranks} ranks")));
         }
         table.insert(id as u64, members.iter().map(|&m| m as u32).collect());
         at += 2 + size;
@@ -229,9 +233,23 @@ fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
     })
 }
 
-/// A `contend trace` directory: one `rank-NNNNN.ctrace` per world rank, all of one run.
+/// A `contend trace` directory (one `rank-NNNNN.ctrace` per world rank, all of one run), or the
+/// same records built in memory by another reader (the OTF2 import: one owner of what records mean).
 pub struct CtraceSet {
-    files: Vec<PathBuf>,
+    ranks: Vec<Source>,
+}
+
+enum Source {
+    File(PathBuf),
+    Memory(MemoryRank),
+}
+
+/// One rank's records in the file's 96-byte record layout, with ns stamps, and its communicator
+/// table words; `name` is what errors name.
+pub struct MemoryRank {
+    pub name: String,
+    pub records: std::sync::Arc<Vec<u8>>,
+    pub comm_words: Vec<i32>,
 }
 
 /// Whether `dir` looks like a `contend trace` directory (it holds a `rank-*.ctrace` file).
@@ -303,28 +321,56 @@ impl CtraceSet {
                 format!("{} of {ranks} rank files missing (first: rank-{missing:05}.ctrace)", ranks as usize - found.len()),
             ));
         }
-        Ok(CtraceSet { files: found.into_iter().map(|(_, p)| p).collect() })
+        Ok(CtraceSet { ranks: found.into_iter().map(|(_, p)| Source::File(p)).collect() })
+    }
+
+    /// Records built in memory, rank i's at position i (errors in their communicator tables are
+    /// found here, record errors while streaming).
+    pub fn from_memory(ranks: Vec<MemoryRank>) -> Result<CtraceSet, TraceError> {
+        let n = ranks.len() as i32;
+        for rank in &ranks {
+            if rank.records.len() as u64 % RECORD_BYTES != 0 {
+                return Err(TraceError::new(rank.name.as_str(), 0, "records are not whole 96-byte records"));
+            }
+            parse_comms(&rank.name, &rank.comm_words, n)?;
+        }
+        Ok(CtraceSet { ranks: ranks.into_iter().map(Source::Memory).collect() })
     }
 }
 
 impl TraceSet for CtraceSet {
     fn num_ranks(&self) -> u32 {
-        self.files.len() as u32
+        self.ranks.len() as u32
     }
 
     fn source(&self, rank: u32) -> String {
-        self.files[rank as usize].display().to_string()
+        match &self.ranks[rank as usize] {
+            Source::File(path) => path.display().to_string(),
+            Source::Memory(m) => m.name.clone(),
+        }
     }
 
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
-        Ok(Box::new(RankReader::open(&self.files[rank as usize])?))
+        Ok(Box::new(match &self.ranks[rank as usize] {
+            Source::File(path) => RankReader::open(path)?,
+            Source::Memory(m) => RankReader::memory(m, self.ranks.len() as i32)?,
+        }))
+    }
+}
+
+/// Shared record bytes, readable without copying them per stream.
+struct SharedBytes(std::sync::Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
 }
 
 /// One rank's records as calls, streamed.
 pub struct RankReader {
     name: String,
-    input: BufReader<File>,
+    input: Box<dyn Read + std::marker::Send>,
     header: Header,
     comms: HashMap<CommId, Vec<u32>>,
     announced: HashSet<CommId>,
@@ -350,9 +396,27 @@ impl RankReader {
             .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         Ok(RankReader {
             name,
-            input: BufReader::with_capacity(1 << 16, file),
+            input: Box::new(BufReader::with_capacity(1 << 16, file)),
             header,
             comms,
+            announced: HashSet::new(),
+            window_announced: false,
+            next: 0,
+            ahead: None,
+            pending: HashMap::new(),
+            queued: Default::default(),
+            failed: false,
+        })
+    }
+
+    fn memory(m: &MemoryRank, ranks: i32) -> Result<RankReader, TraceError> {
+        let records = m.records.len() as u64 / RECORD_BYTES;
+        let header = Header { rank: 0, ranks, records, ticks: None, comm_offset: 0, comm_words: 0 };
+        Ok(RankReader {
+            name: m.name.clone(),
+            input: Box::new(std::io::Cursor::new(SharedBytes(m.records.clone()))),
+            header,
+            comms: parse_comms(&m.name, &m.comm_words, ranks)?,
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
