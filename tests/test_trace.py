@@ -434,13 +434,13 @@ def test_sub_communicators_are_recorded_with_their_world_ranks(built, tmp_path):
     # Bcast's root is sub-rank 1, i.e. world 0 or 1.
     for trace in replay_trace(built, tmp_path / "split", "split"):
         rows = trace.records
-        assert kinds_of(trace) == ["comm_create", "bcast", "barrier"]
+        assert kinds_of(trace) == ["init", "comm_create", "bcast", "barrier", "finalize"]
         members = (2, 0) if trace.rank % 2 == 0 else (3, 1)
-        new_id = int(rows["bytes"][0])
+        new_id = int(rows["bytes"][1])
         assert new_id > 0 and trace.communicators == {new_id: members}
-        assert int(rows["tag"][0]) == 0  # created from MPI_COMM_WORLD
-        assert (int(rows["tag"][1]), int(rows["peer"][1]), int(rows["bytes"][1])) == (new_id, members[1], 256)
-        assert int(rows["tag"][2]) == 0
+        assert int(rows["tag"][1]) == 0  # created from MPI_COMM_WORLD
+        assert (int(rows["tag"][2]), int(rows["peer"][2]), int(rows["bytes"][2])) == (new_id, members[1], 256)
+        assert int(rows["tag"][3]) == 0
 
 
 def test_each_completion_names_its_completing_call_exactly(built, tmp_path):

@@ -14,6 +14,8 @@
 //!   an operation's `completed` lists it. An operation whose completion the tracer did not see
 //!   (freed request, full table) stays pending; one completed inside its own call (`completed ==
 //!   returned`) is a blocking call.
+//! - The init and finalize records (MPI_Init's return, MPI_Finalize's entry) are the first and last
+//!   calls, time in MPI: the schedule spans the run between them.
 //! - `MPI_Sendrecv` is recorded as a send and a receive of one call site returning at the same
 //!   stamp: they become one [`Event::SendRecv`].
 //! - Collectives carry their communicator's id (agreed by its members, the same on every rank);
@@ -210,6 +212,8 @@ const K_IRECV: u16 = 5;
 const K_WAIT: u16 = 48;
 const K_TEST: u16 = 58;
 const K_COMM_CREATE: u16 = 59;
+const K_INIT: u16 = 60;
+const K_FINALIZE: u16 = 61;
 
 fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
     use CollKind::*;
@@ -617,6 +621,7 @@ impl RankReader {
                 }
                 Event::Other
             }
+            K_INIT | K_FINALIZE => Event::Other,
             kind => match collective_kind(kind) {
                 Some((coll, nonblocking)) => self.collective(number, &r, coll, nonblocking, start)?,
                 None => return Err(self.bad(number, format!("unknown record kind {kind}"))),
