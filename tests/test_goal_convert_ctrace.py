@@ -179,3 +179,11 @@ def test_bad_rank_files_are_one_clear_error(fails_cleanly, tmp_path, replay_trac
         rank_file(3).unlink()
     fails_cleanly(["goal", "convert", str(copy), "-o", str(tmp_path / "x.goal")], message)
     assert not (tmp_path / "x.goal").exists()
+
+
+def test_a_bad_otf2_archive_is_one_clear_error(fails_cleanly, tmp_path):
+    bogus = tmp_path / "bogus.otf2"
+    bogus.write_text("not an archive\n")
+    fails_cleanly(["goal", "convert", str(bogus), "-o", str(tmp_path / "x.goal")],
+                  r"bogus\.otf2: not a readable OTF2 trace")
+    assert not (tmp_path / "x.goal").exists()
