@@ -18,11 +18,12 @@ use std::io::{self, Write};
 
 use super::algorithms::{Algorithms, Plan, Preset};
 use super::balance::{Balance, Origin};
-use super::event::{Call, CollKind, Collective, CommId, Event, Recv, ReqId, Send, TraceError, WORLD};
+use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Send, TraceError, WORLD};
 use super::TraceSet;
 use crate::schedule::collectives::Collective as Generated;
 use crate::schedule::writer::GoalSink;
 use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS};
+use crate::u64_map::U64Map;
 
 /// Schedgen-like conversion options.
 #[derive(Clone, Debug)]
@@ -193,7 +194,7 @@ struct RankState {
     /// Entry time of the last call that converted to nothing, if after `last_end`.
     tail_start: Option<u64>,
     /// Open requests: the operations whose completion completes each.
-    reqs: HashMap<ReqId, Vec<u32>>,
+    reqs: U64Map<Vec<u32>>,
     /// Communicators: id -> context (index into the emitter's member lists; 0 = world).
     comms: HashMap<CommId, u32>,
     /// Collectives called per context (sequence number of the next one).
@@ -211,7 +212,7 @@ impl RankState {
             frontier: Vec::new(),
             last_end: None,
             tail_start: None,
-            reqs: HashMap::new(),
+            reqs: U64Map::default(),
             comms: HashMap::new(),
             seq: HashMap::new(),
             colls_seen: 0,
@@ -272,7 +273,8 @@ impl<W: Write> Emitter<'_, W> {
             let d = ns.round() as u64;
             if d > 0 {
                 let l = self.put(Op::calc(d), &st.frontier)?;
-                st.frontier = vec![(l, false)];
+                st.frontier.clear();
+                st.frontier.push((l, false));
             }
         }
         st.tail_start = None;
@@ -304,9 +306,11 @@ impl<W: Write> Emitter<'_, W> {
         match &call.event {
             Event::Send(s) if self.opts.p2p => {
                 self.compute(st, call.start)?;
-                let deps = std::mem::take(&mut st.frontier);
+                let mut deps = std::mem::take(&mut st.frontier);
                 let l = self.send(st, s, &deps)?;
-                st.frontier = vec![(l, s.req.is_some())];
+                deps.clear();
+                deps.push((l, s.req.is_some()));
+                st.frontier = deps;
                 if let Some(r) = s.req {
                     st.reqs.insert(r, vec![l]);
                 }
@@ -314,15 +318,17 @@ impl<W: Write> Emitter<'_, W> {
             }
             Event::Recv(r) if self.opts.p2p => {
                 self.compute(st, call.start)?;
-                let deps = std::mem::take(&mut st.frontier);
+                let mut deps = std::mem::take(&mut st.frontier);
                 let (l, done) = self.recv(st, r, &deps)?;
+                deps.clear();
                 match r.req {
                     Some(q) => {
                         st.reqs.insert(q, vec![done]);
-                        st.frontier = vec![(l, true)];
+                        deps.push((l, true));
                     }
-                    None => st.frontier = vec![(done, false)],
+                    None => deps.push((done, false)),
                 }
+                st.frontier = deps;
                 st.last_end = Some(call.end);
             }
             Event::SendRecv(s, r) if self.opts.p2p => {

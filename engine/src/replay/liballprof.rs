@@ -20,6 +20,7 @@
 //! other communicators are left out with a warning, as Schedgen does.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,13 @@ use std::sync::Arc;
 
 use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Send, SendMode, TraceError, WORLD};
 use super::{RankCalls, TraceSet};
+use crate::u64_map::U64Hasher;
+
+/// Open request addresses.
+type Requests = HashSet<u64, BuildHasherDefault<U64Hasher>>;
+
+/// Most fields a record has (`MPI_Sendrecv`: 15).
+const MAX_FIELDS: usize = 24;
 
 const HEADERS: [&str; 2] = ["# collprof 0.9 output file", "# htor's PMPI Tracer 0.9 Output File"];
 
@@ -142,7 +150,7 @@ impl TraceSet for Liballprof {
             ids: HashMap::new(),
             line: Vec::new(),
             lineno: 0,
-            pending: HashSet::new(),
+            pending: Requests::default(),
             finalized: false,
             done: false,
         }))
@@ -161,7 +169,7 @@ struct RankReader {
     line: Vec<u8>,
     lineno: u64,
     /// Open request addresses (to resolve `MPI_Waitall`'s array).
-    pending: HashSet<u64>,
+    pending: Requests,
     finalized: bool,
     done: bool,
 }
@@ -248,8 +256,16 @@ impl RankReader {
     }
 
     fn parse(&mut self, text: &str) -> Result<Option<Call>, TraceError> {
-        let fields: Vec<&str> = text.split(':').collect();
-        let f = &fields;
+        let mut fields = [""; MAX_FIELDS];
+        let mut n = 0;
+        for part in text.split(':') {
+            if n == MAX_FIELDS {
+                return Err(self.err(format!("record has more than {MAX_FIELDS} fields")));
+            }
+            fields[n] = part;
+            n += 1;
+        }
+        let f = &fields[..n];
         let name = f[0];
         let want = |n: usize| -> Result<(), TraceError> {
             if f.len() != n {
@@ -433,7 +449,7 @@ impl RankReader {
     /// The requests of an array at `base` of `n` handles: the spacing (4 or 8 bytes) at which the
     /// elements are open requests.
     fn close_array(&mut self, base: u64, n: u64) -> Vec<u64> {
-        let found = |stride: u64, pending: &HashSet<u64>| (0..n).filter(|i| pending.contains(&(base + i * stride))).count();
+        let found = |stride: u64, pending: &Requests| (0..n).filter(|i| pending.contains(&(base + i * stride))).count();
         let stride = if found(8, &self.pending) > found(4, &self.pending) { 8 } else { 4 };
         let reqs: Vec<u64> = (0..n).map(|i| base + i * stride).collect();
         for r in &reqs {
@@ -525,12 +541,21 @@ fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<
     for (rank, path) in files.iter().enumerate() {
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
         let mut ordinal = 0u64;
-        for (i, line) in BufReader::new(file).lines().enumerate() {
-            let Ok(line) = line else { break };
-            if !line.starts_with("MPI_Comm_split:") {
+        let mut input = BufReader::with_capacity(1 << 20, file);
+        let mut buf = Vec::new();
+        let mut i = 0usize;
+        loop {
+            buf.clear();
+            i += 1;
+            // Only the rare split lines are decoded; a read error surfaces in the conversion pass.
+            if input.read_until(b'\n', &mut buf).unwrap_or(0) == 0 {
+                break;
+            }
+            if !buf.starts_with(b"MPI_Comm_split:") {
                 continue;
             }
-            let err = |m: String| TraceError::new(path.display().to_string(), i as u64 + 1, m);
+            let line = String::from_utf8_lossy(&buf).into_owned();
+            let err = |m: String| TraceError::new(path.display().to_string(), i as u64, m);
             let f: Vec<&str> = line.trim_end().split(':').collect();
             if f.len() != 7 {
                 return Err(err(format!("MPI_Comm_split record has {} fields, expected 7", f.len())));
