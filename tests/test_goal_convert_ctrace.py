@@ -187,3 +187,29 @@ def test_a_bad_otf2_archive_is_one_clear_error(fails_cleanly, tmp_path):
     fails_cleanly(["goal", "convert", str(bogus), "-o", str(tmp_path / "x.goal")],
                   r"bogus\.otf2: not a readable OTF2 trace")
     assert not (tmp_path / "x.goal").exists()
+
+
+def test_mpi4py_collectives_on_world_and_a_split_communicator(built, capsys, tmp_path):
+    """tests/trace_collectives_mpi4py.py: mpi4py calls the large-count forms; Alltoallv keeps its
+    per-peer sizes (rank j sends rank i (i + 1) * 2 doubles), the split's Bcast lands on 0 -> 2 and
+    1 -> 3, the nonblocking collectives complete at their Wait."""
+    from contend.trace.files import FLAG_LARGE_COUNT, KINDS, read_directory
+
+    program = Path(__file__).with_name("trace_collectives_mpi4py.py")
+    trace = traced(built, tmp_path / "coll", [sys.executable, str(program)])
+    for rank_trace in read_directory(trace):
+        kinds = [KINDS[int(k)] for k in rank_trace.records["kind"]]
+        assert kinds == ["init", "comm_create", "bcast", "allreduce", "alltoallv", "scan", "ibarrier", "wait",
+                         "iallreduce", "wait", "finalize"]
+        flags = dict(zip(kinds, rank_trace.records["flags"]))
+        assert all(int(flags[k]) & FLAG_LARGE_COUNT for k in ("bcast", "allreduce", "alltoallv", "scan", "iallreduce"))
+    out = tmp_path / "coll.goal"
+    convert(capsys, trace, out, "--cpu-scale", "0")
+    sends, recvs = messages(out)
+    assert sends == recvs
+    alltoallv = {(s, d): b for (s, d, b, t) in sends if t == CONTEXT + 1}  # the world's second collective
+    assert alltoallv == {(j, i): (i + 1) * 16 for j in range(RANKS) for i in range(RANKS) if i != j}
+    # the first collective of each split communicator (its context's first tag)
+    bcast = sorted((s, d, b) for (s, d, b, t) in sends if t >= CONTEXT + (1 << 20) and t % (1 << 20) == 0)
+    assert bcast == [(0, 2, 512), (1, 3, 512)]
+    assert simulate(capsys, out)["deadlock"] is None

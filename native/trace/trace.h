@@ -168,6 +168,10 @@ void comm_forget(MPI_Comm comm);
 /* The table for the file: `words` int32 of [id, size, world rank of each member...] per communicator. */
 const int32_t *comm_table(uint64_t *words);
 
+/* Per-peer sizes of a v-collective (coll.c), kept for the file: [record index, n_send, n_recv, n_send
+ * byte counts, n_recv byte counts] as int64 words. */
+const int64_t *sizes_table(uint64_t *words);
+
 /* Requests of nonblocking operations, until a Wait/Test completes them (requests.c). */
 void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm);
 /* Complete the operation of `req` (its value before the call); its status (NULL: not read) gives a

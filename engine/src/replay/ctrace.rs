@@ -21,7 +21,8 @@
 //! - Collectives carry their communicator's id (agreed by its members, the same on every rank);
 //!   its members come from the file's table, announced by an [`Event::CommCreate`] at the
 //!   creating call or, for one the tracer registered at its first collective, just before it.
-//!   The v-forms carry only this rank's total: spread evenly over the members.
+//!   The v-forms' per-peer sizes come from the file's size table (what this rank sent to and received
+//!   from each member); without one (records built in memory) this rank's total is spread evenly.
 //! - Point-to-point records carry world ranks but not their communicator: they travel on
 //!   [`WORLD`]. The tracer does not record windows or lock types: every one-sided call is on one
 //!   window over `MPI_COMM_WORLD` (announced before the first), locks are shared, and the request
@@ -57,9 +58,10 @@ struct Header {
     records: u64,
     /// Ticks to ns: (tick0, ns0, scale), or None for ns stamps.
     ticks: Option<(i64, i64, f64)>,
-    /// Where the communicator table starts, and its int32 words.
+    /// Where the communicator table starts, and its int32 words; then the per-peer sizes' int64 words.
     comm_offset: u64,
     comm_words: u64,
+    size_words: u64,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -103,12 +105,14 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
     let (rank, ranks) = (i32_at(&b, 24), i32_at(&b, 28));
     let records = u64_at(&b, 40);
     let (addresses, names_bytes) = (u64_at(&b, 120), u64_at(&b, 128));
-    let comm_words = u64_at(&b, 240);
+    let (comm_words, size_words) = (u64_at(&b, 240), u64_at(&b, 248));
     let comm_offset = records
         .checked_mul(RECORD_BYTES)
         .and_then(|r| addresses.checked_mul(ADDRESS_BYTES).and_then(|a| r.checked_add(a)))
         .and_then(|x| x.checked_add(HEADER_BYTES)?.checked_add(names_bytes));
-    let expected = comm_offset.and_then(|o| o.checked_add(comm_words.checked_mul(4)?));
+    let expected = comm_offset
+        .and_then(|o| o.checked_add(comm_words.checked_mul(4)?))
+        .and_then(|o| o.checked_add(size_words.checked_mul(8)?));
     if expected != Some(size) {
         return Err(err(format!(
             "truncated or corrupt: {size} bytes, the header promises {} ({records} records, {addresses} addresses)",
@@ -138,7 +142,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
         }
         other => return Err(err(format!("unknown clock kind {other}"))),
     };
-    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words })
+    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words, size_words })
 }
 
 /// The communicator table of a file.
@@ -150,6 +154,36 @@ fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId
         .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
     let words: Vec<i32> = bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
     parse_comms(&name, &words, h.ranks)
+}
+
+/// The v-collectives' per-peer sizes (after the communicator table): 0-based record number ->
+/// (bytes sent to, bytes received from each member).
+type Sizes = HashMap<u64, (Vec<u64>, Vec<u64>)>;
+
+fn read_sizes(path: &Path, file: &mut File, h: &Header) -> Result<Sizes, TraceError> {
+    let name = path.display().to_string();
+    let mut bytes = vec![0u8; (h.size_words * 8) as usize];
+    file.seek(SeekFrom::Start(h.comm_offset + 4 * h.comm_words))
+        .and_then(|_| file.read_exact(&mut bytes))
+        .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
+    let words: Vec<i64> = bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+    let mut table = HashMap::new();
+    let mut at = 0usize;
+    while at < words.len() {
+        let bad = || TraceError::new(name.as_str(), 0, format!("per-peer size table at word {at}: truncated or corrupt"));
+        if at + 3 > words.len() || words[at] < 0 || words[at + 1] < 0 || words[at + 2] < 0 {
+            return Err(bad());
+        }
+        let (ns, nr) = (words[at + 1] as usize, words[at + 2] as usize);
+        let end = at + 3 + ns + nr;
+        if end > words.len() || words[at + 3..end].iter().any(|&w| w < 0) {
+            return Err(bad());
+        }
+        let all: Vec<u64> = words[at + 3..end].iter().map(|&w| w as u64).collect();
+        table.insert(words[at] as u64, (all[..ns].to_vec(), all[ns..].to_vec()));
+        at = end;
+    }
+    Ok(table)
 }
 
 /// A communicator table, [id, size, world ranks...] per communicator: id -> world ranks in
@@ -364,7 +398,7 @@ impl TraceSet for CtraceSet {
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         Ok(Box::new(match &self.ranks[rank as usize] {
             Source::File(path) => RankReader::open(path)?,
-            Source::Memory(m) => RankReader::memory(m, self.ranks.len() as i32)?,
+            Source::Memory(m) => RankReader::memory(m, rank as i32, self.ranks.len() as i32)?,
         }))
     }
 }
@@ -384,6 +418,7 @@ pub struct RankReader {
     input: Box<dyn Read + std::marker::Send>,
     header: Header,
     comms: HashMap<CommId, Vec<u32>>,
+    sizes: Sizes,
     announced: HashSet<CommId>,
     window_announced: bool,
     /// Records read so far (the next one's 0-based number).
@@ -403,6 +438,7 @@ impl RankReader {
         let mut file = File::open(path).map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         let header = read_header(path, &mut file)?;
         let comms = read_comms(path, &mut file, &header)?;
+        let sizes = read_sizes(path, &mut file, &header)?;
         file.seek(SeekFrom::Start(HEADER_BYTES))
             .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         Ok(RankReader {
@@ -410,6 +446,7 @@ impl RankReader {
             input: Box::new(BufReader::with_capacity(1 << 16, file)),
             header,
             comms,
+            sizes,
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
@@ -420,14 +457,15 @@ impl RankReader {
         })
     }
 
-    fn memory(m: &MemoryRank, ranks: i32) -> Result<RankReader, TraceError> {
+    fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
         let records = m.records.len() as u64 / RECORD_BYTES;
-        let header = Header { rank: 0, ranks, records, ticks: None, comm_offset: 0, comm_words: 0 };
+        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
         Ok(RankReader {
             name: m.name.clone(),
             input: Box::new(std::io::Cursor::new(SharedBytes(m.records.clone()))),
             header,
             comms: parse_comms(&m.name, &m.comm_words, ranks)?,
+            sizes: Sizes::new(),
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
@@ -557,8 +595,24 @@ impl RankReader {
             CollKind::ReduceScatterBlock => total * size, // the tracer keeps one block
             _ => total,
         };
+        // The v-forms' per-peer sizes: as the tracer kept them, else this rank's total spread evenly.
+        let n = size as usize;
+        let is_root = root.map_or(false, |root| {
+            let me = self.header.rank as u32;
+            if comm == WORLD { root == me } else { self.comms[&comm].get(root as usize) == Some(&me) }
+        });
+        let (send_counts, recv_counts) = match self.sizes.remove(&(number - 1)) {
+            Some(kept) => kept,
+            None => match kind {
+                CollKind::Alltoallv => (vec![bytes; n], vec![bytes; n]),
+                CollKind::Allgatherv => (vec![], vec![bytes; n]),
+                CollKind::Gatherv if is_root => (vec![], vec![bytes; n]),
+                CollKind::Scatterv if is_root => (vec![bytes; n], vec![]),
+                _ => (vec![], vec![]),
+            },
+        };
         let req = if nonblocking { self.request(number, r) } else { None };
-        Ok(Event::Collective(Collective { kind, comm, root, bytes, send_counts: vec![], recv_counts: vec![], req }))
+        Ok(Event::Collective(Collective { kind, comm, root, bytes, send_counts, recv_counts, req }))
     }
 
     fn rma_sync(&mut self, number: u64, r: &Record) -> Result<RmaSync, TraceError> {
