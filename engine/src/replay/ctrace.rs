@@ -175,10 +175,10 @@ fn read_sizes(path: &Path, file: &mut File, h: &Header) -> Result<Sizes, TraceEr
             return Err(bad());
         }
         let (ns, nr) = (words[at + 1] as usize, words[at + 2] as usize);
-        let end = at + 3 + ns + nr;
-        if end > words.len() || words[at + 3..end].iter().any(|&w| w < 0) {
-            return Err(bad());
-        }
+        let end = match ns.checked_add(nr).and_then(|n| n.checked_add(at + 3)) {
+            Some(end) if end <= words.len() && words[at + 3..end].iter().all(|&w| w >= 0) => end,
+            _ => return Err(bad()),
+        };
         let all: Vec<u64> = words[at + 3..end].iter().map(|&w| w as u64).collect();
         table.insert(words[at] as u64, (all[..ns].to_vec(), all[ns..].to_vec()));
         at = end;
@@ -479,7 +479,8 @@ impl RankReader {
     fn ns(&self, stamp: i64) -> u64 {
         let ns = match self.header.ticks {
             None => stamp,
-            Some((t0, n0, scale)) => n0 + ((stamp - t0) as f64 * scale).round() as i64,
+            // in f64 throughout: a corrupt stamp saturates instead of overflowing
+            Some((t0, n0, scale)) => (n0 as f64 + (stamp as f64 - t0 as f64) * scale).round() as i64,
         };
         ns.max(0) as u64
     }
