@@ -299,7 +299,7 @@ pub struct MemoryRank {
 
 /// Whether `dir` looks like a `contend trace` directory (it holds a `rank-*.ctrace` file).
 pub fn is_trace_dir(dir: &Path) -> bool {
-    std::fs::read_dir(dir).map_or(false, |entries| {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().any(|e| rank_of_name(&e.file_name().to_string_lossy()).is_some())
     })
 }
@@ -374,7 +374,7 @@ impl CtraceSet {
     pub fn from_memory(ranks: Vec<MemoryRank>) -> Result<CtraceSet, TraceError> {
         let n = ranks.len() as i32;
         for rank in &ranks {
-            if rank.records.len() as u64 % RECORD_BYTES != 0 {
+            if !(rank.records.len() as u64).is_multiple_of(RECORD_BYTES) {
                 return Err(TraceError::new(rank.name.as_str(), 0, "records are not whole 96-byte records"));
             }
             parse_comms(&rank.name, &rank.comm_words, n)?;
@@ -598,7 +598,7 @@ impl RankReader {
         };
         // The v-forms' per-peer sizes: as the tracer kept them, else this rank's total spread evenly.
         let n = size as usize;
-        let is_root = root.map_or(false, |root| {
+        let is_root = root.is_some_and(|root| {
             let me = self.header.rank as u32;
             if comm == WORLD { root == me } else { self.comms[&comm].get(root as usize) == Some(&me) }
         });
