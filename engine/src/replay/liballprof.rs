@@ -33,6 +33,23 @@ use crate::u64_map::U64Hasher;
 /// Open request addresses.
 type Requests = HashSet<u64, BuildHasherDefault<U64Hasher>>;
 
+/// A communicator as the trace names it: (handle, rank in it, size).
+type Triple = (u64, u32, u32);
+/// Member world ranks of the sub-communicators of one rank, by triple.
+type CommMap = HashMap<Triple, Arc<Vec<u32>>>;
+
+/// A communicator of a call: None for the world, else its id in the call stream and its members
+/// (empty when the trace does not describe it).
+type CommRef = Option<(CommId, Arc<Vec<u32>>)>;
+/// One rank's split: (rank, color, key, the new communicator or None for MPI_UNDEFINED).
+type Split = (u32, i64, i64, Option<Triple>);
+
+/// Collective names (after `MPI_` or `MPI_I`), to recognise nonblocking collectives.
+const COLLECTIVES: [&str; 14] = [
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv",
+    "alltoall", "alltoallv", "scan", "exscan",
+];
+
 /// Most fields a record has (`MPI_Sendrecv`: 15).
 const MAX_FIELDS: usize = 24;
 
@@ -42,7 +59,7 @@ const HEADERS: [&str; 2] = ["# collprof 0.9 output file", "# htor's PMPI Tracer 
 pub struct Liballprof {
     files: Vec<PathBuf>,
     /// Sub-communicators per rank: (handle, rank in it, size) -> member world ranks.
-    comms: Arc<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>>,
+    comms: Arc<Vec<CommMap>>,
 }
 
 /// Whether `path` (a directory or a file) looks like a liballprof trace: its rank-0 file starts
@@ -138,6 +155,10 @@ impl TraceSet for Liballprof {
         self.files[rank as usize].display().to_string()
     }
 
+    fn has_one_sided(&self) -> bool {
+        false // the reader produces no one-sided events
+    }
+
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         let path = &self.files[rank as usize];
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
@@ -163,9 +184,9 @@ struct RankReader {
     file: String,
     rank: u32,
     ranks: u32,
-    comms: Arc<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>>,
+    comms: Arc<Vec<CommMap>>,
     /// Sub-communicator triple -> the id given to it in the call stream.
-    ids: HashMap<(u64, u32, u32), CommId>,
+    ids: HashMap<Triple, CommId>,
     line: Vec<u8>,
     lineno: u64,
     /// Open request addresses (to resolve `MPI_Waitall`'s array).
@@ -213,7 +234,7 @@ impl RankReader {
     }
 
     /// The communicator triple: its id in the event stream and members (None: the world).
-    fn comm(&mut self, s: &str) -> Result<Option<(CommId, Arc<Vec<u32>>)>, TraceError> {
+    fn comm(&mut self, s: &str) -> Result<CommRef, TraceError> {
         let t = self.triple(s)?;
         if t.2 > self.ranks {
             return Err(self.err(format!("communicator of {} ranks in a trace of {} rank files (mixed rank counts?)", t.2, self.ranks)));
@@ -228,7 +249,7 @@ impl RankReader {
         Ok(Some((u64::MAX, Arc::new(Vec::new()))))
     }
 
-    fn triple(&self, s: &str) -> Result<(u64, u32, u32), TraceError> {
+    fn triple(&self, s: &str) -> Result<Triple, TraceError> {
         let mut it = s.split(',');
         let (Some(h), Some(r), Some(n), None) = (it.next(), it.next(), it.next(), it.next()) else {
             return Err(self.err(format!("bad communicator '{s}' (expected handle,rank,size)")));
@@ -242,7 +263,7 @@ impl RankReader {
     }
 
     /// A peer (rank in `comm`) as a world rank; None for MPI_PROC_NULL / ANY (negative).
-    fn peer(&self, s: &str, comm: &Option<(CommId, Arc<Vec<u32>>)>) -> Result<Option<u32>, TraceError> {
+    fn peer(&self, s: &str, comm: &CommRef) -> Result<Option<u32>, TraceError> {
         let v = self.int(s, "rank")?;
         if v < 0 {
             return Ok(None);
@@ -426,6 +447,12 @@ impl RankReader {
                 }
                 Event::Other
             }
+            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" | "MPI_Reduce_scatter" => {
+                Event::Skipped("collective with per-rank counts (liballprof records only the arrays' addresses): left out")
+            }
+            _ if name.starts_with("MPI_I") && COLLECTIVES.contains(&&name[5..]) => {
+                Event::Skipped("nonblocking collective: not read from liballprof traces, left out")
+            }
             _ if name.starts_with("MPI_") => Event::Other,
             _ => return Err(self.err(format!("not an MPI call record: '{}'", text.chars().take(40).collect::<String>()))),
         };
@@ -462,7 +489,9 @@ impl RankReader {
         let c = self.comm(comm)?;
         let id = match c {
             None => WORLD,
-            Some((_, m)) if m.is_empty() => return Ok(Event::Other),
+            Some((_, m)) if m.is_empty() => {
+                return Ok(Event::Skipped("collective on a communicator the trace does not describe: left out (as Schedgen does)"))
+            }
             Some((id, _)) => id,
         };
         let root = match root {
@@ -533,11 +562,11 @@ impl Iterator for RankReader {
 /// Reads every rank's `MPI_Comm_split` lines and computes each new communicator's members: the
 /// ranks of the parent that gave the same color, ordered by (key, rank in the parent). Splits of
 /// one parent pair up across ranks in call order.
-fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>, TraceError> {
+fn resolve_splits(files: &[PathBuf]) -> Result<Vec<CommMap>, TraceError> {
     let ranks = files.len() as u32;
     let mut out = vec![HashMap::new(); files.len()];
     // (parent is world?, ordinal of the split on this rank) -> per rank (color, key, new triple).
-    let mut splits: HashMap<u64, Vec<(u32, i64, i64, Option<(u64, u32, u32)>)>> = HashMap::new();
+    let mut splits: HashMap<u64, Vec<Split>> = HashMap::new();
     for (rank, path) in files.iter().enumerate() {
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
         let mut ordinal = 0u64;
@@ -560,9 +589,11 @@ fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<
             if f.len() != 7 {
                 return Err(err(format!("MPI_Comm_split record has {} fields, expected 7", f.len())));
             }
+            // Only splits of the world into communicators given as triples are understood; the
+            // collectives on others are left out, with a warning, when they come.
             let parent: Vec<&str> = f[2].split(',').collect();
-            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) {
-                return Err(err("MPI_Comm_split of a communicator other than MPI_COMM_WORLD is not supported".into()));
+            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) || (f[5] != "-" && f[5].split(',').count() != 3) {
+                continue;
             }
             let num = |s: &str| s.trim().parse::<i64>().map_err(|_| err(format!("bad number '{s}'")));
             let (color, key) = (num(f[3])?, num(f[4])?);
