@@ -119,13 +119,22 @@ def test_bcast_on_a_split_communicator_lands_on_world_ranks(capsys, tmp_path, re
 
 
 def test_put_flush_epoch_and_a_test_polled_receive(capsys, tmp_path, replay_traces):
-    """The receive completed by the one MPI_Test that found it done; every send has its receive."""
+    """Each rank puts 512 bytes into its right neighbour and flushes: the put is a message to the target
+    (in the one-sided context, received by the target's passive side), and what follows the flush (the
+    Irecv) requires it. The receive is completed by the one MPI_Test that found it done; every send has
+    its receive."""
     out = tmp_path / "rma.goal"
     convert(capsys, replay_traces["rma"], out, "--cpu-scale", "0")
     sends, recvs = messages(out)
     assert sends == recvs
     assert Counter((s, d, b, t) for s, d, b, t in sends if t == 3) == Counter(
         (r, (r + 1) % 4, 8, 3) for r in range(RANKS))
+    puts = {(s, d) for s, d, b, t in sends if b == 512 and t >= CONTEXT}
+    assert puts == {(r, (r + 1) % 4) for r in range(RANKS)}
+    for r, block in rank_blocks(out).items():
+        put = next(line.split(":")[0] for line in block if re.match(rf"l\d+: send 512b to {(r + 1) % 4} tag", line))
+        receive = next(line.split(":")[0] for line in block if line.endswith(f"recv 8b from {(r + 3) % 4} tag 3"))
+        assert f"{receive} requires {put}" in block
     assert simulate(capsys, out)["deadlock"] is None
 
 
