@@ -24,9 +24,10 @@
 //!   The v-forms' per-peer sizes come from the file's size table (what this rank sent to and received
 //!   from each member); without one (records built in memory) this rank's total is spread evenly.
 //! - Point-to-point records carry world ranks but not their communicator: they travel on
-//!   [`WORLD`]. The tracer does not record windows or lock types: every one-sided call is on one
-//!   window over `MPI_COMM_WORLD` (announced before the first), locks are shared, and the request
-//!   of an `Rput`/`Rget` is not modelled (its flush or unlock completes it).
+//!   [`WORLD`]. One-sided records carry their window's id, its creation record its communicator; a
+//!   window the tracer did not see created (id 0, and every window of records built in memory) is
+//!   taken to be over `MPI_COMM_WORLD`. The request of an `Rput`/`Rget` is not modelled (its flush
+//!   or unlock completes it).
 //!
 //! Errors are [`TraceError`]s naming the file and, for a bad record, its 1-based record number.
 
@@ -248,6 +249,8 @@ const K_TEST: u16 = 58;
 const K_COMM_CREATE: u16 = 59;
 const K_INIT: u16 = 60;
 const K_FINALIZE: u16 = 61;
+const K_WIN_CREATE: u16 = 62;
+const K_WIN_FREE: u16 = 63;
 
 fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
     use CollKind::*;
@@ -535,11 +538,18 @@ impl RankReader {
         Ok(())
     }
 
-    fn announce_window(&mut self, number: u64, start: u64) {
+    /// The window of a one-sided record: its id from the tracer, or 0, a window the tracer did not see
+    /// created (records built in memory, as from OTF2, have only that one), taken to be over
+    /// MPI_COMM_WORLD and announced before its first use.
+    fn window(&mut self, number: u64, r: &Record, start: u64) -> u64 {
+        if r.tag > 0 {
+            return r.tag as u64;
+        }
         if !self.window_announced {
             self.window_announced = true;
             self.queued.push_back(Call { start, end: start, line: number, event: Event::WinCreate { win: 0, comm: WORLD } });
         }
+        0
     }
 
     fn send(&mut self, number: u64, r: &Record, nonblocking: bool) -> Result<Send, TraceError> {
@@ -623,7 +633,7 @@ impl RankReader {
             51 => RmaSync::FlushAll,
             52 => RmaSync::FlushLocal { target: self.peer(number, r, "target")? },
             53 => RmaSync::FlushLocalAll,
-            54 => RmaSync::Lock { target: self.peer(number, r, "target")?, exclusive: false },
+            54 => RmaSync::Lock { target: self.peer(number, r, "target")?, exclusive: r.bytes == 1 },
             55 => RmaSync::Unlock { target: self.peer(number, r, "target")? },
             56 => RmaSync::LockAll,
             _ => RmaSync::UnlockAll,
@@ -655,19 +665,19 @@ impl RankReader {
             K_RECV => Event::Recv(self.recv(number, &r, false)?),
             K_IRECV => Event::Recv(self.recv(number, &r, true)?),
             8..=13 => {
-                self.announce_window(number, start);
+                let win = self.window(number, &r, start);
                 let op = match r.kind {
                     8 | 12 => RmaOp::Put,
                     9 | 13 => RmaOp::Get,
                     10 => RmaOp::Accumulate,
                     _ => RmaOp::GetAccumulate,
                 };
-                Event::Rma(Rma { op, win: 0, target: self.peer(number, &r, "target")?, bytes: r.bytes.max(0) as u64, req: None })
+                Event::Rma(Rma { op, win, target: self.peer(number, &r, "target")?, bytes: r.bytes.max(0) as u64, req: None })
             }
             K_WAIT | K_TEST => Event::Complete(self.pending.remove(&r.returned).unwrap_or_default()),
             49..=57 => {
-                self.announce_window(number, start);
-                Event::RmaSync { win: 0, sync: self.rma_sync(number, &r)? }
+                let win = self.window(number, &r, start);
+                Event::RmaSync { win, sync: self.rma_sync(number, &r)? }
             }
             K_COMM_CREATE => {
                 if r.bytes > 0 && !self.announced.contains(&(r.bytes as CommId)) {
@@ -677,6 +687,15 @@ impl RankReader {
                 Event::Other
             }
             K_INIT | K_FINALIZE => Event::Other,
+            K_WIN_CREATE if r.bytes > 0 => {
+                if r.tag < 0 {
+                    return Err(self.bad(number, "a window on an intercommunicator".into()));
+                }
+                self.announce_comm(number, r.tag as CommId, start, start)?;
+                Event::WinCreate { win: r.bytes as u64, comm: r.tag as CommId }
+            }
+            K_WIN_FREE if r.tag > 0 => Event::WinFree { win: r.tag as u64 },
+            K_WIN_CREATE | K_WIN_FREE => Event::Other,
             kind => match collective_kind(kind) {
                 Some((coll, nonblocking)) => self.collective(number, &r, coll, nonblocking, start)?,
                 None => return Err(self.bad(number, format!("unknown record kind {kind}"))),
@@ -815,6 +834,25 @@ mod tests {
             send_counts: vec![], recv_counts: vec![], req: None }));
         assert_eq!(c[2].event, Event::CommCreate { comm: 4, members: vec![1] });
         assert!(matches!(c[3].event, Event::Collective(Collective { kind: CollKind::Barrier, comm: 4, .. })));
+    }
+
+    #[test]
+    fn one_sided_calls_name_their_window_and_its_communicator() {
+        let d = temp("window");
+        // window 1 over communicator 2 = world ranks [1, 0]; an exclusive lock, a put, the unlock
+        write_rank(&d, 0, 2, &[(K_WIN_CREATE, 10, 20, 20, 1, -1, 2), (54, 30, 31, 31, 1, 1, 1), (8, 40, 41, -1, 64, 1, 1),
+            (55, 50, 60, 60, 0, 1, 1), (K_WIN_FREE, 70, 80, 80, 0, -1, 1)], &[2, 2, 1, 0], None);
+        write_rank(&d, 1, 2, &[], &[], None);
+        let c = calls(&CtraceSet::open_dir(&d).unwrap(), 0);
+        let events: Vec<Event> = c.into_iter().map(|c| c.event).collect();
+        assert_eq!(events, vec![
+            Event::CommCreate { comm: 2, members: vec![1, 0] },
+            Event::WinCreate { win: 1, comm: 2 },
+            Event::RmaSync { win: 1, sync: RmaSync::Lock { target: 1, exclusive: true } },
+            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 1, bytes: 64, req: None }),
+            Event::RmaSync { win: 1, sync: RmaSync::Unlock { target: 1 } },
+            Event::WinFree { win: 1 },
+        ]);
     }
 
     #[test]
