@@ -1,0 +1,182 @@
+"""Prediction against reality (``contend predict``; docs/measure.md, "Prediction against reality").
+
+A real MPI program is run several times untraced and several times under the tracer, alternating, so a
+change of the machine's state reaches both kinds alike. Each traced run is converted to a schedule
+(``contend goal convert``) and simulated on a machine model; its prediction is compared with the time
+the runs took between MPI_Init and MPI_Finalize:
+
+- untraced runs: ``libcontend-span.so`` (native/span) takes both ends after a barrier, on rank 0;
+- traced runs: the tracer's clock samples at MPI_Init and MPI_Finalize (rank 0's ``at_init`` and
+  ``at_finalize``, each taken once every rank has arrived), so a traced run also measures itself.
+
+The prediction's error is against the untraced median (the program as it runs without us) and, run by
+run, against the traced run it was converted from (the model's own error, without the tracer's cost).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Callable, Sequence
+
+from contend.errors import UserError
+
+# Records the tracer keeps per rank in a predicted run (96 B each): a dropped record would leave a hole
+# in the schedule, so a run that drops any is refused and names the option to raise.
+DEFAULT_RECORDS = 1 << 20
+
+
+@dataclass
+class Measured:
+    """Times in ns of one setting: untraced spans, traced spans and the predictions of the traced runs
+    (one per traced run, in the same order)."""
+
+    untraced_ns: list[int] = field(default_factory=list)
+    traced_ns: list[int] = field(default_factory=list)
+    predicted_ns: list[int] = field(default_factory=list)
+    ranks: int = 0
+    operations: int = 0  # schedule operations of the last converted run
+
+    def summary(self) -> dict:
+        """Medians and ranges; errors in % of the measured time (positive: predicted too long)."""
+        out: dict = {"ranks": self.ranks, "operations": self.operations}
+        for key in ("untraced_ns", "traced_ns", "predicted_ns"):
+            values = getattr(self, key)
+            out[key] = list(values)
+            out[key.replace("_ns", "")] = _spread(values)
+        predicted = out["predicted"]["median_ns"]
+        untraced, traced = out["untraced"]["median_ns"], out["traced"]["median_ns"]
+        out["tracing_overhead_pct"] = _pct(traced, untraced)
+        out["error_pct"] = _pct(predicted, untraced)
+        per_run = [_pct(p, t) for p, t in zip(self.predicted_ns, self.traced_ns)]
+        out["error_vs_traced_pct"] = statistics.median(per_run) if per_run else None
+        return out
+
+
+def _spread(values: Sequence[int]) -> dict:
+    if not values:
+        return {"median_ns": None, "min_ns": None, "max_ns": None, "runs": 0}
+    return {"median_ns": statistics.median(values), "min_ns": min(values), "max_ns": max(values),
+            "runs": len(values)}
+
+
+def _pct(value: float | None, reference: float | None) -> float | None:
+    if value is None or not reference:
+        return None
+    return 100.0 * (value - reference) / reference
+
+
+def span_library():
+    from contend import mpi
+
+    library = mpi.build_dir(mpi.find_mpi()) / "libcontend-span.so"
+    if not library.is_file():
+        raise UserError(f"{library} is not built: run `contend native build`")
+    return library
+
+
+def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str], None]) -> int:
+    """Run the command once without the tracer; its time between MPI_Init and MPI_Finalize in ns."""
+    from contend import mpi
+
+    with tempfile.TemporaryDirectory(prefix="contend-span-") as scratch:
+        span_file = Path(scratch) / "span"
+        env = dict(os.environ)
+        library = str(span_library())
+        env["LD_PRELOAD"] = f"{library}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else library
+        env["CONTEND_SPAN_FILE"] = str(span_file)
+        env[mpi.LAUNCHER_MARK] = str(os.getpid())
+        finished = mpi.run_streaming(command, env, echo, timeout_s)
+        _check_finished(finished, "the untraced run", timeout_s)
+        try:
+            return int(span_file.read_text())
+        except (OSError, ValueError):
+            raise UserError(f"predict: the untraced run of {command[0]} did not report its time: did the "
+                            "program call MPI_Init and MPI_Finalize?") from None
+
+
+def _check_finished(finished, what: str, timeout_s: float) -> None:
+    if finished.timed_out:
+        raise UserError(f"predict: {what} ran longer than --timeout {timeout_s:g} s and was ended")
+    if finished.returncode != 0:
+        last = finished.stderr.strip().splitlines()[-1:] or [""]
+        raise UserError(f"predict: {what} exited with code {finished.returncode}" +
+                        (f": {last[0]}" if last[0] else ""))
+
+
+def traced_run(command: Sequence[str], directory: Path, records: int, timeout_s: float) -> None:
+    """Run the command under the tracer, its rank files into ``directory`` (`contend trace`'s run)."""
+    from contend.commands.trace import _prepare, _run
+
+    directory = _prepare(directory)
+    _run(list(command), directory, SimpleNamespace(records=records, depth=1, clock="tsc", timeout=timeout_s))
+
+
+def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
+    """A trace directory's own time between MPI_Init and MPI_Finalize in ns (rank 0's two clock
+    samples), and its rank count. Refuses a trace that dropped records or never finalized."""
+    from contend.trace.files import read_directory
+
+    traces = read_directory(directory)
+    for trace in traces:
+        if int(trace.header["dropped"]):
+            raise UserError(f"{trace.path}: {int(trace.header['dropped'])} records dropped (the buffer was "
+                            "full): raise --records")
+        if int(trace.header["at_finalize"]["rtt_ns"]) < 0:
+            raise UserError(f"{trace.path}: rank {trace.rank} never reached MPI_Finalize: no time to compare")
+    first = traces[0].header
+    return int(first["at_finalize"]["local_ns"]) - int(first["at_init"]["local_ns"]), len(traces)
+
+
+def convert(directory: Path, goal: Path) -> None:
+    """The trace directory's schedule (``contend goal convert``)."""
+    from contend.cli import main
+
+    if main(["goal", "convert", str(directory), "-o", str(goal)]) != 0:
+        raise UserError(f"predict: converting {directory} failed")
+
+
+def predicted_span(goal: Path, machine: str) -> tuple[int, int]:
+    """Makespan in ns of the schedule on the machine, and its operation count."""
+    from contend.simulate import simulate
+
+    result = simulate(goal, machine=machine)
+    if result.deadlock is not None:
+        raise UserError(f"predict: the schedule converted from the trace deadlocks in the simulation ({goal})")
+    return int(round(result.makespan)), int(result.ops)
+
+
+def predict_trace(directory: Path, machine: str, work: Path) -> Measured:
+    """One existing trace directory: its own time against its prediction."""
+    span, ranks = traced_span(directory)
+    goal = work / "app.goal"
+    convert(directory, goal)
+    predicted, operations = predicted_span(goal, machine)
+    return Measured(traced_ns=[span], predicted_ns=[predicted], ranks=ranks, operations=operations)
+
+
+def predict_command(command: Sequence[str], machine: str, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
+                    timeout_s: float = 600.0, keep: Path | None = None,
+                    echo: Callable[[str], None] = lambda line: None,
+                    progress: Callable[[str], None] = lambda text: None) -> Measured:
+    """``runs`` untraced and ``runs`` traced runs of the command, alternating; each traced run predicted.
+    ``keep``: the last traced run's rank files stay there (else in ``work``, removed by the caller)."""
+    measured = Measured()
+    for run in range(runs):
+        progress(f"run {run + 1}/{runs}: untraced")
+        measured.untraced_ns.append(untraced_span(command, timeout_s, echo))
+        progress(f"run {run + 1}/{runs}: traced")
+        directory = keep if keep is not None else work / "trace"
+        traced_run(command, directory, records, timeout_s)
+        span, measured.ranks = traced_span(directory)
+        measured.traced_ns.append(span)
+        progress(f"run {run + 1}/{runs}: converting and simulating")
+        goal = work / "app.goal"
+        convert(directory, goal)
+        predicted, measured.operations = predicted_span(goal, machine)
+        measured.predicted_ns.append(predicted)
+    return measured
