@@ -203,7 +203,7 @@ def rank_file(directory: Path, rank: int) -> Path:
 
 @pytest.mark.parametrize("damage, message", [
     ("truncate", r"rank-00001\.ctrace: truncated or corrupt: \d+ bytes, the header promises \d+"),
-    ("short", r"rank-00002\.ctrace: truncated: 100 bytes, shorter than the 240-byte header"),
+    ("short", r"rank-00002\.ctrace: truncated: 100 bytes, shorter than the 256-byte header"),
     ("missing", r"1 of 4 rank files missing \(rank-00003\.ctrace\)"),
     ("mismatch", r"mismatched rank counts in the rank files \(.*rank-00000\.ctrace: 5"),
     ("magic", r"rank-00000\.ctrace: not a contend trace file \(bad magic\)"),

@@ -7,6 +7,7 @@
 //! - [`noise`]: OS noise (detours) and how it stretches CPU work.
 //! - [`nic`], [`policy`], [`node`]: NIC congestion curves, admission control, the node model.
 //! - [`record`]: per-message records and timelines, the ground truth for diagnosis.
+//! - [`replay`]: traced MPI programs (liballprof, contend traces, OTF2) turned into GOAL schedules.
 //! - [`prefetch`]: the cache hint the simulator's hot loops use.
 
 pub mod net;
@@ -16,6 +17,7 @@ pub mod noise;
 pub mod policy;
 pub mod prefetch;
 pub mod record;
+pub mod replay;
 pub mod schedule;
 pub mod sim;
 pub mod time;

@@ -1,18 +1,57 @@
 /* Collectives, recorded as regions (entry to return): Barrier, Bcast, Allreduce, Reduce, Alltoall,
- * Allgather, Gather, Scatter, and the large-count forms. bytes: this rank's contribution (send count
- * times its type's size; for Bcast the buffer); peer: the root's world rank for rooted ones. */
+ * Allgather, Gather, Scatter, Alltoallv, Allgatherv, Gatherv, Scatterv, Reduce_scatter(_block), Scan,
+ * Exscan, and the large-count forms of the first eight; Ibarrier, Ibcast, Iallreduce, Ireduce, Ialltoall
+ * and Iallgather as operations completed by the Wait/Test of their request. bytes: this rank's
+ * contribution (send count times its type's size; for Bcast the buffer; for the v-forms the sum of its
+ * send counts, for Reduce_scatter the whole vector); peer: the root's world rank for rooted ones; tag:
+ * the communicator's id (comms.c; the id is asked for before the buffer is, since agreeing on a new
+ * communicator's id is collective). */
 #include "trace.h"
 
 #define REGION(KIND, FLAGS, BYTES, ROOT, CALL)                                                        \
+    int32_t id = tracer.on ? comm_id(comm) : -1;                                                      \
     trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
     if (!r)                                                                                           \
         return CALL;                                                                                  \
     r->flags |= FLAGS;                                                                                \
     r->bytes = BYTES;                                                                                 \
     r->peer = world_of_comm(comm, ROOT);                                                              \
+    r->tag = id;                                                                                      \
     int rc = CALL;                                                                                    \
     r->returned = r->completed = stamp();                                                            \
     return rc;
+
+#define NONBLOCKING(KIND, BYTES, ROOT, CALL)                                                          \
+    int32_t id = tracer.on ? comm_id(comm) : -1;                                                      \
+    trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
+    if (!r)                                                                                           \
+        return CALL;                                                                                  \
+    r->bytes = BYTES;                                                                                 \
+    r->peer = world_of_comm(comm, ROOT);                                                              \
+    r->tag = id;                                                                                      \
+    int rc = CALL;                                                                                    \
+    r->returned = stamp();                                                                           \
+    if (rc == MPI_SUCCESS)                                                                            \
+        requests_add(*request, r, comm);                                                              \
+    return rc;
+
+/* The sum of counts[0..n) times the type's size (the v-forms; n is the communicator's size). */
+static int64_t summed(MPI_Comm comm, const int *counts, MPI_Datatype type)
+{
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    int64_t total = 0;
+    for (int i = 0; counts && i < n; i++)
+        total += counts[i];
+    return type_bytes(type, total);
+}
+
+static int rank_in(MPI_Comm comm)
+{
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    return rank;
+}
 
 /* MPI_IN_PLACE sends nothing of its own type: count the receive side instead. */
 #define SENT(SBUF, SCOUNT, STYPE, RCOUNT, RTYPE)                                                      \
@@ -68,6 +107,98 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
     REGION(K_SCATTER, 0, type_bytes(recvtype, recvcount), root,
            PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                  MPI_Comm comm)
+{
+    REGION(K_ALLTOALLV, 0, sendbuf == MPI_IN_PLACE ? summed(comm, recvcounts, recvtype) : summed(comm, sendcounts, sendtype),
+           -1, PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    REGION(K_ALLGATHERV, 0,
+           sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcounts[rank_in(comm)]) : type_bytes(sendtype, sendcount),
+           -1, PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm))
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    REGION(K_GATHERV, 0, sendbuf == MPI_IN_PLACE ? 0 : type_bytes(sendtype, sendcount), root,
+           PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm))
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    REGION(K_SCATTERV, 0, recvbuf == MPI_IN_PLACE ? 0 : type_bytes(recvtype, recvcount), root,
+           PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm))
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm)
+{
+    REGION(K_REDUCE_SCATTER, 0, summed(comm, recvcounts, datatype), -1,
+           PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm))
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm)
+{
+    REGION(K_REDUCE_SCATTER_BLOCK, 0, type_bytes(datatype, recvcount), -1,
+           PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm))
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    REGION(K_SCAN, 0, type_bytes(datatype, count), -1, PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm))
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    REGION(K_EXSCAN, 0, type_bytes(datatype, count), -1, PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm))
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IBARRIER, 0, -1, PMPI_Ibarrier(comm, request))
+}
+
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IBCAST, type_bytes(datatype, count), root, PMPI_Ibcast(buffer, count, datatype, root, comm, request))
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IALLREDUCE, type_bytes(datatype, count), -1,
+                PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request))
+}
+
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IREDUCE, type_bytes(datatype, count), root,
+                PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request))
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IALLTOALL, SENT(sendbuf, sendcount, sendtype, recvcount, recvtype), -1,
+                PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IALLGATHER, SENT(sendbuf, sendcount, sendtype, recvcount, recvtype), -1,
+                PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
 }
 
 #if MPI_VERSION >= 4

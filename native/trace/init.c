@@ -51,7 +51,11 @@ typedef struct {
     int32_t clock_kind; /* 0: record times are CLOCK_MONOTONIC ns; 1: time-stamp counter ticks */
     int32_t reserved;
     int64_t calibration[4]; /* tick0, ns0, tick1, ns1: ticks -> ns = ns0 + (t - tick0) * (ns1 - ns0) / (tick1 - tick0) */
+    uint64_t comm_words; /* int32 words of the communicator table at the end of the file (comms.c) */
+    uint64_t unused;
 } file_header;
+
+_Static_assert(sizeof(file_header) == 256, "the header size is part of the file format");
 
 /* Where a return address lies: the object (an offset into the name table) and its load bias. */
 typedef struct {
@@ -341,6 +345,9 @@ void trace_write(void)
     gethostname(h.host, sizeof h.host - 1);
     h.clock_kind = tracer.tsc;
     memcpy(h.calibration, tracer.calibration, sizeof h.calibration);
+    uint64_t comm_words;
+    const int32_t *comms = comm_table(&comm_words);
+    h.comm_words = comm_words;
 
     char path[sizeof tracer.dir + 32], temporary[sizeof tracer.dir + 48];
     mkdir(tracer.dir, 0777); /* usually made by `contend trace`; EEXIST is fine */
@@ -352,6 +359,7 @@ void trace_write(void)
     ok = ok && fwrite(tracer.records, sizeof(trace_record), tracer.used, f) == tracer.used;
     ok = ok && (addresses == 0 || fwrite(entries, sizeof *entries, addresses, f) == addresses);
     ok = ok && (names_bytes == 0 || fwrite(names, 1, names_bytes, f) == names_bytes);
+    ok = ok && (comm_words == 0 || fwrite(comms, sizeof *comms, comm_words, f) == comm_words);
     if (f && fclose(f) != 0)
         ok = 0;
     if (ok && rename(temporary, path) == 0) {

@@ -154,7 +154,7 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
     if (r && (TARGET) != MPI_ANY_SOURCE)                                                              \
         r->peer = world_of_win(win, TARGET);                                                          \
     int rc = CALL;                                                                                    \
-    int64_t now = stamp();                                                                           \
+    int64_t now = COMPLETES ? completion_stamp() : stamp();                                           \
     if (r)                                                                                            \
         r->returned = r->completed = now;                                                             \
     if (COMPLETES && tracer.on && rc == MPI_SUCCESS)                                                  \

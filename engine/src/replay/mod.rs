@@ -1,0 +1,22 @@
+//! Replaying traced MPI programs: trace readers produce a normalized per-rank stream of MPI calls
+//! ([`event`]), and the emitter turns the streams of all ranks into a GOAL schedule.
+//!
+//! A trace reader implements [`TraceSet`]: it knows the rank count and opens one rank's calls at a
+//! time as a streaming iterator, so a conversion holds one rank's state, never a whole trace.
+
+pub mod event;
+
+pub use event::{Call, Event, TraceError};
+
+/// One rank's calls in program order, read lazily.
+pub type RankCalls = Box<dyn Iterator<Item = Result<Call, TraceError>> + Send>;
+
+/// A traced run: one stream of calls per world rank.
+pub trait TraceSet {
+    /// Ranks in `MPI_COMM_WORLD`.
+    fn num_ranks(&self) -> u32;
+    /// The file (or other source) holding `rank`'s calls, as error messages name it.
+    fn source(&self, rank: u32) -> String;
+    /// Opens `rank`'s calls. May be called more than once per rank (each call restarts the stream).
+    fn open(&self, rank: u32) -> Result<RankCalls, TraceError>;
+}
