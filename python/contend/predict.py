@@ -15,6 +15,8 @@ run, against the traced run it was converted from (the model's own error, withou
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import statistics
 import tempfile
@@ -113,7 +115,8 @@ def traced_run(command: Sequence[str], directory: Path, records: int, timeout_s:
     from contend.commands.trace import _prepare, _run
 
     directory = _prepare(directory)
-    _run(list(command), directory, SimpleNamespace(records=records, depth=1, clock="tsc", timeout=timeout_s))
+    with contextlib.redirect_stdout(io.StringIO()):  # the program's output, as the untraced runs': not ours
+        _run(list(command), directory, SimpleNamespace(records=records, depth=1, clock="tsc", timeout=timeout_s))
 
 
 def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
@@ -150,33 +153,47 @@ def predicted_span(goal: Path, machine: str) -> tuple[int, int]:
     return int(round(result.makespan)), int(result.ops)
 
 
-def predict_trace(directory: Path, machine: str, work: Path) -> Measured:
-    """One existing trace directory: its own time against its prediction."""
-    span, ranks = traced_span(directory)
-    goal = work / "app.goal"
-    convert(directory, goal)
-    predicted, operations = predicted_span(goal, machine)
-    return Measured(traced_ns=[span], predicted_ns=[predicted], ranks=ranks, operations=operations)
-
-
-def predict_command(command: Sequence[str], machine: str, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
-                    timeout_s: float = 600.0, keep: Path | None = None,
-                    echo: Callable[[str], None] = lambda line: None,
-                    progress: Callable[[str], None] = lambda text: None) -> Measured:
-    """``runs`` untraced and ``runs`` traced runs of the command, alternating; each traced run predicted.
-    ``keep``: the last traced run's rank files stay there (else in ``work``, removed by the caller)."""
-    measured = Measured()
-    for run in range(runs):
-        progress(f"run {run + 1}/{runs}: untraced")
-        measured.untraced_ns.append(untraced_span(command, timeout_s, echo))
-        progress(f"run {run + 1}/{runs}: traced")
-        directory = keep if keep is not None else work / "trace"
-        traced_run(command, directory, records, timeout_s)
-        span, measured.ranks = traced_span(directory)
-        measured.traced_ns.append(span)
-        progress(f"run {run + 1}/{runs}: converting and simulating")
+def predict_traces(directories: Sequence[Path], machine: str, work: Path, measured: Measured) -> None:
+    """Convert and simulate each trace directory; its prediction joins ``measured``."""
+    for directory in directories:
         goal = work / "app.goal"
         convert(directory, goal)
         predicted, measured.operations = predicted_span(goal, machine)
         measured.predicted_ns.append(predicted)
+
+
+def predict_trace(directory: Path, machine: str, work: Path) -> Measured:
+    """One existing trace directory: its own time against its prediction."""
+    span, ranks = traced_span(directory)
+    measured = Measured(traced_ns=[span], ranks=ranks)
+    predict_traces([directory], machine, work, measured)
+    return measured
+
+
+def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: int = DEFAULT_RECORDS,
+                 timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
+                 progress: Callable[[str], None] = lambda text: None) -> tuple[Measured, list[Path]]:
+    """``runs`` untraced and ``runs`` traced runs of the command, alternating; the traced runs' rank
+    files in ``traces``/run-K."""
+    measured, directories = Measured(), []
+    for run in range(runs):
+        progress(f"run {run + 1}/{runs}: untraced")
+        measured.untraced_ns.append(untraced_span(command, timeout_s, echo))
+        progress(f"run {run + 1}/{runs}: traced")
+        directory = traces / f"run-{run + 1}"
+        traced_run(command, directory, records, timeout_s)
+        span, measured.ranks = traced_span(directory)
+        measured.traced_ns.append(span)
+        directories.append(directory)
+    return measured, directories
+
+
+def predict_command(command: Sequence[str], machine: str, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
+                    timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
+                    progress: Callable[[str], None] = lambda text: None) -> Measured:
+    """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run."""
+    measured, directories = measure_runs(command, runs, work / "traces", records=records, timeout_s=timeout_s,
+                                         echo=echo, progress=progress)
+    progress(f"converting and simulating {len(directories)} traced runs")
+    predict_traces(directories, machine, work, measured)
     return measured

@@ -8,8 +8,8 @@ predicted time between MPI_Init and MPI_Finalize beside the measured one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import sys
 import tempfile
 from pathlib import Path
 
@@ -33,7 +33,8 @@ def register(subparsers) -> None:
     parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
     parser.add_argument("--records", default=None, metavar="N",
                         help="records the tracer keeps per rank (default 2^20; a run that drops any is refused)")
-    parser.add_argument("--keep", metavar="DIR", help="keep the last traced run's rank files and schedule in DIR")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the traced runs' rank files (DIR/traces/run-K) and the last schedule in DIR")
     parser.add_argument("--timeout", default="600", metavar="S", help="end each run after S seconds (default 600)")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON (- for standard output)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the MPI launch command")
@@ -61,15 +62,13 @@ def run(args: argparse.Namespace) -> int:
         from contend.atomic import output_directory
 
         keep = output_directory(args.keep, "--keep")
-    with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
         if args.trace:
             measured = predict.predict_trace(Path(args.trace), args.machine, work)
         else:
-            measured = predict.predict_command(
-                command, args.machine, runs, work, records=records, timeout_s=timeout,
-                keep=None if keep is None else keep / "trace",
-                echo=lambda line: None, progress=lambda text: print(f"predict: {text}", file=sys.stderr))
+            measured = predict.predict_command(command, args.machine, runs, work, records=records,
+                                               timeout_s=timeout, progress=progress)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine, **measured.summary()}
     if args.json:
         text = json.dumps(summary, indent=2)
@@ -85,6 +84,19 @@ def run(args: argparse.Namespace) -> int:
 
         Console().print(table([(" ".join(command) if command else args.trace, summary)]))
     return 0
+
+
+@contextlib.contextmanager
+def _status():
+    """A status line on stderr while the runs go, only on a terminal (elsewhere stderr keeps only errors)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_interactive:
+        yield lambda text: None
+        return
+    with console.status("predict") as status:
+        yield lambda text: status.update(f"predict: {text}")
 
 
 def _check_machine(machine: str) -> None:

@@ -1,0 +1,106 @@
+"""contend predict: a real 2-rank ping-pong measured untraced and traced, converted, simulated and
+reported; the summary's arithmetic on known values; bad invocations. No time is asserted against
+another (machine-dependent): only that each is there, positive and consistent with the runs."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from contend import mpi
+from contend.cli import main
+from contend.predict import Measured
+
+MACHINE = """[machine]
+name = "test-host"
+description = "round figures for the test"
+source = "tests/test_predict.py"
+
+[loggops]
+L = "500ns"
+o = "600ns"
+g = "700ns"
+G = "0.1ns"
+O = "0ns"
+S = 65535
+"""
+
+ROUNDS = 200
+RUNS = 2
+
+
+@pytest.fixture
+def machine(tmp_path):
+    path = tmp_path / "host.toml"
+    path.write_text(MACHINE)
+    return path
+
+
+def pingpong(built) -> list[str]:
+    return [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(ROUNDS), "8"]
+
+
+def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, machine, tmp_path, capsys):
+    report = tmp_path / "predict.json"
+    keep = tmp_path / "kept"
+    code = main(["predict", "--machine", str(machine), "--runs", str(RUNS), "--json", str(report),
+                 "--keep", str(keep), "--timeout", "120", "--", *pingpong(built)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(report.read_text())
+    assert result["ranks"] == 2
+    for kind in ("untraced", "traced", "predicted"):
+        values = result[f"{kind}_ns"]
+        assert len(values) == RUNS and all(v > 0 for v in values)
+        assert result[kind] == {"median_ns": statistics.median(values), "min_ns": min(values),
+                                "max_ns": max(values), "runs": RUNS}
+    # every message of the ping-pong is in the schedule: 2 operations per round on each rank at least
+    assert result["operations"] >= 4 * ROUNDS
+    assert sorted(p.name for p in (keep / "traces").iterdir()) == [f"run-{k}" for k in range(1, RUNS + 1)]
+    # the table names the program and the error column
+    assert "app-pingpong" in out and "error %" in out
+
+    # the kept trace predicts again on its own, against its own time, the same schedule and machine
+    again = tmp_path / "again.json"
+    assert main(["predict", "--machine", str(machine), "--trace", str(keep / "traces" / f"run-{RUNS}"),
+                 "--json", str(again)]) == 0
+    capsys.readouterr()
+    alone = json.loads(again.read_text())
+    assert alone["traced_ns"] == [result["traced_ns"][-1]]
+    assert alone["predicted_ns"] == [result["predicted_ns"][-1]]
+    assert alone["untraced"]["runs"] == 0 and alone["error_pct"] is None
+
+
+def test_the_summary_is_the_runs_arithmetic():
+    m = Measured(untraced_ns=[100, 120, 90], traced_ns=[110, 130, 100], predicted_ns=[99, 117, 150], ranks=4)
+    s = m.summary()
+    assert s["untraced"] == {"median_ns": 100, "min_ns": 90, "max_ns": 120, "runs": 3}
+    assert s["predicted"]["median_ns"] == 117
+    assert s["tracing_overhead_pct"] == pytest.approx(10.0)
+    assert s["error_pct"] == pytest.approx(17.0)
+    # run by run against its own traced time: -10%, -10%, +50%: the median -10%
+    assert s["error_vs_traced_pct"] == pytest.approx(-10.0)
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["predict", "--", "mpiexec", "-n", "2", "true"], r"--machine is required"),
+    (["predict", "--machine", "loggopsim-default"], r"either a launch command after -- or --trace"),
+    (["predict", "--machine", "loggopsim-default", "--trace", "x", "--", "true"], r"not both"),
+    (["predict", "--machine", "loggopsim-default", "--runs", "0", "--", "true"], r"--runs"),
+    (["predict", "--machine", "no-such-machine", "--", "true"], r"unknown machine"),
+    (["predict", "--machine", "loggopsim-default", "--timeout", "0", "--", "true"], r"--timeout"),
+])
+def test_bad_invocations_exit_2_with_one_line(fails_cleanly, args, pattern):
+    fails_cleanly(args, pattern)
+
+
+def test_a_directory_without_rank_files_is_one_line(fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--trace", str(tmp_path)], r"no rank-NNNNN.ctrace")
+
+
+def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "60", "--",
+                   str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "zero"],
+                  r"untraced run exited with code")
