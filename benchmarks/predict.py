@@ -10,7 +10,7 @@ Programs (native/apps, built by `contend native build`; mpi4py's demos from its 
                   an Allreduce every 10 iterations
     putflush      app-putflush: MPI_Put to the next rank + MPI_Win_flush + MPI_Barrier per iteration
     osu_latency   mpi4py's demo/osu_latency.py (blocking ping-pong, 0 B..64 KiB; 2 ranks only)
-    osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..64 KiB)
+    osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..16 KiB, 300 iterations per size)
 
 Each program at each rank count: `contend predict`'s runs (untraced and traced alternating, every traced
 run converted and simulated on the machine). On shared memory with --machine (from `contend bench fit`);
@@ -62,8 +62,8 @@ def programs(build: Path) -> dict[str, tuple[list[str], tuple[int, ...]]]:
         "putflush": ([str(build / "app-putflush"), "300", "65536", "20000"], (2, 4, 8)),
         "osu_latency": (osu("osu_latency", "osu_latency(skip=100, loop=1000, skip_large=10, loop_large=100, "
                                            "MAX_MSG_SIZE=1 << 16)"), (2,)),
-        "osu_allgather": (osu("osu_allgather", "osu_allgather(skip=100, loop=1000, skip_large=10, "
-                                               "loop_large=100, MAX_MSG_SIZE=1 << 16)"), (2, 4, 8)),
+        "osu_allgather": (osu("osu_allgather", "osu_allgather(skip=50, loop=300, skip_large=10, "
+                                               "loop_large=100, MAX_MSG_SIZE=1 << 14)"), (2, 4, 8)),
     }
 
 
