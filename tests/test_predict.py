@@ -56,6 +56,9 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
         assert len(values) == RUNS and all(v > 0 for v in values)
         assert result[kind] == {"median_ns": statistics.median(values), "min_ns": min(values),
                                 "max_ns": max(values), "runs": RUNS}
+    # the prediction is the schedule's makespan plus the time outside the traced calls: never less
+    assert len(result["schedule_ns"]) == RUNS
+    assert all(p >= s > 0 for p, s in zip(result["predicted_ns"], result["schedule_ns"]))
     # every message of the ping-pong is in the schedule: 2 operations per round on each rank at least
     assert result["operations"] >= 4 * ROUNDS
     assert sorted(p.name for p in (keep / "traces").iterdir()) == [f"run-{k}" for k in range(1, RUNS + 1)]

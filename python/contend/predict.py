@@ -25,6 +25,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Sequence
 
+import numpy as np
+
 from contend.errors import UserError
 
 # Records the tracer keeps per rank in a predicted run (96 B each): a dropped record would leave a hole
@@ -40,13 +42,14 @@ class Measured:
     untraced_ns: list[int] = field(default_factory=list)
     traced_ns: list[int] = field(default_factory=list)
     predicted_ns: list[int] = field(default_factory=list)
+    schedule_ns: list[int] = field(default_factory=list)  # the schedules' own makespans (no outside time)
     ranks: int = 0
     operations: int = 0  # schedule operations of the last converted run
 
     def summary(self) -> dict:
         """Medians and ranges; errors in % of the measured time (positive: predicted too long)."""
         out: dict = {"ranks": self.ranks, "operations": self.operations}
-        for key in ("untraced_ns", "traced_ns", "predicted_ns"):
+        for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns"):
             values = getattr(self, key)
             out[key] = list(values)
             out[key.replace("_ns", "")] = _spread(values)
@@ -143,14 +146,40 @@ def convert(directory: Path, goal: Path) -> None:
         raise UserError(f"predict: converting {directory} failed")
 
 
-def predicted_span(goal: Path, machine: str) -> tuple[int, int]:
-    """Makespan in ns of the schedule on the machine, and its operation count."""
+def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """Per rank (ns): from its clock sample at MPI_Init to its first traced call, and from its last
+    traced call's return to its sample at MPI_Finalize. A schedule converted from the calls holds
+    neither (its ranks start at their first call); the prediction adds them back."""
+    from contend.trace.files import read_directory
+
+    leads, tails = [], []
+    for trace in read_directory(directory):
+        at_init = int(trace.header["at_init"]["local_ns"])
+        at_finalize = int(trace.header["at_finalize"]["local_ns"])
+        if len(trace.records) == 0:
+            leads.append(at_finalize - at_init)
+            tails.append(0)
+            continue
+        leads.append(max(0, int(trace.to_ns(trace.records["posted"][:1])[0]) - at_init))
+        tails.append(max(0, at_finalize - int(trace.to_ns(trace.records["returned"]).max())))
+    return np.array(leads, dtype=np.int64), np.array(tails, dtype=np.int64)
+
+
+def predicted_span(goal: Path, machine: str, directory: Path) -> tuple[int, int, int]:
+    """The predicted time between MPI_Init and MPI_Finalize in ns: each rank's finish in the schedule
+    simulated on the machine, shifted by its time before its first traced call, plus its time after its
+    last (``outside_calls``), the latest of the ranks. Also the schedule's own makespan and operations."""
     from contend.simulate import simulate
 
     result = simulate(goal, machine=machine)
     if result.deadlock is not None:
-        raise UserError(f"predict: the schedule converted from the trace deadlocks in the simulation ({goal})")
-    return int(round(result.makespan)), int(result.ops)
+        raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
+    leads, tails = outside_calls(directory)
+    finish = np.asarray(result.ranks, dtype=np.float64)
+    if len(finish) != len(leads):
+        raise UserError(f"predict: the schedule of {directory} has {len(finish)} ranks, the trace {len(leads)}")
+    predicted = int(round(float(np.max(leads + finish + tails))))
+    return predicted, int(round(result.makespan)), int(result.ops)
 
 
 def predict_traces(directories: Sequence[Path], machine: str, work: Path, measured: Measured) -> None:
@@ -158,8 +187,9 @@ def predict_traces(directories: Sequence[Path], machine: str, work: Path, measur
     for directory in directories:
         goal = work / "app.goal"
         convert(directory, goal)
-        predicted, measured.operations = predicted_span(goal, machine)
+        predicted, makespan, measured.operations = predicted_span(goal, machine, directory)
         measured.predicted_ns.append(predicted)
+        measured.schedule_ns.append(makespan)
 
 
 def predict_trace(directory: Path, machine: str, work: Path) -> Measured:
