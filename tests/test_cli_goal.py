@@ -10,7 +10,8 @@ import pytest
 from contend.cli import main
 
 COLLECTIVES = ["binomial-bcast", "binomial-reduce", "dissemination", "scatter", "gather", "alltoall-linear",
-               "alltoall-pairwise", "alltoall-bruck", "allreduce-recdoub", "allreduce-ring", "incast",
+               "alltoall-pairwise", "alltoall-bruck", "allreduce-recdoub", "allreduce-ring",
+               "allgather-recdoub", "allgather-ring", "allgather-bruck", "incast",
                "pingpong", "random-pairs", "neighbour-pairs"]
 
 

@@ -4,6 +4,8 @@
 //! Times cross the boundary as integer picoseconds; record and timeline columns as little-endian
 //! bytes with a numpy dtype string each, so Python builds arrays without copying element by element.
 
+mod convert;
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -735,6 +737,7 @@ fn noise_stretch(py: Python<'_>, params: &Bound<'_, PyDict>, rank: u32, t: u64, 
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    convert::register(m)?;
     m.add("GoalError", m.py().get_type::<GoalError>())?;
     m.add("NoiseTraceError", m.py().get_type::<NoiseTraceError>())?;
     m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;

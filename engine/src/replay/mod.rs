@@ -4,7 +4,11 @@
 //! A trace reader implements [`TraceSet`]: it knows the rank count and opens one rank's calls at a
 //! time as a streaming iterator, so a conversion holds one rank's state, never a whole trace.
 
+pub mod algorithms;
+pub mod balance;
+pub mod emit;
 pub mod event;
+pub mod liballprof;
 
 pub use event::{Call, Event, TraceError};
 

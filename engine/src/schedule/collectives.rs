@@ -5,8 +5,8 @@
 //! Where LogGOPSim's Schedgen has the pattern, the program is the one Schedgen writes: the same
 //! operations in the same order with the same dependencies (duplicate `requires` lines Schedgen
 //! emits for binomial trees change no dependency count that matters and are dropped), so the
-//! simulated times are identical. All tags are 0. Roots other than 0 swap ranks 0 and root, as
-//! Schedgen does.
+//! simulated times are identical (the allgathers, MPICH's, have no Schedgen counterpart). All tags
+//! are 0. Roots other than 0 swap ranks 0 and root, as Schedgen does.
 
 use super::{Op, Program, ANY};
 
@@ -23,6 +23,9 @@ pub enum Pattern {
     AlltoallBruck,
     AllreduceRecdoub,
     AllreduceRing,
+    AllgatherRecdoub,
+    AllgatherRing,
+    AllgatherBruck,
     Incast,
     Pingpong,
     RandomPairs,
@@ -30,7 +33,7 @@ pub enum Pattern {
 }
 
 impl Pattern {
-    pub const ALL: [Pattern; 14] = [
+    pub const ALL: [Pattern; 17] = [
         Pattern::BinomialBcast,
         Pattern::BinomialReduce,
         Pattern::Dissemination,
@@ -41,6 +44,9 @@ impl Pattern {
         Pattern::AlltoallBruck,
         Pattern::AllreduceRecdoub,
         Pattern::AllreduceRing,
+        Pattern::AllgatherRecdoub,
+        Pattern::AllgatherRing,
+        Pattern::AllgatherBruck,
         Pattern::Incast,
         Pattern::Pingpong,
         Pattern::RandomPairs,
@@ -59,6 +65,9 @@ impl Pattern {
             Pattern::AlltoallBruck => "alltoall-bruck",
             Pattern::AllreduceRecdoub => "allreduce-recdoub",
             Pattern::AllreduceRing => "allreduce-ring",
+            Pattern::AllgatherRecdoub => "allgather-recdoub",
+            Pattern::AllgatherRing => "allgather-ring",
+            Pattern::AllgatherBruck => "allgather-bruck",
             Pattern::Incast => "incast",
             Pattern::Pingpong => "pingpong",
             Pattern::RandomPairs => "random-pairs",
@@ -124,8 +133,8 @@ impl Collective {
             return Err(format!("message size {bytes} too large (at most {})", crate::schedule::goal::MAX_VALUE));
         }
         match pattern {
-            Pattern::AllreduceRecdoub if !ranks.is_power_of_two() => {
-                return Err(format!("allreduce-recdoub needs a power-of-two rank count, not {ranks}"))
+            Pattern::AllreduceRecdoub | Pattern::AllgatherRecdoub if !ranks.is_power_of_two() => {
+                return Err(format!("{} needs a power-of-two rank count, not {ranks}", pattern.name()))
             }
             Pattern::Pingpong if ranks < 2 => return Err("pingpong needs at least 2 ranks".into()),
             Pattern::AlltoallLinear | Pattern::AlltoallPairwise if (ranks as u64) * (ranks as u64) > 1 << 34 => {
@@ -183,9 +192,11 @@ impl Collective {
     #[inline]
     fn chain_steps(&self) -> u32 {
         match self.pattern {
-            Pattern::Dissemination | Pattern::AlltoallBruck => self.rounds,
+            Pattern::Dissemination | Pattern::AlltoallBruck | Pattern::AllgatherBruck => self.rounds,
             Pattern::AllreduceRecdoub => 2 * self.ranks.trailing_zeros(),
+            Pattern::AllgatherRecdoub => self.ranks.trailing_zeros(),
             Pattern::AllreduceRing => 2 * (self.ranks - 1),
+            Pattern::AllgatherRing => self.ranks - 1,
             _ => 0,
         }
     }
@@ -234,6 +245,16 @@ impl Collective {
                 };
                 (rank ^ mask, rank ^ mask, size)
             }
+            // Allgathers: `bytes` is one rank's block. Recursive doubling exchanges 2^k blocks
+            // with rank ^ 2^k; Bruck sends min(2^k, P-2^k) blocks to rank - 2^k and receives from
+            // rank + 2^k; the ring passes one block to the right P-1 times.
+            Pattern::AllgatherRecdoub => (rank ^ (1 << k), rank ^ (1 << k), self.bytes << k),
+            Pattern::AllgatherBruck => {
+                let d = 1u32 << k;
+                let size = (d.min(p - d)) as u64 * self.bytes;
+                ((rank + p - d) % p, (rank + d) % p, size)
+            }
+            Pattern::AllgatherRing => ((rank + 1) % p, (rank + p - 1) % p, self.bytes),
             _ => ((rank + 1) % p, (rank + p - 1) % p, self.bytes / p as u64),
         };
         if send {
@@ -258,7 +279,9 @@ impl Program for Collective {
     fn max_message_bytes(&self) -> Option<u64> {
         // Bruck's step k carries at most P/2 blocks; the other patterns one block or less.
         Some(match self.pattern {
-            Pattern::AlltoallBruck => self.bytes.saturating_mul(self.ranks as u64),
+            Pattern::AlltoallBruck | Pattern::AllgatherRecdoub | Pattern::AllgatherBruck => {
+                self.bytes.saturating_mul(self.ranks as u64)
+            }
             _ => self.bytes,
         })
     }
@@ -270,7 +293,13 @@ impl Program for Collective {
                 let v = self.swap_root(rank);
                 (v > 0) as u32 + self.tree_children(v)
             }
-            Pattern::Dissemination | Pattern::AlltoallBruck | Pattern::AllreduceRecdoub | Pattern::AllreduceRing => {
+            Pattern::Dissemination
+            | Pattern::AlltoallBruck
+            | Pattern::AllreduceRecdoub
+            | Pattern::AllreduceRing
+            | Pattern::AllgatherRecdoub
+            | Pattern::AllgatherRing
+            | Pattern::AllgatherBruck => {
                 2 * self.chain_steps()
             }
             Pattern::Scatter | Pattern::Gather | Pattern::Incast => {
@@ -316,7 +345,13 @@ impl Program for Collective {
                     Op::recv(self.swap_root(v + (1 << (b + j))), s, 0)
                 }
             }
-            Pattern::Dissemination | Pattern::AlltoallBruck | Pattern::AllreduceRecdoub | Pattern::AllreduceRing => {
+            Pattern::Dissemination
+            | Pattern::AlltoallBruck
+            | Pattern::AllreduceRecdoub
+            | Pattern::AllreduceRing
+            | Pattern::AllgatherRecdoub
+            | Pattern::AllgatherRing
+            | Pattern::AllgatherBruck => {
                 self.chain_op(rank, index)
             }
             Pattern::Scatter | Pattern::Gather => {
@@ -382,7 +417,13 @@ impl Program for Collective {
                     0
                 }
             }
-            Pattern::Dissemination | Pattern::AlltoallBruck | Pattern::AllreduceRecdoub | Pattern::AllreduceRing => {
+            Pattern::Dissemination
+            | Pattern::AlltoallBruck
+            | Pattern::AllreduceRecdoub
+            | Pattern::AllreduceRing
+            | Pattern::AllgatherRecdoub
+            | Pattern::AllgatherRing
+            | Pattern::AllgatherBruck => {
                 (index % 2 == 0 && index > 0) as u32
             }
             Pattern::AlltoallPairwise => {
@@ -402,7 +443,13 @@ impl Program for Collective {
         let n = self.num_ops(rank);
         match self.pattern {
             Pattern::BinomialBcast if self.swap_root(rank) > 0 => out.push(0),
-            Pattern::Dissemination | Pattern::AlltoallBruck | Pattern::AllreduceRecdoub | Pattern::AllreduceRing => {
+            Pattern::Dissemination
+            | Pattern::AlltoallBruck
+            | Pattern::AllreduceRecdoub
+            | Pattern::AllreduceRing
+            | Pattern::AllgatherRecdoub
+            | Pattern::AllgatherRing
+            | Pattern::AllgatherBruck => {
                 if n > 0 {
                     out.push(0);
                     out.extend((1..n).step_by(2));
@@ -427,7 +474,13 @@ impl Program for Collective {
                     out.push(0);
                 }
             }
-            Pattern::Dissemination | Pattern::AlltoallBruck | Pattern::AllreduceRecdoub | Pattern::AllreduceRing => {
+            Pattern::Dissemination
+            | Pattern::AlltoallBruck
+            | Pattern::AllreduceRecdoub
+            | Pattern::AllreduceRing
+            | Pattern::AllgatherRecdoub
+            | Pattern::AllgatherRing
+            | Pattern::AllgatherBruck => {
                 if index % 2 == 1 && index + 1 < 2 * self.chain_steps() {
                     out.push(index + 1);
                 }

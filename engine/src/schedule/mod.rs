@@ -11,8 +11,13 @@ pub mod stencil;
 pub mod store;
 pub mod writer;
 
-/// Wildcard peer or tag (`-1` in GOAL): matches any source or any tag.
+/// Wildcard peer or tag (`-1` in GOAL): matches any source or any tag below [`CONTEXT_TAGS`].
 pub const ANY: u32 = u32::MAX;
+
+/// Tags from 2^31 up carry traffic of another MPI context (collectives and one-sided operations
+/// converted from traces): MPI never matches it with an application's point-to-point receive, so
+/// the any-tag wildcard does not match these tags; only the exact tag does.
+pub const CONTEXT_TAGS: u32 = 1 << 31;
 
 /// The three operation kinds. The discriminant order is the order in which operations that become
 /// ready together are issued (sends, then receives, then computation), as in LogGOPSim v1.

@@ -6,7 +6,7 @@
 //! O(position of the match), which is the head in the common case.
 
 use crate::prefetch::prefetch;
-use crate::schedule::ANY;
+use crate::schedule::{ANY, CONTEXT_TAGS};
 
 /// Which of a host's two queues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,10 +39,12 @@ pub struct List {
 pub type Lists = [List; 2];
 pub const EMPTY: Lists = [List { head: NIL, tail: NIL }; 2];
 
-/// Whether a (source, tag) pair from one side matches one from the other side.
+/// Whether a (source, tag) pair from one side matches one from the other side. The any-tag
+/// wildcard matches application tags only (below [`CONTEXT_TAGS`]).
 #[inline]
 pub fn matches(src_a: u32, tag_a: u32, src_b: u32, tag_b: u32) -> bool {
-    (src_a == ANY || src_b == ANY || src_a == src_b) && (tag_a == ANY || tag_b == ANY || tag_a == tag_b)
+    (src_a == ANY || src_b == ANY || src_a == src_b)
+        && (tag_a == tag_b || (tag_a == ANY && tag_b < CONTEXT_TAGS) || (tag_b == ANY && tag_a < CONTEXT_TAGS))
 }
 
 /// The entries of every host's queues; each host's [`Lists`] say where its queues begin and end.
@@ -162,5 +164,18 @@ mod tests {
         m.push(&mut hosts[1], Queue::Posted, 2, 2, 15);
         assert_eq!(m.items(&hosts[1], Queue::Posted).collect::<Vec<_>>(), vec![14, 15]);
         assert!(m.nodes.len() <= 4);
+    }
+
+    /// Collective and one-sided traffic (tags from 2^31 up) is another MPI context: an any-tag
+    /// receive passes it by, the exact tag takes it.
+    #[test]
+    fn any_tag_skips_context_tags() {
+        let mut m = MatchQueues::new();
+        let mut hosts = [EMPTY; 1];
+        m.push(&mut hosts[0], Queue::Unexpected, 1, CONTEXT_TAGS | 3, 20);
+        m.push(&mut hosts[0], Queue::Unexpected, 1, 9, 21);
+        assert_eq!(m.take_first(&mut hosts[0], Queue::Unexpected, ANY, ANY), Some(21));
+        assert_eq!(m.take_first(&mut hosts[0], Queue::Unexpected, 1, ANY), None);
+        assert_eq!(m.take_first(&mut hosts[0], Queue::Unexpected, ANY, CONTEXT_TAGS | 3), Some(20));
     }
 }

@@ -1,14 +1,17 @@
-"""``contend goal``: write generated collectives as GOAL text, and check GOAL files."""
+"""``contend goal``: write generated collectives as GOAL text, check GOAL files, convert traced runs to GOAL."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
 
 from contend.atomic import atomic_path, check_writable
 from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
+from contend.errors import UserError
+from contend.report.progress import simulation_progress
 from contend.simulate import collective_arguments
 
 SUMMARY_KEYS = ("num_ranks", "ops", "sends", "recvs", "calcs", "cpus", "nics")
@@ -31,6 +34,29 @@ def register(subparsers) -> None:
     check.add_argument("schedule", metavar="FILE.goal", help="GOAL schedule (.goal or .goal.gz)")
     check.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     check.set_defaults(func=run_check)
+
+    convert = actions.add_parser(
+        "convert", help="convert a traced MPI run into a GOAL schedule",
+        description="Convert a traced MPI run (a liballprof trace set: its directory or rank-0 file) into GOAL, "
+                    "with MPI's dependencies and collectives as point-to-point algorithms (docs/models.md, "
+                    "'Replaying traces'). Bad traces: file:line and exit 2.")
+    convert.add_argument("input", metavar="INPUT", help="trace: a directory or the rank-0 file of a liballprof trace set")
+    convert.add_argument("-o", "--output", metavar="APP.goal", required=True, help="output file (.goal or .goal.gz)")
+    convert.add_argument("--cpu-scale", type=float, default=1.0, metavar="X",
+                         help="computation times times X (0.5: a CPU twice as fast; default 1)")
+    convert.add_argument("--no-p2p", action="store_true", help="leave out point-to-point calls (their time becomes computation)")
+    convert.add_argument("--no-collectives", action="store_true", help="leave out collectives (their time becomes computation)")
+    convert.add_argument("--nbc-prepost", metavar="TIME", default="0",
+                         help="start each blocking collective TIME earlier, overlapping the computation before it (e.g. 10us)")
+    convert.add_argument("--window", metavar="FIRST:COUNT",
+                         help="only the calls from each rank's FIRST-th collective on, for COUNT collectives (0-based)")
+    convert.add_argument("--copy-time", metavar="PER_BYTE", default="0",
+                         help="emulated copy time of received messages: a calc per byte after each receive (e.g. 0.1ns)")
+    convert.add_argument("--algorithms", choices=("mpich", "schedgen"), default="mpich",
+                         help="collective algorithm defaults: MPICH's selection by size (default) or Schedgen's")
+    convert.add_argument("--algorithm", action="append", default=[], metavar="COLL=PATTERN",
+                         help="fix one collective's algorithm, e.g. allreduce=allreduce-ring (repeatable)")
+    convert.set_defaults(func=run_convert)
 
 
 def run_write(args: argparse.Namespace) -> int:
@@ -56,4 +82,50 @@ def run_check(args: argparse.Namespace) -> int:
         from contend.report.tables import rows_table
 
         Console().print(rows_table(f"{args.schedule}: OK", ["", "count"], list(summary.items())))
+    return 0
+
+
+def _window(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    first, sep, count = text.partition(":")
+    if not sep or not first.isdigit() or not count.isdigit() or int(count) == 0:
+        raise UserError(f"--window: expected FIRST:COUNT (two whole numbers, COUNT > 0), not {text!r}")
+    return int(first), int(count)
+
+
+def _trace_format(path: str) -> str:
+    """The one place that decides which reader takes INPUT; readers of other formats join here."""
+    from pathlib import Path
+
+    if not Path(path).exists():
+        raise UserError(f"{path}: no such file or directory")
+    kind = engine().trace_format(path)
+    if kind is None:
+        raise UserError(f"{path}: not a trace contend can read (a liballprof trace set: directory or rank-0 file)")
+    return kind
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    if args.cpu_scale < 0 or args.cpu_scale != args.cpu_scale:
+        raise UserError(f"--cpu-scale: must be a number >= 0, not {args.cpu_scale}")
+    window = _window(args.window)
+    with user_errors("--nbc-prepost"):
+        prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
+    with user_errors("--copy-time"):
+        copy_ns = engine().parse_per_byte(args.copy_time) / 1000
+    _trace_format(args.input)
+    target = check_writable(args.output, "-o")
+    start = time.perf_counter()
+    with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, user_errors():
+        summary = engine().convert_trace(
+            args.input, str(temporary), cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
+            collectives=not args.no_collectives, nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns,
+            preset=args.algorithms, algorithms=args.algorithm,
+            progress=lambda rank, ranks, records: progress(rank, ranks))
+    elapsed = max(time.perf_counter() - start, 1e-9)
+    for warning in summary["warnings"]:
+        print(f"contend: warning: {warning}", file=sys.stderr)
+    print(f"wrote {target}: {summary['ranks']:,} ranks, {summary['records']:,} records read, "
+          f"{summary['ops']:,} ops written ({summary['records'] / elapsed:,.0f} records/s)")
     return 0

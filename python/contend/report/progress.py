@@ -13,15 +13,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 @contextlib.contextmanager
-def simulation_progress(description: str = "simulating") -> Iterator[Callable[[int, int], None]]:
-    """Yields ``callback(ops_done, ops_total)`` that draws a bar on stderr once the first call comes.
+def simulation_progress(description: str = "simulating", unit: str = "ops") -> Iterator[Callable[[int, int], None]]:
+    """Yields ``callback(done, total)`` (counted in ``unit``) that draws a bar on stderr once the first call comes.
     Only on a terminal: elsewhere rich would leave an empty line on stderr, before any error message."""
     console = Console(stderr=True)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("ops"),
+        TextColumn(unit),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,

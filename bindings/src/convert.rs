@@ -1,0 +1,90 @@
+//! `contend goal convert`: traced MPI runs to GOAL (engine/src/replay). Arguments in, summary out.
+
+use std::path::Path;
+
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use contend_engine::replay::algorithms::{Algorithms, Preset};
+use contend_engine::replay::emit::{convert, ConvertError, Options};
+use contend_engine::replay::liballprof::{self, Liballprof};
+use contend_engine::replay::TraceSet;
+use contend_engine::schedule::writer::write_file_atomically;
+
+/// The trace formats this build reads, by the name `trace_format` reports.
+#[pyfunction]
+fn trace_format(path: &str) -> Option<&'static str> {
+    liballprof::detect(Path::new(path)).then_some("liballprof")
+}
+
+/// Converts the liballprof trace at `input` into GOAL at `output` (gzip when it ends in .gz).
+/// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
+/// now and then. Returns {ranks, records, ops, warnings}.
+#[pyfunction]
+#[pyo3(signature = (input, output, cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
+                    copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn convert_trace(
+    py: Python<'_>,
+    input: &str,
+    output: &str,
+    cpu_scale: f64,
+    p2p: bool,
+    collectives: bool,
+    nbc_prepost: u64,
+    window: Option<(u64, u64)>,
+    copy_per_byte: f64,
+    preset: &str,
+    algorithms: Vec<String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Py<PyDict>> {
+    let mut algos = Algorithms::new(match preset {
+        "mpich" => Preset::Mpich,
+        "schedgen" => Preset::Schedgen,
+        _ => return Err(PyValueError::new_err(format!("unknown algorithm preset '{preset}' (mpich or schedgen)"))),
+    });
+    for spec in &algorithms {
+        algos.choose(spec).map_err(PyValueError::new_err)?;
+    }
+    if !(cpu_scale >= 0.0 && cpu_scale.is_finite()) || !(copy_per_byte >= 0.0 && copy_per_byte.is_finite()) {
+        return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
+    }
+    let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
+    let traces = py.detach(|| Liballprof::open(Path::new(input))).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let ranks = traces.num_ranks();
+    let mut failure: Option<PyErr> = None;
+    let result = py.detach(|| {
+        write_file_atomically(Path::new(output), |out| {
+            convert(&traces, &opts, out, &mut |rank, records| {
+                Python::attach(|py| {
+                    let outcome = py.check_signals().and_then(|_| match &progress {
+                        Some(cb) => cb.call1(py, (rank + 1, ranks, records)).map(|_| ()),
+                        None => Ok(()),
+                    });
+                    outcome.map_err(|e| failure = Some(e)).is_ok()
+                })
+            })
+        })
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let summary = result.map_err(|e| match e {
+        ConvertError::Trace(t) => PyValueError::new_err(t.to_string()),
+        ConvertError::Io(io) => PyOSError::new_err(format!("{output}: cannot write: {io}")),
+        ConvertError::Stopped => PyKeyboardInterrupt::new_err("stopped"),
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("ranks", summary.ranks)?;
+    d.set_item("records", summary.records)?;
+    d.set_item("ops", summary.ops)?;
+    d.set_item("warnings", summary.warnings)?;
+    Ok(d.unbind())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(trace_format, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_trace, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! Which point-to-point algorithm a traced collective becomes.
+//!
+//! The default follows MPICH 3.x's selection for intra-communicators (the `MPIR_*_intra_auto`
+//! functions and their `MPIR_CVAR_*_MSG_SIZE` defaults); the `schedgen` preset reproduces
+//! LogGOPSim's Schedgen; the user may fix the algorithm per collective. docs/models.md has the
+//! table, including where contend has no generator for MPICH's choice and uses the nearest one.
+
+use super::event::CollKind;
+use super::event::CollKind as C;
+use crate::schedule::collectives::Pattern;
+use crate::schedule::collectives::Pattern as P;
+
+/// MPICH 3.x defaults (MPIR_CVAR_...): bytes thresholds of the selection.
+const ALLREDUCE_SHORT_MSG_SIZE: u64 = 2048;
+const ALLGATHER_SHORT_MSG_SIZE: u64 = 81920;
+const ALLGATHER_LONG_MSG_SIZE: u64 = 524288;
+const ALLTOALL_SHORT_MSG_SIZE: u64 = 256;
+const ALLTOALL_MEDIUM_MSG_SIZE: u64 = 32768;
+
+/// Where the default choices come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// MPICH 3.x's default selection by size and communicator size.
+    Mpich,
+    /// Schedgen's fixed choices: dissemination barrier (1 byte), binomial bcast and reduce,
+    /// dissemination allreduce and allgather, linear alltoall.
+    Schedgen,
+}
+
+/// The algorithm selection: a preset and the user's per-collective choices.
+#[derive(Clone, Debug)]
+pub struct Algorithms {
+    pub preset: Preset,
+    overrides: Vec<(CollKind, Pattern)>,
+}
+
+/// How one collective call of one rank is generated: a pattern over the communicator's ranks with
+/// `bytes` per message of the pattern, or linear exchanges with per-peer sizes (v-variants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Plan {
+    Pattern(Pattern, u64),
+    /// Every member sends its sizes to every other (alltoallv, allgatherv) or to / from the root
+    /// (gatherv, scatterv), all at once.
+    Linear,
+    /// Nothing to exchange (a communicator of one rank).
+    Nothing,
+}
+
+/// The collective names users give (`KIND=PATTERN`).
+pub fn kind_from_name(name: &str) -> Option<CollKind> {
+    use CollKind::*;
+    Some(match name {
+        "barrier" => Barrier,
+        "bcast" => Bcast,
+        "reduce" => Reduce,
+        "allreduce" => Allreduce,
+        "gather" => Gather,
+        "scatter" => Scatter,
+        "allgather" => Allgather,
+        "alltoall" => Alltoall,
+        "reduce_scatter" | "reduce-scatter" => ReduceScatter,
+        "scan" => Scan,
+        "exscan" => Exscan,
+        _ => return None,
+    })
+}
+
+/// Patterns that compute what `kind` computes (the user may pick any of them).
+fn fits(kind: CollKind, p: Pattern) -> bool {
+    match kind {
+        C::Barrier => matches!(p, P::Dissemination),
+        C::Bcast => matches!(p, P::BinomialBcast | P::Scatter),
+        C::Reduce => matches!(p, P::BinomialReduce | P::Gather),
+        C::Allreduce | C::Scan | C::Exscan => matches!(p, P::Dissemination | P::AllreduceRecdoub | P::AllreduceRing),
+        C::Gather => matches!(p, P::Gather | P::BinomialReduce),
+        C::Scatter => matches!(p, P::Scatter | P::BinomialBcast),
+        C::Allgather => matches!(p, P::Dissemination | P::AllgatherRecdoub | P::AllgatherRing | P::AllgatherBruck),
+        C::Alltoall | C::ReduceScatter | C::ReduceScatterBlock => matches!(p, P::AlltoallLinear | P::AlltoallPairwise | P::AlltoallBruck),
+        C::Gatherv | C::Scatterv | C::Allgatherv | C::Alltoallv => false,
+    }
+}
+
+impl Algorithms {
+    pub fn new(preset: Preset) -> Algorithms {
+        Algorithms { preset, overrides: Vec::new() }
+    }
+
+    /// Fixes the algorithm of one collective: `spec` is `KIND=PATTERN`, e.g. `bcast=binomial-bcast`.
+    pub fn choose(&mut self, spec: &str) -> Result<(), String> {
+        let (k, p) = spec.split_once('=').ok_or_else(|| format!("'{spec}': expected COLLECTIVE=ALGORITHM"))?;
+        let kind = kind_from_name(k.trim()).ok_or_else(|| {
+            format!("'{k}': unknown collective (barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall, reduce_scatter, scan, exscan)")
+        })?;
+        let pattern = Pattern::from_name(p.trim())?;
+        if !fits(kind, pattern) {
+            return Err(format!("'{spec}': {} does not compute a {k}", pattern.name()));
+        }
+        self.overrides.retain(|(kk, _)| *kk != kind);
+        self.overrides.push((kind, pattern));
+        Ok(())
+    }
+
+    /// The plan for `kind` on a communicator of `p` ranks with `bytes` per rank (see
+    /// [`super::event::Collective::bytes`]).
+    pub fn plan(&self, kind: CollKind, p: u32, bytes: u64) -> Plan {
+        if p <= 1 {
+            return Plan::Nothing;
+        }
+        if matches!(kind, C::Gatherv | C::Scatterv | C::Allgatherv | C::Alltoallv) {
+            return Plan::Linear;
+        }
+        let pof2 = p.is_power_of_two();
+        let chosen = self.overrides.iter().find(|(k, _)| *k == kind).map(|&(_, pat)| pat);
+        let pattern = match chosen {
+            // A power-of-two algorithm on another rank count falls back to the general one.
+            Some(P::AllreduceRecdoub) if !pof2 => P::AllreduceRing,
+            Some(P::AllgatherRecdoub) if !pof2 => P::AllgatherBruck,
+            Some(pat) => pat,
+            None => match (self.preset, kind) {
+                (Preset::Schedgen, C::Barrier) => return Plan::Pattern(P::Dissemination, 1),
+                (Preset::Schedgen, C::Allreduce | C::Allgather) => P::Dissemination,
+                (Preset::Schedgen, C::Alltoall) => P::AlltoallLinear,
+                (_, C::Barrier) => return Plan::Pattern(P::Dissemination, 0),
+                // MPICH: binomial below 12 KiB (BCAST_SHORT_MSG_SIZE) or 8 ranks
+                // (BCAST_MIN_PROCS), else scatter + allgather (not generated: binomial).
+                (_, C::Bcast) => P::BinomialBcast,
+                // MPICH: binomial up to 2 KiB, else reduce-scatter + gather (not generated).
+                (_, C::Reduce) => P::BinomialReduce,
+                // MPICH: recursive doubling up to 2 KiB (dissemination has its rounds and sizes),
+                // else reduce-scatter + allgather (allreduce-recdoub, the ring off powers of two).
+                (_, C::Allreduce) if bytes <= ALLREDUCE_SHORT_MSG_SIZE => P::Dissemination,
+                (_, C::Allreduce) if pof2 => P::AllreduceRecdoub,
+                (_, C::Allreduce) => P::AllreduceRing,
+                // MPICH: recursive doubling (power of two, total < 512 KiB), Bruck (total < 80
+                // KiB), else ring.
+                (_, C::Allgather) => {
+                    let total = bytes.saturating_mul(p as u64);
+                    if total < ALLGATHER_LONG_MSG_SIZE && pof2 {
+                        P::AllgatherRecdoub
+                    } else if total < ALLGATHER_SHORT_MSG_SIZE {
+                        P::AllgatherBruck
+                    } else {
+                        P::AllgatherRing
+                    }
+                }
+                // MPICH: Bruck for blocks up to 256 B on 8 ranks or more, all-at-once isend/irecv
+                // up to 32 KiB, pairwise exchange above.
+                (_, C::Alltoall) if bytes <= ALLTOALL_SHORT_MSG_SIZE && p >= 8 => P::AlltoallBruck,
+                (_, C::Alltoall) if bytes <= ALLTOALL_MEDIUM_MSG_SIZE => P::AlltoallLinear,
+                (_, C::Alltoall) => P::AlltoallPairwise,
+                // MPICH: binomial trees (contend's scatter and gather are linear).
+                (_, C::Gather) => P::Gather,
+                (_, C::Scatter) => P::Scatter,
+                // MPICH: recursive doubling.
+                (_, C::Scan | C::Exscan) => P::Dissemination,
+                // MPICH (commutative, long): pairwise exchange of the blocks.
+                (_, C::ReduceScatter | C::ReduceScatterBlock) => P::AlltoallPairwise,
+                (_, C::Gatherv | C::Scatterv | C::Allgatherv | C::Alltoallv) => unreachable!(),
+            },
+        };
+        Plan::Pattern(pattern, bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpich_selection_follows_the_size_cutoffs() {
+        let a = Algorithms::new(Preset::Mpich);
+        assert_eq!(a.plan(CollKind::Allreduce, 8, 2048), Plan::Pattern(Pattern::Dissemination, 2048));
+        assert_eq!(a.plan(CollKind::Allreduce, 8, 2049), Plan::Pattern(Pattern::AllreduceRecdoub, 2049));
+        assert_eq!(a.plan(CollKind::Allreduce, 6, 4096), Plan::Pattern(Pattern::AllreduceRing, 4096));
+        assert_eq!(a.plan(CollKind::Allgather, 8, 1024), Plan::Pattern(Pattern::AllgatherRecdoub, 1024));
+        assert_eq!(a.plan(CollKind::Allgather, 6, 1024), Plan::Pattern(Pattern::AllgatherBruck, 1024));
+        assert_eq!(a.plan(CollKind::Allgather, 8, 65536), Plan::Pattern(Pattern::AllgatherRing, 65536));
+        assert_eq!(a.plan(CollKind::Alltoall, 8, 256), Plan::Pattern(Pattern::AlltoallBruck, 256));
+        assert_eq!(a.plan(CollKind::Alltoall, 4, 256), Plan::Pattern(Pattern::AlltoallLinear, 256));
+        assert_eq!(a.plan(CollKind::Alltoall, 8, 32769), Plan::Pattern(Pattern::AlltoallPairwise, 32769));
+        assert_eq!(a.plan(CollKind::Barrier, 5, 0), Plan::Pattern(Pattern::Dissemination, 0));
+        assert_eq!(a.plan(CollKind::Bcast, 1, 10), Plan::Nothing);
+        assert_eq!(a.plan(CollKind::Alltoallv, 4, 0), Plan::Linear);
+    }
+
+    #[test]
+    fn user_choices_are_checked_and_win() {
+        let mut a = Algorithms::new(Preset::Mpich);
+        a.choose("allreduce=allreduce-ring").unwrap();
+        assert_eq!(a.plan(CollKind::Allreduce, 8, 8), Plan::Pattern(Pattern::AllreduceRing, 8));
+        assert!(a.choose("bcast=alltoall-linear").unwrap_err().contains("does not compute"));
+        assert!(a.choose("bcst=binomial-bcast").unwrap_err().contains("unknown collective"));
+        a.choose("allgather=allgather-recdoub").unwrap();
+        assert_eq!(a.plan(CollKind::Allgather, 6, 8), Plan::Pattern(Pattern::AllgatherBruck, 8));
+        let s = Algorithms::new(Preset::Schedgen);
+        assert_eq!(s.plan(CollKind::Barrier, 4, 0), Plan::Pattern(Pattern::Dissemination, 1));
+        assert_eq!(s.plan(CollKind::Allreduce, 4, 1 << 20), Plan::Pattern(Pattern::Dissemination, 1 << 20));
+    }
+}

@@ -1,0 +1,601 @@
+//! Turns the per-rank call streams of a traced run ([`TraceSet`]) into GOAL text, rank by rank,
+//! holding one rank's open state (pending requests, communicators) and never a whole trace.
+//!
+//! Per rank, in program order (docs/models.md, "Replaying traces", has the full rules):
+//! - the time between two communication calls becomes a `calc` (times the CPU scale); calls that
+//!   communicate nothing (`MPI_Comm_rank`, ...) count as computation; the last call (`MPI_Finalize`)
+//!   ends the rank at its entry;
+//! - a blocking operation completes before the next one starts (`requires`); a nonblocking one
+//!   starts at its call, the next operation may start once it has started (`irequires`), and the
+//!   operations after the completion call that completed it require it;
+//! - a collective becomes its algorithm's sends and receives ([`super::algorithms`]) on the
+//!   communicator's members, mapped to world ranks, tagged in the collective context
+//!   ([`CONTEXT_TAGS`]) so that no application receive can take its messages.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Write};
+
+use super::algorithms::{Algorithms, Plan, Preset};
+use super::balance::{Balance, Origin};
+use super::event::{Call, CollKind, Collective, CommId, Event, Recv, ReqId, Send, TraceError, WORLD};
+use super::TraceSet;
+use crate::schedule::collectives::Collective as Generated;
+use crate::schedule::writer::GoalSink;
+use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS};
+
+/// Schedgen-like conversion options.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Computation time factor (0.5: a CPU twice as fast).
+    pub cpu_scale: f64,
+    /// Convert point-to-point calls (else their time counts as computation).
+    pub p2p: bool,
+    /// Convert collective calls (else their time counts as computation).
+    pub collectives: bool,
+    /// Blocking collectives start this many ns before their call, overlapping the computation
+    /// before it (Schedgen's `--traces-nbcify`): the overlap potential of nonblocking collectives.
+    pub nbc_prepost_ns: u64,
+    /// Only the calls from the `first`-th collective call of each rank on, up to `count` collective
+    /// calls (Schedgen's `--traces-nops`, which counts collectives because every rank agrees on them).
+    pub window: Option<(u64, u64)>,
+    /// Emulated copy time of a received message: a calc of this many ns per byte after each
+    /// point-to-point receive.
+    pub copy_ns_per_byte: f64,
+    pub algorithms: Algorithms,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cpu_scale: 1.0,
+            p2p: true,
+            collectives: true,
+            nbc_prepost_ns: 0,
+            window: None,
+            copy_ns_per_byte: 0.0,
+            algorithms: Algorithms::new(Preset::Mpich),
+        }
+    }
+}
+
+/// What a conversion did.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub ranks: u32,
+    /// Trace records (calls) read.
+    pub records: u64,
+    /// GOAL operations written.
+    pub ops: u64,
+    /// Repairs made, one line each (the first few of each kind).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub enum ConvertError {
+    Trace(TraceError),
+    Io(io::Error),
+    /// The progress callback asked to stop.
+    Stopped,
+}
+
+impl fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConvertError::Trace(e) => write!(f, "{e}"),
+            ConvertError::Io(e) => write!(f, "cannot write the schedule: {e}"),
+            ConvertError::Stopped => write!(f, "stopped"),
+        }
+    }
+}
+
+impl From<io::Error> for ConvertError {
+    fn from(e: io::Error) -> Self {
+        ConvertError::Io(e)
+    }
+}
+
+impl From<TraceError> for ConvertError {
+    fn from(e: TraceError) -> Self {
+        ConvertError::Trace(e)
+    }
+}
+
+/// Collective-context tags: bit 31, 11 bits of communicator, 20 bits of sequence number (wrapping:
+/// matching is in order, so a reused number is met only after the earlier messages matched).
+const SEQ_BITS: u32 = 20;
+const CTX_MASK: u32 = (1 << 11) - 1;
+
+fn context_tag(ctx: u32, seq: u64) -> u32 {
+    CONTEXT_TAGS | ((ctx & CTX_MASK) << SEQ_BITS) | (seq as u32 & ((1 << SEQ_BITS) - 1))
+}
+
+/// Records between two progress reports.
+const PROGRESS_EVERY: u64 = 1 << 20;
+
+/// Converts every rank of `traces` into GOAL text on `out`. `progress(rank, records)` is called
+/// every million records and at the end of each rank; the conversion stops when it returns false.
+pub fn convert<T: TraceSet + ?Sized, W: Write>(
+    traces: &T,
+    opts: &Options,
+    out: W,
+    progress: &mut dyn FnMut(u32, u64) -> bool,
+) -> Result<Summary, ConvertError> {
+    let ranks = traces.num_ranks();
+    let sink = GoalSink::new(out, ranks, 1, 1)?;
+    let mut e = Emitter {
+        opts,
+        sink,
+        ranks,
+        contexts: HashMap::new(),
+        members: vec![Vec::new()],
+        balance: Balance::default(),
+        records: 0,
+        warn: Warnings::default(),
+    };
+    for rank in 0..ranks {
+        let file = traces.source(rank);
+        let calls = traces.open(rank)?;
+        e.sink.begin_rank(rank)?;
+        let mut st = RankState::new(rank, file);
+        for call in calls {
+            let call = call?;
+            e.records += 1;
+            if e.records % PROGRESS_EVERY == 0 && !progress(rank, e.records) {
+                return Err(ConvertError::Stopped);
+            }
+            if !e.call(&mut st, call)? {
+                break;
+            }
+        }
+        e.finish_rank(&mut st)?;
+        e.sink.end_rank()?;
+        if !progress(rank, e.records) {
+            return Err(ConvertError::Stopped);
+        }
+    }
+    let members = &e.members;
+    if let Some(m) = e.balance.check(&|ctx, i| if ctx == 0 { i } else { members[ctx as usize][i as usize] }) {
+        return Err(TraceError::new(traces.source(m.at.rank), m.at.line, m.msg).into());
+    }
+    let ops = e.sink.ops_written();
+    e.sink.into_inner().flush()?;
+    Ok(Summary { ranks, records: e.records, ops, warnings: e.warn.lines() })
+}
+
+/// Repairs made, counted per kind with the first place each happened.
+#[derive(Default)]
+struct Warnings {
+    kinds: Vec<(String, u64, String)>,
+}
+
+impl Warnings {
+    fn add(&mut self, kind: &str, at: impl FnOnce() -> String) {
+        if let Some(k) = self.kinds.iter_mut().find(|k| k.0 == kind) {
+            k.1 += 1;
+        } else {
+            self.kinds.push((kind.to_string(), 1, at()));
+        }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.kinds.iter().map(|(kind, n, at)| format!("{at}: {kind} ({n} time(s) in all)")).collect()
+    }
+}
+
+struct RankState {
+    rank: u32,
+    file: String,
+    /// What the next operation must wait for: (op, true = its start only).
+    frontier: Vec<(u32, bool)>,
+    /// Exit time of the last converted call: computation runs from there.
+    last_end: Option<u64>,
+    /// Entry time of the last call that converted to nothing, if after `last_end`.
+    tail_start: Option<u64>,
+    /// Open requests: the operations whose completion completes each.
+    reqs: HashMap<ReqId, Vec<u32>>,
+    /// Communicators: id -> context (index into the emitter's member lists; 0 = world).
+    comms: HashMap<CommId, u32>,
+    /// Collectives called per context (sequence number of the next one).
+    seq: HashMap<u32, u64>,
+    /// Collective calls seen (for the window).
+    colls_seen: u64,
+    line: u64,
+}
+
+impl RankState {
+    fn new(rank: u32, file: String) -> RankState {
+        RankState {
+            rank,
+            file,
+            frontier: Vec::new(),
+            last_end: None,
+            tail_start: None,
+            reqs: HashMap::new(),
+            comms: HashMap::new(),
+            seq: HashMap::new(),
+            colls_seen: 0,
+            line: 0,
+        }
+    }
+
+    fn err(&self, msg: impl Into<String>) -> ConvertError {
+        TraceError::new(self.file.clone(), self.line, msg).into()
+    }
+
+    fn here(&self) -> String {
+        format!("{}:{}", self.file, self.line)
+    }
+}
+
+/// A call that converts to nothing: its time counts as computation, except that the rank's clock
+/// starts at the exit of its first call (`MPI_Init`) and its last call (`MPI_Finalize`) ends it at
+/// its entry.
+fn transparent(st: &mut RankState, call: &Call) {
+    if st.last_end.is_none() {
+        st.last_end = Some(call.end);
+    } else {
+        st.tail_start = Some(call.start);
+    }
+}
+
+struct Emitter<'a, W: Write> {
+    opts: &'a Options,
+    sink: GoalSink<W>,
+    ranks: u32,
+    /// Member lists (world ranks in communicator order) -> context; index 0 is the world.
+    contexts: HashMap<Vec<u32>, u32>,
+    members: Vec<Vec<u32>>,
+    balance: Balance,
+    records: u64,
+    warn: Warnings,
+}
+
+impl<W: Write> Emitter<'_, W> {
+    /// Writes `op` depending on `deps`; returns its index.
+    fn put(&mut self, op: Op, deps: &[(u32, bool)]) -> io::Result<u32> {
+        let l = self.sink.op(&op)?;
+        for &(d, start) in deps {
+            if start {
+                self.sink.irequires(l, d)?;
+            } else {
+                self.sink.requires(l, d)?;
+            }
+        }
+        Ok(l)
+    }
+
+    /// Computation from the last converted call's exit to `until` (ns), scaled.
+    fn compute(&mut self, st: &mut RankState, until: u64) -> io::Result<()> {
+        if let Some(from) = st.last_end {
+            let ns = until.saturating_sub(from) as f64 * self.opts.cpu_scale;
+            let d = ns.round() as u64;
+            if d > 0 {
+                let l = self.put(Op::calc(d), &st.frontier)?;
+                st.frontier = vec![(l, false)];
+            }
+        }
+        st.tail_start = None;
+        Ok(())
+    }
+
+    fn check_peer(&self, st: &RankState, peer: u32, what: &str) -> Result<(), ConvertError> {
+        if peer >= self.ranks {
+            return Err(st.err(format!("{what} rank {peer} out of range (the trace has {} ranks)", self.ranks)));
+        }
+        Ok(())
+    }
+
+    /// Handles one call; false once the window is over.
+    fn call(&mut self, st: &mut RankState, call: Call) -> Result<bool, ConvertError> {
+        st.line = call.line;
+        let is_coll = matches!(call.event, Event::Collective(_));
+        if let Some((first, count)) = self.opts.window {
+            let k = st.colls_seen;
+            st.colls_seen += is_coll as u64;
+            if k >= first + count {
+                return Ok(false);
+            }
+            if k < first {
+                st.last_end = Some(call.end);
+                return Ok(true);
+            }
+        }
+        match &call.event {
+            Event::Send(s) if self.opts.p2p => {
+                self.compute(st, call.start)?;
+                let deps = std::mem::take(&mut st.frontier);
+                let l = self.send(st, s, &deps)?;
+                st.frontier = vec![(l, s.req.is_some())];
+                if let Some(r) = s.req {
+                    st.reqs.insert(r, vec![l]);
+                }
+                st.last_end = Some(call.end);
+            }
+            Event::Recv(r) if self.opts.p2p => {
+                self.compute(st, call.start)?;
+                let deps = std::mem::take(&mut st.frontier);
+                let (l, done) = self.recv(st, r, &deps)?;
+                match r.req {
+                    Some(q) => {
+                        st.reqs.insert(q, vec![done]);
+                        st.frontier = vec![(l, true)];
+                    }
+                    None => st.frontier = vec![(done, false)],
+                }
+                st.last_end = Some(call.end);
+            }
+            Event::SendRecv(s, r) if self.opts.p2p => {
+                self.compute(st, call.start)?;
+                let deps = std::mem::take(&mut st.frontier);
+                let ls = self.send(st, s, &deps)?;
+                let (_, done) = self.recv(st, r, &deps)?;
+                st.frontier = vec![(ls, false), (done, false)];
+                st.last_end = Some(call.end);
+            }
+            Event::Complete(reqs) => {
+                let mut found = Vec::new();
+                for q in reqs {
+                    match st.reqs.remove(q) {
+                        Some(ops) => found.extend(ops),
+                        None if self.opts.p2p && self.opts.collectives => {
+                            let here = st.here();
+                            self.warn.add("completion of a request never started: ignored", || here);
+                        }
+                        None => {}
+                    }
+                }
+                if found.is_empty() {
+                    transparent(st, &call);
+                } else {
+                    self.compute(st, call.start)?;
+                    st.frontier.extend(found.into_iter().map(|l| (l, false)));
+                    st.last_end = Some(call.end);
+                }
+            }
+            Event::Collective(c) if self.opts.collectives => self.collective(st, &call, c)?,
+            Event::CommCreate { comm, members } => {
+                self.comm_create(st, *comm, members.clone())?;
+                transparent(st, &call);
+            }
+            Event::CommFree { comm } => {
+                st.comms.remove(comm);
+                transparent(st, &call);
+            }
+            Event::Rma(_) | Event::RmaSync { .. } => {
+                let here = st.here();
+                self.warn.add("one-sided operation not converted (its time counts as computation)", || here);
+                transparent(st, &call);
+            }
+            _ => transparent(st, &call),
+        }
+        Ok(true)
+    }
+
+    fn send(&mut self, st: &RankState, s: &Send, deps: &[(u32, bool)]) -> Result<u32, ConvertError> {
+        self.check_peer(st, s.dest, "destination")?;
+        if s.tag >= CONTEXT_TAGS {
+            return Err(st.err(format!("tag {} too large (at most {})", s.tag, CONTEXT_TAGS - 1)));
+        }
+        self.balance.send(st.rank, s.dest, s.tag, Origin { rank: st.rank, line: st.line });
+        Ok(self.put(Op::send(s.dest, s.bytes, s.tag), deps)?)
+    }
+
+    /// Writes a receive (and its copy time); returns (the receive, the op that completes it).
+    fn recv(&mut self, st: &RankState, r: &Recv, deps: &[(u32, bool)]) -> Result<(u32, u32), ConvertError> {
+        // An any-source receive keeps the source it matched in the trace, when the trace knows.
+        let src = r.source.or(r.matched).unwrap_or(ANY);
+        let tag = r.tag.or(r.matched_tag).unwrap_or(ANY);
+        if src != ANY {
+            self.check_peer(st, src, "source")?;
+        }
+        if tag != ANY && tag >= CONTEXT_TAGS {
+            return Err(st.err(format!("tag {tag} too large (at most {})", CONTEXT_TAGS - 1)));
+        }
+        self.balance.recv(src, st.rank, tag, Origin { rank: st.rank, line: st.line });
+        let l = self.put(Op::recv(src, r.bytes, tag), deps)?;
+        let copy = (r.bytes as f64 * self.opts.copy_ns_per_byte).round() as u64;
+        if copy > 0 {
+            let c = self.put(Op::calc(copy), &[(l, false)])?;
+            return Ok((l, c));
+        }
+        Ok((l, l))
+    }
+
+    fn comm_create(&mut self, st: &mut RankState, comm: CommId, members: Vec<u32>) -> Result<(), ConvertError> {
+        if comm == WORLD {
+            return Err(st.err("a new communicator cannot take the id of MPI_COMM_WORLD"));
+        }
+        for &m in &members {
+            self.check_peer(st, m, "member")?;
+        }
+        if !members.contains(&st.rank) {
+            return Err(st.err(format!("rank {} creates a communicator it is not a member of", st.rank)));
+        }
+        let world = members.len() as u32 == self.ranks && members.iter().enumerate().all(|(i, &m)| m == i as u32);
+        let ctx = if world {
+            0
+        } else {
+            let next = self.members.len() as u32;
+            *self.contexts.entry(members.clone()).or_insert_with(|| {
+                self.members.push(members);
+                next
+            })
+        };
+        st.comms.insert(comm, ctx);
+        Ok(())
+    }
+
+    fn collective(&mut self, st: &mut RankState, call: &Call, c: &Collective) -> Result<(), ConvertError> {
+        let ctx = if c.comm == WORLD {
+            0
+        } else {
+            *st.comms.get(&c.comm).ok_or_else(|| st.err(format!("communicator {} used before it was created", c.comm)))?
+        };
+        let (size, me) = if ctx == 0 {
+            (self.ranks, st.rank)
+        } else {
+            let m = &self.members[ctx as usize];
+            (m.len() as u32, m.iter().position(|&r| r == st.rank).expect("a member") as u32)
+        };
+        let root = c.root.unwrap_or(0);
+        if root >= size {
+            return Err(st.err(format!("root {root} out of range for a communicator of {size} ranks")));
+        }
+        let seq = st.seq.entry(ctx).or_insert(0);
+        let tag = context_tag(ctx, *seq);
+        *seq += 1;
+        self.balance.collective(ctx, size, me, Origin { rank: st.rank, line: st.line });
+
+        // Preposting a blocking collective splits the computation before it.
+        let prepost = if c.req.is_none() { self.opts.nbc_prepost_ns } else { 0 };
+        let mut overlap = None;
+        match st.last_end {
+            Some(from) if prepost > 0 => {
+                let lead = call.start.saturating_sub(from).min(prepost);
+                self.compute(st, call.start - lead)?;
+                let d = (lead as f64 * self.opts.cpu_scale).round() as u64;
+                if d > 0 {
+                    overlap = Some(self.put(Op::calc(d), &st.frontier)?);
+                }
+            }
+            _ => self.compute(st, call.start)?,
+        }
+
+        let world_of = |i: u32| if ctx == 0 { i } else { self.members[ctx as usize][i as usize] };
+        let mut ops: Vec<Op> = Vec::new();
+        let mut gen = None;
+        match self.opts.algorithms.plan(c.kind, size, self.block_bytes(c, size)) {
+            Plan::Nothing => {}
+            Plan::Pattern(pattern, bytes) => {
+                let g = Generated::new(pattern, size, bytes, root, 0).map_err(|e| st.err(e))?;
+                for i in 0..g.num_ops(me) {
+                    let mut op = g.op(me, i);
+                    op.peer = world_of(op.peer);
+                    op.tag = tag;
+                    ops.push(op);
+                }
+                gen = Some(g);
+            }
+            Plan::Linear => ops = self.linear(st, c, size, me, root, &world_of, tag)?,
+        }
+        let base = self.sink.next_index();
+        for op in &ops {
+            self.sink.op(op)?;
+        }
+        let n = ops.len() as u32;
+        let mut sinks = Vec::new();
+        let mut after = Vec::new();
+        let mut has_dep = vec![false; n as usize];
+        for i in 0..n {
+            after.clear();
+            if let Some(g) = &gen {
+                g.after_done(me, i, &mut after);
+            }
+            if after.is_empty() {
+                sinks.push(base + i);
+            }
+            for &j in &after {
+                has_dep[j as usize] = true;
+                self.sink.requires(base + j, base + i)?;
+            }
+        }
+        for i in 0..n {
+            if !has_dep[i as usize] {
+                for &(d, start) in &st.frontier {
+                    if start {
+                        self.sink.irequires(base + i, d)?;
+                    } else {
+                        self.sink.requires(base + i, d)?;
+                    }
+                }
+            }
+        }
+        // One join operation stands for a collective that ends in several operations.
+        if sinks.len() > 1 {
+            let deps: Vec<(u32, bool)> = sinks.iter().map(|&s| (s, false)).collect();
+            sinks = vec![self.put(Op::calc(0), &deps)?];
+        }
+        match c.req {
+            Some(q) => {
+                st.reqs.insert(q, sinks);
+            }
+            None => {
+                if !sinks.is_empty() || overlap.is_some() {
+                    st.frontier = sinks.iter().map(|&s| (s, false)).chain(overlap.map(|o| (o, false))).collect();
+                }
+            }
+        }
+        st.last_end = Some(call.end);
+        Ok(())
+    }
+
+    /// Bytes per message of the generated pattern: reduce-scatters exchange one member's block.
+    fn block_bytes(&self, c: &Collective, size: u32) -> u64 {
+        match c.kind {
+            CollKind::ReduceScatter | CollKind::ReduceScatterBlock => c.bytes / size as u64,
+            _ => c.bytes,
+        }
+    }
+
+    /// The v-variants: every message at once, sizes per peer.
+    #[allow(clippy::too_many_arguments)]
+    fn linear(
+        &self,
+        st: &RankState,
+        c: &Collective,
+        size: u32,
+        me: u32,
+        root: u32,
+        world_of: &dyn Fn(u32) -> u32,
+        tag: u32,
+    ) -> Result<Vec<Op>, ConvertError> {
+        let counts = |v: &Vec<u64>, what: &str| -> Result<(), ConvertError> {
+            if v.len() != size as usize {
+                return Err(st.err(format!("{what} sizes: {} given for a communicator of {size} ranks", v.len())));
+            }
+            Ok(())
+        };
+        let mut ops = Vec::new();
+        let others = (0..size).filter(|&i| i != me);
+        match c.kind {
+            CollKind::Gatherv if me == root => {
+                counts(&c.recv_counts, "receive")?;
+                ops.extend(others.filter(|&i| c.recv_counts[i as usize] > 0).map(|i| Op::recv(world_of(i), c.recv_counts[i as usize], tag)));
+            }
+            CollKind::Gatherv if c.bytes > 0 => ops.push(Op::send(world_of(root), c.bytes, tag)),
+            CollKind::Scatterv if me == root => {
+                counts(&c.send_counts, "send")?;
+                ops.extend(others.filter(|&i| c.send_counts[i as usize] > 0).map(|i| Op::send(world_of(i), c.send_counts[i as usize], tag)));
+            }
+            CollKind::Scatterv if c.bytes > 0 => ops.push(Op::recv(world_of(root), c.bytes, tag)),
+            CollKind::Allgatherv => {
+                counts(&c.recv_counts, "receive")?;
+                if c.bytes > 0 {
+                    ops.extend(others.clone().map(|i| Op::send(world_of(i), c.bytes, tag)));
+                }
+                ops.extend(others.filter(|&i| c.recv_counts[i as usize] > 0).map(|i| Op::recv(world_of(i), c.recv_counts[i as usize], tag)));
+            }
+            CollKind::Alltoallv => {
+                counts(&c.send_counts, "send")?;
+                counts(&c.recv_counts, "receive")?;
+                ops.extend(others.clone().filter(|&i| c.send_counts[i as usize] > 0).map(|i| Op::send(world_of(i), c.send_counts[i as usize], tag)));
+                ops.extend(others.filter(|&i| c.recv_counts[i as usize] > 0).map(|i| Op::recv(world_of(i), c.recv_counts[i as usize], tag)));
+            }
+            _ => {}
+        }
+        Ok(ops)
+    }
+
+    fn finish_rank(&mut self, st: &mut RankState) -> Result<(), ConvertError> {
+        if let Some(t) = st.tail_start {
+            self.compute(st, t)?;
+        }
+        if !st.reqs.is_empty() {
+            let n = st.reqs.len();
+            let at = st.file.clone();
+            self.warn.add("request(s) never completed by a wait or test: left to run out", || format!("{at} ({n} on this rank)"));
+        }
+        Ok(())
+    }
+}
