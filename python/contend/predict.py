@@ -45,10 +45,11 @@ class Measured:
     schedule_ns: list[int] = field(default_factory=list)  # the schedules' own makespans (no outside time)
     ranks: int = 0
     operations: int = 0  # schedule operations of the last converted run
+    warnings: list[str] = field(default_factory=list)  # the conversions'
 
     def summary(self) -> dict:
         """Medians and ranges; errors in % of the measured time (positive: predicted too long)."""
-        out: dict = {"ranks": self.ranks, "operations": self.operations}
+        out: dict = {"ranks": self.ranks, "operations": self.operations, "warnings": list(self.warnings)}
         for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns"):
             values = getattr(self, key)
             out[key] = list(values)
@@ -138,18 +139,20 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
     return int(first["at_finalize"]["local_ns"]) - int(first["at_init"]["local_ns"]), len(traces)
 
 
-def convert(directory: Path, goal: Path) -> None:
-    """The trace directory's schedule (``contend goal convert``)."""
-    from contend.cli import main
+def convert(directory: Path, goal: Path) -> list[str]:
+    """The trace directory's schedule (``contend goal convert``'s engine conversion, its defaults: MPICH's
+    collective algorithms); returns its warnings."""
+    from contend.engine import engine, user_errors
 
-    if main(["goal", "convert", str(directory), "-o", str(goal)]) != 0:
-        raise UserError(f"predict: converting {directory} failed")
+    with user_errors():
+        summary = engine().convert_trace(str(directory), str(goal))
+    return list(summary["warnings"])
 
 
 def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """Per rank (ns): from its clock sample at MPI_Init to its first traced call, and from its last
-    traced call's return to its sample at MPI_Finalize. A schedule converted from the calls holds
-    neither (its ranks start at their first call); the prediction adds them back."""
+    traced call's return to its clock sample at MPI_Finalize. A schedule converted from the calls holds
+    neither (its ranks start at their first call)."""
     from contend.trace.files import read_directory
 
     leads, tails = [], []
@@ -166,9 +169,12 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
 
 
 def predicted_span(goal: Path, machine: str, directory: Path) -> tuple[int, int, int]:
-    """The predicted time between MPI_Init and MPI_Finalize in ns: each rank's finish in the schedule
-    simulated on the machine, shifted by its time before its first traced call, plus its time after its
-    last (``outside_calls``), the latest of the ranks. Also the schedule's own makespan and operations."""
+    """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
+    operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
+    call after its time before it (``outside_calls``), and the run ends after the last rank's finish
+    and the time after the last call. That is the least over the ranks of their time after their last
+    call: each rank's clock sample at MPI_Finalize comes only once rank 0 has served the ranks before it
+    (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least."""
     from contend.simulate import simulate
 
     result = simulate(goal, machine=machine)
@@ -178,7 +184,7 @@ def predicted_span(goal: Path, machine: str, directory: Path) -> tuple[int, int,
     finish = np.asarray(result.ranks, dtype=np.float64)
     if len(finish) != len(leads):
         raise UserError(f"predict: the schedule of {directory} has {len(finish)} ranks, the trace {len(leads)}")
-    predicted = int(round(float(np.max(leads + finish + tails))))
+    predicted = int(round(float(np.max(leads + finish) + np.min(tails))))
     return predicted, int(round(result.makespan)), int(result.ops)
 
 
@@ -186,7 +192,7 @@ def predict_traces(directories: Sequence[Path], machine: str, work: Path, measur
     """Convert and simulate each trace directory; its prediction joins ``measured``."""
     for directory in directories:
         goal = work / "app.goal"
-        convert(directory, goal)
+        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal)]
         predicted, makespan, measured.operations = predicted_span(goal, machine, directory)
         measured.predicted_ns.append(predicted)
         measured.schedule_ns.append(makespan)

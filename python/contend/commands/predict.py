@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             measured = predict.predict_command(command, args.machine, runs, work, records=records,
                                                timeout_s=timeout, progress=progress)
+    for warning in measured.warnings:
+        print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine, **measured.summary()}
     if args.json:
         text = json.dumps(summary, indent=2)
