@@ -161,6 +161,11 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def save(out: Path, rows: list[dict]) -> None:
+    with atomic_path(out / "predict.json") as path:
+        path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows}, indent=2) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--machine", help="shared-memory machine file (contend bench fit)")
@@ -205,9 +210,9 @@ def main() -> int:
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
                 rows += measure_setting("fabric", names, [n for n in ranks if n <= 4], machine, args.runs,
                                         placement, out, console)
+        save(out, rows)  # the measurements stand on their own: --replay-only predicts them again
     predict_rows(rows, console)
-    with atomic_path(out / "predict.json") as path:
-        path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows}, indent=2) + "\n")
+    save(out, rows)
     good = [r for r in rows if "untraced" in r]
     Console().print(table([(f"{r['program']} ({r['setting']})", r) for r in good]))
     print(markdown(rows))
