@@ -406,3 +406,57 @@ def test_diagnose_reads_a_trace_directory(incast, tmp_path, capsys):
     empty.mkdir()
     assert main(["diagnose", str(empty), "--machine", "loggops-reference"]) == 2
     assert "a directory without records.parquet" in capsys.readouterr().err
+
+
+def replay_trace(built, directory: Path, mode: str) -> list:
+    """`contend trace` of native/trace/test/replay.c in one of its modes, read back per rank."""
+    import contextlib
+    import io
+
+    from contend.trace.files import read_directory
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["trace", "-o", str(directory), "--timeout", "120", "--", str(built.mpiexec), "-n",
+                     str(RANKS), str(mpi.build_dir(built) / "trace-replay"), mode])
+    assert code == 0, err.getvalue()[-3000:]
+    return read_directory(directory)
+
+
+def kinds_of(trace) -> list[str]:
+    from contend.trace.files import KINDS
+
+    return [KINDS[int(k)] for k in trace.records["kind"]]
+
+
+def test_sub_communicators_are_recorded_with_their_world_ranks(built, tmp_path):
+    # Comm_split by parity with key -rank: the even half is world (2, 0), the odd half (3, 1); the
+    # Bcast's root is sub-rank 1, i.e. world 0 or 1.
+    for trace in replay_trace(built, tmp_path / "split", "split"):
+        rows = trace.records
+        assert kinds_of(trace) == ["init", "comm_create", "bcast", "barrier", "finalize"]
+        members = (2, 0) if trace.rank % 2 == 0 else (3, 1)
+        new_id = int(rows["bytes"][1])
+        assert new_id > 0 and trace.communicators == {new_id: members}
+        assert int(rows["tag"][1]) == 0  # created from MPI_COMM_WORLD
+        assert (int(rows["tag"][2]), int(rows["peer"][2]), int(rows["bytes"][2])) == (new_id, members[1], 256)
+        assert int(rows["tag"][3]) == 0
+
+
+def test_each_completion_names_its_completing_call_exactly(built, tmp_path):
+    from contend.trace.files import COMPLETERS
+
+    for mode, deferred, completer, completed in (("ring", ("irecv", "isend"), "wait", 2),
+                                                 ("rma", ("put", "irecv"), None, 2)):
+        for trace in replay_trace(built, tmp_path / mode, mode):
+            rows, kinds = trace.records, kinds_of(trace)
+            stamps = {int(r): i for i, r in enumerate(rows["returned"]) if int(rows["kind"][i]) in COMPLETERS}
+            assert len(stamps) == sum(int(k) in COMPLETERS for k in rows["kind"])  # unique per rank
+            done = [stamps[int(rows["completed"][i])] for i, k in enumerate(kinds) if k in deferred]
+            assert len(done) == completed and all(j > i for i, j in zip(
+                [i for i, k in enumerate(kinds) if k in deferred], done))
+            if completer:
+                assert {kinds[j] for j in done} == {completer}
+            else:  # the put by its flush, the Test-polled receive by the one Test that completed it
+                assert [kinds[j] for j in done] == ["win_flush", "test"]
+                assert kinds.count("test") == 1

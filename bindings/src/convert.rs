@@ -8,17 +8,51 @@ use pyo3::types::PyDict;
 
 use contend_engine::replay::algorithms::{Algorithms, Preset};
 use contend_engine::replay::emit::{convert, ConvertError, Options};
+use contend_engine::replay::ctrace::{self, CtraceSet, MemoryRank};
 use contend_engine::replay::liballprof::{self, Liballprof};
-use contend_engine::replay::TraceSet;
+use contend_engine::replay::{TraceError, TraceSet};
 use contend_engine::schedule::writer::write_file_atomically;
 
 /// The trace formats this build reads, by the name `trace_format` reports.
 #[pyfunction]
 fn trace_format(path: &str) -> Option<&'static str> {
-    liballprof::detect(Path::new(path)).then_some("liballprof")
+    let path = Path::new(path);
+    if liballprof::detect(path) {
+        Some("liballprof")
+    } else if ctrace::is_trace_dir(path) {
+        Some("ctrace")
+    } else {
+        None
+    }
 }
 
-/// Converts the liballprof trace at `input` into GOAL at `output` (gzip when it ends in .gz).
+type Traces = Box<dyn TraceSet + Send + Sync>;
+
+/// The trace `input` names: a path (a liballprof trace set or a `contend trace` directory), or a
+/// list of per-rank (name, records, communicator table words) in the ctrace record layout, built by
+/// another reader (python/contend/trace/otf2_import.py `otf2_calls`).
+fn open_input(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Traces> {
+    let opened: Result<Traces, TraceError> = if let Ok(path) = input.extract::<String>() {
+        py.detach(|| {
+            let path = Path::new(&path);
+            if ctrace::is_trace_dir(path) && !liballprof::detect(path) {
+                CtraceSet::open_dir(path).map(|t| Box::new(t) as Traces)
+            } else {
+                Liballprof::open(path).map(|t| Box::new(t) as Traces)
+            }
+        })
+    } else {
+        let ranks: Vec<(String, Vec<u8>, Vec<i32>)> = input.extract()?;
+        let ranks = ranks
+            .into_iter()
+            .map(|(name, records, comm_words)| MemoryRank { name, records: std::sync::Arc::new(records), comm_words })
+            .collect();
+        CtraceSet::from_memory(ranks).map(|t| Box::new(t) as Traces)
+    };
+    opened.map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Converts the trace `input` (see `open_input`) into GOAL at `output` (gzip when it ends in .gz).
 /// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
 /// now and then. Returns {ranks, records, ops, warnings}.
 #[pyfunction]
@@ -27,7 +61,7 @@ fn trace_format(path: &str) -> Option<&'static str> {
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
-    input: &str,
+    input: &Bound<'_, PyAny>,
     output: &str,
     cpu_scale: f64,
     p2p: bool,
@@ -51,12 +85,12 @@ fn convert_trace(
         return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
     }
     let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
-    let traces = py.detach(|| Liballprof::open(Path::new(input))).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let traces = open_input(py, input)?;
     let ranks = traces.num_ranks();
     let mut failure: Option<PyErr> = None;
     let result = py.detach(|| {
         write_file_atomically(Path::new(output), |out| {
-            convert(&traces, &opts, out, &mut |rank, records| {
+            convert(traces.as_ref(), &opts, out, &mut |rank, records| {
                 Python::attach(|py| {
                     let outcome = py.check_signals().and_then(|_| match &progress {
                         Some(cb) => cb.call1(py, (rank + 1, ranks, records)).map(|_| ()),

@@ -139,12 +139,11 @@ const int32_t *comm_table(uint64_t *count)
     int32_t parent_id = tracer.on ? (PARENT_ID) : -1;                                                 \
     trace_record *r = record_begin(K_COMM_CREATE, __builtin_return_address(0));                       \
     int rc = CALL;                                                                                    \
-    int64_t end = stamp();                                                                            \
     int32_t id = rc == MPI_SUCCESS && tracer.on ? comm_id(NEWCOMM) : -1;                              \
-    if (r) {                                                                                          \
+    if (r) { /* the agreement on the id is part of the call, as the program sees it */                \
         r->tag = parent_id;                                                                           \
         r->bytes = id;                                                                                \
-        r->returned = r->completed = end;                                                             \
+        r->returned = r->completed = stamp();                                                         \
     }                                                                                                 \
     return rc;
 

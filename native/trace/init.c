@@ -129,7 +129,7 @@ static void calibrate(int64_t *pair)
     }
 }
 
-static void start(void)
+static void start(void *site)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &tracer.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &tracer.ranks);
@@ -190,13 +190,16 @@ static void start(void)
     calibrate(&tracer.calibration[0]);
     atexit(trace_write); /* a program that never finalizes still leaves its file */
     tracer.on = 1;
+    trace_record *r = record_begin(K_INIT, site);
+    if (r)
+        r->returned = r->completed = r->posted;
 }
 
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
-        start();
+        start(__builtin_return_address(0));
     return rc;
 }
 
@@ -204,13 +207,16 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
-        start();
+        start(__builtin_return_address(0));
     return rc;
 }
 
 int MPI_Finalize(void)
 {
     if (tracer.on) {
+        trace_record *r = record_begin(K_FINALIZE, __builtin_return_address(0));
+        if (r)
+            r->returned = r->completed = r->posted;
         tracer.on = 0; /* MPI calls of the library itself from here on are not the program's */
         sync_clocks(&tracer.at_finalize, sync_rounds);
         PMPI_Comm_free(&tracer.sync_comm);

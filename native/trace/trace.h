@@ -38,6 +38,8 @@ enum {
     K_LOCK_ALL, K_UNLOCK_ALL,
     K_TEST = 58,        /* a Test call that completed at least one followed request (failed Tests leave none) */
     K_COMM_CREATE = 59, /* MPI_Comm_dup, split, create, ...: tag the parent's id, bytes the new one's (-1: none) */
+    K_INIT = 60,        /* MPI_Init(_thread) returned (tracing began): the run's start */
+    K_FINALIZE = 61,    /* MPI_Finalize entered: the run's end */
 };
 
 /* flags */

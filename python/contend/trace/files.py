@@ -47,7 +47,7 @@ KINDS = {
     43: "reduce_scatter_block", 44: "scan", 45: "exscan", 46: "gatherv", 47: "scatterv",
     48: "wait", 49: "fence", 50: "win_flush", 51: "win_flush_all", 52: "win_flush_local",
     53: "win_flush_local_all", 54: "win_lock", 55: "win_unlock", 56: "win_lock_all", 57: "win_unlock_all",
-    58: "test", 59: "comm_create",
+    58: "test", 59: "comm_create", 60: "init", 61: "finalize",
 }
 FIRST_REGION = 32
 # Nonblocking collectives: operations completed by a Wait/Test, with no peer of their own.
