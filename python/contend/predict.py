@@ -43,6 +43,7 @@ class Measured:
     traced_ns: list[int] = field(default_factory=list)
     predicted_ns: list[int] = field(default_factory=list)
     schedule_ns: list[int] = field(default_factory=list)  # the schedules' own makespans (no outside time)
+    noisy_ns: list[int] = field(default_factory=list)  # predictions with the given noise, if any
     ranks: int = 0
     operations: int = 0  # schedule operations of the last converted run
     warnings: list[str] = field(default_factory=list)  # the conversions'
@@ -50,7 +51,7 @@ class Measured:
     def summary(self) -> dict:
         """Medians and ranges; errors in % of the measured time (positive: predicted too long)."""
         out: dict = {"ranks": self.ranks, "operations": self.operations, "warnings": list(self.warnings)}
-        for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns"):
+        for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns", "noisy_ns"):
             values = getattr(self, key)
             out[key] = list(values)
             out[key.replace("_ns", "")] = _spread(values)
@@ -58,6 +59,7 @@ class Measured:
         untraced, traced = out["untraced"]["median_ns"], out["traced"]["median_ns"]
         out["tracing_overhead_pct"] = _pct(traced, untraced)
         out["error_pct"] = _pct(predicted, untraced)
+        out["error_noisy_pct"] = _pct(out["noisy"]["median_ns"], untraced)
         per_run = [_pct(p, t) for p, t in zip(self.predicted_ns, self.traced_ns)]
         out["error_vs_traced_pct"] = statistics.median(per_run) if per_run else None
         return out
@@ -168,16 +170,18 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
     return np.array(leads, dtype=np.int64), np.array(tails, dtype=np.int64)
 
 
-def predicted_span(goal: Path, machine: str, directory: Path) -> tuple[int, int, int]:
+def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None = None) -> tuple[int, int, int]:
     """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
     operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
     call after its time before it (``outside_calls``), and the run ends after the last rank's finish
     and the time after the last call. That is the least over the ranks of their time after their last
     call: each rank's clock sample at MPI_Finalize comes only once rank 0 has served the ranks before it
-    (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least."""
+    (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least.
+    ``noise``: a noise spec replacing the machine's (``contend sim --noise``), e.g. this host's measured
+    trace."""
     from contend.simulate import simulate
 
-    result = simulate(goal, machine=machine)
+    result = simulate(goal, machine=machine, noise=noise)
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
     leads, tails = outside_calls(directory)
@@ -188,21 +192,25 @@ def predicted_span(goal: Path, machine: str, directory: Path) -> tuple[int, int,
     return predicted, int(round(result.makespan)), int(result.ops)
 
 
-def predict_traces(directories: Sequence[Path], machine: str, work: Path, measured: Measured) -> None:
-    """Convert and simulate each trace directory; its prediction joins ``measured``."""
+def predict_traces(directories: Sequence[Path], machine: str, work: Path, measured: Measured,
+                   noise: str | None = None) -> None:
+    """Convert and simulate each trace directory; its prediction joins ``measured``, and with ``noise``
+    a second one with that noise."""
     for directory in directories:
         goal = work / "app.goal"
         measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal)]
         predicted, makespan, measured.operations = predicted_span(goal, machine, directory)
         measured.predicted_ns.append(predicted)
         measured.schedule_ns.append(makespan)
+        if noise is not None:
+            measured.noisy_ns.append(predicted_span(goal, machine, directory, noise)[0])
 
 
-def predict_trace(directory: Path, machine: str, work: Path) -> Measured:
+def predict_trace(directory: Path, machine: str, work: Path, noise: str | None = None) -> Measured:
     """One existing trace directory: its own time against its prediction."""
     span, ranks = traced_span(directory)
     measured = Measured(traced_ns=[span], ranks=ranks)
-    predict_traces([directory], machine, work, measured)
+    predict_traces([directory], machine, work, measured, noise)
     return measured
 
 
@@ -225,11 +233,11 @@ def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: in
 
 
 def predict_command(command: Sequence[str], machine: str, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
-                    timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
+                    noise: str | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
                     progress: Callable[[str], None] = lambda text: None) -> Measured:
     """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run."""
     measured, directories = measure_runs(command, runs, work / "traces", records=records, timeout_s=timeout_s,
                                          echo=echo, progress=progress)
     progress(f"converting and simulating {len(directories)} traced runs")
-    predict_traces(directories, machine, work, measured)
+    predict_traces(directories, machine, work, measured, noise)
     return measured

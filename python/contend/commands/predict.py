@@ -31,6 +31,9 @@ def register(subparsers) -> None:
         "  contend predict --machine this-host.toml --trace DIR\n\nExit code 2 for bad input.")
     parser.add_argument("--machine", metavar="NAME|FILE.toml", help="machine model (e.g. from contend bench fit)")
     parser.add_argument("--trace", metavar="DIR", help="predict this trace directory against its own time; no runs")
+    parser.add_argument("--noise", metavar="SPEC",
+                        help="also predict with this noise (contend sim --noise), e.g. trace:host.noise from "
+                             "contend noise measure --mpi -n N --per-core")
     parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
     parser.add_argument("--records", default=None, metavar="N",
                         help="records the tracer keeps per rank (default 2^20; a run that drops any is refused)")
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     records = parse_count(args.records, "--records", minimum=1, maximum=2**32) if args.records else \
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
-    _check_machine(args.machine)
+    _check_machine(args.machine, args.noise)
     if args.json and args.json != "-":
         check_writable(args.json, "--json")
     keep = None
@@ -66,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
         if args.trace:
-            measured = predict.predict_trace(Path(args.trace), args.machine, work)
+            measured = predict.predict_trace(Path(args.trace), args.machine, work, args.noise)
         else:
             measured = predict.predict_command(command, args.machine, runs, work, records=records,
-                                               timeout_s=timeout, progress=progress)
+                                               noise=args.noise, timeout_s=timeout, progress=progress)
     for warning in measured.warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine, **measured.summary()}
@@ -102,11 +105,15 @@ def _status():
         yield lambda text: status.update(f"predict: {text}")
 
 
-def _check_machine(machine: str) -> None:
-    """A bad machine fails before any run, not after."""
+def _check_machine(machine: str, noise: str | None) -> None:
+    """A bad machine or noise fails before any run, not after."""
     from contend.machine import loggops_params
 
     loggops_params(machine)
+    if noise is not None:
+        from contend.noise.settings import resolve
+
+        resolve(noise, None)
 
 
 def _ms(value) -> str:
@@ -126,18 +133,25 @@ def _pct(value) -> str:
 
 
 def table(rows, title: str = "predicted vs measured time between MPI_Init and MPI_Finalize (ms)"):
-    """One row per (label, summary): medians [min..max] of the runs and the errors in %."""
+    """One row per (label, summary): medians [min..max] of the runs and the errors in %; the predictions
+    with noise when there are any."""
     from contend.report.terminal import Table
 
+    noisy = any(s["noisy"]["runs"] for _, s in rows)
     out = Table(title=title)
-    for name, justify in (("program", "left"), ("ranks", "right"), ("untraced", "right"),
-                          ("traced", "right"), ("tracer %", "right"), ("predicted", "right"),
-                          ("error %", "right"), ("vs traced %", "right")):
+    columns = [("program", "left"), ("ranks", "right"), ("untraced", "right"), ("traced", "right"),
+               ("tracer %", "right"), ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
+    if noisy:
+        columns += [("with noise", "right"), ("error %", "right")]
+    for name, justify in columns:
         out.add_column(name, justify=justify)
     for label, s in rows:
-        out.add_row(label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]),
-                    _pct(s["tracing_overhead_pct"]), _range(s["predicted"]), _pct(s["error_pct"]),
-                    _pct(s["error_vs_traced_pct"]))
+        cells = [label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]), _pct(s["tracing_overhead_pct"]),
+                 _range(s["predicted"]), _pct(s["error_pct"]), _pct(s["error_vs_traced_pct"])]
+        if noisy:
+            cells += [_range(s["noisy"]), _pct(s["error_noisy_pct"])]
+        out.add_row(*cells)
     out.caption = ("error: predicted median against the untraced median; vs traced: each traced run's "
-                   "prediction against that run's own time (median)")
+                   "prediction against that run's own time (median)" +
+                   ("; with noise: simulated with --noise" if noisy else ""))
     return out
