@@ -46,12 +46,12 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     report = tmp_path / "predict.json"
     keep = tmp_path / "kept"
     code = main(["predict", "--machine", str(machine), "--runs", str(RUNS), "--json", str(report),
-                 "--keep", str(keep), "--timeout", "120", "--", *pingpong(built)])
+                 "--keep", str(keep), "--timeout", "120", "--noise", "periodic:1kHz:25us", "--", *pingpong(built)])
     out, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(report.read_text())
     assert result["ranks"] == 2
-    for kind in ("untraced", "traced", "predicted"):
+    for kind in ("untraced", "traced", "predicted", "noisy"):
         values = result[f"{kind}_ns"]
         assert len(values) == RUNS and all(v > 0 for v in values)
         assert result[kind] == {"median_ns": statistics.median(values), "min_ns": min(values),
@@ -63,7 +63,7 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     assert result["operations"] >= 4 * ROUNDS
     assert sorted(p.name for p in (keep / "traces").iterdir()) == [f"run-{k}" for k in range(1, RUNS + 1)]
     # the table names the program and the error column
-    assert "app-pingpong" in out and "error %" in out
+    assert "app-pingpong" in out and "error %" in out and "with noise" in out
 
     # the kept trace predicts again on its own, against its own time, the same schedule and machine
     again = tmp_path / "again.json"
@@ -74,6 +74,7 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     assert alone["traced_ns"] == [result["traced_ns"][-1]]
     assert alone["predicted_ns"] == [result["predicted_ns"][-1]]
     assert alone["untraced"]["runs"] == 0 and alone["error_pct"] is None
+    assert alone["noisy"]["runs"] == 0  # no --noise this time
 
 
 def test_the_summary_is_the_runs_arithmetic():
@@ -94,6 +95,7 @@ def test_the_summary_is_the_runs_arithmetic():
     (["predict", "--machine", "loggopsim-default", "--runs", "0", "--", "true"], r"--runs"),
     (["predict", "--machine", "no-such-machine", "--", "true"], r"unknown machine"),
     (["predict", "--machine", "loggopsim-default", "--timeout", "0", "--", "true"], r"--timeout"),
+    (["predict", "--machine", "loggopsim-default", "--noise", "bogus", "--", "true"], r"--noise"),
 ])
 def test_bad_invocations_exit_2_with_one_line(fails_cleanly, args, pattern):
     fails_cleanly(args, pattern)
