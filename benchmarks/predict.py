@@ -39,10 +39,10 @@ from contend import mpi
 from contend.atomic import atomic_path
 from contend.commands.predict import table
 from contend.errors import UserError
-from contend.predict import Measured, measure_runs, predict_traces
+from contend.predict import Measured, fifo_command, measure_runs, predict_traces
 
 PREFIX = "ctdp-"  # never the user's fabric (ctd-) nor another benchmark's or test's
-TARGETS = {"shm": 10.0, "fabric": 15.0}
+TARGETS = {"shm": 10.0, "shm-fifo": 10.0, "fabric": 15.0, "fabric-fifo": 15.0}
 NOISE_SECONDS = 5
 ANCHOR = "LogGOPSim trace replay (Hoefler, Schneider, Lumsdaine 2010): <2% average error"
 
@@ -81,11 +81,15 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
             if n not in allowed:
                 continue
             command, _ = mpi.launch_command(library, n, argv, placement)
+            if setting.endswith("-fifo"):
+                command = fifo_command(command)
             label = f"{name}-{setting}-{n}"
             load = os.getloadavg()[0]
             row = {"program": name, "setting": setting, "ranks": n, "machine": machine,
                    "command": command, "loadavg_1min_before": load,
-                   "noise": host_noise(out / "noise" / f"{label}.noise", n, console)}
+                   # ranks that cannot be preempted (-fifo) have no host noise to add
+                   "noise": None if setting.endswith("-fifo") else host_noise(out / "noise" / f"{label}.noise", n,
+                                                                               console)}
             try:
                 measured, directories = measure_runs(
                     command, runs, out / "traces" / label, timeout_s=600,
@@ -194,6 +198,8 @@ def main() -> int:
     parser.add_argument("--programs", default="halo,putflush,osu_latency,osu_allgather")
     parser.add_argument("--fabric", action="store_true", help="also on an emulated star of 4 nodes (root)")
     parser.add_argument("--fabric-only", action="store_true", help="only on the fabric")
+    parser.add_argument("--fifo", action="store_true",
+                        help="instead: every rank with real-time priority (chrt -f 1, root), at most 2 ranks")
     parser.add_argument("--fabric-machine", help="the fabric's machine file (else calibrated first)")
     parser.add_argument("--replay-only", action="store_true",
                         help="no runs: predict again from DIR/predict.json and the traces it lists")
@@ -206,9 +212,9 @@ def main() -> int:
     if args.replay_only:
         rows = json.loads((out / "predict.json").read_text())["rows"]
         for row in rows:  # the machines given now replace the stored ones
-            if row["setting"] == "shm" and args.machine:
+            if row["setting"].startswith("shm") and args.machine:
                 row["machine"] = args.machine
-            if row["setting"] == "fabric" and args.fabric_machine:
+            if row["setting"].startswith("fabric") and args.fabric_machine:
                 row["machine"] = args.fabric_machine
     else:
         if args.machine is None and not args.fabric_only:
@@ -217,7 +223,8 @@ def main() -> int:
         ranks = [int(n) for n in args.ranks.split(",")]
         rows = []
         if not args.fabric_only:
-            rows += measure_setting("shm", names, ranks, args.machine, args.runs, None, out, console)
+            rows += measure_setting("shm-fifo" if args.fifo else "shm", names, ranks, args.machine, args.runs, None,
+                                    out, console)
         if args.fabric or args.fabric_only:
             from contend import fabric
 
@@ -228,7 +235,8 @@ def main() -> int:
                 if not args.fabric_machine:
                     calibrate_fabric(built, Path(machine), console)
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
-                rows += measure_setting("fabric", names, [n for n in ranks if n <= 4], machine, args.runs,
+                rows += measure_setting("fabric-fifo" if args.fifo else "fabric", names, [n for n in ranks if n <= 4],
+                                        machine, args.runs,
                                         placement, out, console)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again
     predict_rows(rows, console)

@@ -78,6 +78,25 @@ def _pct(value: float | None, reference: float | None) -> float | None:
     return 100.0 * (value - reference) / reference
 
 
+def fifo_command(command: Sequence[str]) -> list[str]:
+    """The launch command with every program under ``chrt -f 1`` (SCHED_FIFO, root): other jobs on the
+    host then cannot preempt a rank (the kernel still leaves them 5% of each second). Only for at most
+    one rank per core: ranks of one priority spinning on one core never let each other run."""
+    import shutil
+
+    from contend import mpi
+
+    if shutil.which("chrt") is None:
+        raise UserError("predict: --fifo needs `chrt` (Debian: util-linux)")
+    if os.geteuid() != 0:
+        raise UserError("predict: --fifo needs root (real-time scheduling)")
+    starts = mpi.program_starts(command, mpi.launcher_mpi(command[0]).flavor)
+    out = list(command)
+    for start in reversed(starts):
+        out[start:start] = ["chrt", "-f", "1"]
+    return out
+
+
 def span_library():
     from contend import mpi
 

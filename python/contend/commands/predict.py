@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument("--noise", metavar="SPEC",
                         help="also predict with this noise (contend sim --noise), e.g. trace:host.noise from "
                              "contend noise measure --mpi -n N --per-core")
+    parser.add_argument("--fifo", action="store_true",
+                        help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
+                             "it; at most one rank per core")
     parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
     parser.add_argument("--records", default=None, metavar="N",
                         help="records the tracer keeps per rank (default 2^20; a run that drops any is refused)")
@@ -55,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
     if bool(command) == bool(args.trace):
         raise UserError("predict: give either a launch command after -- or --trace DIR, not both or neither")
     runs = parse_count(args.runs, "--runs", minimum=1, maximum=1000)
+    if args.fifo:
+        if not command:
+            raise UserError("predict: --fifo applies to runs, not to --trace")
+        command = predict.fifo_command(command)
     records = parse_count(args.records, "--records", minimum=1, maximum=2**32) if args.records else \
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
