@@ -5,6 +5,8 @@ another (machine-dependent): only that each is there, positive and consistent wi
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
 
 import pytest
@@ -109,3 +111,19 @@ def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
     fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "60", "--",
                    str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "zero"],
                   r"untraced run exited with code")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chrt") is None, reason="--fifo needs root and chrt")
+def test_fifo_puts_every_program_of_the_launch_under_chrt(built):
+    from contend.predict import fifo_command
+
+    launcher = str(built.mpiexec)
+    assert fifo_command([launcher, "-n", "2", "./prog", "-x", "1"]) == \
+        [launcher, "-n", "2", "chrt", "-f", "1", "./prog", "-x", "1"]
+    assert fifo_command([launcher, "-genv", "A", "1", "-n", "1", "./a", ":", "-n", "1", "./b"]) == \
+        [launcher, "-genv", "A", "1", "-n", "1", "chrt", "-f", "1", "./a", ":", "-n", "1", "chrt", "-f", "1", "./b"]
+
+
+def test_fifo_with_a_trace_is_one_line(fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fifo", "--trace", str(tmp_path)],
+                  r"--fifo applies to runs")
