@@ -70,7 +70,7 @@ def programs(build: Path) -> dict[str, tuple[list[str], tuple[int, ...]]]:
 
 
 def measure_setting(setting: str, names: list[str], ranks: list[int], machine: str, runs: int,
-                    placement, out: Path, console: Console) -> list[dict]:
+                    placement, out: Path, console: Console, timeout_s: float) -> list[dict]:
     """Every program at every rank count it runs at: the runs, their traces kept in out/traces/LABEL."""
     library = mpi.find_mpi()
     found = programs(mpi.build_dir(library))
@@ -92,7 +92,7 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
                                                                                console)}
             try:
                 measured, directories = measure_runs(
-                    command, runs, out / "traces" / label, timeout_s=600,
+                    command, runs, out / "traces" / label, timeout_s=timeout_s,
                     progress=lambda text, label=label: console.print(f"  {label}: {text}"))
             except UserError as exc:
                 console.print(f"  [red]{label}: {exc}[/red]")
@@ -201,6 +201,7 @@ def main() -> int:
     parser.add_argument("--fifo", action="store_true",
                         help="instead: every rank with real-time priority (chrt -f 1, root), at most 2 ranks")
     parser.add_argument("--fabric-machine", help="the fabric's machine file (else calibrated first)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds each run may take (default 600)")
     parser.add_argument("--replay-only", action="store_true",
                         help="no runs: predict again from DIR/predict.json and the traces it lists")
     parser.add_argument("--out", default="predict-data")
@@ -224,7 +225,7 @@ def main() -> int:
         rows = []
         if not args.fabric_only:
             rows += measure_setting("shm-fifo" if args.fifo else "shm", names, ranks, args.machine, args.runs, None,
-                                    out, console)
+                                    out, console, args.timeout)
         if args.fabric or args.fabric_only:
             from contend import fabric
 
@@ -236,8 +237,7 @@ def main() -> int:
                     calibrate_fabric(built, Path(machine), console)
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
                 rows += measure_setting("fabric-fifo" if args.fifo else "fabric", names, [n for n in ranks if n <= 4],
-                                        machine, args.runs,
-                                        placement, out, console)
+                                        machine, args.runs, placement, out, console, args.timeout)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again
     predict_rows(rows, console)
     save(out, rows)
