@@ -140,6 +140,17 @@ def test_options_scale_and_overlap(capsys, tmp_path):
     assert blocks[1][:3] == ["l0: recv 1000b from 0 tag 7", "l1: calc 2000", "l1 requires l0"]
 
 
+def test_nbc_prepost_overlaps_the_computation_before_a_collective(capsys, tmp_path):
+    """With 1 us of preposting, the broadcast starts 1 us into the 3 us before it, and that 1 us of
+    computation runs beside it: the receivers finish 1 us earlier, the roots as before (their CPU
+    sends first, then computes)."""
+    out = tmp_path / "nb.goal"
+    convert(capsys, DATA / "hand" / "subcomm", out, "--nbc-prepost", "1us")
+    assert rank_blocks(out)[0] == ["l0: calc 2000", "l1: calc 1000", "l1 requires l0",
+                                   f"l2: recv 1000b from 2 tag {2**31 + (1 << 20)}", "l2 requires l0"]
+    assert ranks_of(capsys, out) == [2000 + hop(1000)] * 2 + [3000 + O] * 2
+
+
 def test_window_keeps_a_range_of_collectives(capsys, tmp_path):
     out = tmp_path / "w.goal"
     convert(capsys, DATA / "simple", out, "--window", "1:2")
@@ -183,6 +194,30 @@ def test_unmatched_message(fails_cleanly, tmp_path):
     fails_cleanly(["goal", "convert", str(trace), "-o", str(tmp_path / "x.goal")],
                   r"contend: error: .*pp-0\.txt:6: rank 0 sends 1 message\(s\) to rank 1 with tag 9 that rank 1 never receives")
     assert not (tmp_path / "x.goal").exists()
+
+
+def test_a_repair_is_stated(capsys, tmp_path):
+    """A wait for a request the trace never started is ignored, and said so once, where it first happened."""
+    trace = copy_trace(DATA / "hand" / "pingpong", tmp_path / "pp")
+    rank1 = trace / "pp-1.txt"
+    rank1.write_text(rank1.read_text().replace("MPI_Finalize", "MPI_Wait:24:77:0:24\nMPI_Wait:24:78:0:24\nMPI_Finalize"))
+    assert main(["goal", "convert", str(trace), "-o", str(tmp_path / "x.goal")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and re.fullmatch(
+        r"contend: warning: .*pp-1\.txt:6: completion of a request never started: ignored \(2 time\(s\) in all\)", err[0]), err
+    assert ranks_of(capsys, tmp_path / "x.goal") == [10000 + 2 * hop(1000) + 3000 + 5000, 10000 + hop(1000) + 3000 + O]
+
+
+def test_collective_on_an_undescribed_communicator_is_left_out(capsys, tmp_path):
+    """Without the lines naming MPI_Comm_split (the call and the comment) the broadcasts' communicator has no members: left out, as Schedgen
+    does, with one warning; their time is computation."""
+    trace = copy_trace(DATA / "hand" / "subcomm", tmp_path / "sub")
+    for f in trace.iterdir():
+        f.write_text("".join(line for line in f.read_text().splitlines(keepends=True) if "Comm_split" not in line))
+    assert main(["goal", "convert", str(trace), "-o", str(tmp_path / "x.goal")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "sub-0.txt:3: collective on a communicator the trace does not describe: left out" in err[0], err
+    assert all(block == ["l0: calc 4000"] for block in rank_blocks(tmp_path / "x.goal").values())
 
 
 def test_not_a_trace(fails_cleanly, tmp_path):

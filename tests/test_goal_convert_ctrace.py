@@ -119,13 +119,22 @@ def test_bcast_on_a_split_communicator_lands_on_world_ranks(capsys, tmp_path, re
 
 
 def test_put_flush_epoch_and_a_test_polled_receive(capsys, tmp_path, replay_traces):
-    """The receive completed by the one MPI_Test that found it done; every send has its receive."""
+    """Each rank puts 512 bytes into its right neighbour and flushes: the put is a message to the target
+    (in the one-sided context, received by the target's passive side), and what follows the flush (the
+    Irecv) requires it. The receive is completed by the one MPI_Test that found it done; every send has
+    its receive."""
     out = tmp_path / "rma.goal"
     convert(capsys, replay_traces["rma"], out, "--cpu-scale", "0")
     sends, recvs = messages(out)
     assert sends == recvs
     assert Counter((s, d, b, t) for s, d, b, t in sends if t == 3) == Counter(
         (r, (r + 1) % 4, 8, 3) for r in range(RANKS))
+    puts = {(s, d) for s, d, b, t in sends if b == 512 and t >= CONTEXT}
+    assert puts == {(r, (r + 1) % 4) for r in range(RANKS)}
+    for r, block in rank_blocks(out).items():
+        put = next(line.split(":")[0] for line in block if re.match(rf"l\d+: send 512b to {(r + 1) % 4} tag", line))
+        receive = next(line.split(":")[0] for line in block if line.endswith(f"recv 8b from {(r + 3) % 4} tag 3"))
+        assert f"{receive} requires {put}" in block
     assert simulate(capsys, out)["deadlock"] is None
 
 
@@ -144,7 +153,10 @@ def test_otf2_converts_to_the_hand_computed_schedule(capsys, tmp_path):
     out = tmp_path / "otf2.goal"
     convert(capsys, write_otf2(tmp_path / "otf2"), out)
     blocks = rank_blocks(out)
-    assert blocks[0][:3] == ["l0: send 64b to 1 tag 7", "l1: calc 2800", "l1 requires l0"]  # 200 -> 3000
+    # rank 0 (also the passive target of rank 2's get): its send 200, then computation until 3000
+    at = next(i for i, line in enumerate(blocks[0]) if line.endswith(": send 64b to 1 tag 7"))
+    send, calc = blocks[0][at].split(":")[0], blocks[0][at + 1].split(":")[0]
+    assert blocks[0][at + 1:at + 3] == [f"{calc}: calc 2800", f"{calc} requires {send}"]
     # Recv 50..300, Isend 400..410, Wait 500..600 completing it, then the barrier at 3000
     assert blocks[1][:9] == ["l0: recv 64b from 0 tag 7", "l1: calc 100", "l1 requires l0",
                              "l2: send 32b to 2 tag 3", "l2 requires l1", "l3: calc 90", "l3 irequires l2",
@@ -179,3 +191,37 @@ def test_bad_rank_files_are_one_clear_error(fails_cleanly, tmp_path, replay_trac
         rank_file(3).unlink()
     fails_cleanly(["goal", "convert", str(copy), "-o", str(tmp_path / "x.goal")], message)
     assert not (tmp_path / "x.goal").exists()
+
+
+def test_a_bad_otf2_archive_is_one_clear_error(fails_cleanly, tmp_path):
+    bogus = tmp_path / "bogus.otf2"
+    bogus.write_text("not an archive\n")
+    fails_cleanly(["goal", "convert", str(bogus), "-o", str(tmp_path / "x.goal")],
+                  r"bogus\.otf2: not a readable OTF2 trace")
+    assert not (tmp_path / "x.goal").exists()
+
+
+def test_mpi4py_collectives_on_world_and_a_split_communicator(built, capsys, tmp_path):
+    """tests/trace_collectives_mpi4py.py: mpi4py calls the large-count forms; Alltoallv keeps its
+    per-peer sizes (rank j sends rank i (i + 1) * 2 doubles), the split's Bcast lands on 0 -> 2 and
+    1 -> 3, the nonblocking collectives complete at their Wait."""
+    from contend.trace.files import FLAG_LARGE_COUNT, KINDS, read_directory
+
+    program = Path(__file__).with_name("trace_collectives_mpi4py.py")
+    trace = traced(built, tmp_path / "coll", [sys.executable, str(program)])
+    for rank_trace in read_directory(trace):
+        kinds = [KINDS[int(k)] for k in rank_trace.records["kind"]]
+        assert kinds == ["init", "comm_create", "bcast", "allreduce", "alltoallv", "scan", "ibarrier", "wait",
+                         "iallreduce", "wait", "finalize"]
+        flags = dict(zip(kinds, rank_trace.records["flags"]))
+        assert all(int(flags[k]) & FLAG_LARGE_COUNT for k in ("bcast", "allreduce", "alltoallv", "scan", "iallreduce"))
+    out = tmp_path / "coll.goal"
+    convert(capsys, trace, out, "--cpu-scale", "0")
+    sends, recvs = messages(out)
+    assert sends == recvs
+    alltoallv = {(s, d): b for (s, d, b, t) in sends if t == CONTEXT + 1}  # the world's second collective
+    assert alltoallv == {(j, i): (i + 1) * 16 for j in range(RANKS) for i in range(RANKS) if i != j}
+    # the first collective of each split communicator (its context's first tag)
+    bcast = sorted((s, d, b) for (s, d, b, t) in sends if t >= CONTEXT + (1 << 20) and t % (1 << 20) == 0)
+    assert bcast == [(0, 2, 512), (1, 3, 512)]
+    assert simulate(capsys, out)["deadlock"] is None

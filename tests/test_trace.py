@@ -460,3 +460,22 @@ def test_each_completion_names_its_completing_call_exactly(built, tmp_path):
             else:  # the put by its flush, the Test-polled receive by the one Test that completed it
                 assert [kinds[j] for j in done] == ["win_flush", "test"]
                 assert kinds.count("test") == 1
+
+
+def test_every_deferred_operation_of_the_stress_program_names_its_completing_call(c_stress):
+    """All eight Wait/Test calls, MPICH's shared built-in request for sends done in their call, flushes,
+    unlocks and fences: each nonblocking or one-sided operation's completed is exactly one completing
+    record's return, and those returns are unique per rank."""
+    import numpy as np
+
+    from contend.trace.files import COMPLETERS, KINDS, read_directory
+
+    deferred = {"isend", "issend", "irecv", "put", "get", "accumulate", "get_accumulate", "rput", "rget"}
+    directory, _, _ = c_stress
+    for trace in read_directory(directory):
+        rows = trace.records
+        stamps = rows["returned"][np.isin(rows["kind"], COMPLETERS)]
+        assert len(set(stamps.tolist())) == len(stamps)
+        kinds = [KINDS[int(k)] for k in rows["kind"]]
+        done = [int(c) for k, c in zip(kinds, rows["completed"]) if k in deferred]
+        assert len(done) > 50 and set(done) <= set(stamps.tolist()), trace.path

@@ -13,7 +13,8 @@ use contend_engine::replay::liballprof::{self, Liballprof};
 use contend_engine::replay::{TraceError, TraceSet};
 use contend_engine::schedule::writer::write_file_atomically;
 
-/// The trace formats this build reads, by the name `trace_format` reports.
+/// The format of the trace at `path` (`liballprof`, `ctrace`: a `contend trace` directory), or None
+/// when no reader takes it. Readers of other formats join here and in `open_traces`.
 #[pyfunction]
 fn trace_format(path: &str) -> Option<&'static str> {
     let path = Path::new(path);
@@ -26,43 +27,40 @@ fn trace_format(path: &str) -> Option<&'static str> {
     }
 }
 
-type Traces = Box<dyn TraceSet + Send + Sync>;
-
-/// The trace `input` names: a path (a liballprof trace set or a `contend trace` directory), or a
-/// list of per-rank (name, records, communicator table words) in the ctrace record layout, built by
-/// another reader (python/contend/trace/otf2_import.py `otf2_calls`).
-fn open_input(py: Python<'_>, input: &Bound<'_, PyAny>) -> PyResult<Traces> {
-    let opened: Result<Traces, TraceError> = if let Ok(path) = input.extract::<String>() {
-        py.detach(|| {
-            let path = Path::new(&path);
-            if ctrace::is_trace_dir(path) && !liballprof::detect(path) {
-                CtraceSet::open_dir(path).map(|t| Box::new(t) as Traces)
-            } else {
-                Liballprof::open(path).map(|t| Box::new(t) as Traces)
-            }
-        })
-    } else {
-        let ranks: Vec<(String, Vec<u8>, Vec<i32>)> = input.extract()?;
-        let ranks = ranks
-            .into_iter()
-            .map(|(name, records, comm_words)| MemoryRank { name, records: std::sync::Arc::new(records), comm_words })
-            .collect();
-        CtraceSet::from_memory(ranks).map(|t| Box::new(t) as Traces)
-    };
-    opened.map_err(|e| PyValueError::new_err(e.to_string()))
+/// The reader of each format `trace_format` names.
+fn open_traces(format: &str, path: &Path) -> PyResult<Box<dyn TraceSet + Send + Sync>> {
+    let located = |e: TraceError| PyValueError::new_err(e.to_string());
+    match format {
+        "liballprof" => Ok(Box::new(Liballprof::open(path).map_err(located)?)),
+        "ctrace" => Ok(Box::new(CtraceSet::open_dir(path).map_err(located)?)),
+        _ => Err(PyValueError::new_err(format!("unknown trace format '{format}'"))),
+    }
 }
 
-/// Converts the trace `input` (see `open_input`) into GOAL at `output` (gzip when it ends in .gz).
+/// Format `records`: per rank (name, records, communicator table words) in the ctrace record layout,
+/// built by another reader (python/contend/trace/otf2_import.py `otf2_calls`), read by the ctrace
+/// reader: one owner of what the records mean.
+fn open_records(ranks: Vec<(String, Vec<u8>, Vec<i32>)>) -> PyResult<Box<dyn TraceSet + Send + Sync>> {
+    let ranks = ranks
+        .into_iter()
+        .map(|(name, records, comm_words)| MemoryRank { name, records: std::sync::Arc::new(records), comm_words })
+        .collect();
+    Ok(Box::new(CtraceSet::from_memory(ranks).map_err(|e| PyValueError::new_err(e.to_string()))?))
+}
+
+/// Converts the trace `input` (of `format`, as `trace_format` says: a path; or `records`, see
+/// `open_records`) into GOAL at `output` (gzip when it ends in .gz).
 /// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
 /// now and then. Returns {ranks, records, ops, warnings}.
 #[pyfunction]
-#[pyo3(signature = (input, output, cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
+#[pyo3(signature = (input, output, format="liballprof", cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
                     copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
     input: &Bound<'_, PyAny>,
     output: &str,
+    format: &str,
     cpu_scale: f64,
     p2p: bool,
     collectives: bool,
@@ -81,11 +79,17 @@ fn convert_trace(
     for spec in &algorithms {
         algos.choose(spec).map_err(PyValueError::new_err)?;
     }
-    if !(cpu_scale >= 0.0 && cpu_scale.is_finite()) || !(copy_per_byte >= 0.0 && copy_per_byte.is_finite()) {
+    let valid = |x: f64| x >= 0.0 && x.is_finite();
+    if !valid(cpu_scale) || !valid(copy_per_byte) {
         return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
     }
     let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
-    let traces = open_input(py, input)?;
+    let traces = if format == "records" {
+        open_records(input.extract()?)?
+    } else {
+        let path: String = input.extract()?;
+        py.detach(|| open_traces(format, Path::new(&path)))?
+    };
     let ranks = traces.num_ranks();
     let mut failure: Option<PyErr> = None;
     let result = py.detach(|| {

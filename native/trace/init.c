@@ -51,8 +51,8 @@ typedef struct {
     int32_t clock_kind; /* 0: record times are CLOCK_MONOTONIC ns; 1: time-stamp counter ticks */
     int32_t reserved;
     int64_t calibration[4]; /* tick0, ns0, tick1, ns1: ticks -> ns = ns0 + (t - tick0) * (ns1 - ns0) / (tick1 - tick0) */
-    uint64_t comm_words; /* int32 words of the communicator table at the end of the file (comms.c) */
-    uint64_t unused;
+    uint64_t comm_words; /* int32 words of the communicator table after the names (comms.c) */
+    uint64_t size_words; /* int64 words of the v-collectives' per-peer sizes, at the end (coll.c) */
 } file_header;
 
 _Static_assert(sizeof(file_header) == 256, "the header size is part of the file format");
@@ -354,6 +354,9 @@ void trace_write(void)
     uint64_t comm_words;
     const int32_t *comms = comm_table(&comm_words);
     h.comm_words = comm_words;
+    uint64_t size_words;
+    const int64_t *sizes = sizes_table(&size_words);
+    h.size_words = size_words;
 
     char path[sizeof tracer.dir + 32], temporary[sizeof tracer.dir + 48];
     mkdir(tracer.dir, 0777); /* usually made by `contend trace`; EEXIST is fine */
@@ -366,6 +369,7 @@ void trace_write(void)
     ok = ok && (addresses == 0 || fwrite(entries, sizeof *entries, addresses, f) == addresses);
     ok = ok && (names_bytes == 0 || fwrite(names, 1, names_bytes, f) == names_bytes);
     ok = ok && (comm_words == 0 || fwrite(comms, sizeof *comms, comm_words, f) == comm_words);
+    ok = ok && (size_words == 0 || fwrite(sizes, sizeof *sizes, size_words, f) == size_words);
     if (f && fclose(f) != 0)
         ok = 0;
     if (ok && rename(temporary, path) == 0) {

@@ -40,6 +40,8 @@ enum {
     K_COMM_CREATE = 59, /* MPI_Comm_dup, split, create, ...: tag the parent's id, bytes the new one's (-1: none) */
     K_INIT = 60,        /* MPI_Init(_thread) returned (tracing began): the run's start */
     K_FINALIZE = 61,    /* MPI_Finalize entered: the run's end */
+    K_WIN_CREATE = 62,  /* MPI_Win_create, allocate(_shared), create_dynamic: tag the comm's id, bytes the window's */
+    K_WIN_FREE = 63,    /* MPI_Win_free: tag the window's id */
 };
 
 /* flags */
@@ -55,7 +57,9 @@ typedef struct {
                         * -1 unknown */
     int64_t bytes;
     int32_t peer;      /* world rank: destination, source, one-sided target, collective root; -1 none */
-    int32_t tag;       /* -1 none; collectives (and comm_create): the communicator's id (comms.c) */
+    int32_t tag;       /* -1 none; collectives (and comm_create, win_create): the communicator's id
+                        * (comms.c); one-sided operations and window synchronisation: the window's id
+                        * (rma.c) */
     uint16_t kind;
     uint16_t flags;
     uint32_t depth;    /* frames kept */
@@ -167,6 +171,10 @@ int32_t comm_known(MPI_Comm comm);
 void comm_forget(MPI_Comm comm);
 /* The table for the file: `words` int32 of [id, size, world rank of each member...] per communicator. */
 const int32_t *comm_table(uint64_t *words);
+
+/* Per-peer sizes of a v-collective (coll.c), kept for the file: [record index, n_send, n_recv, n_send
+ * byte counts, n_recv byte counts] as int64 words. */
+const int64_t *sizes_table(uint64_t *words);
 
 /* Requests of nonblocking operations, until a Wait/Test completes them (requests.c). */
 void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm);

@@ -21,11 +21,13 @@
 //! - Collectives carry their communicator's id (agreed by its members, the same on every rank);
 //!   its members come from the file's table, announced by an [`Event::CommCreate`] at the
 //!   creating call or, for one the tracer registered at its first collective, just before it.
-//!   The v-forms carry only this rank's total: spread evenly over the members.
+//!   The v-forms' per-peer sizes come from the file's size table (what this rank sent to and received
+//!   from each member); without one (records built in memory) this rank's total is spread evenly.
 //! - Point-to-point records carry world ranks but not their communicator: they travel on
-//!   [`WORLD`]. The tracer does not record windows or lock types: every one-sided call is on one
-//!   window over `MPI_COMM_WORLD` (announced before the first), locks are shared, and the request
-//!   of an `Rput`/`Rget` is not modelled (its flush or unlock completes it).
+//!   [`WORLD`]. One-sided records carry their window's id, its creation record its communicator; a
+//!   window the tracer did not see created (id 0, and every window of records built in memory) is
+//!   taken to be over `MPI_COMM_WORLD`. The request of an `Rput`/`Rget` is not modelled (its flush
+//!   or unlock completes it).
 //!
 //! Errors are [`TraceError`]s naming the file and, for a bad record, its 1-based record number.
 
@@ -57,9 +59,10 @@ struct Header {
     records: u64,
     /// Ticks to ns: (tick0, ns0, scale), or None for ns stamps.
     ticks: Option<(i64, i64, f64)>,
-    /// Where the communicator table starts, and its int32 words.
+    /// Where the communicator table starts, and its int32 words; then the per-peer sizes' int64 words.
     comm_offset: u64,
     comm_words: u64,
+    size_words: u64,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -103,12 +106,14 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
     let (rank, ranks) = (i32_at(&b, 24), i32_at(&b, 28));
     let records = u64_at(&b, 40);
     let (addresses, names_bytes) = (u64_at(&b, 120), u64_at(&b, 128));
-    let comm_words = u64_at(&b, 240);
+    let (comm_words, size_words) = (u64_at(&b, 240), u64_at(&b, 248));
     let comm_offset = records
         .checked_mul(RECORD_BYTES)
         .and_then(|r| addresses.checked_mul(ADDRESS_BYTES).and_then(|a| r.checked_add(a)))
         .and_then(|x| x.checked_add(HEADER_BYTES)?.checked_add(names_bytes));
-    let expected = comm_offset.and_then(|o| o.checked_add(comm_words.checked_mul(4)?));
+    let expected = comm_offset
+        .and_then(|o| o.checked_add(comm_words.checked_mul(4)?))
+        .and_then(|o| o.checked_add(size_words.checked_mul(8)?));
     if expected != Some(size) {
         return Err(err(format!(
             "truncated or corrupt: {size} bytes, the header promises {} ({records} records, {addresses} addresses)",
@@ -138,7 +143,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
         }
         other => return Err(err(format!("unknown clock kind {other}"))),
     };
-    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words })
+    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words, size_words })
 }
 
 /// The communicator table of a file.
@@ -150,6 +155,36 @@ fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId
         .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
     let words: Vec<i32> = bytes.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
     parse_comms(&name, &words, h.ranks)
+}
+
+/// The v-collectives' per-peer sizes (after the communicator table): 0-based record number ->
+/// (bytes sent to, bytes received from each member).
+type Sizes = HashMap<u64, (Vec<u64>, Vec<u64>)>;
+
+fn read_sizes(path: &Path, file: &mut File, h: &Header) -> Result<Sizes, TraceError> {
+    let name = path.display().to_string();
+    let mut bytes = vec![0u8; (h.size_words * 8) as usize];
+    file.seek(SeekFrom::Start(h.comm_offset + 4 * h.comm_words))
+        .and_then(|_| file.read_exact(&mut bytes))
+        .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
+    let words: Vec<i64> = bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+    let mut table = HashMap::new();
+    let mut at = 0usize;
+    while at < words.len() {
+        let bad = || TraceError::new(name.as_str(), 0, format!("per-peer size table at word {at}: truncated or corrupt"));
+        if at + 3 > words.len() || words[at] < 0 || words[at + 1] < 0 || words[at + 2] < 0 {
+            return Err(bad());
+        }
+        let (ns, nr) = (words[at + 1] as usize, words[at + 2] as usize);
+        let end = match ns.checked_add(nr).and_then(|n| n.checked_add(at + 3)) {
+            Some(end) if end <= words.len() && words[at + 3..end].iter().all(|&w| w >= 0) => end,
+            _ => return Err(bad()),
+        };
+        let all: Vec<u64> = words[at + 3..end].iter().map(|&w| w as u64).collect();
+        table.insert(words[at] as u64, (all[..ns].to_vec(), all[ns..].to_vec()));
+        at = end;
+    }
+    Ok(table)
 }
 
 /// A communicator table, [id, size, world ranks...] per communicator: id -> world ranks in
@@ -214,6 +249,8 @@ const K_TEST: u16 = 58;
 const K_COMM_CREATE: u16 = 59;
 const K_INIT: u16 = 60;
 const K_FINALIZE: u16 = 61;
+const K_WIN_CREATE: u16 = 62;
+const K_WIN_FREE: u16 = 63;
 
 fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
     use CollKind::*;
@@ -265,7 +302,7 @@ pub struct MemoryRank {
 
 /// Whether `dir` looks like a `contend trace` directory (it holds a `rank-*.ctrace` file).
 pub fn is_trace_dir(dir: &Path) -> bool {
-    std::fs::read_dir(dir).map_or(false, |entries| {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().any(|e| rank_of_name(&e.file_name().to_string_lossy()).is_some())
     })
 }
@@ -340,7 +377,7 @@ impl CtraceSet {
     pub fn from_memory(ranks: Vec<MemoryRank>) -> Result<CtraceSet, TraceError> {
         let n = ranks.len() as i32;
         for rank in &ranks {
-            if rank.records.len() as u64 % RECORD_BYTES != 0 {
+            if !(rank.records.len() as u64).is_multiple_of(RECORD_BYTES) {
                 return Err(TraceError::new(rank.name.as_str(), 0, "records are not whole 96-byte records"));
             }
             parse_comms(&rank.name, &rank.comm_words, n)?;
@@ -364,7 +401,7 @@ impl TraceSet for CtraceSet {
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         Ok(Box::new(match &self.ranks[rank as usize] {
             Source::File(path) => RankReader::open(path)?,
-            Source::Memory(m) => RankReader::memory(m, self.ranks.len() as i32)?,
+            Source::Memory(m) => RankReader::memory(m, rank as i32, self.ranks.len() as i32)?,
         }))
     }
 }
@@ -384,6 +421,7 @@ pub struct RankReader {
     input: Box<dyn Read + std::marker::Send>,
     header: Header,
     comms: HashMap<CommId, Vec<u32>>,
+    sizes: Sizes,
     announced: HashSet<CommId>,
     window_announced: bool,
     /// Records read so far (the next one's 0-based number).
@@ -403,6 +441,7 @@ impl RankReader {
         let mut file = File::open(path).map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         let header = read_header(path, &mut file)?;
         let comms = read_comms(path, &mut file, &header)?;
+        let sizes = read_sizes(path, &mut file, &header)?;
         file.seek(SeekFrom::Start(HEADER_BYTES))
             .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         Ok(RankReader {
@@ -410,6 +449,7 @@ impl RankReader {
             input: Box::new(BufReader::with_capacity(1 << 16, file)),
             header,
             comms,
+            sizes,
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
@@ -420,14 +460,15 @@ impl RankReader {
         })
     }
 
-    fn memory(m: &MemoryRank, ranks: i32) -> Result<RankReader, TraceError> {
+    fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
         let records = m.records.len() as u64 / RECORD_BYTES;
-        let header = Header { rank: 0, ranks, records, ticks: None, comm_offset: 0, comm_words: 0 };
+        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
         Ok(RankReader {
             name: m.name.clone(),
             input: Box::new(std::io::Cursor::new(SharedBytes(m.records.clone()))),
             header,
             comms: parse_comms(&m.name, &m.comm_words, ranks)?,
+            sizes: Sizes::new(),
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
@@ -441,7 +482,8 @@ impl RankReader {
     fn ns(&self, stamp: i64) -> u64 {
         let ns = match self.header.ticks {
             None => stamp,
-            Some((t0, n0, scale)) => n0 + ((stamp - t0) as f64 * scale).round() as i64,
+            // in f64 throughout: a corrupt stamp saturates instead of overflowing
+            Some((t0, n0, scale)) => (n0 as f64 + (stamp as f64 - t0 as f64) * scale).round() as i64,
         };
         ns.max(0) as u64
     }
@@ -496,11 +538,18 @@ impl RankReader {
         Ok(())
     }
 
-    fn announce_window(&mut self, number: u64, start: u64) {
+    /// The window of a one-sided record: its id from the tracer, or 0, a window the tracer did not see
+    /// created (records built in memory, as from OTF2, have only that one), taken to be over
+    /// MPI_COMM_WORLD and announced before its first use.
+    fn window(&mut self, number: u64, r: &Record, start: u64) -> u64 {
+        if r.tag > 0 {
+            return r.tag as u64;
+        }
         if !self.window_announced {
             self.window_announced = true;
             self.queued.push_back(Call { start, end: start, line: number, event: Event::WinCreate { win: 0, comm: WORLD } });
         }
+        0
     }
 
     fn send(&mut self, number: u64, r: &Record, nonblocking: bool) -> Result<Send, TraceError> {
@@ -557,8 +606,24 @@ impl RankReader {
             CollKind::ReduceScatterBlock => total * size, // the tracer keeps one block
             _ => total,
         };
+        // The v-forms' per-peer sizes: as the tracer kept them, else this rank's total spread evenly.
+        let n = size as usize;
+        let is_root = root.is_some_and(|root| {
+            let me = self.header.rank as u32;
+            if comm == WORLD { root == me } else { self.comms[&comm].get(root as usize) == Some(&me) }
+        });
+        let (send_counts, recv_counts) = match self.sizes.remove(&(number - 1)) {
+            Some(kept) => kept,
+            None => match kind {
+                CollKind::Alltoallv => (vec![bytes; n], vec![bytes; n]),
+                CollKind::Allgatherv => (vec![], vec![bytes; n]),
+                CollKind::Gatherv if is_root => (vec![], vec![bytes; n]),
+                CollKind::Scatterv if is_root => (vec![bytes; n], vec![]),
+                _ => (vec![], vec![]),
+            },
+        };
         let req = if nonblocking { self.request(number, r) } else { None };
-        Ok(Event::Collective(Collective { kind, comm, root, bytes, send_counts: vec![], recv_counts: vec![], req }))
+        Ok(Event::Collective(Collective { kind, comm, root, bytes, send_counts, recv_counts, req }))
     }
 
     fn rma_sync(&mut self, number: u64, r: &Record) -> Result<RmaSync, TraceError> {
@@ -568,7 +633,7 @@ impl RankReader {
             51 => RmaSync::FlushAll,
             52 => RmaSync::FlushLocal { target: self.peer(number, r, "target")? },
             53 => RmaSync::FlushLocalAll,
-            54 => RmaSync::Lock { target: self.peer(number, r, "target")?, exclusive: false },
+            54 => RmaSync::Lock { target: self.peer(number, r, "target")?, exclusive: r.bytes == 1 },
             55 => RmaSync::Unlock { target: self.peer(number, r, "target")? },
             56 => RmaSync::LockAll,
             _ => RmaSync::UnlockAll,
@@ -600,19 +665,19 @@ impl RankReader {
             K_RECV => Event::Recv(self.recv(number, &r, false)?),
             K_IRECV => Event::Recv(self.recv(number, &r, true)?),
             8..=13 => {
-                self.announce_window(number, start);
+                let win = self.window(number, &r, start);
                 let op = match r.kind {
                     8 | 12 => RmaOp::Put,
                     9 | 13 => RmaOp::Get,
                     10 => RmaOp::Accumulate,
                     _ => RmaOp::GetAccumulate,
                 };
-                Event::Rma(Rma { op, win: 0, target: self.peer(number, &r, "target")?, bytes: r.bytes.max(0) as u64, req: None })
+                Event::Rma(Rma { op, win, target: self.peer(number, &r, "target")?, bytes: r.bytes.max(0) as u64, req: None })
             }
             K_WAIT | K_TEST => Event::Complete(self.pending.remove(&r.returned).unwrap_or_default()),
             49..=57 => {
-                self.announce_window(number, start);
-                Event::RmaSync { win: 0, sync: self.rma_sync(number, &r)? }
+                let win = self.window(number, &r, start);
+                Event::RmaSync { win, sync: self.rma_sync(number, &r)? }
             }
             K_COMM_CREATE => {
                 if r.bytes > 0 && !self.announced.contains(&(r.bytes as CommId)) {
@@ -622,6 +687,15 @@ impl RankReader {
                 Event::Other
             }
             K_INIT | K_FINALIZE => Event::Other,
+            K_WIN_CREATE if r.bytes > 0 => {
+                if r.tag < 0 {
+                    return Err(self.bad(number, "a window on an intercommunicator".into()));
+                }
+                self.announce_comm(number, r.tag as CommId, start, start)?;
+                Event::WinCreate { win: r.bytes as u64, comm: r.tag as CommId }
+            }
+            K_WIN_FREE if r.tag > 0 => Event::WinFree { win: r.tag as u64 },
+            K_WIN_CREATE | K_WIN_FREE => Event::Other,
             kind => match collective_kind(kind) {
                 Some((coll, nonblocking)) => self.collective(number, &r, coll, nonblocking, start)?,
                 None => return Err(self.bad(number, format!("unknown record kind {kind}"))),
@@ -760,6 +834,25 @@ mod tests {
             send_counts: vec![], recv_counts: vec![], req: None }));
         assert_eq!(c[2].event, Event::CommCreate { comm: 4, members: vec![1] });
         assert!(matches!(c[3].event, Event::Collective(Collective { kind: CollKind::Barrier, comm: 4, .. })));
+    }
+
+    #[test]
+    fn one_sided_calls_name_their_window_and_its_communicator() {
+        let d = temp("window");
+        // window 1 over communicator 2 = world ranks [1, 0]; an exclusive lock, a put, the unlock
+        write_rank(&d, 0, 2, &[(K_WIN_CREATE, 10, 20, 20, 1, -1, 2), (54, 30, 31, 31, 1, 1, 1), (8, 40, 41, -1, 64, 1, 1),
+            (55, 50, 60, 60, 0, 1, 1), (K_WIN_FREE, 70, 80, 80, 0, -1, 1)], &[2, 2, 1, 0], None);
+        write_rank(&d, 1, 2, &[], &[], None);
+        let c = calls(&CtraceSet::open_dir(&d).unwrap(), 0);
+        let events: Vec<Event> = c.into_iter().map(|c| c.event).collect();
+        assert_eq!(events, vec![
+            Event::CommCreate { comm: 2, members: vec![1, 0] },
+            Event::WinCreate { win: 1, comm: 2 },
+            Event::RmaSync { win: 1, sync: RmaSync::Lock { target: 1, exclusive: true } },
+            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 1, bytes: 64, req: None }),
+            Event::RmaSync { win: 1, sync: RmaSync::Unlock { target: 1 } },
+            Event::WinFree { win: 1 },
+        ]);
     }
 
     #[test]

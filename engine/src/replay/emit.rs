@@ -18,11 +18,12 @@ use std::io::{self, Write};
 
 use super::algorithms::{Algorithms, Plan, Preset};
 use super::balance::{Balance, Origin};
-use super::event::{Call, CollKind, Collective, CommId, Event, Recv, ReqId, Send, TraceError, WORLD};
+use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Rma, RmaOp, RmaSync, Send, TraceError, WinId, WORLD};
 use super::TraceSet;
 use crate::schedule::collectives::Collective as Generated;
 use crate::schedule::writer::GoalSink;
 use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS};
+use crate::u64_map::U64Map;
 
 /// Schedgen-like conversion options.
 #[derive(Clone, Debug)]
@@ -110,6 +111,73 @@ fn context_tag(ctx: u32, seq: u64) -> u32 {
     CONTEXT_TAGS | ((ctx & CTX_MASK) << SEQ_BITS) | (seq as u32 & ((1 << SEQ_BITS) - 1))
 }
 
+/// Where a call stands relative to the window of collectives (`Options::window`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Admit {
+    Before,
+    Inside,
+    After,
+}
+
+/// Counts a rank's collective calls to place each call in the window.
+#[derive(Default)]
+struct WindowFilter {
+    seen: u64,
+}
+
+impl WindowFilter {
+    fn admit(&mut self, window: Option<(u64, u64)>, event: &Event) -> Admit {
+        let Some((first, count)) = window else { return Admit::Inside };
+        let k = self.seen;
+        self.seen += matches!(event, Event::Collective(_)) as u64;
+        if k >= first + count {
+            Admit::After
+        } else if k < first {
+            Admit::Before
+        } else {
+            Admit::Inside
+        }
+    }
+}
+
+/// One-sided traffic's tags: the last communicator context, one tag per purpose.
+const RMA_DATA: u32 = CONTEXT_TAGS | (CTX_MASK << SEQ_BITS);
+const RMA_GET: u32 = RMA_DATA + 1;
+const RMA_REPLY: u32 = RMA_DATA + 2;
+const RMA_POST: u32 = RMA_DATA + 3;
+const RMA_DONE: u32 = RMA_DATA + 4;
+
+/// One-sided operations arriving at one target: (origin, operation, bytes), in origin order.
+type Incoming = Vec<(u32, RmaOp, u64)>;
+
+/// Reads every rank's one-sided operations (only for trace sets that have them): the targets' side
+/// of each (receiving the data, answering a get) is written before the target's own program,
+/// independent of it, as the NIC serves them.
+fn incoming_rma<T: TraceSet + ?Sized>(traces: &T, opts: &Options) -> Result<Vec<Incoming>, ConvertError> {
+    let mut incoming = vec![Vec::new(); traces.num_ranks() as usize];
+    if !opts.p2p || !traces.has_one_sided() {
+        return Ok(incoming);
+    }
+    for rank in 0..traces.num_ranks() {
+        let mut window = WindowFilter::default();
+        for call in traces.open(rank)? {
+            let call = call?;
+            match window.admit(opts.window, &call.event) {
+                Admit::After => break,
+                Admit::Before => continue,
+                Admit::Inside => {}
+            }
+            if let Event::Rma(r) = &call.event {
+                if r.target >= traces.num_ranks() {
+                    return Err(TraceError::new(traces.source(rank), call.line, format!("target rank {} out of range", r.target)).into());
+                }
+                incoming[r.target as usize].push((rank, r.op, r.bytes));
+            }
+        }
+    }
+    Ok(incoming)
+}
+
 /// Records between two progress reports.
 const PROGRESS_EVERY: u64 = 1 << 20;
 
@@ -133,15 +201,17 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
         records: 0,
         warn: Warnings::default(),
     };
+    let incoming = incoming_rma(traces, opts)?;
     for rank in 0..ranks {
         let file = traces.source(rank);
         let calls = traces.open(rank)?;
         e.sink.begin_rank(rank)?;
+        e.rma_target_side(&incoming[rank as usize])?;
         let mut st = RankState::new(rank, file);
         for call in calls {
             let call = call?;
             e.records += 1;
-            if e.records % PROGRESS_EVERY == 0 && !progress(rank, e.records) {
+            if e.records.is_multiple_of(PROGRESS_EVERY) && !progress(rank, e.records) {
                 return Err(ConvertError::Stopped);
             }
             if !e.call(&mut st, call)? {
@@ -193,13 +263,18 @@ struct RankState {
     /// Entry time of the last call that converted to nothing, if after `last_end`.
     tail_start: Option<u64>,
     /// Open requests: the operations whose completion completes each.
-    reqs: HashMap<ReqId, Vec<u32>>,
+    reqs: U64Map<Vec<u32>>,
     /// Communicators: id -> context (index into the emitter's member lists; 0 = world).
     comms: HashMap<CommId, u32>,
     /// Collectives called per context (sequence number of the next one).
     seq: HashMap<u32, u64>,
-    /// Collective calls seen (for the window).
-    colls_seen: u64,
+    window: WindowFilter,
+    /// Windows: id -> (context of its communicator, one-sided operations not yet completed:
+    /// (target, the operation that completes it at the origin)).
+    wins: HashMap<WinId, (u32, Vec<(u32, u32)>)>,
+    /// Open PSCW epochs per window: the origins of the post, the targets of the start.
+    posted: HashMap<WinId, Vec<u32>>,
+    started: HashMap<WinId, Vec<u32>>,
     line: u64,
 }
 
@@ -211,10 +286,13 @@ impl RankState {
             frontier: Vec::new(),
             last_end: None,
             tail_start: None,
-            reqs: HashMap::new(),
+            reqs: U64Map::default(),
             comms: HashMap::new(),
             seq: HashMap::new(),
-            colls_seen: 0,
+            window: WindowFilter::default(),
+            wins: HashMap::new(),
+            posted: HashMap::new(),
+            started: HashMap::new(),
             line: 0,
         }
     }
@@ -225,6 +303,15 @@ impl RankState {
 
     fn here(&self) -> String {
         format!("{}:{}", self.file, self.line)
+    }
+}
+
+/// Adds completion dependencies to the frontier; an operation the frontier waited for the start of
+/// is now waited for to complete (one dependency, not two).
+fn require(frontier: &mut Vec<(u32, bool)>, done: impl IntoIterator<Item = u32>) {
+    for op in done {
+        frontier.retain(|&(o, _)| o != op);
+        frontier.push((op, false));
     }
 }
 
@@ -272,7 +359,8 @@ impl<W: Write> Emitter<'_, W> {
             let d = ns.round() as u64;
             if d > 0 {
                 let l = self.put(Op::calc(d), &st.frontier)?;
-                st.frontier = vec![(l, false)];
+                st.frontier.clear();
+                st.frontier.push((l, false));
             }
         }
         st.tail_start = None;
@@ -289,24 +377,22 @@ impl<W: Write> Emitter<'_, W> {
     /// Handles one call; false once the window is over.
     fn call(&mut self, st: &mut RankState, call: Call) -> Result<bool, ConvertError> {
         st.line = call.line;
-        let is_coll = matches!(call.event, Event::Collective(_));
-        if let Some((first, count)) = self.opts.window {
-            let k = st.colls_seen;
-            st.colls_seen += is_coll as u64;
-            if k >= first + count {
-                return Ok(false);
-            }
-            if k < first {
+        match st.window.admit(self.opts.window, &call.event) {
+            Admit::After => return Ok(false),
+            Admit::Before => {
                 st.last_end = Some(call.end);
                 return Ok(true);
             }
+            Admit::Inside => {}
         }
         match &call.event {
             Event::Send(s) if self.opts.p2p => {
                 self.compute(st, call.start)?;
-                let deps = std::mem::take(&mut st.frontier);
+                let mut deps = std::mem::take(&mut st.frontier);
                 let l = self.send(st, s, &deps)?;
-                st.frontier = vec![(l, s.req.is_some())];
+                deps.clear();
+                deps.push((l, s.req.is_some()));
+                st.frontier = deps;
                 if let Some(r) = s.req {
                     st.reqs.insert(r, vec![l]);
                 }
@@ -314,15 +400,17 @@ impl<W: Write> Emitter<'_, W> {
             }
             Event::Recv(r) if self.opts.p2p => {
                 self.compute(st, call.start)?;
-                let deps = std::mem::take(&mut st.frontier);
+                let mut deps = std::mem::take(&mut st.frontier);
                 let (l, done) = self.recv(st, r, &deps)?;
+                deps.clear();
                 match r.req {
                     Some(q) => {
                         st.reqs.insert(q, vec![done]);
-                        st.frontier = vec![(l, true)];
+                        deps.push((l, true));
                     }
-                    None => st.frontier = vec![(done, false)],
+                    None => deps.push((done, false)),
                 }
+                st.frontier = deps;
                 st.last_end = Some(call.end);
             }
             Event::SendRecv(s, r) if self.opts.p2p => {
@@ -349,7 +437,7 @@ impl<W: Write> Emitter<'_, W> {
                     transparent(st, &call);
                 } else {
                     self.compute(st, call.start)?;
-                    st.frontier.extend(found.into_iter().map(|l| (l, false)));
+                    require(&mut st.frontier, found);
                     st.last_end = Some(call.end);
                 }
             }
@@ -362,9 +450,20 @@ impl<W: Write> Emitter<'_, W> {
                 st.comms.remove(comm);
                 transparent(st, &call);
             }
-            Event::Rma(_) | Event::RmaSync { .. } => {
+            Event::WinCreate { win, comm } => {
+                let ctx = self.context(st, *comm)?;
+                st.wins.insert(*win, (ctx, Vec::new()));
+                transparent(st, &call);
+            }
+            Event::WinFree { win } => {
+                st.wins.remove(win);
+                transparent(st, &call);
+            }
+            Event::Rma(r) if self.opts.p2p => self.rma(st, &call, r)?,
+            Event::RmaSync { win, sync } if self.opts.p2p => self.rma_sync(st, &call, *win, sync)?,
+            Event::Skipped(why) => {
                 let here = st.here();
-                self.warn.add("one-sided operation not converted (its time counts as computation)", || here);
+                self.warn.add(why, || here);
                 transparent(st, &call);
             }
             _ => transparent(st, &call),
@@ -426,12 +525,21 @@ impl<W: Write> Emitter<'_, W> {
         Ok(())
     }
 
+    /// The context of a communicator id of this rank.
+    fn context(&self, st: &RankState, comm: CommId) -> Result<u32, ConvertError> {
+        if comm == WORLD {
+            return Ok(0);
+        }
+        st.comms.get(&comm).copied().ok_or_else(|| st.err(format!("communicator {comm} used before it was created")))
+    }
+
     fn collective(&mut self, st: &mut RankState, call: &Call, c: &Collective) -> Result<(), ConvertError> {
-        let ctx = if c.comm == WORLD {
-            0
-        } else {
-            *st.comms.get(&c.comm).ok_or_else(|| st.err(format!("communicator {} used before it was created", c.comm)))?
-        };
+        let ctx = self.context(st, c.comm)?;
+        self.collective_in(st, call, c, ctx)
+    }
+
+    /// A collective on the communicator of context `ctx`.
+    fn collective_in(&mut self, st: &mut RankState, call: &Call, c: &Collective, ctx: u32) -> Result<(), ConvertError> {
         let (size, me) = if ctx == 0 {
             (self.ranks, st.rank)
         } else {
@@ -585,6 +693,139 @@ impl<W: Write> Emitter<'_, W> {
             _ => {}
         }
         Ok(ops)
+    }
+
+    /// The target's side of one-sided operations: data received, gets answered; no dependency on
+    /// the target's program.
+    fn rma_target_side(&mut self, incoming: &Incoming) -> io::Result<()> {
+        for &(origin, op, bytes) in incoming {
+            match op {
+                RmaOp::Put | RmaOp::Accumulate => {
+                    self.sink.op(&Op::recv(origin, bytes, RMA_DATA))?;
+                }
+                RmaOp::Get => {
+                    let q = self.sink.op(&Op::recv(origin, 0, RMA_GET))?;
+                    self.put(Op::send(origin, bytes, RMA_REPLY), &[(q, false)])?;
+                }
+                RmaOp::GetAccumulate => {
+                    let q = self.sink.op(&Op::recv(origin, bytes, RMA_GET))?;
+                    self.put(Op::send(origin, bytes, RMA_REPLY), &[(q, false)])?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The origin's side: put and accumulate send the data, get sends a request and receives the
+    /// reply; all start at the call, like nonblocking operations, and complete at a synchronization.
+    fn rma(&mut self, st: &mut RankState, call: &Call, r: &Rma) -> Result<(), ConvertError> {
+        self.check_peer(st, r.target, "target")?;
+        if !st.wins.contains_key(&r.win) {
+            return Err(st.err(format!("window {} used before it was created", r.win)));
+        }
+        self.compute(st, call.start)?;
+        let deps = std::mem::take(&mut st.frontier);
+        let (first, done) = match r.op {
+            RmaOp::Put | RmaOp::Accumulate => {
+                let s = self.put(Op::send(r.target, r.bytes, RMA_DATA), &deps)?;
+                (s, s)
+            }
+            RmaOp::Get | RmaOp::GetAccumulate => {
+                let out = if r.op == RmaOp::Get { 0 } else { r.bytes };
+                let s = self.put(Op::send(r.target, out, RMA_GET), &deps)?;
+                let reply = self.put(Op::recv(r.target, r.bytes, RMA_REPLY), &deps)?;
+                (s, reply)
+            }
+        };
+        st.frontier = vec![(first, true)];
+        st.wins.get_mut(&r.win).expect("checked").1.push((r.target, done));
+        if let Some(q) = r.req {
+            st.reqs.insert(q, vec![done]);
+        }
+        st.last_end = Some(call.end);
+        Ok(())
+    }
+
+    /// Synchronizations: the operations after a flush, unlock, fence or complete require the
+    /// one-sided operations they complete; a fence is also a barrier of the window's group; post,
+    /// start, complete and wait exchange empty messages between the groups.
+    fn rma_sync(&mut self, st: &mut RankState, call: &Call, win: WinId, sync: &RmaSync) -> Result<(), ConvertError> {
+        let Some((ctx, _)) = st.wins.get(&win).map(|w| (w.0, ())) else {
+            return Err(st.err(format!("window {win} used before it was created")));
+        };
+        if matches!(sync, RmaSync::Lock { .. } | RmaSync::LockAll) {
+            transparent(st, call);
+            return Ok(());
+        }
+        self.compute(st, call.start)?;
+        let target = match sync {
+            RmaSync::Flush { target } | RmaSync::FlushLocal { target } | RmaSync::Unlock { target } => Some(*target),
+            _ => None,
+        };
+        let pending = &mut st.wins.get_mut(&win).expect("checked").1;
+        let mut done = Vec::new();
+        pending.retain(|&(t, op)| {
+            let hit = target.is_none_or(|x| x == t);
+            if hit {
+                done.push(op);
+            }
+            !hit
+        });
+        let at = Origin { rank: st.rank, line: st.line };
+        match sync {
+            RmaSync::Fence => {
+                require(&mut st.frontier, done);
+                let fence = Collective {
+                    kind: CollKind::Barrier,
+                    comm: WORLD,
+                    root: None,
+                    bytes: 0,
+                    send_counts: Vec::new(),
+                    recv_counts: Vec::new(),
+                    req: None,
+                };
+                st.last_end = Some(call.start); // the computation before is written already
+                return self.collective_in(st, call, &fence, ctx);
+            }
+            RmaSync::Post { group } => {
+                for &o in group {
+                    self.check_peer(st, o, "origin")?;
+                    self.balance.send(st.rank, o, RMA_POST, at);
+                    self.put(Op::send(o, 0, RMA_POST), &st.frontier.clone())?;
+                }
+                st.posted.insert(win, group.clone());
+            }
+            RmaSync::Start { group } => {
+                let mut waits = Vec::new();
+                for &t in group {
+                    self.check_peer(st, t, "target")?;
+                    self.balance.recv(t, st.rank, RMA_POST, at);
+                    waits.push((self.put(Op::recv(t, 0, RMA_POST), &st.frontier.clone())?, false));
+                }
+                st.frontier.extend(waits);
+                st.started.insert(win, group.clone());
+            }
+            RmaSync::Complete => {
+                require(&mut st.frontier, done);
+                let deps = std::mem::take(&mut st.frontier);
+                for t in st.started.remove(&win).unwrap_or_default() {
+                    self.balance.send(st.rank, t, RMA_DONE, at);
+                    let s = self.put(Op::send(t, 0, RMA_DONE), &deps)?;
+                    st.frontier.push((s, false));
+                }
+            }
+            RmaSync::Wait => {
+                let mut waits = Vec::new();
+                for o in st.posted.remove(&win).unwrap_or_default() {
+                    self.balance.recv(o, st.rank, RMA_DONE, at);
+                    waits.push((self.put(Op::recv(o, 0, RMA_DONE), &st.frontier.clone())?, false));
+                }
+                st.frontier.extend(waits);
+            }
+            _ => require(&mut st.frontier, done),
+        }
+        st.last_end = Some(call.end);
+        Ok(())
     }
 
     fn finish_rank(&mut self, st: &mut RankState) -> Result<(), ConvertError> {

@@ -82,6 +82,10 @@ pub enum Event {
     /// Any other call (`MPI_Comm_rank`, `Probe`, `Init`, `Finalize`, calls to `MPI_PROC_NULL`,
     /// calls the reader does not model): no communication, its duration is time spent on the CPU.
     Other,
+    /// A communicating call the reader cannot convert (the reason says why, e.g. a collective on a
+    /// communicator the trace does not describe): treated as [`Event::Other`], and the converter
+    /// warns once per reason.
+    Skipped(&'static str),
 }
 
 /// How a send completes.

@@ -20,6 +20,7 @@
 //! other communicators are left out with a warning, as Schedgen does.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,30 @@ use std::sync::Arc;
 
 use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Send, SendMode, TraceError, WORLD};
 use super::{RankCalls, TraceSet};
+use crate::u64_map::U64Hasher;
+
+/// Open request addresses.
+type Requests = HashSet<u64, BuildHasherDefault<U64Hasher>>;
+
+/// A communicator as the trace names it: (handle, rank in it, size).
+type Triple = (u64, u32, u32);
+/// Member world ranks of the sub-communicators of one rank, by triple.
+type CommMap = HashMap<Triple, Arc<Vec<u32>>>;
+
+/// A communicator of a call: None for the world, else its id in the call stream and its members
+/// (empty when the trace does not describe it).
+type CommRef = Option<(CommId, Arc<Vec<u32>>)>;
+/// One rank's split: (rank, color, key, the new communicator or None for MPI_UNDEFINED).
+type Split = (u32, i64, i64, Option<Triple>);
+
+/// Collective names (after `MPI_` or `MPI_I`), to recognise nonblocking collectives.
+const COLLECTIVES: [&str; 14] = [
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather", "allgatherv",
+    "alltoall", "alltoallv", "scan", "exscan",
+];
+
+/// Most fields a record has (`MPI_Sendrecv`: 15).
+const MAX_FIELDS: usize = 24;
 
 const HEADERS: [&str; 2] = ["# collprof 0.9 output file", "# htor's PMPI Tracer 0.9 Output File"];
 
@@ -34,7 +59,7 @@ const HEADERS: [&str; 2] = ["# collprof 0.9 output file", "# htor's PMPI Tracer 
 pub struct Liballprof {
     files: Vec<PathBuf>,
     /// Sub-communicators per rank: (handle, rank in it, size) -> member world ranks.
-    comms: Arc<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>>,
+    comms: Arc<Vec<CommMap>>,
 }
 
 /// Whether `path` (a directory or a file) looks like a liballprof trace: its rank-0 file starts
@@ -130,6 +155,10 @@ impl TraceSet for Liballprof {
         self.files[rank as usize].display().to_string()
     }
 
+    fn has_one_sided(&self) -> bool {
+        false // the reader produces no one-sided events
+    }
+
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         let path = &self.files[rank as usize];
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
@@ -142,7 +171,7 @@ impl TraceSet for Liballprof {
             ids: HashMap::new(),
             line: Vec::new(),
             lineno: 0,
-            pending: HashSet::new(),
+            pending: Requests::default(),
             finalized: false,
             done: false,
         }))
@@ -155,13 +184,13 @@ struct RankReader {
     file: String,
     rank: u32,
     ranks: u32,
-    comms: Arc<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>>,
+    comms: Arc<Vec<CommMap>>,
     /// Sub-communicator triple -> the id given to it in the call stream.
-    ids: HashMap<(u64, u32, u32), CommId>,
+    ids: HashMap<Triple, CommId>,
     line: Vec<u8>,
     lineno: u64,
     /// Open request addresses (to resolve `MPI_Waitall`'s array).
-    pending: HashSet<u64>,
+    pending: Requests,
     finalized: bool,
     done: bool,
 }
@@ -205,7 +234,7 @@ impl RankReader {
     }
 
     /// The communicator triple: its id in the event stream and members (None: the world).
-    fn comm(&mut self, s: &str) -> Result<Option<(CommId, Arc<Vec<u32>>)>, TraceError> {
+    fn comm(&mut self, s: &str) -> Result<CommRef, TraceError> {
         let t = self.triple(s)?;
         if t.2 > self.ranks {
             return Err(self.err(format!("communicator of {} ranks in a trace of {} rank files (mixed rank counts?)", t.2, self.ranks)));
@@ -220,7 +249,7 @@ impl RankReader {
         Ok(Some((u64::MAX, Arc::new(Vec::new()))))
     }
 
-    fn triple(&self, s: &str) -> Result<(u64, u32, u32), TraceError> {
+    fn triple(&self, s: &str) -> Result<Triple, TraceError> {
         let mut it = s.split(',');
         let (Some(h), Some(r), Some(n), None) = (it.next(), it.next(), it.next(), it.next()) else {
             return Err(self.err(format!("bad communicator '{s}' (expected handle,rank,size)")));
@@ -234,7 +263,7 @@ impl RankReader {
     }
 
     /// A peer (rank in `comm`) as a world rank; None for MPI_PROC_NULL / ANY (negative).
-    fn peer(&self, s: &str, comm: &Option<(CommId, Arc<Vec<u32>>)>) -> Result<Option<u32>, TraceError> {
+    fn peer(&self, s: &str, comm: &CommRef) -> Result<Option<u32>, TraceError> {
         let v = self.int(s, "rank")?;
         if v < 0 {
             return Ok(None);
@@ -248,8 +277,16 @@ impl RankReader {
     }
 
     fn parse(&mut self, text: &str) -> Result<Option<Call>, TraceError> {
-        let fields: Vec<&str> = text.split(':').collect();
-        let f = &fields;
+        let mut fields = [""; MAX_FIELDS];
+        let mut n = 0;
+        for part in text.split(':') {
+            if n == MAX_FIELDS {
+                return Err(self.err(format!("record has more than {MAX_FIELDS} fields")));
+            }
+            fields[n] = part;
+            n += 1;
+        }
+        let f = &fields[..n];
         let name = f[0];
         let want = |n: usize| -> Result<(), TraceError> {
             if f.len() != n {
@@ -410,6 +447,12 @@ impl RankReader {
                 }
                 Event::Other
             }
+            "MPI_Gatherv" | "MPI_Scatterv" | "MPI_Allgatherv" | "MPI_Alltoallv" | "MPI_Reduce_scatter" => {
+                Event::Skipped("collective with per-rank counts (liballprof records only the arrays' addresses): left out")
+            }
+            _ if name.starts_with("MPI_I") && COLLECTIVES.contains(&&name[5..]) => {
+                Event::Skipped("nonblocking collective: not read from liballprof traces, left out")
+            }
             _ if name.starts_with("MPI_") => Event::Other,
             _ => return Err(self.err(format!("not an MPI call record: '{}'", text.chars().take(40).collect::<String>()))),
         };
@@ -433,7 +476,7 @@ impl RankReader {
     /// The requests of an array at `base` of `n` handles: the spacing (4 or 8 bytes) at which the
     /// elements are open requests.
     fn close_array(&mut self, base: u64, n: u64) -> Vec<u64> {
-        let found = |stride: u64, pending: &HashSet<u64>| (0..n).filter(|i| pending.contains(&(base + i * stride))).count();
+        let found = |stride: u64, pending: &Requests| (0..n).filter(|i| pending.contains(&(base + i * stride))).count();
         let stride = if found(8, &self.pending) > found(4, &self.pending) { 8 } else { 4 };
         let reqs: Vec<u64> = (0..n).map(|i| base + i * stride).collect();
         for r in &reqs {
@@ -446,7 +489,9 @@ impl RankReader {
         let c = self.comm(comm)?;
         let id = match c {
             None => WORLD,
-            Some((_, m)) if m.is_empty() => return Ok(Event::Other),
+            Some((_, m)) if m.is_empty() => {
+                return Ok(Event::Skipped("collective on a communicator the trace does not describe: left out (as Schedgen does)"))
+            }
             Some((id, _)) => id,
         };
         let root = match root {
@@ -517,27 +562,38 @@ impl Iterator for RankReader {
 /// Reads every rank's `MPI_Comm_split` lines and computes each new communicator's members: the
 /// ranks of the parent that gave the same color, ordered by (key, rank in the parent). Splits of
 /// one parent pair up across ranks in call order.
-fn resolve_splits(files: &[PathBuf]) -> Result<Vec<HashMap<(u64, u32, u32), Arc<Vec<u32>>>>, TraceError> {
+fn resolve_splits(files: &[PathBuf]) -> Result<Vec<CommMap>, TraceError> {
     let ranks = files.len() as u32;
     let mut out = vec![HashMap::new(); files.len()];
     // (parent is world?, ordinal of the split on this rank) -> per rank (color, key, new triple).
-    let mut splits: HashMap<u64, Vec<(u32, i64, i64, Option<(u64, u32, u32)>)>> = HashMap::new();
+    let mut splits: HashMap<u64, Vec<Split>> = HashMap::new();
     for (rank, path) in files.iter().enumerate() {
         let file = File::open(path).map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read: {e}")))?;
         let mut ordinal = 0u64;
-        for (i, line) in BufReader::new(file).lines().enumerate() {
-            let Ok(line) = line else { break };
-            if !line.starts_with("MPI_Comm_split:") {
+        let mut input = BufReader::with_capacity(1 << 20, file);
+        let mut buf = Vec::new();
+        let mut i = 0usize;
+        loop {
+            buf.clear();
+            i += 1;
+            // Only the rare split lines are decoded; a read error surfaces in the conversion pass.
+            if input.read_until(b'\n', &mut buf).unwrap_or(0) == 0 {
+                break;
+            }
+            if !buf.starts_with(b"MPI_Comm_split:") {
                 continue;
             }
-            let err = |m: String| TraceError::new(path.display().to_string(), i as u64 + 1, m);
+            let line = String::from_utf8_lossy(&buf).into_owned();
+            let err = |m: String| TraceError::new(path.display().to_string(), i as u64, m);
             let f: Vec<&str> = line.trim_end().split(':').collect();
             if f.len() != 7 {
                 return Err(err(format!("MPI_Comm_split record has {} fields, expected 7", f.len())));
             }
+            // Only splits of the world into communicators given as triples are understood; the
+            // collectives on others are left out, with a warning, when they come.
             let parent: Vec<&str> = f[2].split(',').collect();
-            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) {
-                return Err(err("MPI_Comm_split of a communicator other than MPI_COMM_WORLD is not supported".into()));
+            if parent.len() != 3 || parent[2].parse::<u32>().ok() != Some(ranks) || (f[5] != "-" && f[5].split(',').count() != 3) {
+                continue;
             }
             let num = |s: &str| s.trim().parse::<i64>().map_err(|_| err(format!("bad number '{s}'")));
             let (color, key) = (num(f[3])?, num(f[4])?);

@@ -24,4 +24,9 @@ pub trait TraceSet {
     fn source(&self, rank: u32) -> String;
     /// Opens `rank`'s calls. May be called more than once per rank (each call restarts the stream).
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError>;
+    /// Whether the traces may hold one-sided operations: the converter then reads them once more
+    /// first, to give each target its side of them.
+    fn has_one_sided(&self) -> bool {
+        true
+    }
 }

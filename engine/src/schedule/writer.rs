@@ -9,11 +9,27 @@ use std::io::{self, Write};
 
 use super::{Op, OpKind, Program, ANY};
 
-fn peer_text(v: u32) -> String {
+/// Appends the decimal digits of `v`.
+fn push_u64(line: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    line.extend_from_slice(&digits[i..]);
+}
+
+/// A peer or tag: `-1` for the wildcard.
+fn push_peer(line: &mut Vec<u8>, v: u32) {
     if v == ANY {
-        "-1".to_string()
+        line.extend_from_slice(b"-1");
     } else {
-        v.to_string()
+        push_u64(line, v as u64);
     }
 }
 
@@ -21,6 +37,8 @@ fn peer_text(v: u32) -> String {
 /// dependencies between operations already written.
 pub struct GoalSink<W: Write> {
     out: W,
+    /// The line being written (numbers are formatted by hand: this is the converter's hot path).
+    line: Vec<u8>,
     cpus: bool,
     nics: bool,
     next: u32,
@@ -32,7 +50,7 @@ impl<W: Write> GoalSink<W> {
     /// one of each.
     pub fn new(mut out: W, num_ranks: u32, num_cpus: u32, num_nics: u32) -> io::Result<Self> {
         writeln!(out, "num_ranks {num_ranks}")?;
-        Ok(GoalSink { out, cpus: num_cpus > 1, nics: num_nics > 1, next: 0, ops: 0 })
+        Ok(GoalSink { out, line: Vec::with_capacity(128), cpus: num_cpus > 1, nics: num_nics > 1, next: 0, ops: 0 })
     }
 
     pub fn begin_rank(&mut self, rank: u32) -> io::Result<()> {
@@ -47,42 +65,67 @@ impl<W: Write> GoalSink<W> {
     /// Writes one operation of the current rank and returns its index (label `l<index>`).
     pub fn op(&mut self, op: &Op) -> io::Result<u32> {
         let i = self.next;
-        let out = &mut self.out;
+        let l = &mut self.line;
+        l.clear();
+        l.push(b'l');
+        push_u64(l, i as u64);
         match op.kind {
             OpKind::Send | OpKind::Recv => {
-                let (verb, dir) = if op.kind == OpKind::Send { ("send", "to") } else { ("recv", "from") };
-                write!(out, "l{i}: {verb} {}b {dir} {} tag {}", op.size, peer_text(op.peer), peer_text(op.tag))?;
+                let (verb, dir): (&[u8], &[u8]) = if op.kind == OpKind::Send { (b": send ", b"b to ") } else { (b": recv ", b"b from ") };
+                l.extend_from_slice(verb);
+                push_u64(l, op.size);
+                l.extend_from_slice(dir);
+                push_peer(l, op.peer);
+                l.extend_from_slice(b" tag ");
+                push_peer(l, op.tag);
                 if self.cpus {
-                    write!(out, " cpu {}", op.cpu)?;
+                    l.extend_from_slice(b" cpu ");
+                    push_u64(l, op.cpu as u64);
                 }
                 if self.nics {
-                    write!(out, " nic {}", op.nic)?;
+                    l.extend_from_slice(b" nic ");
+                    push_u64(l, op.nic as u64);
                 }
             }
             OpKind::Calc => {
-                write!(out, "l{i}: calc {}", op.size)?;
+                l.extend_from_slice(b": calc ");
+                push_u64(l, op.size);
                 if op.mem() > 0 {
-                    write!(out, " mem {}", op.mem())?;
+                    l.extend_from_slice(b" mem ");
+                    push_u64(l, op.mem());
                 }
                 if self.cpus {
-                    write!(out, " cpu {}", op.cpu)?;
+                    l.extend_from_slice(b" cpu ");
+                    push_u64(l, op.cpu as u64);
                 }
             }
         }
-        writeln!(out)?;
+        l.push(b'\n');
+        self.out.write_all(l)?;
         self.next += 1;
         self.ops += 1;
         Ok(i)
     }
 
+    fn dep(&mut self, after: u32, verb: &[u8], before: u32) -> io::Result<()> {
+        let l = &mut self.line;
+        l.clear();
+        l.push(b'l');
+        push_u64(l, after as u64);
+        l.extend_from_slice(verb);
+        push_u64(l, before as u64);
+        l.push(b'\n');
+        self.out.write_all(l)
+    }
+
     /// `l<after> requires l<before>`: `after` starts once `before` has completed.
     pub fn requires(&mut self, after: u32, before: u32) -> io::Result<()> {
-        writeln!(self.out, "l{after} requires l{before}")
+        self.dep(after, b" requires l", before)
     }
 
     /// `l<after> irequires l<before>`: `after` starts once `before` has started.
     pub fn irequires(&mut self, after: u32, before: u32) -> io::Result<()> {
-        writeln!(self.out, "l{after} irequires l{before}")
+        self.dep(after, b" irequires l", before)
     }
 
     /// The index the next operation of the current rank will get.

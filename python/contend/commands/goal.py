@@ -97,7 +97,7 @@ def _window(text: str | None) -> tuple[int, int] | None:
 
 
 def _trace_format(path: str) -> str:
-    """The one place that decides which reader takes INPUT; readers of other formats join here."""
+    """Which reader takes INPUT (the engine's ``trace_format``, where readers of other formats join)."""
     from pathlib import Path
 
     if not Path(path).exists():
@@ -127,10 +127,10 @@ def run_convert(args: argparse.Namespace) -> int:
         from contend.trace.otf2_import import otf2_calls
 
         calls, read_warnings = otf2_calls(args.input)
-        source = [(rank.name, rank.records.tobytes(), rank.comm_words) for rank in calls]
+        source, kind = [(rank.name, rank.records.tobytes(), rank.comm_words) for rank in calls], "records"
     with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, user_errors():
         summary = engine().convert_trace(
-            source, str(temporary), cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
+            source, str(temporary), format=kind, cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
             collectives=not args.no_collectives, nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns,
             preset=args.algorithms, algorithms=args.algorithm,
             progress=lambda rank, ranks, records: progress(rank, ranks))

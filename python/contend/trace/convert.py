@@ -69,7 +69,8 @@ def _rank_frame(trace: RankTrace, correction: clocks.Correction, origin_ns: int)
         "kind_code": rows["kind"].astype(np.int64),
         "peer": rows["peer"].astype(np.int64),
         "bytes": rows["bytes"].astype(np.int64),
-        "tag": rows["tag"].astype(np.int64),
+        # the message tag; other records use the field for their communicator's or window's id
+        "tag": np.where(rows["kind"] <= 5, rows["tag"], -1).astype(np.int64),
         "flags": rows["flags"].astype(np.int64),
         "posted": to_global(rows["posted"]),
         "returned": to_global(rows["returned"]),

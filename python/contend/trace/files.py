@@ -26,7 +26,7 @@ HEADER = np.dtype([
     ("at_init", _CLOCK), ("at_finalize", _CLOCK),
     ("addresses", "<u8"), ("names_bytes", "<u8"), ("host", "S64"),
     ("clock_kind", "<i4"), ("reserved", "<i4"), ("calibration", "<i8", (4,)),
-    ("comm_words", "<u8"), ("unused", "<u8"),
+    ("comm_words", "<u8"), ("size_words", "<u8"),
 ])
 CLOCK_NS, CLOCK_TSC = 0, 1
 RECORD = np.dtype([
@@ -47,7 +47,7 @@ KINDS = {
     43: "reduce_scatter_block", 44: "scan", 45: "exscan", 46: "gatherv", 47: "scatterv",
     48: "wait", 49: "fence", 50: "win_flush", 51: "win_flush_all", 52: "win_flush_local",
     53: "win_flush_local_all", 54: "win_lock", 55: "win_unlock", 56: "win_lock_all", 57: "win_unlock_all",
-    58: "test", 59: "comm_create", 60: "init", 61: "finalize",
+    58: "test", 59: "comm_create", 60: "init", 61: "finalize", 62: "win_create", 63: "win_free",
 }
 FIRST_REGION = 32
 # Nonblocking collectives: operations completed by a Wait/Test, with no peer of their own.
@@ -111,7 +111,7 @@ def read_rank(path: str | os.PathLike) -> RankTrace:
                         f"{HEADER.itemsize}, {RECORD.itemsize}, {FRAMES}")
     records, addresses = int(header["records"]), int(header["addresses"])
     expected = HEADER.itemsize + records * RECORD.itemsize + addresses * ADDRESS.itemsize + \
-        int(header["names_bytes"]) + 4 * int(header["comm_words"])
+        int(header["names_bytes"]) + 4 * int(header["comm_words"]) + 8 * int(header["size_words"])
     if len(data) != expected:
         raise UserError(f"{path}: truncated or corrupt: {len(data)} bytes, the header promises {expected} "
                         f"({records} records, {addresses} addresses)")
@@ -121,7 +121,8 @@ def read_rank(path: str | os.PathLike) -> RankTrace:
     table = np.frombuffer(data, ADDRESS, count=addresses, offset=start)
     start += addresses * ADDRESS.itemsize
     names = data[start:start + int(header["names_bytes"])]
-    communicators = _communicators(path, np.frombuffer(data, "<i4", offset=start + len(names)),
+    start += len(names)
+    communicators = _communicators(path, np.frombuffer(data, "<i4", count=int(header["comm_words"]), offset=start),
                                    int(header["ranks"]))
     if int(header["clock_kind"]) not in (CLOCK_NS, CLOCK_TSC):
         raise UserError(f"{path}: unknown clock kind {int(header['clock_kind'])}")

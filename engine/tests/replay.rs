@@ -1,0 +1,152 @@
+//! The trace converter on in-memory call streams: one-sided epochs become the schedules one would
+//! write by hand and simulate to the closed forms of docs/models.md.
+
+use contend_engine::replay::emit::{convert, Options};
+use contend_engine::replay::event::{Call, Event, Rma, RmaOp, RmaSync, TraceError, WORLD};
+use contend_engine::replay::{RankCalls, TraceSet};
+use contend_engine::schedule::goal::parse_goal;
+use contend_engine::schedule::CONTEXT_TAGS;
+use contend_engine::sim::{simulate, Options as SimOptions, Params};
+
+struct Calls(Vec<Vec<Call>>);
+
+impl TraceSet for Calls {
+    fn num_ranks(&self) -> u32 {
+        self.0.len() as u32
+    }
+    fn source(&self, rank: u32) -> String {
+        format!("rank{rank}")
+    }
+    fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
+        Ok(Box::new(self.0[rank as usize].clone().into_iter().map(Ok)))
+    }
+}
+
+fn call(start: u64, end: u64, event: Event) -> Call {
+    Call { start, end, line: 0, event }
+}
+
+const NS: u64 = 1000; // ps
+const PAR: Params = Params { L: 2500 * NS, o: 1500 * NS, g: 1000 * NS, G: 6 * NS, O: 0, S: 65535, unit: NS, rendezvous: None };
+
+fn hop(bytes: u64) -> u64 {
+    2 * PAR.o + PAR.L + (bytes.max(1) - 1) * PAR.G
+}
+
+/// Converts, checks the text, simulates; returns (GOAL text, finish time per rank in ps).
+fn run(calls: Vec<Vec<Call>>) -> (String, Vec<u64>) {
+    let mut out = Vec::new();
+    convert(&Calls(calls), &Options::default(), &mut out, &mut |_, _| true).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let prog = parse_goal(text.as_bytes(), "converted").unwrap();
+    let r = simulate(&prog, &PAR, &SimOptions::default());
+    assert!(r.deadlock.is_none(), "{text}");
+    (text, r.finish)
+}
+
+fn window(rank_calls: Vec<Call>) -> Vec<Call> {
+    let mut v = vec![call(1000, 1000, Event::Other), call(1000, 1000, Event::WinCreate { win: 7, comm: WORLD })];
+    v.extend(rank_calls);
+    v
+}
+
+#[test]
+fn put_then_flush() {
+    let data = CONTEXT_TAGS | (2047 << 20);
+    let (text, finish) = run(vec![
+        window(vec![
+            call(2000, 2100, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 1000, req: None })),
+            call(2100, 9000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } }),
+            call(12000, 12000, Event::Other),
+        ]),
+        window(vec![call(5000, 5000, Event::Other)]),
+    ]);
+    let expect = format!(
+        "num_ranks 2\n\nrank 0 {{\nl0: calc 1000\nl1: send 1000b to 1 tag {data}\nl1 requires l0\nl2: calc 3000\nl2 requires l1\n}}\n\n\
+         rank 1 {{\nl0: recv 1000b from 0 tag {data}\nl1: calc 4000\n}}\n"
+    );
+    assert_eq!(text, expect);
+    // The origin: 1 us, the put's o, then 3 us after the flush; the target receives the data while
+    // its program runs.
+    assert_eq!(finish, vec![1000 * NS + PAR.o + 3000 * NS, 1000 * NS + hop(1000)]);
+}
+
+#[test]
+fn get_is_a_request_and_a_reply() {
+    let (text, finish) = run(vec![
+        window(vec![
+            call(1000, 1100, Event::Rma(Rma { op: RmaOp::Get, win: 7, target: 1, bytes: 500, req: None })),
+            call(1100, 9000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } }),
+            call(9000, 9000, Event::Other),
+        ]),
+        window(vec![call(1000, 1000, Event::Other)]),
+    ]);
+    assert!(text.contains("rank 1 {\nl0: recv 0b from 0 tag"), "{text}");
+    assert!(text.contains("l1: send 500b to 0 tag"), "{text}");
+    // request out and answered, reply back: the flush completes when the data has arrived
+    assert_eq!(finish[0], hop(0) + hop(500));
+}
+
+#[test]
+fn fence_is_a_barrier_after_the_epochs_operations() {
+    let fence = |t: u64| call(t, t + 10, Event::RmaSync { win: 7, sync: RmaSync::Fence });
+    let put = |t: u64, target: u32| call(t, t + 10, Event::Rma(Rma { op: RmaOp::Put, win: 7, target, bytes: 8, req: None }));
+    let (text, finish) = run(vec![
+        window(vec![fence(1000), put(1010, 1), fence(1020), call(1030, 1030, Event::Other)]),
+        window(vec![fence(1000), put(1010, 0), fence(1020), call(1030, 1030, Event::Other)]),
+    ]);
+    // each rank: its incoming put, a barrier (one exchange), the put, the closing barrier requiring it
+    assert_eq!(text.matches("send 8b").count(), 2, "{text}");
+    assert_eq!(text.matches("send 0b").count(), 4, "{text}");
+    // first barrier: one 0-byte exchange; the put leaves, the second barrier's message leaves o later
+    // but is received only after the put's receive has taken its o on the CPU
+    assert_eq!(finish, vec![hop(0) + hop(8) + PAR.o; 2]);
+}
+
+use contend_engine::replay::event::{CollKind, Collective};
+
+fn coll(kind: CollKind, comm: u64, root: Option<u32>, bytes: u64, p: u32) -> Event {
+    let v = matches!(kind, CollKind::Gatherv | CollKind::Scatterv | CollKind::Allgatherv | CollKind::Alltoallv);
+    let counts = if v { vec![bytes; p as usize] } else { Vec::new() };
+    Event::Collective(Collective { kind, comm, root, bytes, send_counts: counts.clone(), recv_counts: counts, req: None })
+}
+
+/// Every collective, at sizes on both sides of MPICH's thresholds, on the world and on a
+/// sub-communicator whose ranks run backwards, with the last rank as root: the converted schedule
+/// runs to its end (every message has its receive) and all members finish after the root started.
+#[test]
+fn every_collective_runs_through_on_any_communicator() {
+    use CollKind::*;
+    let kinds = [
+        Barrier, Bcast, Reduce, Allreduce, Gather, Gatherv, Scatter, Scatterv, Allgather, Allgatherv, Alltoall, Alltoallv,
+        ReduceScatter, ReduceScatterBlock, Scan, Exscan,
+    ];
+    for p in [2u32, 3, 5, 8, 9] {
+        for bytes in [8u64, 4096, 600_000] {
+            let mut ranks: Vec<Vec<Call>> = Vec::new();
+            for r in 0..p {
+                let mut calls = vec![call(0, 0, Event::Other)];
+                // A sub-communicator of the even ranks, highest first.
+                let members: Vec<u32> = (0..p).rev().filter(|m| m % 2 == 0).collect();
+                if members.contains(&r) {
+                    calls.push(call(0, 0, Event::CommCreate { comm: 3, members: members.clone() }));
+                }
+                let mut t = 10;
+                for &kind in &kinds {
+                    for (comm, size) in [(WORLD, p), (3, members.len() as u32)] {
+                        if comm == 3 && !members.contains(&r) {
+                            continue;
+                        }
+                        let root = matches!(kind, Bcast | Reduce | Gather | Gatherv | Scatter | Scatterv).then_some(size - 1);
+                        calls.push(call(t, t + 5, coll(kind, comm, root, bytes, size)));
+                        t += 10;
+                    }
+                }
+                calls.push(call(t, t, Event::Other));
+                ranks.push(calls);
+            }
+            let (_, finish) = run(ranks);
+            assert!(finish.iter().all(|&f| f > 0), "P={p} bytes={bytes}: {finish:?}");
+        }
+    }
+}
