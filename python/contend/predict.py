@@ -157,7 +157,10 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
         if int(trace.header["at_finalize"]["rtt_ns"]) < 0:
             raise UserError(f"{trace.path}: rank {trace.rank} never reached MPI_Finalize: no time to compare")
     first = traces[0].header
-    return int(first["at_finalize"]["local_ns"]) - int(first["at_init"]["local_ns"]), len(traces)
+    span = int(first["at_finalize"]["local_ns"]) - int(first["at_init"]["local_ns"])
+    if span <= 0:
+        raise UserError(f"{traces[0].path}: the clock sample at MPI_Finalize is not after the one at MPI_Init")
+    return span, len(traces)
 
 
 def convert(directory: Path, goal: Path) -> list[str]:
@@ -166,7 +169,7 @@ def convert(directory: Path, goal: Path) -> list[str]:
     from contend.engine import engine, user_errors
 
     with user_errors():
-        summary = engine().convert_trace(str(directory), str(goal))
+        summary = engine().convert_trace(str(directory), str(goal), format="ctrace")
     return list(summary["warnings"])
 
 
