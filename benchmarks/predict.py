@@ -2,7 +2,8 @@
 with their measured time between MPI_Init and MPI_Finalize (docs/measure.md, "Prediction against reality").
 
     python benchmarks/predict.py --machine shm.toml [--runs 5] [--ranks 2,4] [--programs halo,...]
-        [--fabric [--fabric-machine FILE]] [--out DIR]
+        [--fabric | --fabric-only] [--fabric-machine FILE] [--fifo] [--timeout S] [--out DIR]
+    python benchmarks/predict.py --replay-only --out DIR [--machine M] [--fabric-machine M]
 
 Programs (native/apps, built by `contend native build`; mpi4py's demos from its sdist in ~/.cache/contend):
 
@@ -12,13 +13,17 @@ Programs (native/apps, built by `contend native build`; mpi4py's demos from its 
     osu_latency   mpi4py's demo/osu_latency.py (blocking ping-pong, 0 B..64 KiB; 2 ranks only)
     osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..16 KiB, 300 iterations per size)
 
-Each program at each rank count: `contend predict`'s runs (untraced and traced alternating, every traced
-run converted and simulated on the machine). On shared memory with --machine (from `contend bench fit`);
-with --fabric (root) also on an emulated star of 4 nodes (one rank per node, 1 Gbit/s links; prefix
-ctdp-, removed afterwards, also on failure), whose machine file is calibrated first from one flow and
-1-byte round trips (contend.experiments.fabric_machine) unless --fabric-machine gives one. Prints the
-table (rich and Markdown) and writes DIR/predict.json. The seed's anchor: LogGOPSim's trace replay,
-<2% average error (Hoefler et al., 2010); targets here 10% (shared memory) and 15% (fabric).
+Each program at each rank count: `contend predict`'s runs (untraced and traced alternating, the traces kept
+in DIR/traces, every traced run converted and simulated on the machine), and a second prediction with
+this host's noise measured just before (contend noise measure --mpi -n N --per-core). On shared memory
+with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
+rank per node, 1 Gbit/s links; prefix ctdp-, removed afterwards, also on failure), whose machine file is
+calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
+--fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
+measures no noise. DIR/predict.json keeps the runs (written before the predictions too), so
+--replay-only predicts them again, e.g. with another machine. Prints the table (rich and Markdown). The
+seed's anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
+(shared memory) and 15% (fabric).
 """
 
 from __future__ import annotations
