@@ -97,6 +97,29 @@ def fifo_command(command: Sequence[str]) -> list[str]:
     return out
 
 
+def fabric_command(command: Sequence[str], scratch: Path) -> list[str]:
+    """``mpiexec -n N prog args`` as the launch of N ranks on the emulated fabric that is up (rank r on
+    node r // ppn, ``contend.mpi.launch_command``), its rank wrapper written into ``scratch``."""
+    from contend import fabric as fabric_module
+    from contend import mpi
+    from contend.quantities import parse_count
+
+    built = fabric_module.current()
+    if built is None:
+        raise UserError("predict: --fabric: no fabric is up (contend fabric up --nodes N --ppn K --link 1gbit)")
+    library = mpi.launcher_mpi(command[0])
+    starts = mpi.program_starts(command, library.flavor)
+    options = list(command[1:starts[0]])
+    if len(starts) != 1 or len(options) != 2 or options[0].lstrip("-") not in ("n", "np"):
+        raise UserError("predict: --fabric takes `mpiexec -n N PROGRAM [ARGS]` (the placement on the fabric's "
+                        "nodes is contend's)")
+    ranks = parse_count(options[1], f"predict --fabric: -n (at most {built.nodes} nodes x {built.ppn} ranks)",
+                        minimum=1, maximum=built.nodes * built.ppn)
+    wrapper = fabric_module.write_rank_wrapper(built, scratch)
+    argv, _ = mpi.launch_command(library, ranks, command[starts[0]:], mpi.Placement(wrapper))
+    return argv
+
+
 def span_library():
     from contend import mpi
 

@@ -34,6 +34,8 @@ def register(subparsers) -> None:
     parser.add_argument("--noise", metavar="SPEC",
                         help="also predict with this noise (contend sim --noise), e.g. trace:host.noise from "
                              "contend noise measure --mpi -n N --per-core")
+    parser.add_argument("--fabric", action="store_true",
+                        help="run `mpiexec -n N PROG` on the emulated fabric that is up (rank r on node r // ppn)")
     parser.add_argument("--fifo", action="store_true",
                         help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
                              "it; at most one rank per core")
@@ -58,10 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if bool(command) == bool(args.trace):
         raise UserError("predict: give either a launch command after -- or --trace DIR, not both or neither")
     runs = parse_count(args.runs, "--runs", minimum=1, maximum=1000)
-    if args.fifo:
-        if not command:
-            raise UserError("predict: --fifo applies to runs, not to --trace")
-        command = predict.fifo_command(command)
+    if (args.fifo or args.fabric) and not command:
+        raise UserError("predict: --fifo and --fabric apply to runs, not to --trace")
     records = parse_count(args.records, "--records", minimum=1, maximum=2**32) if args.records else \
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
@@ -75,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
         keep = output_directory(args.keep, "--keep")
     with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
+        if args.fabric:
+            command = predict.fabric_command(command, Path(scratch))
+        if args.fifo:
+            command = predict.fifo_command(command)
         if args.trace:
             measured = predict.predict_trace(Path(args.trace), args.machine, work, args.noise)
         else:
