@@ -197,9 +197,10 @@ def convert(directory: Path, goal: Path) -> list[str]:
 
 
 def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Per rank (ns): from its clock sample at MPI_Init to its first traced call, and from its last
-    traced call's return to its clock sample at MPI_Finalize. A schedule converted from the calls holds
-    neither (its ranks start at their first call)."""
+    """Per rank (ns): from its clock sample at MPI_Init to its first record, and from its last record's
+    return to its clock sample at MPI_Finalize: what a schedule converted from the records does not hold
+    (its ranks start at their first record). With the tracer's init and finalize records that is the
+    clock synchronisation at both ends; in traces without them, all the time outside MPI calls there."""
     from contend.trace.files import read_directory
 
     leads, tails = [], []
