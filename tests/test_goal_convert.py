@@ -61,6 +61,7 @@ PARITY = [
     ("vladimir", "vladimir.goal", []),
     ("sphot", "sphot-nop2p.goal", ["--no-p2p"]),
     ("sphot", "sphot-nocolls.goal", ["--no-collectives"]),
+    ("sphot", "sphot-nops3.goal", ["--window", "0:3"]),  # Schedgen's --traces-nops 3
 ]
 
 
@@ -88,7 +89,7 @@ def test_sphot_schedgen_deadlocks_where_contend_is_right(capsys, tmp_path):
     assert ranks_of(capsys, moved) == ours
     # MPICH's default algorithms for these sizes are Schedgen's too (dissemination barrier of 0 bytes
     # instead of 1 costs the same: a 0-byte message costs a 1-byte one's).
-    default = tmp_path / "mpich.goal"
+    default = tmp_path / "mpich.goal.gz"  # gzip on the way
     convert(capsys, DATA / "sphot", default)
     assert ranks_of(capsys, default) == ours
 

@@ -23,7 +23,9 @@ def main() -> None:
     displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
     send = np.zeros(int(counts.sum()), dtype=np.float64)
     receive = np.zeros(int(counts[rank]) * size, dtype=np.float64)
-    world.Alltoallv([send, (counts, displs), MPI.DOUBLE], [receive, ([counts[rank]] * size, [counts[rank] * i for i in range(size)]), MPI.DOUBLE])
+    mine = int(counts[rank])  # every rank sends rank r (r + 1) * 2 doubles
+    world.Alltoallv([send, (counts, displs), MPI.DOUBLE],
+                    [receive, ([mine] * size, [mine * i for i in range(size)]), MPI.DOUBLE])
     half.Scan(data, out)
     world.Ibarrier().Wait()
     world.Iallreduce(data, out).Wait()

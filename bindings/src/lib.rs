@@ -28,7 +28,7 @@ use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate_with_memory, Costs, Deadlock, Execution, Options, Params, Pending, SimResult};
+use contend_engine::sim::{simulate_with_memory, Costs, CpuScale, CriticalPath, Deadlock, Split, Execution, Options, Params, Pending, SimResult};
 use contend_engine::time::{parse_per_byte as engine_per_byte, parse_time as engine_time, PS_PER_NS};
 
 create_exception!(_engine, GoalError, PyValueError, "A malformed GOAL schedule; the message starts with path:line:col.");
@@ -356,6 +356,10 @@ fn records_dict<'py>(py: Python<'py>, r: &Records, dtypes: &Bound<'py, PyDict>) 
     ] {
         u8_(&d, k, v)?;
     }
+    if !r.critical.is_empty() {
+        d.set_item("critical", PyBytes::new(py, &r.critical.iter().map(|&c| c as u8).collect::<Vec<u8>>()))?;
+        dtypes.set_item("critical", "|b1")?;
+    }
     Ok(d)
 }
 
@@ -416,6 +420,35 @@ fn deadlock_dict<'py>(py: Python<'py>, d: &Deadlock) -> PyResult<Bound<'py, PyDi
     Ok(out)
 }
 
+fn split_dict<'py>(py: Python<'py>, s: &Split) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in [("computation", s.computation), ("overhead", s.overhead), ("wire", s.wire), ("late_partner", s.late_partner), ("contention", s.contention), ("noise", s.noise)] {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+/// The critical path in ps: its split, length and first steps (docs/formats.md, "critical_path").
+fn critical_path_dict<'py>(py: Python<'py>, c: &CriticalPath) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("split_ps", split_dict(py, &c.split)?)?;
+    d.set_item("ops", c.ops)?;
+    d.set_item("steps_total", c.steps_total)?;
+    let steps = PyList::empty(py);
+    for s in &c.steps {
+        let step = PyDict::new(py);
+        step.set_item("rank", s.rank)?;
+        step.set_item("op", if s.op == u32::MAX { None } else { Some(s.op) })?;
+        step.set_item("activity", s.activity.name())?;
+        step.set_item("start_ps", s.start)?;
+        step.set_item("end_ps", s.end)?;
+        step.set_item("split_ps", split_dict(py, &s.split)?)?;
+        steps.append(step)?;
+    }
+    d.set_item("steps", steps)?;
+    Ok(d)
+}
+
 fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("makespan_ps", r.makespan)?;
@@ -442,6 +475,7 @@ fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyResult<Bound
         None => d.set_item("memory", py.None())?,
     }
     d.set_item("deadlock", r.deadlock.as_ref().map(|x| deadlock_dict(py, x)).transpose()?)?;
+    d.set_item("critical_path", r.critical_path.as_ref().map(|x| critical_path_dict(py, x)).transpose()?)?;
     let dtypes = PyDict::new(py);
     d.set_item("records", r.records.as_ref().map(|x| records_dict(py, x, &dtypes)).transpose()?)?;
     d.set_item("timeline", r.timeline.as_ref().map(|x| timeline_dict(py, x, &dtypes)).transpose()?)?;
@@ -476,6 +510,10 @@ struct Models {
     /// The event loop and the threads that share it (same results either way).
     execution: Execution,
     threads: usize,
+    /// Calc durations scaled (a faster or slower CPU).
+    cpu_scale: CpuScale,
+    /// Trace the critical path (where the time goes).
+    critical_path: bool,
 }
 
 fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
@@ -492,6 +530,14 @@ fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
         None => 0,
         Some(v) => v.extract::<usize>().map_err(|_| PyValueError::new_err("threads must be a non-negative integer"))?,
     };
+    let cpu_scale = match params.get_item("cpu_scale")? {
+        None => CpuScale::default(),
+        Some(v) => CpuScale::new(v.extract::<f64>().map_err(|_| PyValueError::new_err("cpu_scale must be a number"))?).map_err(PyValueError::new_err)?,
+    };
+    let critical_path = match params.get_item("critical_path")? {
+        None => false,
+        Some(v) => v.extract::<bool>().map_err(|_| PyValueError::new_err("critical_path must be true or false"))?,
+    };
     Ok(Models {
         par: params_from(params)?,
         network: network_from(params)?,
@@ -500,6 +546,8 @@ fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
         memory: memory_from(params)?,
         execution,
         threads,
+        cpu_scale,
+        critical_path,
     })
 }
 
@@ -511,8 +559,8 @@ fn run<P: Program + Sync>(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let Models { par, network, noise, node, memory, execution, threads } = models;
-    let opts = Options { records, timeline, execution, threads };
+    let Models { par, network, noise, node, memory, execution, threads, cpu_scale, critical_path } = models;
+    let opts = Options { records, timeline, execution, threads, cpu_scale, critical_path };
     if memory.is_some() && noise.is_some() {
         return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
     }

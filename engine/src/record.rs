@@ -35,6 +35,8 @@ pub struct Records {
     pub target_queue: Vec<Time>,
     pub late_receiver: Vec<Time>,
     pub noise: Vec<Time>,
+    /// On the run's critical path (filled after the run; empty unless it was traced).
+    pub critical: Vec<bool>,
 }
 
 /// The times of one message, from which a record row is derived.

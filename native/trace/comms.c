@@ -11,7 +11,9 @@
  * its (already collective and synchronising) creation, never per call: the lookup per collective is a
  * comparison with the last communicator seen, else a scan of the live ones (programs keep a few).
  * Comm_idup is not wrapped (its communicator may not be used before its request completes): it is
- * registered at its first collective. Intercommunicators get -1. */
+ * registered at its first collective. (Registering at a first *nonblocking* collective blocks in it; a
+ * program that starts nonblocking collectives on two such communicators in different orders on
+ * different ranks would wait there: the wrapped creators avoid it.) Intercommunicators get -1. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -120,8 +120,9 @@ class SimulationResult:
     ``links`` (per-link statistics when a network was simulated, else ``None``), ``network``
     (its ``NetworkLayout``: link ends, node coordinates, placement), ``noise_charged`` (detour time
     the noise model added to CPU work, summed over all ranks; 0 without noise), ``windowed`` (the
-    engine ran the events window by window, docs/models.md "Noise", Cost: same results, engine speed only)
-    and ``threads`` (how many threads shared those windows; 1 otherwise).
+    engine ran the events window by window, docs/models.md "Noise", Cost: same results, engine speed only),
+    ``threads`` (how many threads shared those windows; 1 otherwise) and ``critical_path`` (a
+    ``contend.critical_path.CriticalPath`` when asked for and the run finished, else ``None``).
     """
 
     makespan: int | float
@@ -142,10 +143,12 @@ class SimulationResult:
     memory: Mapping[str, Any] | None = None
     windowed: bool = False
     threads: int = 1
+    critical_path: Any = None
 
     @classmethod
     def from_engine(cls, raw: Mapping[str, Any], params: Mapping[str, Any], workload: Mapping[str, Any]):
         """Wrap the engine's result dict (integer ps, raw little-endian column buffers)."""
+        from contend.critical_path import CriticalPath
         from contend.links import engine_link_columns
 
         dtypes = raw.get("dtypes") or {}
@@ -175,6 +178,7 @@ class SimulationResult:
             memory=_memory_stats(raw.get("memory")),
             windowed=bool(raw.get("windowed", False)),
             threads=int(raw.get("threads", 1)),
+            critical_path=CriticalPath.from_engine(raw["critical_path"]) if raw.get("critical_path") else None,
         )
 
     @functools.cached_property
@@ -240,6 +244,7 @@ class SimulationResult:
             "busiest_link": self.busiest_link(),
             "noise_charged": self.noise_charged,
             "admission_waits": self.admission_waits,
+            "critical_path": None if self.critical_path is None else self.critical_path.to_dict(),
         }
         if self.memory is not None:
             summary["memory"] = dict(self.memory)
@@ -276,7 +281,8 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
     ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns; a
     ``noise`` becomes its settings in ns and Hz; a ``node`` model keeps its values, a rate policy's
-    gap in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns.
+    gap in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns;
+    ``cpu_scale`` (a factor) stays as it is.
 
     >>> parameters_ns({"L": 3_000_000, "o": 1_500_000, "g": 1_000_000, "G": 80, "O": 0, "S": 65535})
     {'L': 3000, 'o': 1500, 'g': 1000, 'G': 0.08, 'O': 0, 'S': 65535}
@@ -299,6 +305,6 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
                 policy = {**policy, "gap": ps_to_ns(policy["gap"])}
             converted[key] = {**value, "policy": policy}
         else:
-            converted[key] = value if key == "S" else ps_to_ns(value)
+            converted[key] = value if key in ("S", "cpu_scale") else ps_to_ns(value)
     return converted
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from contend.commands.options import bounded_number
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
@@ -23,6 +24,8 @@ MAX_RANKS = 2**31 - 1
 #: The engine's event loops, and the most threads that can share one (its MAX_WORKERS).
 EXECUTIONS = ("chosen", "time-ordered", "windowed")
 MAX_THREADS = 64
+#: The CPU speed factors the engine accepts (its CpuScale::MIN and MAX).
+CPU_SCALE_RANGE = (1e-6, 1e6)
 
 
 def simulate(
@@ -52,6 +55,8 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
     execution: str = "chosen",
+    cpu_scale: float | str | None = None,
+    critical_path: bool = False,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
 
@@ -70,6 +75,11 @@ def simulate(
     ``memory`` replaces the machine's ``[memory]`` model: an engine memory dict, or ``"none"``/``False``
     for none; ``memory_throttle`` (a bandwidth, ``"none"``) and ``reserve_core`` apply its
     mitigations (docs/models.md, "Memory contention (NiMC)").
+    ``cpu_scale`` multiplies every calc's duration (0.5: a CPU twice as fast), rounded to the
+    picosecond; overheads o and O stay the machine's (docs/models.md, "CPU speed").
+    ``critical_path=True`` traces where the time goes: ``result.critical_path`` splits the makespan
+    along the run's critical path, and records get a ``critical`` column (docs/models.md, "Where the
+    time goes"); it costs memory in proportion to the operations and runs the events in time order.
     ``progress(ops_done, ops_total)``, if given, is called every few million events of a long run.
     ``threads`` share a windowed run (None: the machine's cores, on runs large enough to gain);
     ``execution`` picks the event loop: ``"chosen"`` (windows for ranks that independent noise
@@ -100,6 +110,12 @@ def simulate(
     ...              noise={"kind": "periodic", "period": "5us", "duration": "500ns", "phase": "1us"})
     >>> r.makespan, r.noise_charged
     (13000, 1000)
+
+    Where the time goes: along a ping-pong's critical path, o, L and o each way:
+
+    >>> r = simulate(collective="pingpong", ranks=2, bytes=1, L=3000, o=1500, critical_path=True)
+    >>> r.critical_path.split
+    {'computation': 0, 'overhead': 6000, 'wire': 6000, 'late_partner': 0, 'contention': 0, 'noise': 0}
     """
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
@@ -115,10 +131,14 @@ def simulate(
     params.pop("noise", None)
     if settings is not None:
         params["noise"] = settings.engine_params()
+    if cpu_scale is not None:
+        params["cpu_scale"] = bounded_number(cpu_scale, "cpu scale", *CPU_SCALE_RANGE)
     if execution not in EXECUTIONS:
         raise UserError(f"execution must be one of {', '.join(EXECUTIONS)}, not {execution!r}")
     # How the engine runs, beside the model's parameters (which the result keeps).
     run_params = {**params, "execution": execution}
+    if critical_path:
+        run_params["critical_path"] = True
     if threads is not None:
         run_params["threads"] = parse_count(threads, "threads", minimum=1, maximum=MAX_THREADS)
     eng = engine()

@@ -11,6 +11,9 @@ use crate::schedule::collectives::Pattern;
 use crate::schedule::collectives::Pattern as P;
 
 /// MPICH 3.x defaults (MPIR_CVAR_...): bytes thresholds of the selection.
+const BCAST_SHORT_MSG_SIZE: u64 = 12288;
+const BCAST_LONG_MSG_SIZE: u64 = 524288;
+const BCAST_MIN_PROCS: u32 = 8;
 const ALLREDUCE_SHORT_MSG_SIZE: u64 = 2048;
 const ALLGATHER_SHORT_MSG_SIZE: u64 = 81920;
 const ALLGATHER_LONG_MSG_SIZE: u64 = 524288;
@@ -39,6 +42,8 @@ pub struct Algorithms {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Plan {
     Pattern(Pattern, u64),
+    /// Two patterns, the second after the first (MPICH's large broadcast: scatter, then allgather).
+    Phases((Pattern, u64), (Pattern, u64)),
     /// Every member sends its sizes to every other (alltoallv, allgatherv) or to / from the root
     /// (gatherv, scatterv), all at once.
     Linear,
@@ -121,9 +126,16 @@ impl Algorithms {
                 (Preset::Schedgen, C::Allreduce | C::Allgather) => P::Dissemination,
                 (Preset::Schedgen, C::Alltoall) => P::AlltoallLinear,
                 (_, C::Barrier) => return Plan::Pattern(P::Dissemination, 0),
-                // MPICH: binomial below 12 KiB (BCAST_SHORT_MSG_SIZE) or 8 ranks
-                // (BCAST_MIN_PROCS), else scatter + allgather (not generated: binomial).
-                (_, C::Bcast) => P::BinomialBcast,
+                (Preset::Schedgen, C::Bcast) => P::BinomialBcast,
+                // MPICH: binomial below 12 KiB or 8 ranks; else the message scattered in P blocks
+                // (binomially; contend's scatter is linear) and allgathered by recursive doubling
+                // (P a power of two, below 512 KiB) or a ring.
+                (_, C::Bcast) if bytes < BCAST_SHORT_MSG_SIZE || p < BCAST_MIN_PROCS => P::BinomialBcast,
+                (_, C::Bcast) => {
+                    let block = bytes.div_ceil(p as u64);
+                    let gather = if bytes < BCAST_LONG_MSG_SIZE && pof2 { P::AllgatherRecdoub } else { P::AllgatherRing };
+                    return Plan::Phases((P::Scatter, block), (gather, block));
+                }
                 // MPICH: binomial up to 2 KiB, else reduce-scatter + gather (not generated).
                 (_, C::Reduce) => P::BinomialReduce,
                 // MPICH: recursive doubling up to 2 KiB (dissemination has its rounds and sizes),
@@ -180,6 +192,16 @@ mod tests {
         assert_eq!(a.plan(CollKind::Alltoall, 8, 32769), Plan::Pattern(Pattern::AlltoallPairwise, 32769));
         assert_eq!(a.plan(CollKind::Barrier, 5, 0), Plan::Pattern(Pattern::Dissemination, 0));
         assert_eq!(a.plan(CollKind::Bcast, 1, 10), Plan::Nothing);
+        assert_eq!(a.plan(CollKind::Bcast, 8, 12287), Plan::Pattern(Pattern::BinomialBcast, 12287));
+        assert_eq!(a.plan(CollKind::Bcast, 7, 1 << 20), Plan::Pattern(Pattern::BinomialBcast, 1 << 20));
+        assert_eq!(
+            a.plan(CollKind::Bcast, 8, 12288),
+            Plan::Phases((Pattern::Scatter, 1536), (Pattern::AllgatherRecdoub, 1536))
+        );
+        assert_eq!(
+            a.plan(CollKind::Bcast, 9, 524288),
+            Plan::Phases((Pattern::Scatter, 58255), (Pattern::AllgatherRing, 58255))
+        );
         assert_eq!(a.plan(CollKind::Alltoallv, 4, 0), Plan::Linear);
     }
 

@@ -20,7 +20,7 @@ use super::algorithms::{Algorithms, Plan, Preset};
 use super::balance::{Balance, Origin};
 use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Rma, RmaOp, RmaSync, Send, TraceError, WinId, WORLD};
 use super::TraceSet;
-use crate::schedule::collectives::Collective as Generated;
+use crate::schedule::collectives::{Collective as Generated, Pattern};
 use crate::schedule::writer::GoalSink;
 use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS};
 use crate::u64_map::U64Map;
@@ -571,52 +571,23 @@ impl<W: Write> Emitter<'_, W> {
         }
 
         let world_of = |i: u32| if ctx == 0 { i } else { self.members[ctx as usize][i as usize] };
-        let mut ops: Vec<Op> = Vec::new();
-        let mut gen = None;
+        // Phases run one after the other: a phase's first operations wait for the previous one's last.
+        let mut phases: Vec<(Vec<Op>, Option<Generated>)> = Vec::new();
         match self.opts.algorithms.plan(c.kind, size, self.block_bytes(c, size)) {
             Plan::Nothing => {}
-            Plan::Pattern(pattern, bytes) => {
-                let g = Generated::new(pattern, size, bytes, root, 0).map_err(|e| st.err(e))?;
-                for i in 0..g.num_ops(me) {
-                    let mut op = g.op(me, i);
-                    op.peer = world_of(op.peer);
-                    op.tag = tag;
-                    ops.push(op);
-                }
-                gen = Some(g);
+            Plan::Pattern(pattern, bytes) => phases.push(self.generated(st, pattern, size, bytes, root, me, &world_of, tag)?),
+            Plan::Phases(first, second) => {
+                phases.push(self.generated(st, first.0, size, first.1, root, me, &world_of, tag)?);
+                phases.push(self.generated(st, second.0, size, second.1, root, me, &world_of, tag)?);
             }
-            Plan::Linear => ops = self.linear(st, c, size, me, root, &world_of, tag)?,
+            Plan::Linear => phases.push((self.linear(st, c, size, me, root, &world_of, tag)?, None)),
         }
-        let base = self.sink.next_index();
-        for op in &ops {
-            self.sink.op(op)?;
-        }
-        let n = ops.len() as u32;
+        let mut entry = st.frontier.clone();
         let mut sinks = Vec::new();
-        let mut after = Vec::new();
-        let mut has_dep = vec![false; n as usize];
-        for i in 0..n {
-            after.clear();
-            if let Some(g) = &gen {
-                g.after_done(me, i, &mut after);
-            }
-            if after.is_empty() {
-                sinks.push(base + i);
-            }
-            for &j in &after {
-                has_dep[j as usize] = true;
-                self.sink.requires(base + j, base + i)?;
-            }
-        }
-        for i in 0..n {
-            if !has_dep[i as usize] {
-                for &(d, start) in &st.frontier {
-                    if start {
-                        self.sink.irequires(base + i, d)?;
-                    } else {
-                        self.sink.requires(base + i, d)?;
-                    }
-                }
+        for (ops, gen) in &phases {
+            sinks = self.phase(ops, gen.as_ref(), me, &entry)?;
+            if !sinks.is_empty() {
+                entry = sinks.iter().map(|&s| (s, false)).collect();
             }
         }
         // One join operation stands for a collective that ends in several operations.
@@ -636,6 +607,67 @@ impl<W: Write> Emitter<'_, W> {
         }
         st.last_end = Some(call.end);
         Ok(())
+    }
+
+    /// One rank's operations of a generated pattern on the communicator, peers as world ranks.
+    #[allow(clippy::too_many_arguments)]
+    fn generated(
+        &self,
+        st: &RankState,
+        pattern: Pattern,
+        size: u32,
+        bytes: u64,
+        root: u32,
+        me: u32,
+        world_of: &dyn Fn(u32) -> u32,
+        tag: u32,
+    ) -> Result<(Vec<Op>, Option<Generated>), ConvertError> {
+        let g = Generated::new(pattern, size, bytes, root, 0).map_err(|e| st.err(e))?;
+        let ops = (0..g.num_ops(me))
+            .map(|i| {
+                let mut op = g.op(me, i);
+                op.peer = world_of(op.peer);
+                op.tag = tag;
+                op
+            })
+            .collect();
+        Ok((ops, Some(g)))
+    }
+
+    /// Writes one phase: its operations, their dependencies within the phase (from `gen`; none for
+    /// linear exchanges), and `entry` for those without. Returns the phase's last operations.
+    fn phase(&mut self, ops: &[Op], gen: Option<&Generated>, me: u32, entry: &[(u32, bool)]) -> io::Result<Vec<u32>> {
+        let base = self.sink.next_index();
+        for op in ops {
+            self.sink.op(op)?;
+        }
+        let n = ops.len() as u32;
+        let mut sinks = Vec::new();
+        let mut after = Vec::new();
+        let mut has_dep = vec![false; n as usize];
+        for i in 0..n {
+            after.clear();
+            if let Some(g) = gen {
+                g.after_done(me, i, &mut after);
+            }
+            if after.is_empty() {
+                sinks.push(base + i);
+            }
+            for &j in &after {
+                has_dep[j as usize] = true;
+                self.sink.requires(base + j, base + i)?;
+            }
+        }
+        for i in (0..n).filter(|&i| !has_dep[i as usize]) {
+            for &(d, start) in entry {
+                if start {
+                    self.sink.irequires(base + i, d)?;
+                } else {
+                    self.sink.requires(base + i, d)?;
+                }
+            }
+        }
+        Ok(sinks)
     }
 
     /// Bytes per message of the generated pattern: reduce-scatters exchange one member's block.

@@ -26,6 +26,8 @@ use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
+use crate::sim::cpu_scale::CpuScale;
+use crate::sim::critical::{Cause, CriticalPath, Tracer};
 use crate::sim::handoff::{Handoff, StopOnDrop};
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
@@ -92,6 +94,11 @@ pub struct Options {
     /// (`run_in_parallel`); 0: the machine's cores, where the ranks are many enough to pay for it.
     /// The results are the same for any number.
     pub threads: usize,
+    /// Calc durations multiplied by this factor (a faster or slower CPU).
+    pub cpu_scale: CpuScale,
+    /// Trace the critical path and split the makespan along it (`SimResult::critical_path`);
+    /// O(operations) memory, and the run goes in time order.
+    pub critical_path: bool,
 }
 
 /// The event loop of a simulation: time order, or windows (`crate::sim::window`), which give the
@@ -174,6 +181,8 @@ pub struct SimResult {
     pub admission_waits: u64,
     /// What the memory model did (bytes written per node, calc delay); None without one.
     pub memory: Option<MemoryStats>,
+    /// Where the time went, when asked for (`Options::critical_path`) and the run finished.
+    pub critical_path: Option<CriticalPath>,
 }
 
 /// A message in flight or waiting in an unexpected queue: what every model reads, in 32 bytes (two
@@ -277,6 +286,7 @@ struct WaitList {
 struct Sim<'p, P: Program> {
     prog: &'p P,
     par: Params,
+    cpu_scale: CpuScale,
     cpus: usize,
     nics: usize,
     /// Per host (one cache line): clocks nexto[cpus], nextgs[nics], nextgr[nics], started count,
@@ -329,6 +339,8 @@ struct Sim<'p, P: Program> {
     node: Option<NodeSim>,
     /// Memory contention (docs/models.md, "Memory contention (NiMC)"); None: exact LogGOPS.
     memory: Option<MemorySim>,
+    /// What each time came from, for the critical path (`Options::critical_path`).
+    crit: Option<Tracer>,
     /// The ranks whose events this simulator handles: all of them, or a worker's block (of
     /// `block` ranks) in a parallel run, which hands arrivals for other blocks to `outbox`, one
     /// list per worker, and keeps the earliest time among them in `earliest_out`.
@@ -403,7 +415,8 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
         && sim.node.is_none()
         && sim.memory.is_none()
         && !opts.records
-        && !opts.timeline;
+        && !opts.timeline
+        && !opts.critical_path;
     let scattered = opts.execution == Execution::Windowed || sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
     // Any narrower window is as exact; the windows keep times within them in 24 bits.
     let width = (par.o + par.L).min(MAX_WIDTH);
@@ -637,13 +650,14 @@ impl<'p, P: Program> Sim<'p, P> {
         Sim {
             prog,
             par: *par,
+            cpu_scale: opts.cpu_scale,
             cpus,
             nics,
             hosts: Hosts::new(n, cpus + 2 * nics),
             queues: MatchQueues::new(),
             msgs: Vec::new(),
             details: Vec::new(),
-            keep_details: opts.records || node.is_some(),
+            keep_details: opts.records || opts.critical_path || node.is_some(),
             free_msgs: Vec::new(),
             waiting: U64Map::default(),
             queue: EventQueue::new(),
@@ -673,6 +687,7 @@ impl<'p, P: Program> Sim<'p, P> {
             msg_noise: U64Map::default(),
             node,
             memory,
+            crit: opts.critical_path.then(|| Tracer::new(prog, cpus + 2 * nics)),
             owned: 0..n as u32,
             block: n as u32,
             outbox: Vec::new(),
@@ -943,18 +958,24 @@ impl<P: Program> Sim<'_, P> {
         match op.kind {
             OpKind::Calc => {
                 if self.hosts[c] > t {
+                    self.trace_queued(h, i, self.hosts[c], c, None);
                     return self.requeue(self.hosts[c], e);
                 }
                 self.start(h, i);
+                let work = self.cpu_scale.apply(op.size * self.par.unit);
                 let end = match &mut self.memory {
                     // --- memory contention (NiMC): the calc shares its node's memory bandwidth ---
                     Some(mem) => {
                         let span = self.timeline.as_ref().map(|tl| tl.start.len() as u32);
-                        mem.calc(h, op.cpu, t, op.size * self.par.unit, op.mem(), span)
+                        mem.calc(h, op.cpu, t, work, op.mem(), span)
                     }
-                    None => self.cpu_work(h, t, op.size * self.par.unit),
+                    None => self.cpu_work(h, t, work),
                 };
                 self.hosts[c] = end;
+                if let Some(cr) = &mut self.crit {
+                    cr.started(h, i, t);
+                    cr.calc(h, i, c.index);
+                }
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::Calc, t, end);
                 }
@@ -964,6 +985,7 @@ impl<P: Program> Sim<'_, P> {
                 let n = self.gs_slot(h, op.nic);
                 let free = self.hosts[c].max(self.hosts[n]);
                 if free > t {
+                    self.trace_queued(h, i, free, c, Some(n));
                     return self.requeue(free, e);
                 }
                 // Node models apply to messages that leave the node: (through the shared NIC,
@@ -975,8 +997,18 @@ impl<P: Program> Sim<'_, P> {
                         (nic_path, proxied) = (ns.curves.is_some(), ns.proxy.is_some());
                         match self.admit(t, e, op.size) {
                             Admission::Now(tokens) => held = tokens,
-                            Admission::At(later) => return self.requeue(later, e),
-                            Admission::Parked => return,
+                            Admission::At(later) => {
+                                if let Some(cr) = &mut self.crit {
+                                    cr.held(h, i, t);
+                                }
+                                return self.requeue(later, e);
+                            }
+                            Admission::Parked => {
+                                if let Some(cr) = &mut self.crit {
+                                    cr.held(h, i, t);
+                                }
+                                return;
+                            }
                         }
                     }
                 }
@@ -992,6 +1024,10 @@ impl<P: Program> Sim<'_, P> {
                 if !nic_path {
                     // With NIC curves the node's shared NIC does this work instead (`nic_start`).
                     self.hosts[n] = t + k.g + if networked { 0 } else { extra * k.G };
+                }
+                if let Some(cr) = &mut self.crit {
+                    cr.started(h, i, t);
+                    cr.send(h, i, c.index, (!nic_path).then_some(n.index), sent, networked);
                 }
                 if let Some(tl) = &mut self.timeline {
                     tl.push(h, op.cpu as u32, SpanKind::SendOverhead, t, self.hosts[c]);
@@ -1028,8 +1064,15 @@ impl<P: Program> Sim<'_, P> {
             }
             OpKind::Recv => {
                 self.start(h, i);
+                if let Some(cr) = &mut self.crit {
+                    cr.started(h, i, t);
+                }
                 match self.queues.take_first(&mut self.hosts.get_mut(h).queues, Queue::Unexpected, op.peer, op.tag) {
                     Some(id) => {
+                        if let Some(cr) = &mut self.crit {
+                            let m = self.msgs[id as usize];
+                            cr.matched(m.src, m.send_op, h, i, false);
+                        }
                         self.deliver(id, i, t, t);
                         self.done(h, i);
                     }
@@ -1057,6 +1100,8 @@ impl<P: Program> Sim<'_, P> {
             return self.wait_for_receiver(free, e, list, first);
         }
         self.messages += 1;
+        // What freed the receiver last (before this arrival takes it).
+        let freed = self.crit.as_ref().map(|_| (free, self.cause_of(c, Some(n))));
         let k = self.par.costs(m.size);
         let extra = m.size.saturating_sub(1);
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
@@ -1072,8 +1117,15 @@ impl<P: Program> Sim<'_, P> {
         if self.keep_details {
             self.details[id as usize].received = t;
         }
+        if let (Some(cr), Some((free, cause))) = (&mut self.crit, freed) {
+            let d = &self.details[id as usize];
+            cr.handled(m.src, m.send_op, m.dst, c.index, n.index, t, d.arrived, d.link_delay, free, cause);
+        }
         match self.queues.take_first(&mut self.hosts.get_mut(m.dst).queues, Queue::Posted, m.src, m.tag) {
             Some(recv_op) => {
+                if let Some(cr) = &mut self.crit {
+                    cr.matched(m.src, m.send_op, m.dst, recv_op, true);
+                }
                 self.deliver(id, recv_op, t, t);
                 self.done(m.dst, recv_op);
             }
@@ -1191,6 +1243,13 @@ impl<P: Program> Sim<'_, P> {
             // NIC are busy until then and the send completes now.
             let c = self.o_slot(m.src, m.cpu);
             let n = self.gs_slot(m.src, m.nic);
+            if let Some(cr) = &mut self.crit {
+                for clock in [c, n] {
+                    if self.hosts[clock] < t {
+                        cr.rendezvous(m.src, m.send_op, clock.index);
+                    }
+                }
+            }
             self.hosts[c] = self.hosts[c].max(t);
             self.hosts[n] = self.hosts[n].max(t);
             self.done(m.src, m.send_op);
@@ -1560,6 +1619,10 @@ impl<P: Program> Sim<'_, P> {
             } else {
                 self.hosts[c]
             };
+            if self.crit.is_some() {
+                let n = (op.kind == OpKind::Send).then(|| self.gs_slot(h, op.nic));
+                self.trace_queued(h, i, time, c, n);
+            }
             let key = self.new_key();
             self.push_event(time, Entry { key, host: h, data: i });
         }
@@ -1572,6 +1635,7 @@ impl<P: Program> Sim<'_, P> {
         let makespan = finish.iter().copied().max().unwrap_or(0);
         let ops = self.ops_started;
         let deadlock = self.find_deadlock();
+        let critical_path = self.critical_path(&finish, makespan, deadlock.is_none());
         SimResult {
             num_ranks: n as u32,
             finish,
@@ -1591,8 +1655,48 @@ impl<P: Program> Sim<'_, P> {
             noise: self.noise_charged,
             admission_waits: self.node.as_ref().map_or(0, |ns| ns.waits + ns.tokens.as_ref().map_or(0, |p| p.waits)),
             memory: self.memory.take().map(MemorySim::into_stats),
+            critical_path,
         }
     }
+
+    // --- critical path (`Options::critical_path`) ---
+    /// What set the clock that binds an operation or arrival: `c`, or `n` if that is later.
+    fn cause_of(&self, c: Clock, n: Option<Clock>) -> Cause {
+        let cr = self.crit.as_ref().expect("tracing the critical path");
+        match n {
+            Some(n) if self.hosts[n] > self.hosts[c] => cr.setter(n.host, n.index),
+            _ => cr.setter(c.host, c.index),
+        }
+    }
+
+    /// Operation `i` of `h` is queued at `time`, the value of clock `c` (or `n`, if later).
+    #[inline]
+    fn trace_queued(&mut self, h: u32, i: u32, time: Time, c: Clock, n: Option<Clock>) {
+        if self.crit.is_some() {
+            let cause = self.cause_of(c, n);
+            self.crit.as_mut().expect("checked").queued(h, i, time, cause);
+        }
+    }
+
+    /// The walk back from the clock that finished last (the lowest rank and CPU at the makespan),
+    /// and the records' marks of the messages on it.
+    fn critical_path(&mut self, finish: &[Time], makespan: Time, finished: bool) -> Option<CriticalPath> {
+        let cr = self.crit.as_ref().filter(|_| finished)?;
+        let last = match finish.iter().position(|&f| f == makespan) {
+            Some(h) => {
+                let cpu = (0..self.cpus as u32).find(|&index| self.hosts[Clock { host: h as u32, index }] == makespan).expect("a CPU at the rank's finish");
+                cr.setter(h as u32, cpu)
+            }
+            None => Cause::ORIGIN,
+        };
+        let path = cr.walk(self.prog, &self.par, self.cpu_scale, self.memory.is_some(), last, makespan, self.records.is_some());
+        if let Some(rec) = &mut self.records {
+            let on_path: HashSet<(u32, u32)> = path.messages.iter().copied().collect();
+            rec.critical = rec.src.iter().zip(&rec.send_op).map(|(&s, &o)| on_path.contains(&(s, o))).collect();
+        }
+        Some(path)
+    }
+    // --- end of critical path ---
 
     fn pending(&self, rank: u32, op: u32) -> Pending {
         let o = self.prog.op(rank, op);

@@ -1,5 +1,7 @@
 //! The simulator: an event queue and the LogGOPS endpoint model (LogGOPSim v1 semantics).
 
+pub mod cpu_scale;
+pub mod critical;
 pub mod hosts;
 pub mod handoff;
 pub mod loggops;
@@ -7,4 +9,6 @@ pub mod matching;
 pub mod queue;
 pub mod window;
 
+pub use cpu_scale::CpuScale;
+pub use critical::{Activity, CriticalPath, Split, Step};
 pub use loggops::{simulate, simulate_with_memory, simulate_with_node, simulate_with_noise, simulate_with_progress, Costs, Deadlock, Execution, Options, Params, Pending, SimResult, PROGRESS_EVERY};

@@ -93,13 +93,26 @@ def run(args: argparse.Namespace) -> int:
     if args.html is not None:
         from contend.report.diagnosis import write_html
 
-        write_html(diagnosis, args.html, os.path.basename(args.records), top=args.top)
+        write_html(diagnosis, args.html, os.path.basename(args.records), top=args.top,
+                   critical_path=_critical_path(metadata.get("critical_path"), args.records))
     from rich.console import Console
 
     from contend.report.diagnosis import summary_tables
 
     Console().print(*summary_tables(diagnosis, top=args.top))
     return 0
+
+
+def _critical_path(data, path: str):
+    """The ``contend.critical_path`` of records written by ``contend sim --critical-path``, if any."""
+    if data is None:
+        return None
+    from contend.critical_path import CriticalPath
+
+    try:
+        return CriticalPath.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise UserError(f"{path}: contend.critical_path is not a critical path (docs/formats.md)") from None
 
 
 def _read_json(path: str):

@@ -36,6 +36,9 @@ def register(subparsers) -> None:
                         help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
                         "slow with many messages in flight) or packet (round robin per link, cost per packet)")
     add_noise_options(parser)
+    parser.add_argument("--cpu-scale", metavar="X",
+                        help="multiply every calc's duration by X (0.5: a CPU twice as fast; overheads o, O "
+                        "stay the machine's)")
     parser.add_argument("--threads", metavar="N",
                         help="threads that share a windowed run (default: the machine's cores, on runs large "
                         "enough to gain; results are the same for any number)")
@@ -53,6 +56,9 @@ def register(subparsers) -> None:
     memory.add_argument("--no-memory", action="store_true", help="ignore the machine's [memory] table")
     outputs = parser.add_argument_group("outputs")
     outputs.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    outputs.add_argument("--critical-path", action="store_true",
+                         help="split the makespan along the critical path: computation, overhead, wire, "
+                         "late partner, contention, noise (in the table, the JSON and the records)")
     outputs.add_argument("--records", metavar="FILE.parquet", help="write per-message records (Parquet)")
     outputs.add_argument("--timeline", metavar="FILE.json",
                          help="write a Chrome trace (open it in ui.perfetto.dev)")
@@ -107,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
             timeline=args.timeline is not None,
             progress=progress,
             threads=args.threads,
+            cpu_scale=args.cpu_scale,
+            critical_path=args.critical_path,
         )
     write_outputs(result, args.records, args.timeline)
     write_link_outputs(result, args.links, args.heatmap, args.heatmap_metric)
@@ -121,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
 
         from contend.report.tables import result_table
 
-        Console().print(result_table(result, outputs=outputs))
+        tables = [result_table(result, outputs=outputs)]
+        if result.critical_path is not None:
+            tables.append(result.critical_path.table())
+        Console().print(*tables)
     if result.deadlock is not None:
         print(f"contend: deadlock: {result.deadlock.count} operation(s) blocked on ranks "
               f"{', '.join(map(str, result.deadlock.ranks()))}", file=sys.stderr)
@@ -134,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
 def write_outputs(result: SimulationResult, records_path: str | None, timeline_path: str | None) -> None:
     """Write the Parquet records and the Chrome trace, each atomically."""
     metadata = {"params": result.params, "workload": dict(result.workload)}
+    if result.critical_path is not None:
+        metadata["critical_path"] = result.critical_path.to_dict()
     if records_path is not None:
         from contend.records import write_records_parquet
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from contend.analysis.diagnose import CLASSES, Diagnosis
 from contend.atomic import atomic_directory
+from contend.critical_path import LABELS, PARTS
 from contend.report.plots import pyplot, save_figure, stacked_bars
 
 
@@ -57,15 +58,17 @@ def _with_share(diagnosis: Diagnosis, total: float) -> str:
     return f"{total:,.0f} ns ({diagnosis.share(total):.2%} of ranks x run time)"
 
 
-def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, top: int = 20) -> Path:
-    """index.html with the totals, the call-site and target tables, and three PNGs beside it; the
-    directory appears complete or not at all."""
+def write_html(diagnosis: Diagnosis, directory: str | os.PathLike, title: str, top: int = 20,
+               critical_path=None) -> Path:
+    """index.html with the totals, the call-site and target tables, and three PNGs beside it (four with
+    the run's ``critical_path``, a ``CriticalPath``: the bar of its split); the directory appears
+    complete or not at all."""
     with atomic_directory(directory, "--html") as out:
-        _write_html(diagnosis, out, title, top)
+        _write_html(diagnosis, out, title, top, critical_path)
     return Path(directory) / "index.html"
 
 
-def _write_html(diagnosis: Diagnosis, out: Path, title: str, top: int) -> None:
+def _write_html(diagnosis: Diagnosis, out: Path, title: str, top: int, critical_path) -> None:
     from contend.report.html import HtmlPage
 
     sites = diagnosis.call_sites().head(top)
@@ -82,6 +85,13 @@ def _write_html(diagnosis: Diagnosis, out: Path, title: str, top: int) -> None:
                    f"t_blocked {_with_share(diagnosis, diagnosis.blocked)}; "
                    f"t_sync {_with_share(diagnosis, diagnosis.sync)}; initiator {split['initiator']:,.0f} ns, "
                    f"target {split['target']:,.0f} ns.")
+    if critical_path is not None:
+        critical_path.bar(out / "critical_path.png", "Where the time goes: the makespan along the critical path")
+        page.heading("Where the time goes")
+        page.table(["part", "ns", "share"], [[LABELS[k], critical_path.split[k], f"{critical_path.shares[k]:.1%}"]
+                                             for k in PARTS])
+        page.image("critical_path.png", f"The makespan split along the critical path ({critical_path.ops:,} "
+                                        "operations; docs/models.md, \"Where the time goes\")")
     page.heading("Recommendations")
     page.table(["advice", "evidence"], [[r.advice, r.evidence] for r in diagnosis.recommendations()])
     page.image("split.png", "Initiator vs target contention" + (", beside the engine's truth"

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -280,7 +281,9 @@ def otf2_calls(path: str | os.PathLike) -> tuple[list[RankCalls], list[str]]:
             members = [archive.peer(comm, i) for i in range(len(comm.group.members))]
             if min(members, default=0) >= 0:
                 words += [ids[comm], len(members), *members]
-        rows: dict[int, list[list[int]]] = {r: [] for r in range(archive.ranks)}
+        # per rank, 8 int64 per record (kind, posted, returned, completed, bytes, peer, tag, site): no
+        # Python object per record; a record is addressed as (its rank's array, its offset)
+        rows: dict[int, array] = {r: array("q") for r in range(archive.ranks)}
         last_stamp = dict.fromkeys(rows, -1)
         calls = 0
         frames: dict = {}  # location -> the open MPI region: [name, enter, completed rows, targets]
@@ -294,7 +297,7 @@ def otf2_calls(path: str | os.PathLike) -> tuple[list[RankCalls], list[str]]:
             origin = time if origin is None else origin
             ns = int(round((time - origin) * scale))
             me = archive.world_rank(location)
-            mine = rows.setdefault(me, [])
+            mine = rows.setdefault(me, array("q"))
             frame = frames.get(location)
             if kind == "Enter":
                 if _is_mpi(event.region) and frame is None:
@@ -313,26 +316,26 @@ def otf2_calls(path: str | os.PathLike) -> tuple[list[RankCalls], list[str]]:
                 if completer:  # unique per rank, so an operation's completed names its completer
                     returned = max(ns, last_stamp[me] + 1)
                     last_stamp[me] = returned
-                for row in made:  # [kind, posted, returned, completed, bytes, peer, tag, site]
-                    row[2] = returned
-                    if row[3] == _AT_RETURN:
-                        row[3] = returned
-                for row in completed:
-                    row[3] = returned
+                for buf, at in made:
+                    buf[at + 2] = returned
+                    if buf[at + 3] == _AT_RETURN:
+                        buf[at + 3] = returned
+                for buf, at in completed:
+                    buf[at + 3] = returned
                 if completer:
                     peer = targets[0] if targets and sync in ("win_flush", "win_flush_local", "win_unlock") else -1
                     if sync in ("win_flush", "win_flush_local", "win_unlock", "win_lock") and peer < 0:
                         completer = {"win_flush": "win_flush_all", "win_flush_local": "win_flush_local_all",
                                      "win_unlock": "win_unlock_all", "win_lock": "win_lock_all"}[sync]
-                    mine.append([code[completer], enter, returned, returned, 0, peer, -1, site])
+                    mine.extend((code[completer], enter, returned, returned, 0, peer, -1, site))
                 continue
             if frame is None:
                 continue
             enter, site, made = frame[1], frame[4], frame[5]
 
             def record(kind_name, nbytes, peer, tag, completed=_AT_RETURN):
-                row = [code[kind_name], enter, enter, completed, int(nbytes), int(peer), int(tag), site]
-                mine.append(row)
+                row = (mine, len(mine))
+                mine.extend((code[kind_name], enter, enter, completed, int(nbytes), int(peer), int(tag), site))
                 made.append(row)
                 return row
 
@@ -351,8 +354,10 @@ def otf2_calls(path: str | os.PathLike) -> tuple[list[RankCalls], list[str]]:
                 row = (isends if kind == "MpiIsendComplete" else irecvs).pop((location, int(event.request_id)), None)
                 if row is not None:
                     if kind == "MpiIrecv":
-                        row[4:7] = [int(event.msg_length), archive.peer(event.communicator, event.sender),
-                                    int(event.msg_tag)]
+                        buf, at = row
+                        buf[at + 4:at + 7] = array("q", (int(event.msg_length),
+                                                         archive.peer(event.communicator, event.sender),
+                                                         int(event.msg_tag)))
                     frame[2].append(row)
             elif kind in ("RmaPut", "RmaGet"):
                 target = archive.peer(event.win.comm, event.remote)
@@ -362,7 +367,7 @@ def otf2_calls(path: str | os.PathLike) -> tuple[list[RankCalls], list[str]]:
                 row = rma.pop((location, event.win, int(event.matching_id)), None)
                 if row is not None:
                     frame[2].append(row)
-                    frame[3].append(row[5])
+                    frame[3].append(row[0][row[1] + 5])
             elif kind == "MpiCollectiveEnd":
                 op = str(event.collective_op).rsplit(".", 1)[-1].lower()
                 if op not in code:
@@ -378,13 +383,12 @@ def otf2_calls(path: str | os.PathLike) -> tuple[list[RankCalls], list[str]]:
                         "completed in the trace")
     out = []
     for rank in range(archive.ranks):
-        table = np.zeros(len(rows[rank]), dtype=RECORD)
-        if rows[rank]:
-            values = np.array(rows[rank], dtype=np.int64)
-            for column, field_name in enumerate(("kind", "posted", "returned", "completed", "bytes", "peer", "tag")):
-                table[field_name] = values[:, column]
-            table["frames"][:, 0] = values[:, 7]
-            table["depth"] = 1
+        values = np.frombuffer(rows[rank], dtype=np.int64).reshape(-1, 8)
+        table = np.zeros(len(values), dtype=RECORD)
+        for column, field_name in enumerate(("kind", "posted", "returned", "completed", "bytes", "peer", "tag")):
+            table[field_name] = values[:, column]
+        table["frames"][:, 0] = values[:, 7]
+        table["depth"] = 1
         out.append(RankCalls(name=f"{name} (rank {rank})", records=table, comm_words=words))
     return out, sorted(set(warnings))
 
