@@ -644,10 +644,13 @@ class Cases:
             target.write_bytes(bytes(data))
         machine = ["--machine", "loggopsim-default"] if rng.random() < 0.5 else []
         draw = rng.random()
-        if draw < 0.45:
+        if draw < 0.4:
             return Case("trace_dir", ["trace", *machine, "convert", directory], applied, watch=[self.out, directory])
-        if draw < 0.7:
+        if draw < 0.6:
             return self.case("trace_dir", ["goal", "convert", directory, "-o", "app.goal"], applied)
+        if draw < 0.75:
+            return self.case("trace_dir", ["predict", "--machine", "loggopsim-default", "--trace", directory,
+                                           "--json", "p.json"], applied)
         return self.case("trace_dir", ["diagnose", directory, *machine], applied)
 
     def otf2(self):
@@ -714,6 +717,7 @@ class Cases:
             ["trace", "-o", "t", "--records", "100", "--depth", "2", "--clock", "monotonic", "--timeout", "20",
              "--", "true"],
             ["trace", "import", s / "otf2" / "traces.otf2", "-o", "r.parquet"],
+            ["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "20", "--", "true"],
             ["noise", "show", s / "hand.noise", "--json"],
             ["bench", "show", s / "pingpong.parquet"],
             ["bench", "list"],
