@@ -106,7 +106,7 @@ def test_memory_contention_sums_exactly():
 @pytest.mark.parametrize("name", engine().collectives())
 def test_every_collective_sums_exactly(name):
     for ranks, size in ((2, 1), (7, 1000), (16, 70000)):
-        if name == "allreduce-recdoub" and ranks & (ranks - 1):
+        if name in ("allreduce-recdoub", "allgather-recdoub") and ranks & (ranks - 1):
             continue  # powers of two only
         r = simulate(collective=name, ranks=ranks, bytes=size, **REFERENCE, critical_path=True, seed=5)
         path = assert_exact(r)

@@ -367,7 +367,7 @@ def write_ctrace_dir(directory: Path, ranks: int = 4) -> None:
         header[0] = (ctrace.MAGIC, ctrace.VERSION, ctrace.HEADER.itemsize, ctrace.RECORD.itemsize, ctrace.FRAMES,
                      rank, ranks, 1, 4242 + rank, len(records), 0, 1024, 0,
                      (1000, 0, 0 if rank == 0 else 200), (10**6, 0, 0 if rank == 0 else 200),
-                     len(addresses), len(names), b"fuzz-node", ctrace.CLOCK_NS, 0, (0, 0, 0, 0))
+                     len(addresses), len(names), b"fuzz-node", ctrace.CLOCK_NS, 0, (0, 0, 0, 0), 0, 0)
         data = header.tobytes() + records.tobytes() + addresses.tobytes() + names
         (directory / f"rank-{rank:05d}.ctrace").write_bytes(data)
 
@@ -647,8 +647,14 @@ class Cases:
         if data is not None:
             target.write_bytes(bytes(data))
         machine = ["--machine", "loggopsim-default"] if rng.random() < 0.5 else []
-        if rng.random() < 0.6:
+        draw = rng.random()
+        if draw < 0.4:
             return Case("trace_dir", ["trace", *machine, "convert", directory], applied, watch=[self.out, directory])
+        if draw < 0.6:
+            return self.case("trace_dir", ["goal", "convert", directory, "-o", "app.goal"], applied)
+        if draw < 0.75:
+            return self.case("trace_dir", ["predict", "--machine", "loggopsim-default", "--trace", directory,
+                                           "--json", "p.json"], applied)
         return self.case("trace_dir", ["diagnose", directory, *machine], applied)
 
     def otf2(self):
@@ -662,8 +668,9 @@ class Cases:
         else:
             data = target.read_bytes()
             target.write_bytes(flip_bytes(data, self.rng) if op == "bytes" else truncate(data, self.rng))
-        return self.case("otf2", ["trace", "import", archive / "traces.otf2", "-o", "r.parquet"],
-                         [f"{target.relative_to(archive)} {op}"])
+        argv = self.rng.choice([["trace", "import", archive / "traces.otf2", "-o", "r.parquet"],
+                                ["goal", "convert", archive / "traces.otf2", "-o", "app.goal"]])
+        return self.case("otf2", argv, [f"{target.relative_to(archive)} {op}"])
 
     def nimc_model(self):
         path = self.input / "m.model"
@@ -714,6 +721,7 @@ class Cases:
             ["trace", "-o", "t", "--records", "100", "--depth", "2", "--clock", "monotonic", "--timeout", "20",
              "--", "true"],
             ["trace", "import", s / "otf2" / "traces.otf2", "-o", "r.parquet"],
+            ["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "20", "--", "true"],
             ["noise", "show", s / "hand.noise", "--json"],
             ["bench", "show", s / "pingpong.parquet"],
             ["bench", "list"],

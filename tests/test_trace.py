@@ -203,7 +203,7 @@ def rank_file(directory: Path, rank: int) -> Path:
 
 @pytest.mark.parametrize("damage, message", [
     ("truncate", r"rank-00001\.ctrace: truncated or corrupt: \d+ bytes, the header promises \d+"),
-    ("short", r"rank-00002\.ctrace: truncated: 100 bytes, shorter than the 240-byte header"),
+    ("short", r"rank-00002\.ctrace: truncated: 100 bytes, shorter than the 256-byte header"),
     ("missing", r"1 of 4 rank files missing \(rank-00003\.ctrace\)"),
     ("mismatch", r"mismatched rank counts in the rank files \(.*rank-00000\.ctrace: 5"),
     ("magic", r"rank-00000\.ctrace: not a contend trace file \(bad magic\)"),
@@ -406,3 +406,76 @@ def test_diagnose_reads_a_trace_directory(incast, tmp_path, capsys):
     empty.mkdir()
     assert main(["diagnose", str(empty), "--machine", "loggops-reference"]) == 2
     assert "a directory without records.parquet" in capsys.readouterr().err
+
+
+def replay_trace(built, directory: Path, mode: str) -> list:
+    """`contend trace` of native/trace/test/replay.c in one of its modes, read back per rank."""
+    import contextlib
+    import io
+
+    from contend.trace.files import read_directory
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["trace", "-o", str(directory), "--timeout", "120", "--", str(built.mpiexec), "-n",
+                     str(RANKS), str(mpi.build_dir(built) / "trace-replay"), mode])
+    assert code == 0, err.getvalue()[-3000:]
+    return read_directory(directory)
+
+
+def kinds_of(trace) -> list[str]:
+    from contend.trace.files import KINDS
+
+    return [KINDS[int(k)] for k in trace.records["kind"]]
+
+
+def test_sub_communicators_are_recorded_with_their_world_ranks(built, tmp_path):
+    # Comm_split by parity with key -rank: the even half is world (2, 0), the odd half (3, 1); the
+    # Bcast's root is sub-rank 1, i.e. world 0 or 1.
+    for trace in replay_trace(built, tmp_path / "split", "split"):
+        rows = trace.records
+        assert kinds_of(trace) == ["init", "comm_create", "bcast", "barrier", "finalize"]
+        members = (2, 0) if trace.rank % 2 == 0 else (3, 1)
+        new_id = int(rows["bytes"][1])
+        assert new_id > 0 and trace.communicators == {new_id: members}
+        assert int(rows["tag"][1]) == 0  # created from MPI_COMM_WORLD
+        assert (int(rows["tag"][2]), int(rows["peer"][2]), int(rows["bytes"][2])) == (new_id, members[1], 256)
+        assert int(rows["tag"][3]) == 0
+
+
+def test_each_completion_names_its_completing_call_exactly(built, tmp_path):
+    from contend.trace.files import COMPLETERS
+
+    for mode, deferred, completer, completed in (("ring", ("irecv", "isend"), "wait", 2),
+                                                 ("rma", ("put", "irecv"), None, 2)):
+        for trace in replay_trace(built, tmp_path / mode, mode):
+            rows, kinds = trace.records, kinds_of(trace)
+            stamps = {int(r): i for i, r in enumerate(rows["returned"]) if int(rows["kind"][i]) in COMPLETERS}
+            assert len(stamps) == sum(int(k) in COMPLETERS for k in rows["kind"])  # unique per rank
+            done = [stamps[int(rows["completed"][i])] for i, k in enumerate(kinds) if k in deferred]
+            assert len(done) == completed and all(j > i for i, j in zip(
+                [i for i, k in enumerate(kinds) if k in deferred], done))
+            if completer:
+                assert {kinds[j] for j in done} == {completer}
+            else:  # the put by its flush, the Test-polled receive by the one Test that completed it
+                assert [kinds[j] for j in done] == ["win_flush", "test"]
+                assert kinds.count("test") == 1
+
+
+def test_every_deferred_operation_of_the_stress_program_names_its_completing_call(c_stress):
+    """All eight Wait/Test calls, MPICH's shared built-in request for sends done in their call, flushes,
+    unlocks and fences: each nonblocking or one-sided operation's completed is exactly one completing
+    record's return, and those returns are unique per rank."""
+    import numpy as np
+
+    from contend.trace.files import COMPLETERS, KINDS, read_directory
+
+    deferred = {"isend", "issend", "irecv", "put", "get", "accumulate", "get_accumulate", "rput", "rget"}
+    directory, _, _ = c_stress
+    for trace in read_directory(directory):
+        rows = trace.records
+        stamps = rows["returned"][np.isin(rows["kind"], COMPLETERS)]
+        assert len(set(stamps.tolist())) == len(stamps)
+        kinds = [KINDS[int(k)] for k in rows["kind"]]
+        done = [int(c) for k, c in zip(kinds, rows["completed"]) if k in deferred]
+        assert len(done) > 50 and set(done) <= set(stamps.tolist()), trace.path

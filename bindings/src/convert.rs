@@ -8,15 +8,23 @@ use pyo3::types::PyDict;
 
 use contend_engine::replay::algorithms::{Algorithms, Preset};
 use contend_engine::replay::emit::{convert, ConvertError, Options};
+use contend_engine::replay::ctrace::{self, CtraceSet, MemoryRank};
 use contend_engine::replay::liballprof::{self, Liballprof};
 use contend_engine::replay::{TraceError, TraceSet};
 use contend_engine::schedule::writer::write_file_atomically;
 
-/// The format of the trace at `path` (`liballprof`), or None when no reader takes it. Readers of
-/// other formats join here and in `open_traces`.
+/// The format of the trace at `path` (`liballprof`, `ctrace`: a `contend trace` directory), or None
+/// when no reader takes it. Readers of other formats join here and in `open_traces`.
 #[pyfunction]
 fn trace_format(path: &str) -> Option<&'static str> {
-    liballprof::detect(Path::new(path)).then_some("liballprof")
+    let path = Path::new(path);
+    if liballprof::detect(path) {
+        Some("liballprof")
+    } else if ctrace::is_trace_dir(path) {
+        Some("ctrace")
+    } else {
+        None
+    }
 }
 
 /// The reader of each format `trace_format` names.
@@ -24,12 +32,24 @@ fn open_traces(format: &str, path: &Path) -> PyResult<Box<dyn TraceSet + Send + 
     let located = |e: TraceError| PyValueError::new_err(e.to_string());
     match format {
         "liballprof" => Ok(Box::new(Liballprof::open(path).map_err(located)?)),
+        "ctrace" => Ok(Box::new(CtraceSet::open_dir(path).map_err(located)?)),
         _ => Err(PyValueError::new_err(format!("unknown trace format '{format}'"))),
     }
 }
 
-/// Converts the trace at `input` (of `format`, as `trace_format` says) into GOAL at `output` (gzip
-/// when it ends in .gz).
+/// Format `records`: per rank (name, records, communicator table words) in the ctrace record layout,
+/// built by another reader (python/contend/trace/otf2_import.py `otf2_calls`), read by the ctrace
+/// reader: one owner of what the records mean.
+fn open_records(ranks: Vec<(String, Vec<u8>, Vec<i32>)>) -> PyResult<Box<dyn TraceSet + Send + Sync>> {
+    let ranks = ranks
+        .into_iter()
+        .map(|(name, records, comm_words)| MemoryRank { name, records: std::sync::Arc::new(records), comm_words })
+        .collect();
+    Ok(Box::new(CtraceSet::from_memory(ranks).map_err(|e| PyValueError::new_err(e.to_string()))?))
+}
+
+/// Converts the trace `input` (of `format`, as `trace_format` says: a path; or `records`, see
+/// `open_records`) into GOAL at `output` (gzip when it ends in .gz).
 /// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
 /// now and then. Returns {ranks, records, ops, warnings}.
 #[pyfunction]
@@ -38,7 +58,7 @@ fn open_traces(format: &str, path: &Path) -> PyResult<Box<dyn TraceSet + Send + 
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
-    input: &str,
+    input: &Bound<'_, PyAny>,
     output: &str,
     format: &str,
     cpu_scale: f64,
@@ -64,7 +84,12 @@ fn convert_trace(
         return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
     }
     let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
-    let traces = py.detach(|| open_traces(format, Path::new(input)))?;
+    let traces = if format == "records" {
+        open_records(input.extract()?)?
+    } else {
+        let path: String = input.extract()?;
+        py.detach(|| open_traces(format, Path::new(&path)))?
+    };
     let ranks = traces.num_ranks();
     let mut failure: Option<PyErr> = None;
     let result = py.detach(|| {

@@ -4,9 +4,12 @@
  * (a persistent request becomes inactive instead: one that a call completes in full counts too).
  * A wildcard receive's source and tag come from its status (ours when the program ignores statuses;
  * statuses are read only while such a receive is outstanding, since filling them costs MPI time).
- * Waits are also recorded as regions (the time a rank spent blocked); Tests are not, since a polling
- * loop would fill the buffer with them. The copies live in scratch arrays that grow, rarely, to the
- * largest count seen; nothing is copied while no tracked request is outstanding. */
+ * Waits are also recorded as regions (the time a rank spent blocked); a Test only when it completed a
+ * followed operation (a polling loop's failed Tests would fill the buffer). Every operation a call
+ * completes gets that call's record's `returned` as its `completed`, a stamp no other completion shares
+ * (completion_stamp()): a converter finds the completing call by equality. The copies live in scratch
+ * arrays that grow, rarely, to the largest count seen; nothing is copied while no tracked request is
+ * outstanding. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,22 +48,36 @@ static int snapshot(int n, const MPI_Request *requests)
     return 1;
 }
 
-/* statuses: MPI_STATUSES_IGNORE (or MPI_STATUS_IGNORE) when not read */
-static void settle_all(int n, const MPI_Request *after, const MPI_Status *statuses, int64_t now)
+/* statuses: MPI_STATUSES_IGNORE (or MPI_STATUS_IGNORE) when not read. Returns how many followed
+ * operations it completed. */
+static int settle_all(int n, const MPI_Request *after, const MPI_Status *statuses, int64_t now)
 {
-    int read = statuses != MPI_STATUSES_IGNORE && statuses != MPI_STATUS_IGNORE;
+    int read = statuses != MPI_STATUSES_IGNORE && statuses != MPI_STATUS_IGNORE, done = 0;
     for (int i = 0; i < n; i++)
         if (before[i] != MPI_REQUEST_NULL && (after[i] == MPI_REQUEST_NULL || persistent_is(before[i])))
-            requests_complete(before[i], read ? &statuses[i] : NULL, now);
+            done += requests_complete(before[i], read ? &statuses[i] : NULL, now);
+    return done;
 }
 
-static void settle_some(int outcount, const int *indices, const MPI_Status *statuses, int64_t now)
+static int settle_some(int outcount, const int *indices, const MPI_Status *statuses, int64_t now)
 {
     if (outcount == MPI_UNDEFINED)
-        return;
-    int read = statuses != MPI_STATUSES_IGNORE;
+        return 0;
+    int read = statuses != MPI_STATUSES_IGNORE, done = 0;
     for (int k = 0; k < outcount; k++)
-        requests_complete(before[indices[k]], read ? &statuses[k] : NULL, now);
+        done += requests_complete(before[indices[k]], read ? &statuses[k] : NULL, now);
+    return done;
+}
+
+/* A Test that completed followed operations: its record, entered at `entry`, returned at `now`. */
+static void test_region(void *site, int64_t entry, int n, int64_t now)
+{
+    trace_record *t = record_begin(K_TEST, site);
+    if (t) {
+        t->posted = entry;
+        t->bytes = n;
+        t->returned = t->completed = now;
+    }
 }
 
 static const MPI_Status *read_status(const MPI_Status *status)
@@ -90,7 +107,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
     int rc = PMPI_Wait(request, status);
-    int64_t now = stamp();
+    int64_t now = completion_stamp();
     end_region(w, now);
     if (follow && rc == MPI_SUCCESS) /* a persistent request stays non-null: settle_all knows it */
         settle_all(1, request, status, now);
@@ -103,9 +120,13 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     MPI_Status own;
     if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
+    int64_t entry = follow ? stamp() : 0;
     int rc = PMPI_Test(request, flag, status);
-    if (follow && *flag)
-        settle_all(1, request, status, stamp());
+    if (follow && *flag) {
+        int64_t now = completion_stamp();
+        if (settle_all(1, request, status, now))
+            test_region(__builtin_return_address(0), entry, 1, now);
+    }
     return rc;
 }
 
@@ -116,7 +137,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
     int rc = PMPI_Waitall(count, requests, statuses);
-    int64_t now = stamp();
+    int64_t now = completion_stamp();
     end_region(w, now);
     if (follow)
         settle_all(count, requests, statuses, now);
@@ -128,9 +149,13 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
     int follow = snapshot(count, requests);
     if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
+    int64_t entry = follow ? stamp() : 0;
     int rc = PMPI_Testall(count, requests, flag, statuses);
-    if (follow && *flag)
-        settle_all(count, requests, statuses, stamp());
+    if (follow && *flag) {
+        int64_t now = completion_stamp();
+        if (settle_all(count, requests, statuses, now))
+            test_region(__builtin_return_address(0), entry, count, now);
+    }
     return rc;
 }
 
@@ -142,7 +167,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
     int rc = PMPI_Waitany(count, requests, index, status);
-    int64_t now = stamp();
+    int64_t now = completion_stamp();
     end_region(w, now);
     if (follow && *index != MPI_UNDEFINED)
         requests_complete(before[*index], read_status(status), now);
@@ -155,9 +180,13 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
     MPI_Status own;
     if (follow && status == MPI_STATUS_IGNORE && requests_need_status())
         status = &own;
+    int64_t entry = follow ? stamp() : 0;
     int rc = PMPI_Testany(count, requests, index, flag, status);
-    if (follow && *flag && *index != MPI_UNDEFINED)
-        requests_complete(before[*index], read_status(status), stamp());
+    if (follow && *flag && *index != MPI_UNDEFINED) {
+        int64_t now = completion_stamp();
+        if (requests_complete(before[*index], read_status(status), now))
+            test_region(__builtin_return_address(0), entry, count, now);
+    }
     return rc;
 }
 
@@ -169,7 +198,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
     if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
     int rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    int64_t now = stamp();
+    int64_t now = completion_stamp();
     end_region(w, now);
     if (follow)
         settle_some(*outcount, indices, statuses, now);
@@ -182,9 +211,13 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
     int follow = snapshot(incount, requests);
     if (follow && statuses == MPI_STATUSES_IGNORE && requests_need_status())
         statuses = statuses_own;
+    int64_t entry = follow ? stamp() : 0;
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
-    if (follow)
-        settle_some(*outcount, indices, statuses, stamp());
+    if (follow && *outcount != MPI_UNDEFINED && *outcount > 0) {
+        int64_t now = completion_stamp();
+        if (settle_some(*outcount, indices, statuses, now))
+            test_region(__builtin_return_address(0), entry, incount, now);
+    }
     return rc;
 }
 

@@ -51,7 +51,11 @@ typedef struct {
     int32_t clock_kind; /* 0: record times are CLOCK_MONOTONIC ns; 1: time-stamp counter ticks */
     int32_t reserved;
     int64_t calibration[4]; /* tick0, ns0, tick1, ns1: ticks -> ns = ns0 + (t - tick0) * (ns1 - ns0) / (tick1 - tick0) */
+    uint64_t comm_words; /* int32 words of the communicator table after the names (comms.c) */
+    uint64_t size_words; /* int64 words of the v-collectives' per-peer sizes, at the end (coll.c) */
 } file_header;
+
+_Static_assert(sizeof(file_header) == 256, "the header size is part of the file format");
 
 /* Where a return address lies: the object (an offset into the name table) and its load bias. */
 typedef struct {
@@ -125,7 +129,7 @@ static void calibrate(int64_t *pair)
     }
 }
 
-static void start(void)
+static void start(void *site)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &tracer.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &tracer.ranks);
@@ -186,13 +190,16 @@ static void start(void)
     calibrate(&tracer.calibration[0]);
     atexit(trace_write); /* a program that never finalizes still leaves its file */
     tracer.on = 1;
+    trace_record *r = record_begin(K_INIT, site);
+    if (r)
+        r->returned = r->completed = r->posted;
 }
 
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
-        start();
+        start(__builtin_return_address(0));
     return rc;
 }
 
@@ -200,13 +207,16 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
-        start();
+        start(__builtin_return_address(0));
     return rc;
 }
 
 int MPI_Finalize(void)
 {
     if (tracer.on) {
+        trace_record *r = record_begin(K_FINALIZE, __builtin_return_address(0));
+        if (r)
+            r->returned = r->completed = r->posted;
         tracer.on = 0; /* MPI calls of the library itself from here on are not the program's */
         sync_clocks(&tracer.at_finalize, sync_rounds);
         PMPI_Comm_free(&tracer.sync_comm);
@@ -341,6 +351,12 @@ void trace_write(void)
     gethostname(h.host, sizeof h.host - 1);
     h.clock_kind = tracer.tsc;
     memcpy(h.calibration, tracer.calibration, sizeof h.calibration);
+    uint64_t comm_words;
+    const int32_t *comms = comm_table(&comm_words);
+    h.comm_words = comm_words;
+    uint64_t size_words;
+    const int64_t *sizes = sizes_table(&size_words);
+    h.size_words = size_words;
 
     char path[sizeof tracer.dir + 32], temporary[sizeof tracer.dir + 48];
     mkdir(tracer.dir, 0777); /* usually made by `contend trace`; EEXIST is fine */
@@ -352,6 +368,8 @@ void trace_write(void)
     ok = ok && fwrite(tracer.records, sizeof(trace_record), tracer.used, f) == tracer.used;
     ok = ok && (addresses == 0 || fwrite(entries, sizeof *entries, addresses, f) == addresses);
     ok = ok && (names_bytes == 0 || fwrite(names, 1, names_bytes, f) == names_bytes);
+    ok = ok && (comm_words == 0 || fwrite(comms, sizeof *comms, comm_words, f) == comm_words);
+    ok = ok && (size_words == 0 || fwrite(sizes, sizeof *sizes, size_words, f) == size_words);
     if (f && fclose(f) != 0)
         ok = 0;
     if (ok && rename(temporary, path) == 0) {

@@ -166,8 +166,3 @@ int MPI_Type_free(MPI_Datatype *type)
     return PMPI_Type_free(type);
 }
 
-int MPI_Comm_free(MPI_Comm *comm)
-{
-    forget_comm(*comm);
-    return PMPI_Comm_free(comm);
-}

@@ -2,7 +2,12 @@
  * (its handle, as MPI gave it) to the operation's record, allocated once at MPI_Init
  * ($CONTEND_TRACE_REQUESTS slots, 16384 by default: 384 KiB). Linear probing with backward-shift deletion: no tombstones, so a
  * long run never degrades. When the table is three quarters full, a new request is not followed: its
- * record says F_UNTRACKED and the file counts it. */
+ * record says F_UNTRACKED and the file counts it.
+ *
+ * One handle can stand for several operations at once: MPICH gives every send that completed inside its
+ * own call one shared, built-in request (a rank's small Isends before one Waitall all return it). The
+ * older operations of a handle wait in `aliases` (a stack searched from its end), and each completion of
+ * the handle completes one of them, so each is credited to the Wait/Test the program passed it to. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +22,9 @@ typedef struct {
 
 static slot *slots;
 static uint64_t mask, live, wild;
+#define ALIASES 4096 /* older operations behind a handle still followed: beyond, see requests_add */
+static slot aliases[ALIASES];
+static uint64_t aliased;
 
 int requests_init(uint64_t capacity)
 {
@@ -71,12 +79,11 @@ void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm)
         i = (i + 1) & mask;
     if (slots[i].key == 0) {
         live++;
+    } else if (aliased < ALIASES) {
+        aliases[aliased++] = slots[i]; /* completed by a later completion of the same handle */
     } else {
-        /* MPI handed out a handle we still follow: the operation behind it had completed already.
-         * MPICH gives every send that completed inside its own call one shared, built-in request (a
-         * rank's small Isends before one Waitall), so the older operation completed when its call
-         * returned; otherwise MPI reused the handle after a completion we did not see, and its
-         * return is the earliest that completion can have been. */
+        /* Too many operations behind one handle: the oldest kept completed when its call returned
+         * (MPICH's built-in request is complete when returned), the earliest it can have been. */
         trace_record *older = &tracer.records[slots[i].record];
         if (older->completed < 0)
             older->completed = older->returned;
@@ -107,10 +114,17 @@ static void remove_at(uint64_t i)
     live--;
 }
 
+/* Done with the operation in slot i: the next older one of its handle takes its place, if any. */
 static void release(uint64_t i)
 {
     if (slots[i].wild)
         wild--;
+    for (uint64_t k = aliased; k-- > 0;)
+        if (aliases[k].key == slots[i].key) {
+            slots[i] = aliases[k];
+            aliases[k] = aliases[--aliased];
+            return;
+        }
     remove_at(i);
 }
 
@@ -125,11 +139,11 @@ static int64_t find(MPI_Request req)
     return -1;
 }
 
-void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)
+int requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)
 {
     int64_t i = find(req);
     if (i < 0)
-        return;
+        return 0;
     trace_record *r = &tracer.records[slots[i].record];
     if (r->completed < 0)
         r->completed = now;
@@ -139,6 +153,7 @@ void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now)
         r->tag = status->MPI_TAG;
     }
     release((uint64_t)i);
+    return 1;
 }
 
 void requests_free(MPI_Request req)

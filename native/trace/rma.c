@@ -1,9 +1,65 @@
 /* One-sided: MPI_Put, Get, Accumulate, Get_accumulate, Rput, Rget (classic and large-count). Each is
- * one record, src = this rank (the initiator), peer = the target's world rank. It completes when a
+ * one record, src = this rank (the initiator), peer = the target's world rank, tag = its window's id. It completes when a
  * flush, flush_local, unlock or fence of its window covering its target returns (Rput/Rget: or the
  * Wait/Test of its request, whichever comes first). The synchronisation calls are recorded as regions.
  * An operation on MPI_PROC_NULL moves nothing: not recorded. */
+#include <stdlib.h>
+
 #include "trace.h"
+
+/* Window ids, per rank, from 1 in creation order (0: a window the tracer did not see created): the
+ * one-sided records carry their window's id in `tag`, and its creation record names its communicator,
+ * so a converter knows each window's group. A small array of the live windows, searched from the
+ * newest, after a comparison with the last one used. */
+typedef struct {
+    MPI_Win win;
+    int32_t id;
+} live_win;
+
+static live_win *wins;
+static size_t wins_used, wins_capacity;
+static int32_t next_win = 1;
+static MPI_Win last_win = MPI_WIN_NULL;
+static int32_t last_win_id;
+
+static int32_t win_id(MPI_Win win)
+{
+    if (win == last_win)
+        return last_win_id;
+    for (size_t i = wins_used; i-- > 0;)
+        if (wins[i].win == win) {
+            last_win = win;
+            last_win_id = wins[i].id;
+            return last_win_id;
+        }
+    return 0;
+}
+
+static int32_t win_add(MPI_Win win)
+{
+    if (wins_used == wins_capacity) {
+        size_t want = wins_capacity ? 2 * wins_capacity : 16;
+        live_win *grown = realloc(wins, want * sizeof *grown);
+        if (!grown)
+            return 0;
+        wins = grown;
+        wins_capacity = want;
+    }
+    wins[wins_used++] = (live_win){.win = win, .id = next_win};
+    return next_win++;
+}
+
+static int32_t win_remove(MPI_Win win)
+{
+    int32_t id = win_id(win);
+    for (size_t i = 0; i < wins_used; i++)
+        if (wins[i].win == win) {
+            wins[i] = wins[--wins_used];
+            break;
+        }
+    last_win = MPI_WIN_NULL;
+    return id;
+}
 
 #define ONE_SIDED(KIND, FLAGS, COUNT, TYPE, CALL)                                                     \
     trace_record *r =                                                                                 \
@@ -13,6 +69,7 @@
     r->flags |= FLAGS;                                                                                \
     r->bytes = type_bytes(TYPE, (int64_t)(COUNT));                                                    \
     r->peer = world_of_win(win, target_rank);                                                         \
+    r->tag = win_id(win);                                                                             \
     int rc = CALL;                                                                                    \
     r->returned = stamp();                                                                           \
     if (rc == MPI_SUCCESS)                                                                            \
@@ -27,6 +84,7 @@
     r->flags |= FLAGS;                                                                                \
     r->bytes = type_bytes(TYPE, (int64_t)(COUNT));                                                    \
     r->peer = world_of_win(win, target_rank);                                                         \
+    r->tag = win_id(win);                                                                             \
     int rc = CALL;                                                                                    \
     r->returned = stamp();                                                                           \
     if (rc == MPI_SUCCESS) {                                                                          \
@@ -151,10 +209,12 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
 /* A synchronisation call: a region, and the one-sided ops of (win, target) it completes. */
 #define SYNC(KIND, TARGET, COMPLETES, CALL)                                                           \
     trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
+    if (r)                                                                                            \
+        r->tag = win_id(win);                                                                         \
     if (r && (TARGET) != MPI_ANY_SOURCE)                                                              \
         r->peer = world_of_win(win, TARGET);                                                          \
     int rc = CALL;                                                                                    \
-    int64_t now = stamp();                                                                           \
+    int64_t now = COMPLETES ? completion_stamp() : stamp();                                           \
     if (r)                                                                                            \
         r->returned = r->completed = now;                                                             \
     if (COMPLETES && tracer.on && rc == MPI_SUCCESS)                                                  \
@@ -187,9 +247,19 @@ int MPI_Win_flush_local_all(MPI_Win win)
     SYNC(K_FLUSH_LOCAL_ALL, MPI_ANY_SOURCE, 1, PMPI_Win_flush_local_all(win))
 }
 
+/* bytes: 1 for an exclusive lock, 0 for a shared one */
 int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
 {
-    SYNC(K_LOCK, rank, 0, PMPI_Win_lock(lock_type, rank, assert, win))
+    trace_record *r = record_begin(K_LOCK, __builtin_return_address(0));
+    if (r) {
+        r->tag = win_id(win);
+        r->peer = world_of_win(win, rank);
+        r->bytes = lock_type == MPI_LOCK_EXCLUSIVE;
+    }
+    int rc = PMPI_Win_lock(lock_type, rank, assert, win);
+    if (r)
+        r->returned = r->completed = stamp();
+    return rc;
 }
 
 int MPI_Win_unlock(int rank, MPI_Win win)
@@ -207,12 +277,74 @@ int MPI_Win_unlock_all(MPI_Win win)
     SYNC(K_UNLOCK_ALL, MPI_ANY_SOURCE, 1, PMPI_Win_unlock_all(win))
 }
 
-/* Freeing a window completes what is left on it (MPI requires it synchronised) and forgets its group. */
+/* Freeing a window completes what is left on it (MPI requires it synchronised) and forgets its group
+ * and id (a region: tag the window's id). */
 int MPI_Win_free(MPI_Win *win)
 {
+    trace_record *r = record_begin(K_WIN_FREE, __builtin_return_address(0));
     if (tracer.on) {
         pending_complete(*win, MPI_ANY_SOURCE, stamp());
         forget_win(*win);
+        int32_t id = win_remove(*win);
+        if (r)
+            r->tag = id;
     }
-    return PMPI_Win_free(win);
+    int rc = PMPI_Win_free(win);
+    if (r)
+        r->returned = r->completed = stamp();
+    return rc;
 }
+
+/* A window's creation (collective over comm): a region whose tag is the communicator's id and bytes
+ * the new window's. */
+#define WIN_CREATE(CALL)                                                                              \
+    int32_t comm_ident = tracer.on ? comm_id(comm) : -1;                                              \
+    trace_record *r = record_begin(K_WIN_CREATE, __builtin_return_address(0));                       \
+    int rc = CALL;                                                                                    \
+    int32_t id = rc == MPI_SUCCESS && tracer.on ? win_add(*win) : 0;                                  \
+    if (r) {                                                                                          \
+        r->tag = comm_ident;                                                                          \
+        r->bytes = id;                                                                                \
+        r->returned = r->completed = stamp();                                                         \
+    }                                                                                                 \
+    return rc;
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_create(base, size, disp_unit, info, comm, win))
+}
+
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win))
+}
+
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                            MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win))
+}
+
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_create_dynamic(info, comm, win))
+}
+
+#if MPI_VERSION >= 4
+int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_create_c(base, size, disp_unit, info, comm, win))
+}
+
+int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                       MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win))
+}
+
+int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                              MPI_Win *win)
+{
+    WIN_CREATE(PMPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win))
+}
+#endif

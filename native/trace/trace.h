@@ -21,17 +21,27 @@
 #include "clock.h"
 
 #define TRACE_MAGIC "CTRACE1"
-#define TRACE_VERSION 1
+#define TRACE_VERSION 2
 #define TRACE_FRAMES 6 /* return addresses kept per record: the call site, then its callers */
 
 /* Record kinds: the numbers are part of the file format (python/contend/trace/files.py KINDS). */
 enum {
     K_SEND = 0, K_ISEND, K_SSEND, K_ISSEND, K_RECV, K_IRECV,
     K_PUT = 8, K_GET, K_ACCUMULATE, K_GET_ACCUMULATE, K_RPUT, K_RGET,
+    /* nonblocking collectives: complete in the Wait/Test of their request, like an Isend */
+    K_IBARRIER = 16, K_IBCAST, K_IALLREDUCE, K_IREDUCE, K_IALLTOALL, K_IALLGATHER,
     /* regions: time inside a call, no message of its own */
     K_BARRIER = 32, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLTOALL, K_ALLGATHER, K_GATHER, K_SCATTER,
+    K_ALLTOALLV, K_ALLGATHERV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK, K_SCAN, K_EXSCAN, K_GATHERV,
+    K_SCATTERV,
     K_WAIT = 48, K_FENCE, K_FLUSH, K_FLUSH_ALL, K_FLUSH_LOCAL, K_FLUSH_LOCAL_ALL, K_LOCK, K_UNLOCK,
     K_LOCK_ALL, K_UNLOCK_ALL,
+    K_TEST = 58,        /* a Test call that completed at least one followed request (failed Tests leave none) */
+    K_COMM_CREATE = 59, /* MPI_Comm_dup, split, create, ...: tag the parent's id, bytes the new one's (-1: none) */
+    K_INIT = 60,        /* MPI_Init(_thread) returned (tracing began): the run's start */
+    K_FINALIZE = 61,    /* MPI_Finalize entered: the run's end */
+    K_WIN_CREATE = 62,  /* MPI_Win_create, allocate(_shared), create_dynamic: tag the comm's id, bytes the window's */
+    K_WIN_FREE = 63,    /* MPI_Win_free: tag the window's id */
 };
 
 /* flags */
@@ -42,10 +52,14 @@ enum {
 typedef struct {
     int64_t posted;    /* stamp() at call entry: ns, or ticks (file header says which) */
     int64_t returned;  /* stamp() when the call returned */
-    int64_t completed; /* ns when the Wait/Test/flush/unlock/fence that completed it returned; -1 unknown */
+    int64_t completed; /* when the Wait/Test/flush/unlock/fence that completed it returned: exactly that
+                        * record's `returned` (completion stamps are unique per rank, completion_stamp());
+                        * -1 unknown */
     int64_t bytes;
     int32_t peer;      /* world rank: destination, source, one-sided target, collective root; -1 none */
-    int32_t tag;       /* -1 none */
+    int32_t tag;       /* -1 none; collectives (and comm_create, win_create): the communicator's id
+                        * (comms.c); one-sided operations and window synchronisation: the window's id
+                        * (rma.c) */
     uint16_t kind;
     uint16_t flags;
     uint32_t depth;    /* frames kept */
@@ -72,6 +86,7 @@ typedef struct {
     uint64_t capacity, used, dropped, untracked;
     clock_sample at_init, at_finalize;
     MPI_Comm sync_comm;
+    int64_t last_completion; /* the latest completion stamp handed out */
 } tracer_state;
 
 extern tracer_state tracer;
@@ -121,6 +136,18 @@ static inline __attribute__((always_inline)) trace_record *record_begin(int kind
     return r;
 }
 
+/* The stamp of a call that completes operations (Wait, Test, flush, unlock, fence): strictly after the
+ * previous one, so an operation's `completed` names its completing record without doubt even where two
+ * clock readings coincide (a coarse clock); the shift is at most a tick per completion. */
+static inline int64_t completion_stamp(void)
+{
+    int64_t now = stamp();
+    if (now <= tracer.last_completion)
+        now = tracer.last_completion + 1;
+    tracer.last_completion = now;
+    return now;
+}
+
 static inline uint64_t record_index(const trace_record *r)
 {
     return (uint64_t)(r - tracer.records);
@@ -134,11 +161,26 @@ void forget_win(MPI_Win win);
 
 int64_t type_bytes(MPI_Datatype type, int64_t count);
 
+/* Communicator ids (comms.c): MPI_COMM_WORLD is 0; any other intracommunicator gets an id agreed by its
+ * members when it is created (or first used by a collective), kept with its members' world ranks for
+ * the file. -1: an intercommunicator, or the tracer is off. comm_id is collective over `comm` the first
+ * time it sees it: call it only where every member calls it (a collective), whatever the buffer holds. */
+int32_t comm_id(MPI_Comm comm);
+/* The id of a communicator already known, without registering it (no communication); -1 unknown. */
+int32_t comm_known(MPI_Comm comm);
+void comm_forget(MPI_Comm comm);
+/* The table for the file: `words` int32 of [id, size, world rank of each member...] per communicator. */
+const int32_t *comm_table(uint64_t *words);
+
+/* Per-peer sizes of a v-collective (coll.c), kept for the file: [record index, n_send, n_recv, n_send
+ * byte counts, n_recv byte counts] as int64 words. */
+const int64_t *sizes_table(uint64_t *words);
+
 /* Requests of nonblocking operations, until a Wait/Test completes them (requests.c). */
 void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm);
 /* Complete the operation of `req` (its value before the call); its status (NULL: not read) gives a
- * wildcard receive's source and tag; now: the time. */
-void requests_complete(MPI_Request req, const MPI_Status *status, int64_t now);
+ * wildcard receive's source and tag; now: the time. 1 if it was followed. */
+int requests_complete(MPI_Request req, const MPI_Status *status, int64_t now);
 void requests_free(MPI_Request req);
 int requests_live(void);
 int requests_need_status(void);

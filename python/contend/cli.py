@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "contend.commands.nimc",
     "contend.commands.trace",
     "contend.commands.throttle",
+    "contend.commands.predict",
 )
 
 

@@ -6,6 +6,7 @@
 
 pub mod algorithms;
 pub mod balance;
+pub mod ctrace;
 pub mod emit;
 pub mod event;
 pub mod liballprof;

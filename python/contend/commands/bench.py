@@ -63,7 +63,8 @@ def register(subparsers) -> None:
 
     fit = actions.add_parser(
         "fit", help="measure LogGP parameters and write a machine file",
-        description="Measure L, o_s, o_r, g, G by parametrised round trips (2 ranks, shared memory), "
+        description="Measure L, o_s, o_r, g, G by parametrised round trips (2 ranks, shared memory or with "
+                    "--fabric two nodes of the emulated fabric), "
                     "find the eager threshold, fit costs for messages up to it and above it, check the fit "
                     "against an independent ping-pong (and `contend sim` when the engine is built) and "
                     "write a machine file. Exits 1 when the check misses 10% at some size (the file is "
@@ -78,6 +79,8 @@ def register(subparsers) -> None:
                           "are combined by their median (default 9)")
     fit.add_argument("--no-refine", action="store_true", help="do not narrow the eager threshold")
     fit.add_argument("--timeout", metavar="S", default="600", help="stop each run after S seconds")
+    fit.add_argument("--fabric", action="store_true",
+                     help="measure between nodes 0 and 1 of the emulated fabric that is up, not on shared memory")
     fit.set_defaults(func=run_fit)
 
     nimc = actions.add_parser(
@@ -248,7 +251,8 @@ def run_fit(args: argparse.Namespace) -> int:
 
     def measure(name: str, these: list[int], label: str = ""):
         with _progress_bar(f"{name} ({len(these)} sizes){label}") as advance:
-            return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance)
+            return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance,
+                                 on_fabric=args.fabric)
 
     def pingpong_round_trips(these: list[int]) -> list[float]:
         return loggp.measured_round_trips(measure("pingpong", these))["measured_ns"].tolist()

@@ -37,10 +37,12 @@ def register(subparsers) -> None:
 
     convert = actions.add_parser(
         "convert", help="convert a traced MPI run into a GOAL schedule",
-        description="Convert a traced MPI run (a liballprof trace set: its directory or rank-0 file) into GOAL, "
+        description="Convert a traced MPI run (a `contend trace` directory, a liballprof trace set: its directory "
+                    "or rank-0 file, or an OTF2 anchor file) into GOAL, "
                     "with MPI's dependencies and collectives as point-to-point algorithms (docs/models.md, "
                     "'Replaying traces'). Bad traces: file:line and exit 2.")
-    convert.add_argument("input", metavar="INPUT", help="trace: a directory or the rank-0 file of a liballprof trace set")
+    convert.add_argument("input", metavar="INPUT", help="trace: a `contend trace` directory, a directory or the "
+                         "rank-0 file of a liballprof trace set, or an OTF2 anchor file (.otf2)")
     convert.add_argument("-o", "--output", metavar="APP.goal", required=True, help="output file (.goal or .goal.gz)")
     convert.add_argument("--cpu-scale", type=float, default=1.0, metavar="X",
                          help="computation times times X (0.5: a CPU twice as fast; default 1)")
@@ -100,9 +102,12 @@ def _trace_format(path: str) -> str:
 
     if not Path(path).exists():
         raise UserError(f"{path}: no such file or directory")
+    if Path(path).is_file() and path.endswith(".otf2"):
+        return "otf2"
     kind = engine().trace_format(path)
     if kind is None:
-        raise UserError(f"{path}: not a trace contend can read (a liballprof trace set: directory or rank-0 file)")
+        raise UserError(f"{path}: not a trace contend can read (a `contend trace` directory, a liballprof trace "
+                        "set: directory or rank-0 file, or an OTF2 anchor file)")
     return kind
 
 
@@ -117,14 +122,20 @@ def run_convert(args: argparse.Namespace) -> int:
     kind = _trace_format(args.input)
     target = check_writable(args.output, "-o")
     start = time.perf_counter()
+    source, read_warnings = args.input, []
+    if kind == "otf2":  # read here with the otf2 package, handed to the engine as the tracer's records
+        from contend.trace.otf2_import import otf2_calls
+
+        calls, read_warnings = otf2_calls(args.input)
+        source, kind = [(rank.name, rank.records.tobytes(), rank.comm_words) for rank in calls], "records"
     with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, user_errors():
         summary = engine().convert_trace(
-            args.input, str(temporary), format=kind, cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
+            source, str(temporary), format=kind, cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
             collectives=not args.no_collectives, nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns,
             preset=args.algorithms, algorithms=args.algorithm,
             progress=lambda rank, ranks, records: progress(rank, ranks))
     elapsed = max(time.perf_counter() - start, 1e-9)
-    for warning in summary["warnings"]:
+    for warning in read_warnings + summary["warnings"]:
         print(f"contend: warning: {warning}", file=sys.stderr)
     print(f"wrote {target}: {summary['ranks']:,} ranks, {summary['records']:,} records read, "
           f"{summary['ops']:,} ops written ({summary['records'] / elapsed:,.0f} records/s)")

@@ -26,7 +26,8 @@ import numpy as np
 
 from contend.errors import UserError
 from contend.trace import clock as clocks
-from contend.trace.files import FIRST_REGION, FLAG_FREED, FLAG_UNTRACKED, KINDS, RankTrace, read_directory
+from contend.trace.files import (COMPLETERS, FIRST_REGION, FLAG_FREED, FLAG_UNTRACKED, KINDS,
+                                 NONBLOCKING_COLLECTIVES, RankTrace, read_directory)
 from contend.trace.symbols import symbolize
 
 SENDS = ("send", "isend", "ssend", "issend")
@@ -68,7 +69,8 @@ def _rank_frame(trace: RankTrace, correction: clocks.Correction, origin_ns: int)
         "kind_code": rows["kind"].astype(np.int64),
         "peer": rows["peer"].astype(np.int64),
         "bytes": rows["bytes"].astype(np.int64),
-        "tag": rows["tag"].astype(np.int64),
+        # the message tag; other records use the field for their communicator's or window's id
+        "tag": np.where(rows["kind"] <= 5, rows["tag"], -1).astype(np.int64),
         "flags": rows["flags"].astype(np.int64),
         "posted": to_global(rows["posted"]),
         "returned": to_global(rows["returned"]),
@@ -134,11 +136,12 @@ def _pair_messages(frame, warnings: list[str]) -> np.ndarray:
 
 
 def _waited(frame) -> np.ndarray:
-    """Entry of the call that completed each operation: the Wait / flush / unlock / fence region that
-    returned at the very instant (same local clock reading) the operation was completed."""
+    """Entry of the call that completed each operation: the Wait / Test / flush / unlock / fence record
+    that returned at the very instant (same local clock reading, unique per rank) the operation was
+    completed."""
     waited = frame["posted"].to_numpy().copy()
     key = ["rank", "completed_local"]
-    completers = frame.loc[(frame["kind_code"] >= FIRST_REGION) & (frame["completed_local"] >= 0), key + ["posted"]]
+    completers = frame.loc[frame["kind_code"].isin(COMPLETERS) & (frame["completed_local"] >= 0), key + ["posted"]]
     completers = completers.drop_duplicates(key).rename(columns={"posted": "completer_entry"})
     deferred = frame["kind"].isin(("isend", "issend", "irecv", "put", "get", "accumulate", "get_accumulate",
                                    "rput", "rget")).to_numpy()
@@ -192,7 +195,7 @@ def convert(directory: str | os.PathLike) -> Converted:
     rank = frame["rank"].to_numpy()
     peer = frame["peer"].to_numpy()
     receiving = frame["kind"].isin(RECVS).to_numpy()
-    region = (frame["kind_code"] >= FIRST_REGION).to_numpy()
+    region = ((frame["kind_code"] >= FIRST_REGION) | frame["kind_code"].isin(NONBLOCKING_COLLECTIVES)).to_numpy()
     frame["src"] = np.where(receiving, peer, rank)
     frame["dst"] = np.where(receiving, rank, np.where(region, rank, peer))
     unresolved = (frame["src"] < 0) | (frame["dst"] < 0)
@@ -216,7 +219,7 @@ def convert(directory: str | os.PathLike) -> Converted:
     frame["site_id"] = np.array([site_ids[s] for s in call_sites], dtype=np.int64)
 
     ps = 1000
-    is_region = frame["kind_code"] >= FIRST_REGION
+    is_region = (frame["kind_code"] >= FIRST_REGION) | frame["kind_code"].isin(NONBLOCKING_COLLECTIVES)
     kept = ~is_region | frame["kind"].isin(DIAGNOSED_REGIONS)
     ops = frame[kept]
     records = pd.DataFrame({

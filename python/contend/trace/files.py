@@ -1,6 +1,7 @@
 """The tracer's per-rank files (``native/trace``, docs/formats.md "Trace files"): a fixed header, fixed
-96-byte records, a table of the distinct return addresses with their object and load bias, and the
-objects' paths. Every problem is a ``UserError`` naming the file: never a half-read trace."""
+96-byte records, a table of the distinct return addresses with their object and load bias, the
+objects' paths, and the communicators the collectives ran on. Every problem is a ``UserError`` naming
+the file: never a half-read trace."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from contend.errors import UserError
 
 MAGIC = b"CTRACE1\0"
-VERSION = 1
+VERSION = 2
 FRAMES = 6
 
 _CLOCK = [("local_ns", "<i8"), ("offset_ns", "<i8"), ("rtt_ns", "<i8")]
@@ -25,6 +26,7 @@ HEADER = np.dtype([
     ("at_init", _CLOCK), ("at_finalize", _CLOCK),
     ("addresses", "<u8"), ("names_bytes", "<u8"), ("host", "S64"),
     ("clock_kind", "<i4"), ("reserved", "<i4"), ("calibration", "<i8", (4,)),
+    ("comm_words", "<u8"), ("size_words", "<u8"),
 ])
 CLOCK_NS, CLOCK_TSC = 0, 1
 RECORD = np.dtype([
@@ -39,12 +41,20 @@ NO_NAME = 0xFFFFFFFF
 KINDS = {
     0: "send", 1: "isend", 2: "ssend", 3: "issend", 4: "recv", 5: "irecv",
     8: "put", 9: "get", 10: "accumulate", 11: "get_accumulate", 12: "rput", 13: "rget",
+    16: "ibarrier", 17: "ibcast", 18: "iallreduce", 19: "ireduce", 20: "ialltoall", 21: "iallgather",
     32: "barrier", 33: "bcast", 34: "allreduce", 35: "reduce", 36: "alltoall", 37: "allgather",
-    38: "gather", 39: "scatter",
+    38: "gather", 39: "scatter", 40: "alltoallv", 41: "allgatherv", 42: "reduce_scatter",
+    43: "reduce_scatter_block", 44: "scan", 45: "exscan", 46: "gatherv", 47: "scatterv",
     48: "wait", 49: "fence", 50: "win_flush", 51: "win_flush_all", 52: "win_flush_local",
     53: "win_flush_local_all", 54: "win_lock", 55: "win_unlock", 56: "win_lock_all", 57: "win_unlock_all",
+    58: "test", 59: "comm_create", 60: "init", 61: "finalize", 62: "win_create", 63: "win_free",
 }
 FIRST_REGION = 32
+# Nonblocking collectives: operations completed by a Wait/Test, with no peer of their own.
+NONBLOCKING_COLLECTIVES = range(16, 22)
+# Calls that complete earlier operations: an operation's `completed` equals exactly one of these
+# records' `returned` (the tracer makes these stamps unique per rank).
+COMPLETERS = (48, 49, 50, 51, 52, 53, 55, 57, 58)
 FLAG_LARGE_COUNT, FLAG_FREED, FLAG_UNTRACKED = 1, 2, 4
 _NAME = re.compile(r"^rank-(\d+)\.ctrace$")
 
@@ -58,6 +68,7 @@ class RankTrace:
     records: np.ndarray  # RECORD
     addresses: np.ndarray  # ADDRESS, sorted by address
     names: bytes
+    communicators: dict  # id -> world ranks in communicator-rank order (0, MPI_COMM_WORLD, implied)
 
     @property
     def rank(self) -> int:
@@ -100,7 +111,7 @@ def read_rank(path: str | os.PathLike) -> RankTrace:
                         f"{HEADER.itemsize}, {RECORD.itemsize}, {FRAMES}")
     records, addresses = int(header["records"]), int(header["addresses"])
     expected = HEADER.itemsize + records * RECORD.itemsize + addresses * ADDRESS.itemsize + \
-        int(header["names_bytes"])
+        int(header["names_bytes"]) + 4 * int(header["comm_words"]) + 8 * int(header["size_words"])
     if len(data) != expected:
         raise UserError(f"{path}: truncated or corrupt: {len(data)} bytes, the header promises {expected} "
                         f"({records} records, {addresses} addresses)")
@@ -108,7 +119,11 @@ def read_rank(path: str | os.PathLike) -> RankTrace:
     rows = np.frombuffer(data, RECORD, count=records, offset=start)
     start += records * RECORD.itemsize
     table = np.frombuffer(data, ADDRESS, count=addresses, offset=start)
-    names = data[start + addresses * ADDRESS.itemsize:]
+    start += addresses * ADDRESS.itemsize
+    names = data[start:start + int(header["names_bytes"])]
+    start += len(names)
+    communicators = _communicators(path, np.frombuffer(data, "<i4", count=int(header["comm_words"]), offset=start),
+                                   int(header["ranks"]))
     if int(header["clock_kind"]) not in (CLOCK_NS, CLOCK_TSC):
         raise UserError(f"{path}: unknown clock kind {int(header['clock_kind'])}")
     if int(header["clock_kind"]) == CLOCK_TSC:
@@ -119,7 +134,24 @@ def read_rank(path: str | os.PathLike) -> RankTrace:
     unknown = sorted(set(np.unique(rows["kind"]).tolist()) - set(KINDS))
     if unknown:
         raise UserError(f"{path}: unknown record kind(s) {unknown}")
-    return RankTrace(path=path, header=header, records=rows, addresses=table, names=names)
+    return RankTrace(path=path, header=header, records=rows, addresses=table, names=names,
+                     communicators=communicators)
+
+
+def _communicators(path: Path, words: np.ndarray, ranks: int) -> dict:
+    """The communicator table: [id, size, world ranks...] per communicator."""
+    table, at = {}, 0
+    while at < len(words):
+        if at + 2 > len(words) or words[at + 1] < 0 or at + 2 + int(words[at + 1]) > len(words):
+            raise UserError(f"{path}: truncated or corrupt communicator table at word {at}")
+        ident, size = int(words[at]), int(words[at + 1])
+        members = words[at + 2:at + 2 + size]
+        if ident <= 0 or ident in table or ((members < 0) | (members >= ranks)).any():
+            raise UserError(f"{path}: communicator table at word {at}: bad id {ident} or a member outside the "
+                            f"{ranks} ranks")
+        table[ident] = tuple(int(m) for m in members)
+        at += 2 + size
+    return table
 
 
 def read_directory(directory: str | os.PathLike) -> list[RankTrace]:

@@ -1,0 +1,168 @@
+"""``contend predict``: run an MPI program, trace it, replay its schedule on a machine model and put the
+predicted time between MPI_Init and MPI_Finalize beside the measured one.
+
+    contend predict --machine M [--runs N] [--json FILE] -- mpiexec -n 4 ./prog
+    contend predict --machine M --trace DIR       (a `contend trace` directory: its own time)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from contend.commands.options import launch_words, run_timeout
+from contend.errors import UserError
+from contend.quantities import parse_count
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "predict", help="predict a real MPI run's time from its trace and compare with the measured time",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run COMMAND --runs times untraced and --runs times under the tracer (alternating), convert "
+        "each trace to a schedule (contend goal convert), simulate it on --machine, and report predicted "
+        "against measured time between MPI_Init and MPI_Finalize: median and range of each, the tracer's "
+        "cost, the error (docs/measure.md, \"Prediction against reality\").\n\n"
+        "  contend predict --machine this-host.toml -- mpiexec -n 4 ./prog\n"
+        "  contend predict --machine this-host.toml --trace DIR\n\nExit code 2 for bad input.")
+    parser.add_argument("--machine", metavar="NAME|FILE.toml", help="machine model (e.g. from contend bench fit)")
+    parser.add_argument("--trace", metavar="DIR", help="predict this trace directory against its own time; no runs")
+    parser.add_argument("--noise", metavar="SPEC",
+                        help="also predict with this noise (contend sim --noise), e.g. trace:host.noise from "
+                             "contend noise measure --mpi -n N --per-core")
+    parser.add_argument("--fabric", action="store_true",
+                        help="run `mpiexec -n N PROG` on the emulated fabric that is up (rank r on node r // ppn)")
+    parser.add_argument("--fifo", action="store_true",
+                        help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
+                             "it; at most one rank per core")
+    parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
+    parser.add_argument("--records", default=None, metavar="N",
+                        help="records the tracer keeps per rank (default 2^20; a run that drops any is refused)")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the traced runs' rank files (DIR/traces/run-K) and the last schedule in DIR")
+    parser.add_argument("--timeout", default="600", metavar="S", help="end each run after S seconds (default 600)")
+    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON (- for standard output)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the MPI launch command")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from contend import predict
+    from contend.atomic import check_writable
+
+    command = launch_words(args.command)
+    if args.machine is None:
+        raise UserError("predict: --machine is required (e.g. a file written by contend bench fit)")
+    if bool(command) == bool(args.trace):
+        raise UserError("predict: give either a launch command after -- or --trace DIR, not both or neither")
+    runs = parse_count(args.runs, "--runs", minimum=1, maximum=1000)
+    if (args.fifo or args.fabric) and not command:
+        raise UserError("predict: --fifo and --fabric apply to runs, not to --trace")
+    records = parse_count(args.records, "--records", minimum=1, maximum=2**32) if args.records else \
+        predict.DEFAULT_RECORDS
+    timeout = run_timeout(args.timeout)
+    _check_machine(args.machine, args.noise)
+    if args.json and args.json != "-":
+        check_writable(args.json, "--json")
+    keep = None
+    if args.keep:
+        from contend.atomic import output_directory
+
+        keep = output_directory(args.keep, "--keep")
+    with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
+        work = keep if keep is not None else Path(scratch)
+        if args.fabric:
+            command = predict.fabric_command(command, Path(scratch))
+        if args.fifo:
+            command = predict.fifo_command(command)
+        if args.trace:
+            measured = predict.predict_trace(Path(args.trace), args.machine, work, args.noise)
+        else:
+            measured = predict.predict_command(command, args.machine, runs, work, records=records,
+                                               noise=args.noise, timeout_s=timeout, progress=progress)
+    for warning in measured.warnings:
+        print(f"contend: warning: {warning}", file=sys.stderr)
+    summary = {"command": command or None, "trace": args.trace, "machine": args.machine, **measured.summary()}
+    if args.json:
+        text = json.dumps(summary, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            from contend.atomic import atomic_path
+
+            with atomic_path(args.json) as path:
+                path.write_text(text + "\n")
+    if args.json != "-":
+        from rich.console import Console
+
+        Console().print(table([(" ".join(command) if command else args.trace, summary)]))
+    return 0
+
+
+@contextlib.contextmanager
+def _status():
+    """A status line on stderr while the runs go, only on a terminal (elsewhere stderr keeps only errors)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_interactive:
+        yield lambda text: None
+        return
+    with console.status("predict") as status:
+        yield lambda text: status.update(f"predict: {text}")
+
+
+def _check_machine(machine: str, noise: str | None) -> None:
+    """A bad machine or noise fails before any run, not after."""
+    from contend.machine import loggops_params
+
+    loggops_params(machine)
+    if noise is not None:
+        from contend.noise.settings import resolve
+
+        resolve(noise, None)
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value / 1e6:.3f}"
+
+
+def _range(spread: dict) -> str:
+    if spread["median_ns"] is None:
+        return "-"
+    if spread["runs"] == 1:
+        return _ms(spread["median_ns"])
+    return f"{_ms(spread['median_ns'])} [{_ms(spread['min_ns'])}..{_ms(spread['max_ns'])}]"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:+.1f}"
+
+
+def table(rows, title: str = "predicted vs measured time between MPI_Init and MPI_Finalize (ms)"):
+    """One row per (label, summary): medians [min..max] of the runs and the errors in %; the predictions
+    with noise when there are any."""
+    from contend.report.terminal import Table
+
+    noisy = any(s["noisy"]["runs"] for _, s in rows)
+    out = Table(title=title)
+    columns = [("program", "left"), ("ranks", "right"), ("untraced", "right"), ("traced", "right"),
+               ("tracer %", "right"), ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
+    if noisy:
+        columns += [("with noise", "right"), ("error %", "right")]
+    for name, justify in columns:
+        out.add_column(name, justify=justify)
+    for label, s in rows:
+        cells = [label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]), _pct(s["tracing_overhead_pct"]),
+                 _range(s["predicted"]), _pct(s["error_pct"]), _pct(s["error_vs_traced_pct"])]
+        if noisy:
+            cells += [_range(s["noisy"]), _pct(s["error_noisy_pct"])]
+        out.add_row(*cells)
+    out.caption = ("error: predicted median against the untraced median; vs traced: each traced run's "
+                   "prediction against that run's own time (median)" +
+                   ("; with noise: simulated with --noise" if noisy else ""))
+    return out

@@ -1,0 +1,135 @@
+"""contend predict: a real 2-rank ping-pong measured untraced and traced, converted, simulated and
+reported; the summary's arithmetic on known values; bad invocations. No time is asserted against
+another (machine-dependent): only that each is there, positive and consistent with the runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+
+import pytest
+
+from contend import mpi
+from contend.cli import main
+from contend.predict import Measured
+
+MACHINE = """[machine]
+name = "test-host"
+description = "round figures for the test"
+source = "tests/test_predict.py"
+
+[loggops]
+L = "500ns"
+o = "600ns"
+g = "700ns"
+G = "0.1ns"
+O = "0ns"
+S = 65535
+"""
+
+ROUNDS = 200
+RUNS = 2
+
+
+@pytest.fixture
+def machine(tmp_path):
+    path = tmp_path / "host.toml"
+    path.write_text(MACHINE)
+    return path
+
+
+def pingpong(built) -> list[str]:
+    return [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(ROUNDS), "8"]
+
+
+def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, machine, tmp_path, capsys):
+    report = tmp_path / "predict.json"
+    keep = tmp_path / "kept"
+    code = main(["predict", "--machine", str(machine), "--runs", str(RUNS), "--json", str(report),
+                 "--keep", str(keep), "--timeout", "120", "--noise", "periodic:1kHz:25us", "--", *pingpong(built)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(report.read_text())
+    assert result["ranks"] == 2
+    for kind in ("untraced", "traced", "predicted", "noisy"):
+        values = result[f"{kind}_ns"]
+        assert len(values) == RUNS and all(v > 0 for v in values)
+        assert result[kind] == {"median_ns": statistics.median(values), "min_ns": min(values),
+                                "max_ns": max(values), "runs": RUNS}
+    # the prediction is the schedule's makespan plus the time outside the traced calls: never less
+    assert len(result["schedule_ns"]) == RUNS
+    assert all(p >= s > 0 for p, s in zip(result["predicted_ns"], result["schedule_ns"]))
+    # every message of the ping-pong is in the schedule: 2 operations per round on each rank at least
+    assert result["operations"] >= 4 * ROUNDS
+    assert sorted(p.name for p in (keep / "traces").iterdir()) == [f"run-{k}" for k in range(1, RUNS + 1)]
+    # the table names the program and the error column
+    assert "app-pingpong" in out and "error %" in out and "with noise" in out
+
+    # the kept trace predicts again on its own, against its own time, the same schedule and machine
+    again = tmp_path / "again.json"
+    assert main(["predict", "--machine", str(machine), "--trace", str(keep / "traces" / f"run-{RUNS}"),
+                 "--json", str(again)]) == 0
+    capsys.readouterr()
+    alone = json.loads(again.read_text())
+    assert alone["traced_ns"] == [result["traced_ns"][-1]]
+    assert alone["predicted_ns"] == [result["predicted_ns"][-1]]
+    assert alone["untraced"]["runs"] == 0 and alone["error_pct"] is None
+    assert alone["noisy"]["runs"] == 0  # no --noise this time
+
+
+def test_the_summary_is_the_runs_arithmetic():
+    m = Measured(untraced_ns=[100, 120, 90], traced_ns=[110, 130, 100], predicted_ns=[99, 117, 150], ranks=4)
+    s = m.summary()
+    assert s["untraced"] == {"median_ns": 100, "min_ns": 90, "max_ns": 120, "runs": 3}
+    assert s["predicted"]["median_ns"] == 117
+    assert s["tracing_overhead_pct"] == pytest.approx(10.0)
+    assert s["error_pct"] == pytest.approx(17.0)
+    # run by run against its own traced time: -10%, -10%, +50%: the median -10%
+    assert s["error_vs_traced_pct"] == pytest.approx(-10.0)
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (["predict", "--", "mpiexec", "-n", "2", "true"], r"--machine is required"),
+    (["predict", "--machine", "loggopsim-default"], r"either a launch command after -- or --trace"),
+    (["predict", "--machine", "loggopsim-default", "--trace", "x", "--", "true"], r"not both"),
+    (["predict", "--machine", "loggopsim-default", "--runs", "0", "--", "true"], r"--runs"),
+    (["predict", "--machine", "no-such-machine", "--", "true"], r"unknown machine"),
+    (["predict", "--machine", "loggopsim-default", "--timeout", "0", "--", "true"], r"--timeout"),
+    (["predict", "--machine", "loggopsim-default", "--noise", "bogus", "--", "true"], r"--noise"),
+])
+def test_bad_invocations_exit_2_with_one_line(fails_cleanly, args, pattern):
+    fails_cleanly(args, pattern)
+
+
+def test_a_directory_without_rank_files_is_one_line(fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--trace", str(tmp_path)], r"no rank-NNNNN.ctrace")
+
+
+def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "60", "--",
+                   str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "zero"],
+                  r"untraced run exited with code")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chrt") is None, reason="--fifo needs root and chrt")
+def test_fifo_puts_every_program_of_the_launch_under_chrt(built):
+    from contend.predict import fifo_command
+
+    launcher = str(built.mpiexec)
+    assert fifo_command([launcher, "-n", "2", "./prog", "-x", "1"]) == \
+        [launcher, "-n", "2", "chrt", "-f", "1", "./prog", "-x", "1"]
+    assert fifo_command([launcher, "-genv", "A", "1", "-n", "1", "./a", ":", "-n", "1", "./b"]) == \
+        [launcher, "-genv", "A", "1", "-n", "1", "chrt", "-f", "1", "./a", ":", "-n", "1", "chrt", "-f", "1", "./b"]
+
+
+def test_fifo_with_a_trace_is_one_line(fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fifo", "--trace", str(tmp_path)],
+                  r"--fifo and --fabric apply to runs")
+
+
+def test_fabric_without_a_fabric_is_one_line(fails_cleanly, monkeypatch):
+    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", "ctdnone-")  # a prefix no fabric is built under
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fabric", "--", "mpiexec", "-n", "2", "true"],
+                  r"--fabric: no fabric is up")
