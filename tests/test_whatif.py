@@ -354,3 +354,19 @@ def test_under_mpiexec_a_failing_run_stops_every_rank_with_one_line(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"contend: error: {goal}:3:17: rank 7 out of range (num_ranks is 2)"]
     assert not (tmp_path / "out").exists()
+
+
+def test_overlap_potential_and_network_speed_of_a_program_traced_here(built, tmp_path, capsys):
+    """native/trace/test/replay.c's ping-pong (three round trips of 1000 bytes) run under contend trace,
+    converted without its measured computation (--cpu-scale 0): six hops, each 2o + L + 999 G, so full
+    overlap (o = 0) and a 10x network give the closed forms on a real program's schedule."""
+    trace = tmp_path / "trace"
+    program = [str(mpi.build_dir(built) / "trace-replay"), "pingpong"]
+    assert main(["trace", "-o", str(trace), "--timeout", "120", "--", str(built.mpiexec), "-n", "4", *program]) == 0
+    goal = tmp_path / "pp.goal"
+    assert main(["goal", "convert", str(trace), "-o", str(goal), "--cpu-scale", "0"]) == 0
+    capsys.readouterr()
+    result = run_axes(tmp_path, Workload(schedule=str(goal)), "overhead=1x,0", "network=1x,10x")
+    wire = L + 999 * G
+    assert makespans(result) == {("1x", "1x"): 6 * (2 * O_CPU + wire), ("1x", "10x"): 6 * (2 * O_CPU + wire / 10),
+                                 ("0", "1x"): 6 * wire, ("0", "10x"): 6 * wire / 10}
