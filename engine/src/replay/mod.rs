@@ -9,6 +9,7 @@ pub mod balance;
 pub mod ctrace;
 pub mod emit;
 pub mod event;
+pub mod extrapolate;
 pub mod liballprof;
 
 pub use event::{Call, Event, TraceError};
