@@ -54,6 +54,9 @@ def register(subparsers) -> None:
                          help="only the calls from each rank's FIRST-th collective on, for COUNT collectives (0-based)")
     convert.add_argument("--copy-time", metavar="PER_BYTE", default="0",
                          help="emulated copy time of received messages: a calc per byte after each receive (e.g. 0.1ns)")
+    convert.add_argument("--ranks", type=int, metavar="N",
+                         help="extrapolate to N ranks: N/P copies of the P traced ranks, talking to each other only in "
+                              "collectives on the world (weak scaling; docs/models.md, 'Extrapolating a trace')")
     convert.add_argument("--algorithms", choices=("mpich", "schedgen"), default="mpich",
                          help="collective algorithm defaults: MPICH's selection by size (default) or Schedgen's")
     convert.add_argument("--algorithm", action="append", default=[], metavar="COLL=PATTERN",
@@ -115,6 +118,8 @@ def run_convert(args: argparse.Namespace) -> int:
     if args.cpu_scale < 0 or args.cpu_scale != args.cpu_scale:
         raise UserError(f"--cpu-scale: must be a number >= 0, not {args.cpu_scale}")
     window = _window(args.window)
+    if args.ranks is not None and not 1 <= args.ranks <= 2**31 - 1:
+        raise UserError(f"--ranks: must be a whole number from 1 to {2**31 - 1}, not {args.ranks}")
     with user_errors("--nbc-prepost"):
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
@@ -132,7 +137,7 @@ def run_convert(args: argparse.Namespace) -> int:
         summary = engine().convert_trace(
             source, str(temporary), format=kind, cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
             collectives=not args.no_collectives, nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns,
-            preset=args.algorithms, algorithms=args.algorithm,
+            preset=args.algorithms, algorithms=args.algorithm, ranks=args.ranks,
             progress=lambda rank, ranks, records: progress(rank, ranks))
     elapsed = max(time.perf_counter() - start, 1e-9)
     for warning in read_warnings + summary["warnings"]:
