@@ -65,6 +65,10 @@ EVIL_ARGS = BOUNDARY_TEXT + [
     "random:1kHz:5-1us", "trace:/nonexistent.noise", "token:0", "token:4294967296", "rate:0", "rate:-1us",
     "proxy:0:0", "proxy:2147483648", "none", "2^20", "2^40",
 ]
+WHATIF_AXES = ["network=0.1x,1x,10x", "cpu=0.5x,2x", "overhead=0,1x,g",
+               "noise=none,periodic:1kHz:25us,random:1kHz:10us-40us,trace:NOISE", "noise-phase=independent,coscheduled",
+               "ranks=4,16", "machine=loggopsim-default,bgp-torus", "placement=block,cyclic", "ranks-per-node=2,4", "nic=on,off",
+               "throttle=none,token:4,rate:2us"]
 CONTROL = [b"\x1b", b"\x00", b"\r", b"\x7f", b"\xff", b"\xc3\x28", b"\t", b"\x0b", b"\x1b[2J"]
 JSON_VALUES = ['"4294967296"', "4294967296", "-1", "0", "null", "{}", "[]", '"x"', "1e400", "NaN", '"ps"',
                "9223372036854775807", '"\\u001b"', "true", "[1, 2]", '{"x": 1}']
@@ -724,6 +728,10 @@ class Cases:
             ["tune", "--machine", "ib-congestion", "--quick", "--workers", "1", "--tolerance", "0.05",
              "--ranks-per-node", "4", "-o", "tuned"],
             ["native", "info"],
+            ["whatif", "--collective", "dissemination", "--ranks", "8", "--bytes", "8", "--machine", "loggopsim-default",
+             "--vary", "network=0.1x,1x,10x", "--vary", "noise=none,periodic:1kHz:25us", "--workers", "1", "-o", "w"],
+            ["whatif", s / "hand.goal", "--vary", "overhead=0,1x,g", "--vary", "cpu=0.5x,2x", "--workers", "2",
+             "-o", "w"],
             ["nimc", "detect", s / "nimc.model", s / "nimc.parquet", "--json"],
             ["nimc", "train", s / "nimc.parquet", "-o", "m.model", "--trees", "10", "--test-fraction", "0.3",
              "--seed", "1"],
@@ -775,6 +783,8 @@ class Cases:
             (["noise", "show", s / "hand.noise"], "--plot", False),
             (["bench", "show", s / "pingpong.parquet"], "--plot", False),
             (["trace", "convert"], None, True),
+            (["whatif", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB", "--vary", "network=1x,2x",
+              "--workers", "1"], "-o", True),
         ]
         argv, option, is_dir = rng.choice(commands)
         argv = list(argv)
@@ -830,6 +840,26 @@ class Cases:
             target = self.out / ("x\x1b[31m\r" + name)
         case.argv += [option, target]
         return case
+
+    def whatif(self):
+        """contend whatif with one to three axes, one of them mutated (never to huge rank counts: a
+        collective of 2^31 ranks is a memory limit of its own, not an axis')."""
+        rng = self.rng
+        machine = rng.choice(("loggopsim-default", "ib-congestion", "bgp-torus"))
+        specs = rng.sample(WHATIF_AXES, rng.choice((1, 2, 3)))
+        specs = [spec.replace("NOISE", str(self.seeds / "hand.noise")) for spec in specs]
+        at = rng.randrange(len(specs))
+        mutators = (flip_bytes, truncate, misspell, misspell) + (() if specs[at].startswith("ranks") else
+                                                                  (replace_number, replace_number))
+        mutator = rng.choice(mutators)
+        specs[at] = mutator(specs[at].encode(), rng).decode("utf-8", "replace")
+        workload = (["--collective", "dissemination", "--ranks", "8", "--bytes", "64"] if rng.random() < 0.7
+                    else [self.seeds / "hand.goal"])
+        argv = ["whatif", *workload, "--machine", machine, "--workers", rng.choice(("1", "2")), "-o", "w",
+                *(["--critical-path"] if rng.random() < 0.5 else [])]
+        for spec in specs:
+            argv += ["--vary", spec]
+        return self.case("whatif", argv, [machine, f"{mutator.__name__.strip('_')} {specs[at]!r}"])
 
     def throttle(self):
         seed = self.rng.randrange(len(THROTTLE_TEXTS))
@@ -918,7 +948,7 @@ def mutate_model(source: Path, target: Path, rng: random.Random) -> list[str]:
 
 KINDS = {  # kind: share of the cases
     "goal": 3, "machine": 3, "noise": 2, "records": 3, "trace_dir": 3, "otf2": 1, "nimc_model": 2,
-    "nimc_data": 2, "bench": 2, "throttle": 1, "cli": 5, "places": 4,
+    "nimc_data": 2, "bench": 2, "throttle": 1, "cli": 5, "places": 4, "whatif": 2,
 }
 
 

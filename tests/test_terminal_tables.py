@@ -243,6 +243,16 @@ def test_tune_quick(cli, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_whatif(cli, width):
+    code, out = cli(width, "whatif", "--collective", "dissemination", "--ranks", "64", "--bytes", "8", "--vary",
+                    "network=0.1x,10x", "--vary", "noise=none,random:1kHz:10us-40us", "--workers", "1", "-o", "w")
+    assert code == 0
+    runs = json.loads(Path("w/whatif.json").read_text())["runs"]
+    assert_fits(out, width, [f"{round(run['makespan_ns']):,}" for run in runs]
+                + [f"{run['relative']:.4g}x" for run in runs] + ["random:1kHz:10us-40us"])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_noise_show_and_goal_check(cli, width):
     trace = "contend-noise 1\nresolution_ns 20\nthreshold_ns 200\nduration_ns 205147023\nrank 0\n" + "".join(
         f"{start} {length}\n" for start, length in ((759103, 29123), (4341659, 14842088), (20759138, 7787982)))

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "contend.commands.reproduce",
     "contend.commands.noise",
     "contend.commands.tune",
+    "contend.commands.whatif",
     "contend.commands.diagnose",
     "contend.commands.nimc",
     "contend.commands.trace",

@@ -9,16 +9,13 @@ by point: two nodes, every active core sends to its partner core on the other no
 
 Throughput is a node's bytes sent over the makespan. A sweep returns a DataFrame with the columns of
 ``contend.bench.nic.sweep_table`` (source, experiment, size, active_cores, outstanding,
-throughput_Bps, msg_rate), with ``source = "engine"``. Points run in parallel: over MPI ranks under
-``mpiexec`` (mpi4py), over local processes otherwise.
+throughput_Bps, msg_rate), with ``source = "engine"``. Points run in parallel (``contend.parallel``).
 """
 
 from __future__ import annotations
 
-import os
 import random
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -98,58 +95,15 @@ def _run_star(args):
     return run_point(*args)
 
 
-def under_mpi() -> bool:
-    """Launched by mpiexec with more than one rank (and mpi4py importable)."""
-    size = next((os.environ[k] for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE") if k in os.environ), "1")
-    if int(size) <= 1:
-        return False
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def sweep(machine: Any, points: Sequence[Point], *, workers: int | None = None,
           progress: Callable[[int, int], None] | None = None):
-    """Simulate ``points``; a DataFrame in their order. Under mpiexec the ranks share the points
-    (round robin) and every rank gets the whole table; otherwise ``workers`` local processes
-    (default: 2, at most the CPUs)."""
+    """Simulate ``points``; a DataFrame in their order, shared out by ``contend.parallel.parallel_map``
+    (MPI ranks under mpiexec, else ``workers`` local processes)."""
     import pandas as pd
 
-    if under_mpi():
-        from mpi4py import MPI
+    from contend.parallel import parallel_map
 
-        comm = MPI.COMM_WORLD
-        mine = [(i, run_point(machine, p)) for i, p in enumerate(points) if i % comm.size == comm.rank]
-        gathered = comm.allgather(mine)
-        rows = [row for _, row in sorted((pair for part in gathered for pair in part), key=lambda x: x[0])]
-        if progress:
-            progress(len(points), len(points))
-        return pd.DataFrame(rows)
-    workers = workers or min(2, os.cpu_count() or 1)
-    rows: list[dict[str, Any]] = []
-    if workers <= 1 or len(points) <= 1:
-        for i, p in enumerate(points):
-            rows.append(run_point(machine, p))
-            if progress:
-                progress(i + 1, len(points))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for i, row in enumerate(pool.map(_run_star, [(machine, p) for p in points])):
-                rows.append(row)
-                if progress:
-                    progress(i + 1, len(points))
-    return pd.DataFrame(rows)
-
-
-def is_root() -> bool:
-    """Whether this process writes the outputs: rank 0 under mpiexec, always otherwise."""
-    if not under_mpi():
-        return True
-    from mpi4py import MPI
-
-    return MPI.COMM_WORLD.rank == 0
+    return pd.DataFrame(parallel_map(_run_star, [(machine, p) for p in points], workers=workers, progress=progress))
 
 
 def core_steps(ranks_per_node: int, step: int) -> list[int]:

@@ -38,11 +38,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from contend.report.progress import simulation_progress
     from contend.report.terminal import Table
 
     from contend.admission import native_config, write_native_config
-    from contend.analysis.nicsweep import is_root
+    from contend.parallel import is_root
     from contend.analysis.tune import FULL, QUICK, real_sweeper, tune
     from contend.machine import load_machine
     from contend.quantities import parse_count
@@ -70,14 +70,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--tolerance: expected a number in [0, 1), got {args.tolerance!r}")
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
-    if root:
-        check_directory(args.output, "-o")
+    check_directory(args.output, "-o")  # on every rank: one refusing alone would leave the others waiting
 
-    console = Console(stderr=True)
-    with Progress(TextColumn("[bold]sweeping"), BarColumn(), MofNCompleteColumn(), TextColumn("points"),
-                  TimeElapsedColumn(), console=console, transient=True, disable=not root) as bar:
-        task = bar.add_task("sweep", total=None)
-        advance = lambda done, total: bar.update(task, completed=done, total=total)  # noqa: E731
+    with simulation_progress("sweeping", unit="points") as bar:
+        advance = bar if root else None  # one bar: rank 0's
         tuned = tune(machine, rpn, QUICK if args.quick else FULL, tolerance, progress=advance, workers=workers,
                      sweeper=real_sweeper(real_ranks, advance) if real_ranks is not None else None)
     if not root:

@@ -26,16 +26,21 @@ def line_plot(
     ylabel: str,
     logx: bool = True,
     logy: bool = True,
+    xticklabels: Sequence[str] | None = None,
+    xbase: int = 2,
 ) -> None:
-    """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``."""
+    """One line with markers per series (label -> (xs, ys)), saved atomically to ``path``. With
+    ``xticklabels`` the x values are positions 0, 1, ... of those categories (linear axis)."""
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
     styles = ("-", "--", "-.", ":")  # lines that coincide (equal closed forms) stay visible
     for number, (label, (xs, ys)) in enumerate(series.items()):
         axes.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.4, linestyle=styles[number % len(styles)],
                   label=label)
-    if logx:
-        axes.set_xscale("log", base=2)
+    if xticklabels is not None:
+        axes.set_xticks(range(len(xticklabels)), xticklabels, rotation=15, ha="right", fontsize="small")
+    elif logx:
+        axes.set_xscale("log", base=xbase)
     if logy:
         axes.set_yscale("log")
     axes.set_title(title)
@@ -53,14 +58,18 @@ def stacked_bars(
     *,
     title: str,
     ylabel: str,
+    rotation: float = 0,
 ) -> None:
-    """Vertical bars, one per category, stacked from ``parts`` (name -> one value per category)."""
+    """Vertical bars, one per category, stacked from ``parts`` (name -> one value per category);
+    ``rotation`` turns long category names (degrees)."""
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
     bottom = [0.0] * len(categories)
     for name, values in parts.items():
         axes.bar(categories, values, bottom=bottom, label=name)
         bottom = [b + v for b, v in zip(bottom, values)]
+    if rotation:
+        axes.set_xticks(range(len(categories)), categories, rotation=rotation, ha="right", fontsize="small")
     axes.set_title(title)
     axes.set_ylabel(ylabel)
     axes.legend(fontsize="small")

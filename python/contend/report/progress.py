@@ -1,6 +1,6 @@
-"""A rich progress bar for long simulations, fed by the engine's progress callback.
-
-The engine calls back every few million events, so short runs never show a bar at all.
+"""A rich progress bar for long simulations, fed by the engine's progress callback (every few million
+events, so short runs never show a bar at all) or by runs counted one by one (``contend tune``'s sweep
+points, ``contend whatif``'s runs: ``contend.parallel.parallel_map``'s progress).
 """
 
 from __future__ import annotations
@@ -42,3 +42,4 @@ def simulation_progress(description: str = "simulating", unit: str = "ops") -> I
     finally:
         if task is not None:
             progress.stop()
+
