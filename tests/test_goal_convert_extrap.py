@@ -6,6 +6,7 @@ contend's own traces of real runs extrapolate whole; bad rank counts are one cle
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def test_one_copy_is_the_trace(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("ranks,pattern", [
-    ("6", r"--ranks 6: must be a multiple of the trace's 4 ranks"),
+    ("6", r"error: cannot extrapolate to 6 ranks: not a multiple of the trace's 4 ranks$"),
     ("0", r"--ranks: must be a whole number from 1 to 2147483647, not 0"),
     ("2147483648", r"--ranks: must be a whole number from 1 to 2147483647"),
     ("x", r"--ranks: invalid int value"),
@@ -126,3 +127,34 @@ def test_a_contend_trace_extrapolates(capsys, tmp_path, real_traces):
     puts = sorted((s, d) for s, d, size, _ in sends if size == 512)
     assert puts == [(r, r - r % 4 + (r + 1) % 4) for r in range(8)]
     assert len(ranks_of(capsys, rma)) == 8
+
+
+def whatif_runs(capsys, trace: Path, out: Path, *vary: str) -> list[dict]:
+    assert main(["whatif", str(trace), *(a for v in vary for a in ("--vary", v)), "--workers", "1",
+                 "-o", str(out)]) == 0
+    capsys.readouterr()
+    report = json.loads((out / "whatif.json").read_text())
+    assert report["workload"] == {"trace": str(trace)}
+    return report["runs"]
+
+
+def test_whatif_ranks_axis_extrapolates_a_trace(capsys, tmp_path):
+    """`contend whatif TRACE --vary ranks=...` converts the trace at each count: the ring's copies stay
+    apart, so every count takes the traced time; vladimir's run at 16 ranks is what `goal convert
+    --ranks 16` simulates to on the same machine."""
+    runs = whatif_runs(capsys, DATA / "hand" / "ring", tmp_path / "ring", "ranks=4,8,12", "network=1x,10x")
+    assert [(r["settings"]["ranks"], r["ranks"]) for r in runs][::2] == [("4", 4), ("8", 8), ("12", 12)]
+    assert {r["makespan_ns"] for r in runs[::2]} == {runs[0]["makespan_ns"]}
+    assert {r["makespan_ns"] for r in runs[1::2]} == {runs[1]["makespan_ns"]} and runs[1]["makespan_ns"] < runs[0]["makespan_ns"]
+    runs = whatif_runs(capsys, DATA / "vladimir", tmp_path / "vladimir", "ranks=4,16")
+    goal = tmp_path / "v16.goal"
+    convert(capsys, DATA / "vladimir", goal, "--ranks", "16")
+    assert main(["sim", str(goal), "--json"]) == 0
+    assert runs[1]["makespan_ns"] == json.loads(capsys.readouterr().out)["makespan"]
+    assert runs[1]["makespan_ns"] > runs[0]["makespan_ns"]  # its world collectives span 16 ranks
+
+
+def test_whatif_refuses_counts_that_are_not_copies(fails_cleanly, tmp_path):
+    fails_cleanly(["whatif", str(DATA / "hand" / "ring"), "--vary", "ranks=4,6", "-o", str(tmp_path / "out")],
+                  r"error: cannot extrapolate to 6 ranks: not a multiple of the trace's 4 ranks$")
+    assert not (tmp_path / "out").exists()
