@@ -35,7 +35,7 @@ impl<T: TraceSet> Extrapolated<T> {
         if ranks > MAX_RANKS {
             return Err(format!("cannot extrapolate to {ranks} ranks: more than {MAX_RANKS}"));
         }
-        if ranks == 0 || traced == 0 || ranks % u64::from(traced) != 0 {
+        if ranks == 0 || traced == 0 || !ranks.is_multiple_of(u64::from(traced)) {
             return Err(format!("cannot extrapolate to {ranks} ranks: not a multiple of the trace's {traced} ranks"));
         }
         Ok(Extrapolated { inner, traced, ranks: ranks as u32 })
