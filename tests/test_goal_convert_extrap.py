@@ -89,9 +89,9 @@ def test_one_copy_is_the_trace(capsys, tmp_path):
 
 @pytest.mark.parametrize("ranks,pattern", [
     ("6", r"error: cannot extrapolate to 6 ranks: not a multiple of the trace's 4 ranks$"),
-    ("0", r"--ranks: must be a whole number from 1 to 2147483647, not 0"),
-    ("2147483648", r"--ranks: must be a whole number from 1 to 2147483647"),
-    ("x", r"--ranks: invalid int value"),
+    ("0", r"--ranks: 0 is out of range \[1, 2147483647\]"),
+    ("2^31", r"--ranks: 2147483648 is out of range \[1, 2147483647\]"),
+    ("x", r"--ranks: expected a non-negative integer"),
 ])
 def test_bad_rank_counts(fails_cleanly, tmp_path, ranks, pattern):
     out = tmp_path / "app.goal"

@@ -11,8 +11,9 @@ from contend.atomic import atomic_path, check_writable
 from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.quantities import parse_count
 from contend.report.progress import simulation_progress
-from contend.simulate import collective_arguments
+from contend.simulate import MAX_RANKS, collective_arguments
 
 SUMMARY_KEYS = ("num_ranks", "ops", "sends", "recvs", "calcs", "cpus", "nics")
 
@@ -54,7 +55,7 @@ def register(subparsers) -> None:
                          help="only the calls from each rank's FIRST-th collective on, for COUNT collectives (0-based)")
     convert.add_argument("--copy-time", metavar="PER_BYTE", default="0",
                          help="emulated copy time of received messages: a calc per byte after each receive (e.g. 0.1ns)")
-    convert.add_argument("--ranks", type=int, metavar="N",
+    convert.add_argument("--ranks", metavar="N",
                          help="extrapolate to N ranks: N/P copies of the P traced ranks, talking to each other only in "
                               "collectives on the world (weak scaling; docs/models.md, 'Extrapolating a trace')")
     convert.add_argument("--algorithms", choices=("mpich", "schedgen"), default="mpich",
@@ -134,8 +135,7 @@ def run_convert(args: argparse.Namespace) -> int:
     if args.cpu_scale < 0 or args.cpu_scale != args.cpu_scale:
         raise UserError(f"--cpu-scale: must be a number >= 0, not {args.cpu_scale}")
     window = _window(args.window)
-    if args.ranks is not None and not 1 <= args.ranks <= 2**31 - 1:
-        raise UserError(f"--ranks: must be a whole number from 1 to {2**31 - 1}, not {args.ranks}")
+    ranks = None if args.ranks is None else parse_count(args.ranks, "--ranks", minimum=1, maximum=MAX_RANKS)
     with user_errors("--nbc-prepost"):
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
@@ -146,10 +146,10 @@ def run_convert(args: argparse.Namespace) -> int:
     with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, \
             user_errors():
         summary, read_warnings = convert_input(
-            args.input, str(temporary), progress=lambda rank, ranks, records: progress(rank, ranks),
+            args.input, str(temporary), progress=lambda rank, total, records: progress(rank, total),
             cpu_scale=args.cpu_scale, p2p=not args.no_p2p, collectives=not args.no_collectives,
             nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns, preset=args.algorithms,
-            algorithms=args.algorithm, ranks=args.ranks)
+            algorithms=args.algorithm, ranks=ranks)
     elapsed = max(time.perf_counter() - start, 1e-9)
     for warning in read_warnings + summary["warnings"]:
         print(f"contend: warning: {warning}", file=sys.stderr)
