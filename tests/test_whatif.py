@@ -300,8 +300,8 @@ def test_bad_axes_fail_cleanly_and_write_nothing(tmp_path, fails_cleanly, vary, 
     (["whatif", "--collective", "scatter", "--ranks", "8", "--bytes", "8", "--root", "5", "--vary", "ranks=4,8"],
      r"--vary ranks: root 5 is not a rank of 4 ranks"),
     (["whatif", "GOAL", "--collective", "dissemination", "--ranks", "8", "--bytes", "8"], r"one of the two"),
-    (["whatif", "GOAL", "--vary", "ranks=4,8"], r"--vary ranks: a GOAL schedule has its own rank count; .*"
-                                                r"needs a trace input.*vary the ranks of a --collective"),
+    (["whatif", "GOAL", "--vary", "ranks=4,8"], r"--vary ranks: a GOAL schedule has its own rank count; give "
+                                                r"the application's trace instead .*vary the ranks of a --collective"),
     (["whatif", "GOAL", "--ranks", "4"], r"--ranks applies to --collective"),
     (["whatif", "GOAL", "--workers", "0"], r"--workers: 0 is out of range"),
     (["whatif", "GOAL", "--vary", "placement=block,cyclic", "--vary", "machine=bgp-torus,loggopsim-default"],

@@ -9,6 +9,7 @@ use pyo3::types::PyDict;
 use contend_engine::replay::algorithms::{Algorithms, Preset};
 use contend_engine::replay::emit::{convert, ConvertError, Options};
 use contend_engine::replay::ctrace::{self, CtraceSet, MemoryRank};
+use contend_engine::replay::extrapolate::Extrapolated;
 use contend_engine::replay::liballprof::{self, Liballprof};
 use contend_engine::replay::{TraceError, TraceSet};
 use contend_engine::schedule::writer::write_file_atomically;
@@ -51,10 +52,10 @@ fn open_records(ranks: Vec<(String, Vec<u8>, Vec<i32>)>) -> PyResult<Box<dyn Tra
 /// Converts the trace `input` (of `format`, as `trace_format` says: a path; or `records`, see
 /// `open_records`) into GOAL at `output` (gzip when it ends in .gz).
 /// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
-/// now and then. Returns {ranks, records, ops, warnings}.
+/// now and then; `ranks` extrapolates the trace to that many ranks. Returns {ranks, records, ops, warnings}.
 #[pyfunction]
 #[pyo3(signature = (input, output, format="liballprof", cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
-                    copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None))]
+                    copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None, ranks=None))]
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
@@ -70,6 +71,7 @@ fn convert_trace(
     preset: &str,
     algorithms: Vec<String>,
     progress: Option<Py<PyAny>>,
+    ranks: Option<u64>,
 ) -> PyResult<Py<PyDict>> {
     let mut algos = Algorithms::new(match preset {
         "mpich" => Preset::Mpich,
@@ -89,6 +91,11 @@ fn convert_trace(
     } else {
         let path: String = input.extract()?;
         py.detach(|| open_traces(format, Path::new(&path)))?
+    };
+    // `ranks`: the trace extrapolated to that many ranks (engine/src/replay/extrapolate.rs).
+    let traces: Box<dyn TraceSet + Send + Sync> = match ranks {
+        Some(n) => Box::new(Extrapolated::new(traces, n).map_err(PyValueError::new_err)?),
+        None => traces,
     };
     let ranks = traces.num_ranks();
     let mut failure: Option<PyErr> = None;

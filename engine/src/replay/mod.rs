@@ -9,6 +9,7 @@ pub mod balance;
 pub mod ctrace;
 pub mod emit;
 pub mod event;
+pub mod extrapolate;
 pub mod liballprof;
 
 pub use event::{Call, Event, TraceError};
@@ -28,5 +29,21 @@ pub trait TraceSet {
     /// first, to give each target its side of them.
     fn has_one_sided(&self) -> bool {
         true
+    }
+}
+
+/// A boxed trace set is one (readers are chosen at run time, then wrapped, e.g. extrapolated).
+impl<T: TraceSet + ?Sized> TraceSet for Box<T> {
+    fn num_ranks(&self) -> u32 {
+        (**self).num_ranks()
+    }
+    fn source(&self, rank: u32) -> String {
+        (**self).source(rank)
+    }
+    fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
+        (**self).open(rank)
+    }
+    fn has_one_sided(&self) -> bool {
+        (**self).has_one_sided()
     }
 }

@@ -46,7 +46,9 @@ class Axis:
 
 @dataclass(frozen=True)
 class Workload:
-    """A GOAL file (``schedule``) or a generated collective of ``ranks`` ranks and ``bytes`` bytes."""
+    """A GOAL file (``schedule``), a traced run (``trace``: converted to GOAL by ``convert_trace``, once
+    per rank count of the ranks axis, extrapolated; ``converted`` maps each count, None for the traced
+    one, to its schedule), or a generated collective of ``ranks`` ranks and ``bytes`` bytes."""
 
     schedule: str | None = None
     collective: str | None = None
@@ -54,18 +56,38 @@ class Workload:
     bytes: int | None = None
     root: int = 0
     seed: int = 0
+    trace: str | None = None
+    converted: dict[int | None, str] | None = None
 
     def arguments(self, ranks: int | None = None) -> dict[str, Any]:
         """``simulate``'s workload arguments, at ``ranks`` ranks if given (the ranks axis)."""
+        if self.trace is not None:
+            return {"schedule": self.converted[ranks]}
         if self.schedule is not None:
             return {"schedule": self.schedule}
         return {"collective": self.collective, "ranks": ranks or self.ranks, "bytes": self.bytes,
                 "root": self.root, "seed": self.seed}
 
     def to_dict(self) -> dict[str, Any]:
+        if self.trace is not None:
+            return {"trace": self.trace}
         if self.schedule is not None:
             return {"schedule": self.schedule}
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "schedule"}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("schedule", "trace", "converted")}
+
+
+def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workload:
+    """A trace workload with its schedules written in ``directory``: extrapolated to each rank count of
+    the ranks axis (``contend goal convert --ranks``, docs/models.md "Extrapolating a trace"), else at
+    its traced size."""
+    from contend.commands.goal import convert_input
+
+    counts = next((list(axis.values) for axis in axes if axis.name == "ranks"), [None])
+    converted = {}
+    for ranks in counts:
+        converted[ranks] = f"{directory}/app-{ranks or 'traced'}.goal"
+        convert_input(workload.trace, converted[ranks], ranks=ranks)
+    return dataclasses.replace(workload, converted=converted)
 
 
 # --- parsing ---------------------------------------------------------------------------------------------
@@ -206,9 +228,8 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
     """What the model cannot take, before any run: one line naming the axes."""
     by_name = {axis.name: axis for axis in axes}
     if "ranks" in by_name and workload.schedule is not None:
-        raise UserError("--vary ranks: a GOAL schedule has its own rank count; extrapolating an application "
-                        "needs a trace input, converted at each size (contend goal convert does not extrapolate "
-                        "yet); vary the ranks of a --collective")
+        raise UserError("--vary ranks: a GOAL schedule has its own rank count; give the application's trace "
+                        "instead (extrapolated to each count), or vary the ranks of a --collective")
     if "ranks" in by_name and workload.root >= min(by_name["ranks"].values):
         raise UserError(f"--vary ranks: root {workload.root} is not a rank of {min(by_name['ranks'].values)} ranks")
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]

@@ -11,8 +11,9 @@ from contend.atomic import atomic_path, check_writable
 from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.quantities import parse_count
 from contend.report.progress import simulation_progress
-from contend.simulate import collective_arguments
+from contend.simulate import MAX_RANKS, collective_arguments
 
 SUMMARY_KEYS = ("num_ranks", "ops", "sends", "recvs", "calcs", "cpus", "nics")
 
@@ -54,6 +55,9 @@ def register(subparsers) -> None:
                          help="only the calls from each rank's FIRST-th collective on, for COUNT collectives (0-based)")
     convert.add_argument("--copy-time", metavar="PER_BYTE", default="0",
                          help="emulated copy time of received messages: a calc per byte after each receive (e.g. 0.1ns)")
+    convert.add_argument("--ranks", metavar="N",
+                         help="extrapolate to N ranks: N/P copies of the P traced ranks, talking to each other only in "
+                              "collectives on the world (weak scaling; docs/models.md, 'Extrapolating a trace')")
     convert.add_argument("--algorithms", choices=("mpich", "schedgen"), default="mpich",
                          help="collective algorithm defaults: MPICH's selection by size (default) or Schedgen's")
     convert.add_argument("--algorithm", action="append", default=[], metavar="COLL=PATTERN",
@@ -111,29 +115,41 @@ def _trace_format(path: str) -> str:
     return kind
 
 
+def convert_input(path: str, output: str, progress=None, **options) -> tuple[dict, list[str]]:
+    """Converts the trace at ``path`` (any format contend reads) to GOAL at ``output`` with the engine's
+    ``convert_trace`` ``options`` (e.g. ``ranks`` to extrapolate); returns its summary and the readers'
+    warnings. Trace problems raise UserError (file:line). Shared by ``goal convert`` and ``whatif``."""
+    kind = _trace_format(path)
+    source, read_warnings = path, []
+    if kind == "otf2":  # read here with the otf2 package, handed to the engine as the tracer's records
+        from contend.trace.otf2_import import otf2_calls
+
+        calls, read_warnings = otf2_calls(path)
+        source, kind = [(rank.name, rank.records.tobytes(), rank.comm_words) for rank in calls], "records"
+    with user_errors():
+        summary = engine().convert_trace(source, output, format=kind, progress=progress, **options)
+    return summary, read_warnings
+
+
 def run_convert(args: argparse.Namespace) -> int:
     if args.cpu_scale < 0 or args.cpu_scale != args.cpu_scale:
         raise UserError(f"--cpu-scale: must be a number >= 0, not {args.cpu_scale}")
     window = _window(args.window)
+    ranks = None if args.ranks is None else parse_count(args.ranks, "--ranks", minimum=1, maximum=MAX_RANKS)
     with user_errors("--nbc-prepost"):
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
         copy_ns = engine().parse_per_byte(args.copy_time) / 1000
-    kind = _trace_format(args.input)
+    _trace_format(args.input)  # a missing or unreadable input before the output's checks
     target = check_writable(args.output, "-o")
     start = time.perf_counter()
-    source, read_warnings = args.input, []
-    if kind == "otf2":  # read here with the otf2 package, handed to the engine as the tracer's records
-        from contend.trace.otf2_import import otf2_calls
-
-        calls, read_warnings = otf2_calls(args.input)
-        source, kind = [(rank.name, rank.records.tobytes(), rank.comm_words) for rank in calls], "records"
-    with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, user_errors():
-        summary = engine().convert_trace(
-            source, str(temporary), format=kind, cpu_scale=args.cpu_scale, p2p=not args.no_p2p,
-            collectives=not args.no_collectives, nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns,
-            preset=args.algorithms, algorithms=args.algorithm,
-            progress=lambda rank, ranks, records: progress(rank, ranks))
+    with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, \
+            user_errors():
+        summary, read_warnings = convert_input(
+            args.input, str(temporary), progress=lambda rank, total, records: progress(rank, total),
+            cpu_scale=args.cpu_scale, p2p=not args.no_p2p, collectives=not args.no_collectives,
+            nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns, preset=args.algorithms,
+            algorithms=args.algorithm, ranks=ranks)
     elapsed = max(time.perf_counter() - start, 1e-9)
     for warning in read_warnings + summary["warnings"]:
         print(f"contend: warning: {warning}", file=sys.stderr)

@@ -22,11 +22,13 @@ def register(subparsers) -> None:
         "links' bandwidth and latency scaled by the speed), cpu=0.5x,1x,2x (calc times divided by the speed), "
         "overhead=0,1x,g (o and O scaled; 0: full overlap; g: o = g, O = G), noise=none,periodic:1kHz:25us,"
         "trace:FILE (contend sim's --noise specs), noise-phase=independent,coscheduled, ranks=64,1024 "
-        "(generated collectives only), machine=A,B (machine files or presets), placement=block,cyclic, "
+        "(generated collectives, or a trace extrapolated), machine=A,B (machine files or presets), placement=block,cyclic, "
         "ranks-per-node=8,32, nic=on,off (the machine's [nic] curves), throttle=none,token:20,rate:2us. Runs are shared among "
         "MPI ranks under mpiexec, among local processes otherwise. docs/models.md, 'What-if axes'.",
     )
-    parser.add_argument("schedule", nargs="?", metavar="FILE.goal", help="GOAL schedule to simulate")
+    parser.add_argument("schedule", nargs="?", metavar="FILE.goal|TRACE",
+                        help="GOAL schedule to simulate, or a traced run (as contend goal convert takes: converted, "
+                        "and extrapolated to each count of a ranks axis)")
     add_collective_options(parser, required=False)
     parser.add_argument("--machine", metavar="NAME|FILE.toml",
                         help="machine preset or file (default loggopsim-default); the machine axis replaces it")
@@ -43,10 +45,11 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    import tempfile
 
     from rich.console import Console
 
-    from contend.analysis.whatif import parse_axes, whatif
+    from contend.analysis.whatif import convert_trace, parse_axes, whatif
     from contend.atomic import atomic_directory, check_directory
     from contend.machine import DEFAULT_MACHINE, load_machine
     from contend.parallel import is_root
@@ -60,9 +63,12 @@ def run(args: argparse.Namespace) -> int:
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
     check_directory(args.output, "-o")  # on every rank: one refusing alone would leave the others waiting
-    with simulation_progress("what if", unit="runs") as bar:
-        result = whatif(workload, machine, axes, workers=workers, progress=bar if root else None,
-                        critical_path=args.critical_path)
+    with tempfile.TemporaryDirectory(prefix="contend-whatif-") as converted:
+        if workload.trace is not None:  # each rank of an MPI fan-out converts its own copy
+            workload = convert_trace(workload, axes, converted)
+        with simulation_progress("what if", unit="runs") as bar:
+            result = whatif(workload, machine, axes, workers=workers, progress=bar if root else None,
+                            critical_path=args.critical_path)
     if not root:
         return 0
     Console().print(whatif_table(result))
@@ -89,6 +95,16 @@ def _workload(args: argparse.Namespace):
         for option in ("ranks", "bytes"):
             if getattr(args, option) is not None:
                 raise UserError(f"whatif: --{option} applies to --collective, not to a GOAL file")
-        return Workload(schedule=args.schedule)
+        return Workload(trace=args.schedule) if _is_trace(args.schedule) else Workload(schedule=args.schedule)
     name, ranks, size, root, seed = collective_arguments(args.collective, args.ranks, args.bytes, args.root, args.seed)
     return Workload(collective=name, ranks=ranks, bytes=size, root=root, seed=seed)
+
+
+def _is_trace(path: str) -> bool:
+    """A traced run rather than a GOAL file: what contend goal convert reads."""
+    from pathlib import Path
+
+    from contend.engine import engine
+
+    return Path(path).is_dir() or path.endswith(".otf2") or (
+        Path(path).is_file() and engine().trace_format(path) is not None)

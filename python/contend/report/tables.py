@@ -31,6 +31,8 @@ def format_time(ns: int | float) -> str:
 def describe_workload(workload: dict[str, Any]) -> str:
     if "schedule" in workload:
         return f"GOAL schedule {workload['schedule']}"
+    if "trace" in workload:
+        return f"trace {workload['trace']}"
     text = f"{workload['collective']}, {workload['ranks']:,} ranks, {workload['bytes']:,} bytes"
     if workload.get("root"):
         text += f", root {workload['root']}"
