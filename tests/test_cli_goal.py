@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,17 @@ def test_check_prints_a_table(capsys, tmp_path):
     assert "OK" in out and "num_ranks" in out
     summary = check_json(capsys, path)
     assert (summary["sends"], summary["recvs"], summary["calcs"], summary["cpus"]) == (1, 1, 1, 2)
+
+
+def test_schedgen_any_tag(capsys):
+    """A schedule as Schedgen v1 writes it (`schedgen -p trace` of the liballprof traces beside it): its
+    any-tag receives carry tag 18446744073709551615. They match the sends of any tag, and the run gives
+    LogGOPSim v1's per-rank times on the same file (txt2bin, then LogGOPSim, with and without -L 3000
+    -o 1000 -g 500 -G 2)."""
+    path = Path(__file__).parent / "data" / "schedgen-anytag.goal"
+    assert "tag 18446744073709551615" in path.read_text()
+    for options, ranks in (([], [360228, 364414]), (["-L", "3000", "-o", "1000", "-g", "500", "-G", "2"],
+                                                     [358076, 362138])):
+        assert main(["sim", str(path), "--json", *options]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["deadlock"] is None and result["ranks"] == ranks

@@ -6,6 +6,8 @@
 //! rank <r> {                                   blocks in order 0..N-1
 //!   [<label>:] send <bytes>b to <dest> [tag <t>] [cpu <c>] [nic <n>]
 //!   [<label>:] recv <bytes>b from <src> [tag <t>] [cpu <c>] [nic <n>]    src/tag -1 = any
+//!   (tag 4294967295 and 18446744073709551615, -1 in 32 and 64 bits as LogGOPSim and Schedgen v1
+//!   write it, mean any tag as well)
 //!   [<label>:] calc <duration> [mem <bytes>] [cpu <c>]   mem: bytes of memory traffic (NiMC)
 //!   <A> requires <B>        A starts after B completes
 //!   <A> irequires <B>       A starts after B starts
@@ -425,11 +427,23 @@ impl<'n> Parser<'n> {
         if w == b"-1" {
             return Ok(ANY);
         }
-        let v = self.number(s, tok, "tag")?;
-        if v >= ANY as u64 {
-            return Err(self.err(tok, format!("tag too large: {v}")));
+        if w.first() == Some(&b'-') {
+            return Err(self.err(tok, format!("tag must not be negative (except -1 for any tag): '{}'", show(w))));
         }
-        Ok(v as u32)
+        if w.is_empty() || !w.iter().all(u8::is_ascii_digit) {
+            return Err(self.err(tok, format!("expected a number for the tag, found '{}'", show(w))));
+        }
+        // -1 written as an unsigned number means any tag too: Schedgen v1 writes MPI_ANY_TAG as its
+        // 64-bit form, LogGOPSim's binary schedules hold it as the 32-bit one. Any other tag beyond
+        // 32 bits is refused: LogGOPSim would cut it to 32 bits, which can make distinct tags equal.
+        match w.iter().try_fold(0u64, |v, &c| v.checked_mul(10)?.checked_add((c - b'0') as u64)) {
+            Some(u64::MAX) => Ok(ANY),
+            Some(v) if v <= ANY as u64 => Ok(v as u32),
+            _ => Err(self.err(tok, format!(
+                "tag out of range: '{}' (tags are 0 to {}; -1, {} or {} mean any tag)",
+                show(w), ANY - 1, ANY, u64::MAX
+            ))),
+        }
     }
 
     fn small(&self, s: &[u8], tok: Token, what: &str) -> Result<u8, GoalError> {
