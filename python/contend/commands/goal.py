@@ -9,7 +9,6 @@ import sys
 from contend.atomic import atomic_path, check_writable
 from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
-from contend.simulate import collective_arguments
 
 SUMMARY_KEYS = ("num_ranks", "ops", "sends", "recvs", "calcs", "cpus", "nics")
 
@@ -35,6 +34,8 @@ def register(subparsers) -> None:
 
 def run_write(args: argparse.Namespace) -> int:
     target = check_writable(args.output, "-o")
+    from contend.simulate import collective_arguments
+
     name, ranks, size, root, seed = collective_arguments(args.collective, args.ranks, args.bytes, args.root, args.seed)
     with atomic_path(target) as temporary, user_errors(f"collective {name}"):
         engine().write_goal(name, ranks, size, str(temporary), root=root, seed=seed)

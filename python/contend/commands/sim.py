@@ -13,9 +13,6 @@ from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, load_machine
 from contend.noise.settings import resolve
 from contend.report.heatmap import METRICS
-from contend.report.progress import simulation_progress
-from contend.result import SimulationResult
-from contend.simulate import simulate
 
 # A deadlocked schedule is a result, not an input error: distinct from exit code 2.
 EXIT_DEADLOCK = 3
@@ -91,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         else {"collective": args.collective, "ranks": args.ranks, "bytes": args.bytes,
               "root": args.root, "seed": args.seed}
     )
+    from contend.report.progress import simulation_progress
+    from contend.simulate import simulate
+
     with simulation_progress() as progress:
         result = simulate(
             **workload,
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(result: SimulationResult, records_path: str | None, timeline_path: str | None) -> None:
+def write_outputs(result, records_path: str | None, timeline_path: str | None) -> None:
     """Write the Parquet records and the Chrome trace, each atomically."""
     metadata = {"params": result.params, "workload": dict(result.workload)}
     if records_path is not None:
@@ -144,7 +144,7 @@ def write_outputs(result: SimulationResult, records_path: str | None, timeline_p
         write_chrome_trace(result.timeline_columns, result.record_columns, timeline_path, metadata)
 
 
-def write_link_outputs(result: SimulationResult, links_path: str | None, heatmap_path: str | None,
+def write_link_outputs(result, links_path: str | None, heatmap_path: str | None,
                        metric: str) -> None:
     """Write the per-link statistics (Parquet) and the link-load heatmap (PNG), each atomically."""
     if links_path is not None:
