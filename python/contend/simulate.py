@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
+from contend.cachedir import cache_dir
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
@@ -52,6 +53,7 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
     execution: str = "chosen",
+    cache: bool = True,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
 
@@ -74,7 +76,9 @@ def simulate(
     ``threads`` share a windowed run (None: the machine's cores, on runs large enough to gain);
     ``execution`` picks the event loop: ``"chosen"`` (windows for ranks that independent noise
     scatters, else time order), ``"time-ordered"`` or ``"windowed"`` (wherever exact). Neither
-    changes a result, only the speed (docs/models.md, "Noise", Cost).
+    changes a result, only the speed (docs/models.md, "Noise", Cost). ``cache=False`` parses a large
+    GOAL file even where a cached parse of it is valid, and caches nothing (docs/formats.md, "Schedule
+    cache"); it changes no result either.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
     not an error: ``result.deadlock`` names the blocked ranks and ops.
@@ -133,7 +137,8 @@ def simulate(
         path = os.fspath(schedule)
         workload = {"schedule": path}
         with user_errors(path), located_engine_errors(machine, replaced):
-            raw = eng.simulate_goal(path, run_params, records=records, timeline=timeline, progress=progress)
+            raw = eng.simulate_goal(path, run_params, records=records, timeline=timeline, progress=progress,
+                                    cache_dir=os.fspath(cache_dir("goal")) if cache else None)
     else:
         name, num_ranks, size, root, seed = collective_arguments(collective, ranks, bytes, root, seed)
         workload = {"collective": name, "ranks": num_ranks, "bytes": size, "root": root, "seed": seed}

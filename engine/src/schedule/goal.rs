@@ -527,7 +527,7 @@ impl<'n> Parser<'n> {
         if self.next_rank != n {
             return Err(self.err_at(1, format!("unexpected end of file after {} of {n} rank blocks: truncated file?", self.next_rank)));
         }
-        self.prog.rank_start.shrink_to_fit();
+        self.prog.shrink_to_fit();
         Ok(self.prog)
     }
 }

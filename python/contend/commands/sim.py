@@ -33,6 +33,9 @@ def register(subparsers) -> None:
                         help="link sharing model, replacing the machine's: flow (fluid max-min rates, exact, "
                         "slow with many messages in flight) or packet (round robin per link, cost per packet)")
     add_noise_options(parser)
+    parser.add_argument("--no-cache", action="store_true",
+                        help="parse a large GOAL file even if a cached parse of it is valid, and cache "
+                        "nothing (the cache: $CONTEND_CACHE/goal, default ~/.cache/contend/goal)")
     parser.add_argument("--threads", metavar="N",
                         help="threads that share a windowed run (default: the machine's cores, on runs large "
                         "enough to gain; results are the same for any number)")
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             timeline=args.timeline is not None,
             progress=progress,
             threads=args.threads,
+            cache=not args.no_cache,
         )
     write_outputs(result, args.records, args.timeline)
     write_link_outputs(result, args.links, args.heatmap, args.heatmap_metric)
