@@ -8,16 +8,38 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Iterator
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
 
 @contextlib.contextmanager
 def simulation_progress(description: str = "simulating") -> Iterator[Callable[[int, int], None]]:
     """Yields ``callback(ops_done, ops_total)`` that draws a bar on stderr once the first call comes.
-    Only on a terminal: elsewhere rich would leave an empty line on stderr, before any error message."""
+    Only on a terminal: elsewhere rich would leave an empty line on stderr, before any error message.
+    rich is loaded at that first call: a short run, which never calls, does not pay for it."""
+    progress = None
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal progress, task
+        if task is None:
+            if done >= total:  # the final call of a run too short for a report: nothing to show
+                return
+            progress = _bar()
+            progress.start()
+            task = progress.add_task(description, total=total)
+        progress.update(task, completed=done)
+
+    try:
+        yield update
+    finally:
+        if task is not None:
+            progress.stop()
+
+
+def _bar():
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
     console = Console(stderr=True)
-    progress = Progress(
+    return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -28,17 +50,3 @@ def simulation_progress(description: str = "simulating") -> Iterator[Callable[[i
         transient=True,
         disable=not console.is_interactive,
     )
-    task = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal task
-        if task is None:
-            progress.start()
-            task = progress.add_task(description, total=total)
-        progress.update(task, completed=done)
-
-    try:
-        yield update
-    finally:
-        if task is not None:
-            progress.stop()
