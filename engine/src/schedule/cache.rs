@@ -135,10 +135,10 @@ fn load(entry: &Path, canonical: &[u8], id: &Identity) -> Option<GoalProgram> {
     let mut r = Columns { input: BufReader::with_capacity(1 << 20, file), left: total };
     let mut magic = [0u8; 16];
     r.bytes(&mut magic)?;
-    if &magic != MAGIC || r.u64s(9)? != id.words() {
+    if &magic != MAGIC || r.column::<u64>(9)? != id.words() {
         return None;
     }
-    let path_len = r.u64s(1)?[0] as usize;
+    let path_len = r.column::<u64>(1)?[0] as usize;
     if path_len != canonical.len() {
         return None;
     }
@@ -147,12 +147,11 @@ fn load(entry: &Path, canonical: &[u8], id: &Identity) -> Option<GoalProgram> {
     if path != canonical {
         return None;
     }
-    let h = r.u64s(6)?;
+    let h = r.column::<u64>(6)?;
     let (ranks, ops, done, start) = (h[0] as usize, h[3] as usize, h[4] as usize, h[5] as usize);
-    let u32s = |r: &mut Columns, n: usize| r.u32s(n);
     let mut p = GoalProgram::new(u32::try_from(h[0]).ok()?);
     (p.num_cpus, p.num_nics) = (u32::try_from(h[1]).ok()?, u32::try_from(h[2]).ok()?);
-    p.rank_start = u32s(&mut r, ranks.checked_add(1)?)?;
+    p.rank_start = r.column(ranks.checked_add(1)?)?;
     let mut kinds = vec![0u8; ops];
     r.bytes(&mut kinds)?;
     p.kind = kinds
@@ -168,16 +167,30 @@ fn load(entry: &Path, canonical: &[u8], id: &Identity) -> Option<GoalProgram> {
     r.bytes(&mut p.cpu)?;
     p.nic = vec![0u8; ops];
     r.bytes(&mut p.nic)?;
-    p.peer = u32s(&mut r, ops)?;
-    p.tag = u32s(&mut r, ops)?;
-    p.size = r.u64s(ops)?;
-    p.deps = u32s(&mut r, ops)?;
-    p.line = u32s(&mut r, ops)?;
-    p.done_start = u32s(&mut r, ops + 1)?;
-    p.done_edges = u32s(&mut r, done)?;
-    p.start_start = u32s(&mut r, ops + 1)?;
-    p.start_edges = u32s(&mut r, start)?;
-    (r.left == 0 && consistent(&p)).then_some(p)
+    p.peer = r.column(ops)?;
+    p.tag = r.column(ops)?;
+    p.size = r.column(ops)?;
+    p.line = r.column(ops)?;
+    p.done_start = r.column(ops + 1)?;
+    p.done_edges = r.column(done)?;
+    p.start_start = r.column(ops + 1)?;
+    p.start_edges = r.column(start)?;
+    (r.left == 0 && consistent(&p)).then(|| count_dependencies(p))
+}
+
+/// Each op's number of dependencies, from the two dependency lists (the entry does not hold it, so it
+/// always agrees with them).
+fn count_dependencies(mut p: GoalProgram) -> GoalProgram {
+    p.deps = vec![0; p.kind.len()];
+    for r in 0..p.num_ranks as usize {
+        let (first, last) = (p.rank_start[r] as usize, p.rank_start[r + 1] as usize);
+        for (starts, edges) in [(&p.done_start, &p.done_edges), (&p.start_start, &p.start_edges)] {
+            for &e in &edges[starts[first] as usize..starts[last] as usize] {
+                p.deps[first + e as usize] += 1;
+            }
+        }
+    }
+    p
 }
 
 /// The invariants the simulator relies on, so that a damaged entry cannot reach it.
@@ -223,22 +236,15 @@ impl Columns {
         self.input.read_exact(out).ok()
     }
 
-    fn u32s(&mut self, n: usize) -> Option<Vec<u32>> {
-        self.column(n, u32::from_le_bytes)
-    }
-
-    fn u64s(&mut self, n: usize) -> Option<Vec<u64>> {
-        self.column(n, u64::from_le_bytes)
-    }
-
-    fn column<T: Plain, const N: usize>(&mut self, n: usize, _from: fn([u8; N]) -> T) -> Option<Vec<T>> {
-        if (n as u64).checked_mul(N as u64)? > self.left {
+    fn column<T: Plain>(&mut self, n: usize) -> Option<Vec<T>> {
+        let bytes = n.checked_mul(std::mem::size_of::<T>())?;
+        if bytes as u64 > self.left {
             return None;
         }
         let mut out = vec![T::default(); n];
         // SAFETY: T is a plain integer (every bit pattern valid, no padding), the slice covers
         // exactly the vector's initialized elements, and entries are written little-endian (below).
-        let raw = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, n * N) };
+        let raw = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, bytes) };
         self.bytes(raw)?;
         Some(out)
     }
@@ -272,7 +278,7 @@ fn store(dir: &Path, entry: &Path, canonical: &[u8], id: &Identity, p: &GoalProg
             halves(&mut w, column)?;
         }
         words(&mut w, &p.size)?;
-        for column in [&p.deps, &p.line, &p.done_start, &p.done_edges, &p.start_start, &p.start_edges] {
+        for column in [&p.line, &p.done_start, &p.done_edges, &p.start_start, &p.start_edges] {
             halves(&mut w, column)?;
         }
         let file = w.into_inner().map_err(|e| e.into_error())?;
