@@ -60,6 +60,7 @@ bench: build
 	$(ACT) python benchmarks/engine_speed.py
 	$(ACT) python benchmarks/noise_speed.py
 	$(ACT) python benchmarks/diagnose_speed.py --ranks 384
+	$(ACT) python benchmarks/replay_speed.py
 
 clean:
 	rm -rf target $(VENV) demo-report native/build

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import time
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +60,45 @@ def test_check_prints_a_table(capsys, tmp_path):
     assert "OK" in out and "num_ranks" in out
     summary = check_json(capsys, path)
     assert (summary["sends"], summary["recvs"], summary["calcs"], summary["cpus"]) == (1, 1, 1, 2)
+
+
+def test_schedgen_any_tag(capsys):
+    """A schedule as Schedgen v1 writes it (`schedgen -p trace` of the liballprof traces beside it): its
+    any-tag receives carry tag 18446744073709551615. They match the sends of any tag, and the run gives
+    LogGOPSim v1's per-rank times on the same file (txt2bin, then LogGOPSim, with and without -L 3000
+    -o 1000 -g 500 -G 2)."""
+    path = Path(__file__).parent / "data" / "schedgen-anytag.goal"
+    assert "tag 18446744073709551615" in path.read_text()
+    for options, ranks in (([], [360228, 364414]), (["-L", "3000", "-o", "1000", "-g", "500", "-G", "2"],
+                                                     [358076, 362138])):
+        assert main(["sim", str(path), "--json", *options]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["deadlock"] is None and result["ranks"] == ranks
+
+
+def test_a_large_schedule_is_cached_and_a_changed_one_is_read_again(capsys, tmp_path, monkeypatch):
+    """contend sim caches a large schedule's parse under $CONTEND_CACHE/goal: the cached run, an uncached
+    one (--no-cache) and the generator agree; after the text changes (its mtime put back), the new text
+    is what runs. (engine/tests/goal_cache.rs covers the entry's checks.)"""
+    monkeypatch.setenv("CONTEND_CACHE", str(tmp_path / "cache"))
+
+    def run(*options) -> dict:
+        assert main(["sim", *options, "--json"]) == 0
+        return {k: v for k, v in json.loads(capsys.readouterr().out).items() if k not in ("wall_seconds", "workload")}
+
+    path = tmp_path / "big.goal"
+    for size in (8, 9):
+        assert main(["goal", "write", "--collective", "dissemination", "--ranks", "16384", "--bytes", str(size),
+                     "-o", str(path)]) == 0
+        capsys.readouterr()
+        os.utime(path, (time.time() - 3600, time.time() - 3600))
+        if size == 8:
+            assert path.stat().st_size > 4 << 20  # the engine's MIN_SOURCE_BYTES
+            time.sleep(2.2)  # its ctime (now) settles: the cache takes sources left alone for 2 s
+            first = run(str(path))
+            assert len(list((tmp_path / "cache" / "goal").glob("*.goalc"))) == 1
+        else:
+            changed = run(str(path))
+    cached = run(str(path))  # would be the 8-byte run if the entry were used
+    generated = run("--collective", "dissemination", "--ranks", "16384", "--bytes", "9")
+    assert changed == cached == run("--no-cache", str(path)) == generated != first

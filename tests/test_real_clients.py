@@ -7,8 +7,8 @@ records that every traced message was received. And a real benchmark, OSU's band
 sdist ships it (demo/osu_bw.py), bare and under each library: every size measured, and the tracer's
 records and the throttle's counters hold exactly the Isends the benchmark's loops make.
 
-The sdist is downloaded once into ~/.cache/contend (CONTEND_CACHE overrides); the tests skip, saying
-so, when it cannot be had. The whole suite takes minutes per run here (2127 tests, 2 minutes on one
+The sdist is downloaded once into contend's cache directory (contend.cachedir: ~/.cache/contend,
+CONTEND_CACHE overrides); the tests skip, saying so, when it cannot be had. The whole suite takes minutes per run here (2127 tests, 2 minutes on one
 rank; more on 4 ranks sharing 2 cores), so `make test` runs SUITE_TESTS, tests that go through what the
 libraries intercept; CONTEND_MPI4PY_ALL=1 runs the whole suite instead.
 """
@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from contend import mpi, throttle
+from contend.cachedir import cache_dir
 from contend.cli import main
 
 SUITE = Path(__file__).with_name("mpi4py_suite.py")
@@ -52,10 +53,6 @@ LIBRARIES = {  # name -> the options of `contend throttle` (None: the tracer)
     "token2": ["--policy", "token", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
     "rate": ["--policy", "rate", "--gap", "2us"],
 }
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("CONTEND_CACHE") or Path.home() / ".cache" / "contend")
 
 
 @pytest.fixture(scope="module")

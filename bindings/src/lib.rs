@@ -25,6 +25,7 @@ use contend_engine::noise::{Noise, Phase};
 use contend_engine::record::{Records, Timeline};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::stencil::{Checkpoint, Stencil};
+use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::goal::{read_goal_file, GoalError as EngineGoalError};
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::schedule::{OpKind, Program, ANY};
@@ -599,9 +600,11 @@ fn run<P: Program + Sync>(
     Ok(result_dict(py, &result, wall)?.unbind())
 }
 
-/// Simulates a GOAL file (plain or gzip) with LogGOPS parameters in picoseconds.
+/// Simulates a GOAL file (plain or gzip) with LogGOPS parameters in picoseconds; `cache_dir`: where
+/// parsed schedules are cached (engine/src/schedule/cache.rs), None for no cache.
 #[pyfunction]
-#[pyo3(signature = (path, params, records=false, timeline=false, progress=None))]
+#[pyo3(signature = (path, params, records=false, timeline=false, progress=None, cache_dir=None))]
+#[allow(clippy::too_many_arguments)]
 fn simulate_goal(
     py: Python<'_>,
     path: &str,
@@ -609,9 +612,10 @@ fn simulate_goal(
     records: bool,
     timeline: bool,
     progress: Option<Py<PyAny>>,
+    cache_dir: Option<&str>,
 ) -> PyResult<Py<PyDict>> {
     let models = models_from(py, params)?;
-    let prog = py.detach(|| read_goal_file(Path::new(path))).map_err(goal_err)?;
+    let prog = py.detach(|| read_goal_cached(Path::new(path), cache_dir.map(Path::new))).map_err(goal_err)?;
     run(py, &prog, models, records, timeline, progress)
 }
 

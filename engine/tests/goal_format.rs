@@ -218,3 +218,22 @@ fn rendezvous_sends_that_wait_for_each_other_deadlock() {
     let eager = text.replace("100000b", "1000b");
     assert!(simulate(&parse(&eager), &Params::loggopsim_defaults(), &Options::default()).deadlock.is_none());
 }
+
+/// -1 spelled as an unsigned number is the any-tag wildcard: Schedgen v1 writes MPI_ANY_TAG as
+/// 18446744073709551615 (its 64-bit form), LogGOPSim's binary schedules hold 4294967295 (32 bits).
+/// Any other tag of 32 bits or more is refused, since cutting it to 32 bits could merge tags.
+#[test]
+fn any_tag_as_the_field_writes_it() {
+    for any in ["-1", "4294967295", "18446744073709551615"] {
+        let p = parse(&format!("num_ranks 2\nrank 0 {{\n  send 4b to 1 tag 7\n}}\nrank 1 {{\n  recv 4b from 0 tag {any}\n}}\n"));
+        assert_eq!(p.op(1, 0).tag, ANY, "{any}");
+        let r = simulate(&p, &Params::loggopsim_defaults(), &Options::default());
+        assert!(r.deadlock.is_none(), "tag {any} must match tag 7");
+    }
+    let p = parse("num_ranks 1\nrank 0 {\n  send 4b to 0 tag 4294967294\n}\n");
+    assert_eq!(p.op(0, 0).tag, 4294967294);
+    for bad in ["4294967296", "18446744073709551614", "18446744073709551616", "99999999999999999999999"] {
+        expect_error(&format!("num_ranks 1\nrank 0 {{\n  recv 1b from 0 tag {bad}\n}}\n"), 3, 22, "tag out of range");
+    }
+    expect_error("num_ranks 1\nrank 0 {\n  recv 1b from 0 tag -2\n}\n", 3, 22, "must not be negative");
+}

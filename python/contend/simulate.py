@@ -11,6 +11,7 @@ import os
 from typing import Any, Callable
 
 from contend.commands.options import bounded_number
+from contend.cachedir import cache_dir
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
@@ -57,6 +58,7 @@ def simulate(
     execution: str = "chosen",
     cpu_scale: float | str | None = None,
     critical_path: bool = False,
+    cache: bool = True,
 ) -> SimulationResult:
     """Simulate a GOAL file (``schedule``) or a generated ``collective`` on ``ranks`` ranks of ``bytes``.
 
@@ -84,7 +86,9 @@ def simulate(
     ``threads`` share a windowed run (None: the machine's cores, on runs large enough to gain);
     ``execution`` picks the event loop: ``"chosen"`` (windows for ranks that independent noise
     scatters, else time order), ``"time-ordered"`` or ``"windowed"`` (wherever exact). Neither
-    changes a result, only the speed (docs/models.md, "Noise", Cost).
+    changes a result, only the speed (docs/models.md, "Noise", Cost). ``cache=False`` parses a large
+    GOAL file even where a cached parse of it is valid, and caches nothing (docs/formats.md, "Schedule
+    cache"); it changes no result either.
 
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
     not an error: ``result.deadlock`` names the blocked ranks and ops.
@@ -153,7 +157,8 @@ def simulate(
         path = os.fspath(schedule)
         workload = {"schedule": path}
         with user_errors(path), located_engine_errors(machine, replaced):
-            raw = eng.simulate_goal(path, run_params, records=records, timeline=timeline, progress=progress)
+            raw = eng.simulate_goal(path, run_params, records=records, timeline=timeline, progress=progress,
+                                    cache_dir=os.fspath(cache_dir("goal")) if cache else None)
     else:
         name, num_ranks, size, root, seed = collective_arguments(collective, ranks, bytes, root, seed)
         workload = {"collective": name, "ranks": num_ranks, "bytes": size, "root": root, "seed": seed}

@@ -9,7 +9,8 @@
 //!     order, never windowed, and with CONTEND_WINDOWED=1 windowed wherever exact, also without
 //!     noise (to compare the two loops); CONTEND_THREADS=N: windows shared by N threads (default 0:
 //!     the engine chooses)
-//! contend-engine-bench goal FILE                   parse a GOAL file, then simulate it
+//! contend-engine-bench goal FILE [CACHE_DIR]       parse a GOAL file (through the cache in CACHE_DIR),
+//!                                                  then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
 //!     over a network: TOPOLOGY torus:8x8x8, fattree:K:LEVELS or dragonfly:A:P:H:G; SHARING flow or
@@ -23,7 +24,7 @@ use std::time::Instant;
 
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::Program;
-use contend_engine::schedule::goal::read_goal_file;
+use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
 use contend_engine::noise::random::{Durations, RandomNoise};
@@ -143,11 +144,12 @@ fn main() {
                 peak_rss_bytes()
             );
         }
-        Some("goal") if args.len() == 2 => {
+        Some("goal") if args.len() == 2 || args.len() == 3 => {
             let path = Path::new(&args[1]);
             let file_bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or_else(|e| fail(&format!("{}: {e}", args[1])));
             let t0 = Instant::now();
-            let prog = read_goal_file(path).unwrap_or_else(|e| fail(&e.to_string()));
+            let cache = args.get(2).map(Path::new);
+            let prog = read_goal_cached(path, cache).unwrap_or_else(|e| fail(&e.to_string()));
             let parse = t0.elapsed().as_secs_f64();
             let rss_after_parse = peak_rss_bytes();
             let t1 = Instant::now();
@@ -187,6 +189,6 @@ fn main() {
             let c = collective(&args[1..4]);
             write_goal_file(&c, Path::new(&args[4])).unwrap_or_else(|e| fail(&format!("{}: {e}", args[4])));
         }
-        _ => fail("usage: gen PATTERN RANKS BYTES [NOISE] | goal FILE | write PATTERN RANKS BYTES FILE | net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]"),
+        _ => fail("usage: gen PATTERN RANKS BYTES [NOISE] | goal FILE [CACHE_DIR] | write PATTERN RANKS BYTES FILE | net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]"),
     }
 }

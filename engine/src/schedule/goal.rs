@@ -6,6 +6,8 @@
 //! rank <r> {                                   blocks in order 0..N-1
 //!   [<label>:] send <bytes>b to <dest> [tag <t>] [cpu <c>] [nic <n>]
 //!   [<label>:] recv <bytes>b from <src> [tag <t>] [cpu <c>] [nic <n>]    src/tag -1 = any
+//!   (tag 4294967295 and 18446744073709551615, -1 in 32 and 64 bits as LogGOPSim and Schedgen v1
+//!   write it, mean any tag as well)
 //!   [<label>:] calc <duration> [mem <bytes>] [cpu <c>]   mem: bytes of memory traffic (NiMC)
 //!   <A> requires <B>        A starts after B completes
 //!   <A> irequires <B>       A starts after B starts
@@ -110,6 +112,19 @@ struct Token {
 }
 
 const MAX_TOKENS: usize = 24;
+
+/// The bytes of a word token (names, numbers, -1): letters, digits, '_' and '-'. A table, since the
+/// tokenizer looks at every byte of the file.
+const WORD: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+        c += 1;
+    }
+    t
+};
 
 struct Parser<'n> {
     name: &'n str,
@@ -218,8 +233,8 @@ impl<'n> Parser<'n> {
             let start = i;
             if c == b'{' || c == b'}' || c == b':' {
                 i += 1;
-            } else if c.is_ascii_alphanumeric() || c == b'_' || c == b'-' {
-                while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == b'_' || s[i] == b'-') {
+            } else if WORD[c as usize] {
+                while i < s.len() && WORD[s[i] as usize] {
                     i += 1;
                 }
             } else {
@@ -390,21 +405,34 @@ impl<'n> Parser<'n> {
 
     fn number(&self, s: &[u8], tok: Token, what: &str) -> Result<u64, GoalError> {
         let w = &s[tok.start as usize..tok.end as usize];
-        if w.first() == Some(&b'-') {
-            return Err(self.err(tok, format!("{what} must not be negative: '{}'", show(w))));
-        }
-        if w.is_empty() || !w.iter().all(u8::is_ascii_digit) {
-            return Err(self.err(tok, format!("expected a number for the {what}, found '{}'", show(w))));
-        }
+        // One pass for the common case; anything else goes to number_error for its message. No
+        // overflow: v <= MAX_VALUE = 2^48 before each step, so v * 10 + 9 fits.
         let mut v: u64 = 0;
         for &c in w {
-            v = v
-                .checked_mul(10)
-                .and_then(|v| v.checked_add((c - b'0') as u64))
-                .filter(|&v| v <= MAX_VALUE)
-                .ok_or_else(|| self.err(tok, format!("{what} too large: '{}' (at most {MAX_VALUE})", show(w))))?;
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return Err(self.number_error(w, tok, what));
+            }
+            v = v * 10 + d as u64;
+            if v > MAX_VALUE {
+                return Err(self.number_error(w, tok, what));
+            }
+        }
+        if w.is_empty() {
+            return Err(self.number_error(w, tok, what));
         }
         Ok(v)
+    }
+
+    #[cold]
+    fn number_error(&self, w: &[u8], tok: Token, what: &str) -> GoalError {
+        if w.first() == Some(&b'-') {
+            self.err(tok, format!("{what} must not be negative: '{}'", show(w)))
+        } else if w.is_empty() || !w.iter().all(u8::is_ascii_digit) {
+            self.err(tok, format!("expected a number for the {what}, found '{}'", show(w)))
+        } else {
+            self.err(tok, format!("{what} too large: '{}' (at most {MAX_VALUE})", show(w)))
+        }
     }
 
     fn rank_ref(&self, s: &[u8], tok: Token, any_ok: bool) -> Result<u32, GoalError> {
@@ -425,11 +453,23 @@ impl<'n> Parser<'n> {
         if w == b"-1" {
             return Ok(ANY);
         }
-        let v = self.number(s, tok, "tag")?;
-        if v >= ANY as u64 {
-            return Err(self.err(tok, format!("tag too large: {v}")));
+        if w.first() == Some(&b'-') {
+            return Err(self.err(tok, format!("tag must not be negative (except -1 for any tag): '{}'", show(w))));
         }
-        Ok(v as u32)
+        if w.is_empty() || !w.iter().all(u8::is_ascii_digit) {
+            return Err(self.err(tok, format!("expected a number for the tag, found '{}'", show(w))));
+        }
+        // -1 written as an unsigned number means any tag too: Schedgen v1 writes MPI_ANY_TAG as its
+        // 64-bit form, LogGOPSim's binary schedules hold it as the 32-bit one. Any other tag beyond
+        // 32 bits is refused: LogGOPSim would cut it to 32 bits, which can make distinct tags equal.
+        match w.iter().try_fold(0u64, |v, &c| v.checked_mul(10)?.checked_add((c - b'0') as u64)) {
+            Some(u64::MAX) => Ok(ANY),
+            Some(v) if v <= ANY as u64 => Ok(v as u32),
+            _ => Err(self.err(tok, format!(
+                "tag out of range: '{}' (tags are 0 to {}; -1, {} or {} mean any tag)",
+                show(w), ANY - 1, ANY, u64::MAX
+            ))),
+        }
     }
 
     fn small(&self, s: &[u8], tok: Token, what: &str) -> Result<u8, GoalError> {
@@ -513,7 +553,7 @@ impl<'n> Parser<'n> {
         if self.next_rank != n {
             return Err(self.err_at(1, format!("unexpected end of file after {} of {n} rank blocks: truncated file?", self.next_rank)));
         }
-        self.prog.rank_start.shrink_to_fit();
+        self.prog.shrink_to_fit();
         Ok(self.prog)
     }
 }

@@ -5,6 +5,7 @@
 //! ([`collectives::Collective`]), which compute every operation from its (rank, index) on demand so
 //! that memory stays O(ranks).
 
+pub mod cache;
 pub mod collectives;
 pub mod goal;
 pub mod stencil;

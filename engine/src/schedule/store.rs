@@ -1,4 +1,4 @@
-//! Compact storage of a parsed GOAL schedule: struct-of-arrays, about 35 bytes per operation plus
+//! Compact storage of a parsed GOAL schedule: struct-of-arrays, 35 bytes per operation plus
 //! 4 bytes per dependency, and dependents in CSR form (grouped per operation, statement order kept).
 
 use super::{Op, OpKind, Program};
@@ -59,6 +59,20 @@ impl GoalProgram {
             + self.line.capacity() * 4
             + (self.done_start.capacity() + self.done_edges.capacity()) * 4
             + (self.start_start.capacity() + self.start_edges.capacity()) * 4
+    }
+
+    /// Frees the columns' spare capacity once the schedule is complete (growth by doubling leaves
+    /// up to half of each unused).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        let u32s = [&mut self.rank_start, &mut self.peer, &mut self.tag, &mut self.deps, &mut self.line];
+        let csr = [&mut self.done_start, &mut self.done_edges, &mut self.start_start, &mut self.start_edges];
+        for v in u32s.into_iter().chain(csr) {
+            v.shrink_to_fit();
+        }
+        self.kind.shrink_to_fit();
+        self.cpu.shrink_to_fit();
+        self.nic.shrink_to_fit();
+        self.size.shrink_to_fit();
     }
 
     /// Appends one op of the rank being built; returns its global id.

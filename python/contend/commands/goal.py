@@ -67,6 +67,8 @@ def register(subparsers) -> None:
 
 def run_write(args: argparse.Namespace) -> int:
     target = check_writable(args.output, "-o")
+    from contend.simulate import collective_arguments
+
     name, ranks, size, root, seed = collective_arguments(args.collective, args.ranks, args.bytes, args.root, args.seed)
     with atomic_path(target) as temporary, user_errors(f"collective {name}"):
         engine().write_goal(name, ranks, size, str(temporary), root=root, seed=seed)

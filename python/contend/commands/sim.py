@@ -13,9 +13,6 @@ from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, load_machine
 from contend.noise.settings import resolve
 from contend.report.heatmap import METRICS
-from contend.report.progress import simulation_progress
-from contend.result import SimulationResult
-from contend.simulate import simulate
 
 # A deadlocked schedule is a result, not an input error: distinct from exit code 2.
 EXIT_DEADLOCK = 3
@@ -39,6 +36,9 @@ def register(subparsers) -> None:
     parser.add_argument("--cpu-scale", metavar="X",
                         help="multiply every calc's duration by X (0.5: a CPU twice as fast; overheads o, O "
                         "stay the machine's)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="parse a large GOAL file even if a cached parse of it is valid, and cache "
+                        "nothing (the cache: $CONTEND_CACHE/goal, default ~/.cache/contend/goal)")
     parser.add_argument("--threads", metavar="N",
                         help="threads that share a windowed run (default: the machine's cores, on runs large "
                         "enough to gain; results are the same for any number)")
@@ -97,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         else {"collective": args.collective, "ranks": args.ranks, "bytes": args.bytes,
               "root": args.root, "seed": args.seed}
     )
+    from contend.report.progress import simulation_progress
+    from contend.simulate import simulate
+
     with simulation_progress() as progress:
         result = simulate(
             **workload,
@@ -115,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
             threads=args.threads,
             cpu_scale=args.cpu_scale,
             critical_path=args.critical_path,
+            cache=not args.no_cache,
         )
     write_outputs(result, args.records, args.timeline)
     write_link_outputs(result, args.links, args.heatmap, args.heatmap_metric)
@@ -142,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_outputs(result: SimulationResult, records_path: str | None, timeline_path: str | None) -> None:
+def write_outputs(result, records_path: str | None, timeline_path: str | None) -> None:
     """Write the Parquet records and the Chrome trace, each atomically."""
     metadata = {"params": result.params, "workload": dict(result.workload)}
     if result.critical_path is not None:
@@ -157,7 +161,7 @@ def write_outputs(result: SimulationResult, records_path: str | None, timeline_p
         write_chrome_trace(result.timeline_columns, result.record_columns, timeline_path, metadata)
 
 
-def write_link_outputs(result: SimulationResult, links_path: str | None, heatmap_path: str | None,
+def write_link_outputs(result, links_path: str | None, heatmap_path: str | None,
                        metric: str) -> None:
     """Write the per-link statistics (Parquet) and the link-load heatmap (PNG), each atomically."""
     if links_path is not None:

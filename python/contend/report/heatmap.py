@@ -10,12 +10,16 @@ link class, the links sorted by load, which shows how uneven the load is and how
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
-
-from contend.network import LINK_CLASSES, NetworkLayout
 from contend.report.plots import pyplot, save_figure
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from contend.network import NetworkLayout
+
+# numpy is imported where it is used: `contend sim` reads METRICS for its options on every start-up.
 
 METRICS = {"bytes": "bytes carried", "utilisation": "busy time / makespan"}
 
@@ -36,6 +40,8 @@ def grid_panels(values: np.ndarray, layout: NetworkLayout) -> dict[tuple[int, in
     """Per (dimension, direction) with links, an image of the routers: rows = coordinate 1, columns =
     coordinate 0 within a block, blocks of the higher coordinates left to right with one blank column
     between them; NaN where a router has no such link (the edge of a mesh) and in the gaps."""
+    import numpy as np
+
     dims = layout.dims
     width, height = dims[0], dims[1] if len(dims) > 1 else 1
     blocks = int(np.prod(dims[2:], dtype=np.int64)) if len(dims) > 2 else 1
@@ -61,6 +67,8 @@ def grid_panels(values: np.ndarray, layout: NetworkLayout) -> dict[tuple[int, in
 
 
 def _grid_panels(path, values: np.ndarray, layout: NetworkLayout, metric: str, title: str) -> None:
+    import numpy as np
+
     plt = pyplot()
     panels = grid_panels(values, layout)
     names = _axis_names(len(layout.dims))
@@ -82,7 +90,10 @@ def _grid_panels(path, values: np.ndarray, layout: NetworkLayout, metric: str, t
 
 
 def _class_strips(path, values: np.ndarray, layout: NetworkLayout, metric: str, title: str) -> None:
+    import numpy as np
     from matplotlib.ticker import MaxNLocator
+
+    from contend.network import LINK_CLASSES
 
     plt = pyplot()
     present = [code for code in range(len(LINK_CLASSES)) if (layout.link_class == code).any()]
