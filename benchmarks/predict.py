@@ -12,6 +12,8 @@ Programs (native/apps, built by `contend native build`; mpi4py's demos from its 
                   an Allreduce every 10 iterations; 100,000 cells per rank (weak scaling)
     halo-strong   the same with 400,000 cells in all, split over the ranks (strong scaling: what
                   extrapolation, which copies the traced ranks' work, does not model)
+    halo-net      app-halo bound by the network: 50 iterations of 64 KiB halos around 20,000 cells
+                  (for slow links, e.g. --link 100mbit, where the wire and not the 2 cores sets the time)
     putflush      app-putflush: MPI_Put to the next rank + MPI_Win_flush + MPI_Barrier per iteration
     osu_latency   mpi4py's demo/osu_latency.py (blocking ping-pong, 0 B..64 KiB; 2 ranks only)
     osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..16 KiB, 300 iterations per size)
@@ -20,7 +22,7 @@ Each program at each rank count: `contend predict`'s runs (untraced and traced a
 in DIR/traces, every traced run converted and simulated on the machine), and a second prediction with
 this host's noise measured just before (contend noise measure --mpi -n N --per-core). On shared memory
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
-rank per node, 1 Gbit/s links; prefix ctdp-, removed afterwards, also on failure), whose machine file is
+rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine file is
 calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
 --fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
 measures no noise. --extrapolate-from P (e.g. --ranks 4,8 --extrapolate-from 2): trace at P ranks only,
@@ -76,6 +78,7 @@ def programs(build: Path) -> dict[str, tuple[Callable[[int], list[str]], tuple[i
 
     return {
         "halo": (fixed([str(build / "app-halo"), "300", "100000", "1024", "10"]), (2, 4, 8)),
+        "halo-net": (fixed([str(build / "app-halo"), "50", "20000", "8192", "10"]), (2, 4, 8)),
         "halo-strong": (lambda n: [str(build / "app-halo"), "300", str(400000 // n), "1024", "10"], (2, 4, 8)),
         "putflush": (fixed([str(build / "app-putflush"), "300", "65536", "20000"]), (2, 4, 8)),
         "osu_latency": (fixed(osu("osu_latency", "osu_latency(skip=100, loop=1000, skip_large=10, loop_large=100, "
@@ -241,7 +244,10 @@ def markdown(rows: list[dict]) -> str:
 
 def save(out: Path, rows: list[dict]) -> None:
     with atomic_path(out / "predict.json") as path:
-        path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows}, indent=2) + "\n")
+        path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows,
+                                    # MPICH's settings the runs were made with, e.g. its progress throttle
+                                    "mpich_cvars": {k: v for k, v in os.environ.items() if k.startswith("MPIR_CVAR_")}},
+                                   indent=2) + "\n")
 
 
 def main() -> int:
@@ -254,6 +260,7 @@ def main() -> int:
     parser.add_argument("--fabric-only", action="store_true", help="only on the fabric")
     parser.add_argument("--fifo", action="store_true",
                         help="instead: every rank with real-time priority (chrt -f 1, root), at most 2 ranks")
+    parser.add_argument("--link", default="1gbit", help="the fabric's link rate (default 1gbit)")
     parser.add_argument("--fabric-machine", help="the fabric's machine file (else calibrated first)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds each run may take (default 600)")
     parser.add_argument("--replay-only", action="store_true",
@@ -300,7 +307,7 @@ def main() -> int:
 
             os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
             nodes = max(ranks + [4]) if source else 4
-            with fabric.session(nodes, 1, "1gbit", "star", PREFIX) as built, \
+            with fabric.session(nodes, 1, args.link, "star", PREFIX) as built, \
                     tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:
                 machine = args.fabric_machine or str(out / "fabric.toml")
                 if not args.fabric_machine:
