@@ -15,6 +15,7 @@ Programs (native/apps, built by `contend native build`; mpi4py's demos from its 
     halo-net      app-halo bound by the network: 50 iterations of 64 KiB halos around 20,000 cells
                   (for slow links, e.g. --link 100mbit, where the wire and not the 2 cores sets the time)
     putflush      app-putflush: MPI_Put to the next rank + MPI_Win_flush + MPI_Barrier per iteration
+    putflush-net  the same bound by the network: 100 iterations of 64 KiB puts, 2,000 doubles of work
     osu_latency   mpi4py's demo/osu_latency.py (blocking ping-pong, 0 B..64 KiB; 2 ranks only)
     osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..16 KiB, 300 iterations per size)
 
@@ -81,6 +82,7 @@ def programs(build: Path) -> dict[str, tuple[Callable[[int], list[str]], tuple[i
         "halo-net": (fixed([str(build / "app-halo"), "50", "20000", "8192", "10"]), (2, 4, 8)),
         "halo-strong": (lambda n: [str(build / "app-halo"), "300", str(400000 // n), "1024", "10"], (2, 4, 8)),
         "putflush": (fixed([str(build / "app-putflush"), "300", "65536", "20000"]), (2, 4, 8)),
+        "putflush-net": (fixed([str(build / "app-putflush"), "100", "65536", "2000"]), (2, 4, 8)),
         "osu_latency": (fixed(osu("osu_latency", "osu_latency(skip=100, loop=1000, skip_large=10, loop_large=100, "
                                                  "MAX_MSG_SIZE=1 << 16)")), (2,)),
         "osu_allgather": (fixed(osu("osu_allgather", "osu_allgather(skip=50, loop=300, skip_large=10, "
