@@ -23,13 +23,13 @@ Each program at each rank count: `contend predict`'s runs (untraced and traced a
 in DIR/traces, every traced run converted and simulated on the machine), and a second prediction with
 this host's noise measured just before (contend noise measure --mpi -n N --per-core). On shared memory
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
-rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine file is
-calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
+rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine
+file is calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
 --fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
 measures no noise. --extrapolate-from P (e.g. --ranks 4,8 --extrapolate-from 2): trace at P ranks only,
 convert each trace with `--ranks N` (K = N/P copies of the traced job, weak scaling), simulate, and
-compare with N-rank untraced runs; on the fabric the star then has max(N, 4) nodes, still one rank per
-node. DIR/predict.json keeps the runs (written before the predictions too), so
+compare with N-rank untraced runs (no host noise is measured for those rows); on the fabric the star then
+has max(N, 4) nodes, still one rank per node. DIR/predict.json keeps the runs (written before the predictions too), so
 --replay-only predicts them again, e.g. with another machine. Prints the table (rich and Markdown). The
 seed's anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
 (shared memory) and 15% (fabric).
@@ -157,9 +157,9 @@ def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ran
                 continue
             command, _ = mpi.launch_command(library, n, found[name][0](n), placement)
             label = f"{name}-{setting}-{n}-from-{p}"
-            row = {"program": name, "setting": setting, "ranks": n, "traced_ranks": p, "machine": source["machine"],
-                   "command": command, "loadavg_1min_before": os.getloadavg()[0], "noise": None,
-                   "traces": source["traces"], "traced_ns": []}
+            row = {"program": name, "setting": setting, "ranks": n, "traced_ranks": p,
+                   "machine": source["machine"], "command": command, "loadavg_1min_before": os.getloadavg()[0],
+                   "noise": None, "traces": source["traces"], "traced_ns": []}
             try:
                 spans = []
                 for run in range(runs):
@@ -220,8 +220,8 @@ def markdown(rows: list[dict]) -> str:
     def pct(value) -> str:
         return "-" if value is None else f"{value:+.1f}%"
 
-    head = ["program", "setting", "ranks", "traced at", "untraced (ms)", "traced (ms)", "tracer", "predicted (ms)", "error",
-            "vs traced", "with host noise (ms)", "error", "target"]
+    head = ["program", "setting", "ranks", "traced at", "untraced (ms)", "traced (ms)", "tracer", "predicted (ms)",
+            "error", "vs traced", "with host noise (ms)", "error", "target"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "untraced" not in r:
@@ -231,9 +231,9 @@ def markdown(rows: list[dict]) -> str:
         if r.get("failed"):
             r = {**r, "error_pct": None}
         lines.append("| " + " | ".join([
-            r["program"], r["setting"], str(r["ranks"]), str(r.get("traced_ranks", r["ranks"])), ms(r["untraced"]), ms(r["traced"]),
-            pct(r["tracing_overhead_pct"]), ms(r["predicted"]), pct(r["error_pct"]), pct(r["error_vs_traced_pct"]),
-            ms(r["noisy"]), pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%"]) + " |")
+            r["program"], r["setting"], str(r["ranks"]), str(r.get("traced_ranks", r["ranks"])), ms(r["untraced"]),
+            ms(r["traced"]), pct(r["tracing_overhead_pct"]), ms(r["predicted"]), pct(r["error_pct"]),
+            pct(r["error_vs_traced_pct"]), ms(r["noisy"]), pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%"]) + " |")
     for key, what in (("error_pct", "without noise"), ("error_noisy_pct", "with this host's noise")):
         done = [r for r in rows if isinstance(r.get(key), float)]
         if done:
@@ -248,7 +248,8 @@ def save(out: Path, rows: list[dict]) -> None:
     with atomic_path(out / "predict.json") as path:
         path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows,
                                     # MPICH's settings the runs were made with, e.g. its progress throttle
-                                    "mpich_cvars": {k: v for k, v in os.environ.items() if k.startswith("MPIR_CVAR_")}},
+                                    "mpich_cvars": {k: v for k, v in os.environ.items()
+                                                    if k.startswith("MPIR_CVAR_")}},
                                    indent=2) + "\n")
 
 

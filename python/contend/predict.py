@@ -233,7 +233,7 @@ def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None 
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
     leads, tails = outside_calls(directory)
-    if ranks is not None and ranks % len(leads) == 0:
+    if ranks is not None:
         leads, tails = np.tile(leads, ranks // len(leads)), np.tile(tails, ranks // len(tails))
     finish = np.asarray(result.ranks, dtype=np.float64)
     if len(finish) != len(leads):
