@@ -3,13 +3,19 @@ with their measured time between MPI_Init and MPI_Finalize (docs/measure.md, "Pr
 
     python benchmarks/predict.py --machine shm.toml [--runs 5] [--ranks 2,4] [--programs halo,...]
         [--fabric | --fabric-only] [--fabric-machine FILE] [--fifo] [--timeout S] [--out DIR]
+        [--extrapolate-from P]
     python benchmarks/predict.py --replay-only --out DIR [--machine M] [--fabric-machine M]
 
 Programs (native/apps, built by `contend native build`; mpi4py's demos from its sdist in ~/.cache/contend):
 
     halo          app-halo: a periodic ring, Irecv/Isend/Waitall of the halos around a relaxation sweep,
-                  an Allreduce every 10 iterations
+                  an Allreduce every 10 iterations; 100,000 cells per rank (weak scaling)
+    halo-strong   the same with 400,000 cells in all, split over the ranks (strong scaling: what
+                  extrapolation, which copies the traced ranks' work, does not model)
+    halo-net      app-halo bound by the network: 50 iterations of 64 KiB halos around 20,000 cells
+                  (for slow links, e.g. --link 100mbit, where the wire and not the 2 cores sets the time)
     putflush      app-putflush: MPI_Put to the next rank + MPI_Win_flush + MPI_Barrier per iteration
+    putflush-net  the same bound by the network: 100 iterations of 64 KiB puts, 2,000 doubles of work
     osu_latency   mpi4py's demo/osu_latency.py (blocking ping-pong, 0 B..64 KiB; 2 ranks only)
     osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..16 KiB, 300 iterations per size)
 
@@ -17,10 +23,13 @@ Each program at each rank count: `contend predict`'s runs (untraced and traced a
 in DIR/traces, every traced run converted and simulated on the machine), and a second prediction with
 this host's noise measured just before (contend noise measure --mpi -n N --per-core). On shared memory
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
-rank per node, 1 Gbit/s links; prefix ctdp-, removed afterwards, also on failure), whose machine file is
-calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
+rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine
+file is calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
 --fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
-measures no noise. DIR/predict.json keeps the runs (written before the predictions too), so
+measures no noise. --extrapolate-from P (e.g. --ranks 4,8 --extrapolate-from 2): trace at P ranks only,
+convert each trace with `--ranks N` (K = N/P copies of the traced job, weak scaling), simulate, and
+compare with N-rank untraced runs (no host noise is measured for those rows); on the fabric the star then
+has max(N, 4) nodes, still one rank per node. DIR/predict.json keeps the runs (written before the predictions too), so
 --replay-only predicts them again, e.g. with another machine. Prints the table (rich and Markdown). The
 seed's anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
 (shared memory) and 15% (fabric).
@@ -37,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 
@@ -56,21 +66,27 @@ def demo_dir() -> Path:
     return Path.home() / ".cache" / "contend" / "mpi4py-4.1.2" / "demo"
 
 
-def programs(build: Path) -> dict[str, tuple[list[str], tuple[int, ...]]]:
-    """name -> (program argv, rank counts it runs at)."""
+def programs(build: Path) -> dict[str, tuple[Callable[[int], list[str]], tuple[int, ...]]]:
+    """name -> (program argv at N ranks, rank counts it runs at)."""
     demo = demo_dir()
     python = sys.executable
 
     def osu(name: str, call: str) -> list[str]:
         return [python, "-c", f"import sys; sys.path.insert(0, {str(demo)!r}); import {name}; {name}.{call}"]
 
+    def fixed(argv: list[str]) -> Callable[[int], list[str]]:
+        return lambda n: argv
+
     return {
-        "halo": ([str(build / "app-halo"), "300", "100000", "1024", "10"], (2, 4, 8)),
-        "putflush": ([str(build / "app-putflush"), "300", "65536", "20000"], (2, 4, 8)),
-        "osu_latency": (osu("osu_latency", "osu_latency(skip=100, loop=1000, skip_large=10, loop_large=100, "
-                                           "MAX_MSG_SIZE=1 << 16)"), (2,)),
-        "osu_allgather": (osu("osu_allgather", "osu_allgather(skip=50, loop=300, skip_large=10, "
-                                               "loop_large=100, MAX_MSG_SIZE=1 << 14)"), (2, 4, 8)),
+        "halo": (fixed([str(build / "app-halo"), "300", "100000", "1024", "10"]), (2, 4, 8)),
+        "halo-net": (fixed([str(build / "app-halo"), "50", "20000", "8192", "10"]), (2, 4, 8)),
+        "halo-strong": (lambda n: [str(build / "app-halo"), "300", str(400000 // n), "1024", "10"], (2, 4, 8)),
+        "putflush": (fixed([str(build / "app-putflush"), "300", "65536", "20000"]), (2, 4, 8)),
+        "putflush-net": (fixed([str(build / "app-putflush"), "100", "65536", "2000"]), (2, 4, 8)),
+        "osu_latency": (fixed(osu("osu_latency", "osu_latency(skip=100, loop=1000, skip_large=10, loop_large=100, "
+                                                 "MAX_MSG_SIZE=1 << 16)")), (2,)),
+        "osu_allgather": (fixed(osu("osu_allgather", "osu_allgather(skip=50, loop=300, skip_large=10, "
+                                                     "loop_large=100, MAX_MSG_SIZE=1 << 14)")), (2, 4, 8)),
     }
 
 
@@ -85,7 +101,7 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
         for n in ranks:
             if n not in allowed:
                 continue
-            command, _ = mpi.launch_command(library, n, argv, placement)
+            command, _ = mpi.launch_command(library, n, argv(n), placement)
             if setting.endswith("-fifo"):
                 command = fifo_command(command)
             label = f"{name}-{setting}-{n}"
@@ -123,18 +139,55 @@ def host_noise(path: Path, ranks: int, console: Console) -> str:
     return f"trace:{path}"
 
 
+def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ranks: list[int], runs: int,
+                         placement, console: Console, timeout_s: float) -> list[dict]:
+    """For every row traced at P ranks (``traced``), untraced runs at each N in ``ranks`` (N a multiple
+    of P above it): rows whose prediction extrapolates the P-rank traces to N ranks (predict_rows)."""
+    from contend.predict import untraced_span
+
+    library = mpi.find_mpi()
+    found = programs(mpi.build_dir(library))
+    rows = []
+    for source in traced:
+        name, p = source["program"], source["ranks"]
+        if name not in names or "traces" not in source:
+            continue
+        for n in ranks:
+            if n <= p or n % p or n not in found[name][1]:
+                continue
+            command, _ = mpi.launch_command(library, n, found[name][0](n), placement)
+            label = f"{name}-{setting}-{n}-from-{p}"
+            row = {"program": name, "setting": setting, "ranks": n, "traced_ranks": p,
+                   "machine": source["machine"], "command": command, "loadavg_1min_before": os.getloadavg()[0],
+                   "noise": None, "traces": source["traces"], "traced_ns": []}
+            try:
+                spans = []
+                for run in range(runs):
+                    console.print(f"  {label}: run {run + 1}/{runs}: untraced")
+                    spans.append(untraced_span(command, timeout_s, lambda line: None))
+            except UserError as exc:
+                console.print(f"  [red]{label}: {exc}[/red]")
+                rows.append({**row, "failed": str(exc)})
+                continue
+            row.update(loadavg_1min_after=os.getloadavg()[0], untraced_ns=spans)
+            rows.append(row)
+    return rows
+
+
 def predict_rows(rows: list[dict], console: Console) -> None:
     """Convert and simulate every kept trace of every row; the summary joins the row."""
     for row in rows:
         if "traces" not in row:
             continue
         measured = Measured(untraced_ns=row["untraced_ns"], traced_ns=row["traced_ns"], ranks=row["ranks"])
-        label = f"{row['program']}-{row['setting']}-{row['ranks']}"
+        extrapolated = "traced_ranks" in row
+        label = f"{row['program']}-{row['setting']}-{row['ranks']}" + (
+            f"-from-{row['traced_ranks']}" if extrapolated else "")
         console.print(f"  {label}: converting and simulating {len(row['traces'])} traces")
         try:
             with tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:
                 predict_traces([Path(d) for d in row["traces"]], row["machine"], Path(scratch), measured,
-                               row.get("noise"))
+                               row.get("noise"), row["ranks"] if extrapolated else None)
         except UserError as exc:
             console.print(f"  [red]{label}: {exc}[/red]")
             measured.predicted_ns, measured.noisy_ns = [], []
@@ -167,19 +220,20 @@ def markdown(rows: list[dict]) -> str:
     def pct(value) -> str:
         return "-" if value is None else f"{value:+.1f}%"
 
-    head = ["program", "setting", "ranks", "untraced (ms)", "traced (ms)", "tracer", "predicted (ms)", "error",
-            "vs traced", "with host noise (ms)", "error", "target"]
+    head = ["program", "setting", "ranks", "traced at", "untraced (ms)", "traced (ms)", "tracer", "predicted (ms)",
+            "error", "vs traced", "with host noise (ms)", "error", "target"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "untraced" not in r:
-            lines.append(f"| {r['program']} | {r['setting']} | {r['ranks']} | failed: {r.get('failed')} |")
+            lines.append(f"| {r['program']} | {r['setting']} | {r['ranks']} | {r.get('traced_ranks', r['ranks'])} | "
+                         f"failed: {r.get('failed')} |")
             continue
         if r.get("failed"):
             r = {**r, "error_pct": None}
         lines.append("| " + " | ".join([
-            r["program"], r["setting"], str(r["ranks"]), ms(r["untraced"]), ms(r["traced"]),
-            pct(r["tracing_overhead_pct"]), ms(r["predicted"]), pct(r["error_pct"]), pct(r["error_vs_traced_pct"]),
-            ms(r["noisy"]), pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%"]) + " |")
+            r["program"], r["setting"], str(r["ranks"]), str(r.get("traced_ranks", r["ranks"])), ms(r["untraced"]),
+            ms(r["traced"]), pct(r["tracing_overhead_pct"]), ms(r["predicted"]), pct(r["error_pct"]),
+            pct(r["error_vs_traced_pct"]), ms(r["noisy"]), pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%"]) + " |")
     for key, what in (("error_pct", "without noise"), ("error_noisy_pct", "with this host's noise")):
         done = [r for r in rows if isinstance(r.get(key), float)]
         if done:
@@ -192,7 +246,11 @@ def markdown(rows: list[dict]) -> str:
 
 def save(out: Path, rows: list[dict]) -> None:
     with atomic_path(out / "predict.json") as path:
-        path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows}, indent=2) + "\n")
+        path.write_text(json.dumps({"anchor": ANCHOR, "targets_pct": TARGETS, "rows": rows,
+                                    # MPICH's settings the runs were made with, e.g. its progress throttle
+                                    "mpich_cvars": {k: v for k, v in os.environ.items()
+                                                    if k.startswith("MPIR_CVAR_")}},
+                                   indent=2) + "\n")
 
 
 def main() -> int:
@@ -205,10 +263,13 @@ def main() -> int:
     parser.add_argument("--fabric-only", action="store_true", help="only on the fabric")
     parser.add_argument("--fifo", action="store_true",
                         help="instead: every rank with real-time priority (chrt -f 1, root), at most 2 ranks")
+    parser.add_argument("--link", default="1gbit", help="the fabric's link rate (default 1gbit)")
     parser.add_argument("--fabric-machine", help="the fabric's machine file (else calibrated first)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds each run may take (default 600)")
     parser.add_argument("--replay-only", action="store_true",
                         help="no runs: predict again from DIR/predict.json and the traces it lists")
+    parser.add_argument("--extrapolate-from", type=int, metavar="P",
+                        help="trace at P ranks only and predict the larger --ranks from those traces (--ranks N)")
     parser.add_argument("--out", default="predict-data")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the fabric's with-block removes it
@@ -227,22 +288,35 @@ def main() -> int:
             parser.error("--machine is required for the shared-memory runs")
         names = args.programs.split(",")
         ranks = [int(n) for n in args.ranks.split(",")]
+        source = args.extrapolate_from
+        if args.fifo and source and max(ranks) > (os.cpu_count() or 1):
+            parser.error("--fifo: at most one rank per core (ranks of one priority spinning on a core starve)")
+
+        def setting_rows(setting: str, machine: str, placement, most: int) -> list[dict]:
+            """The setting's rows at the rank counts up to ``most``: traced there, or at P and extrapolated."""
+            usable = [n for n in ranks if n <= most]
+            traced = measure_setting(setting, names, [source] if source else usable, machine, args.runs, placement,
+                                     out, console, args.timeout)
+            if source:
+                traced += measure_extrapolated(setting, names, traced, usable, args.runs, placement, console,
+                                               args.timeout)
+            return traced
+
         rows = []
         if not args.fabric_only:
-            rows += measure_setting("shm-fifo" if args.fifo else "shm", names, ranks, args.machine, args.runs, None,
-                                    out, console, args.timeout)
+            rows += setting_rows("shm-fifo" if args.fifo else "shm", args.machine, None, max(ranks))
         if args.fabric or args.fabric_only:
             from contend import fabric
 
             os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
-            with fabric.session(4, 1, "1gbit", "star", PREFIX) as built, \
+            nodes = max(ranks + [4]) if source else 4
+            with fabric.session(nodes, 1, args.link, "star", PREFIX) as built, \
                     tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:
                 machine = args.fabric_machine or str(out / "fabric.toml")
                 if not args.fabric_machine:
                     calibrate_fabric(built, Path(machine), console)
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
-                rows += measure_setting("fabric-fifo" if args.fifo else "fabric", names, [n for n in ranks if n <= 4],
-                                        machine, args.runs, placement, out, console, args.timeout)
+                rows += setting_rows("fabric-fifo" if args.fifo else "fabric", machine, placement, nodes)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again
     predict_rows(rows, console)
     save(out, rows)

@@ -186,13 +186,13 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
     return span, len(traces)
 
 
-def convert(directory: Path, goal: Path) -> list[str]:
+def convert(directory: Path, goal: Path, ranks: int | None = None) -> list[str]:
     """The trace directory's schedule (``contend goal convert``'s engine conversion, its defaults: MPICH's
-    collective algorithms); returns its warnings."""
+    collective algorithms), extrapolated to ``ranks`` if given (``--ranks``); returns its warnings."""
     from contend.engine import engine, user_errors
 
     with user_errors():
-        summary = engine().convert_trace(str(directory), str(goal), format="ctrace")
+        summary = engine().convert_trace(str(directory), str(goal), format="ctrace", ranks=ranks)
     return list(summary["warnings"])
 
 
@@ -216,7 +216,8 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
     return np.array(leads, dtype=np.int64), np.array(tails, dtype=np.int64)
 
 
-def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None = None) -> tuple[int, int, int]:
+def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None = None,
+                   ranks: int | None = None) -> tuple[int, int, int]:
     """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
     operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
     call after its time before it (``outside_calls``), and the run ends after the last rank's finish
@@ -224,13 +225,16 @@ def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None 
     call: each rank's clock sample at MPI_Finalize comes only once rank 0 has served the ranks before it
     (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least.
     ``noise``: a noise spec replacing the machine's (``contend sim --noise``), e.g. this host's measured
-    trace."""
+    trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
+    copy k, which takes its times outside the calls too."""
     from contend.simulate import simulate
 
     result = simulate(goal, machine=machine, noise=noise)
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
     leads, tails = outside_calls(directory)
+    if ranks is not None:
+        leads, tails = np.tile(leads, ranks // len(leads)), np.tile(tails, ranks // len(tails))
     finish = np.asarray(result.ranks, dtype=np.float64)
     if len(finish) != len(leads):
         raise UserError(f"predict: the schedule of {directory} has {len(finish)} ranks, the trace {len(leads)}")
@@ -239,17 +243,17 @@ def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None 
 
 
 def predict_traces(directories: Sequence[Path], machine: str, work: Path, measured: Measured,
-                   noise: str | None = None) -> None:
-    """Convert and simulate each trace directory; its prediction joins ``measured``, and with ``noise``
-    a second one with that noise."""
+                   noise: str | None = None, ranks: int | None = None) -> None:
+    """Convert and simulate each trace directory (extrapolated to ``ranks`` if given); its prediction
+    joins ``measured``, and with ``noise`` a second one with that noise."""
     for directory in directories:
         goal = work / "app.goal"
-        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal)]
-        predicted, makespan, measured.operations = predicted_span(goal, machine, directory)
+        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks)]
+        predicted, makespan, measured.operations = predicted_span(goal, machine, directory, ranks=ranks)
         measured.predicted_ns.append(predicted)
         measured.schedule_ns.append(makespan)
         if noise is not None:
-            measured.noisy_ns.append(predicted_span(goal, machine, directory, noise)[0])
+            measured.noisy_ns.append(predicted_span(goal, machine, directory, noise, ranks)[0])
 
 
 def predict_trace(directory: Path, machine: str, work: Path, noise: str | None = None) -> Measured:
