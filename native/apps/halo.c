@@ -10,18 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static long arg(int argc, char **argv, int i, long fallback)
-{
-    if (argc <= i)
-        return fallback;
-    char *end;
-    long v = strtol(argv[i], &end, 10);
-    if (*end || v < 1) {
-        fprintf(stderr, "app-halo: argument %d must be a positive integer, not %s\n", i, argv[i]);
-        exit(2);
-    }
-    return v;
-}
+#include "args.h"
 
 /* One relaxation sweep over cells [from, to) of u into v; returns the sum of squared changes. */
 static double relax(const double *u, double *v, long from, long to)
@@ -37,8 +26,8 @@ static double relax(const double *u, double *v, long from, long to)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    long iterations = arg(argc, argv, 1, 200), cells = arg(argc, argv, 2, 100000);
-    long halo = arg(argc, argv, 3, 1024), every = arg(argc, argv, 4, 10);
+    long iterations = positive_arg(argc, argv, 1, 200), cells = positive_arg(argc, argv, 2, 100000);
+    long halo = positive_arg(argc, argv, 3, 1024), every = positive_arg(argc, argv, 4, 10);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

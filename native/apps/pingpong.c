@@ -6,23 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static long arg(int argc, char **argv, int i, long fallback)
-{
-    if (argc <= i)
-        return fallback;
-    char *end;
-    long v = strtol(argv[i], &end, 10);
-    if (*end || v < 1) {
-        fprintf(stderr, "app-pingpong: argument %d must be a positive integer, not %s\n", i, argv[i]);
-        exit(2);
-    }
-    return v;
-}
+#include "args.h"
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    long rounds = arg(argc, argv, 1, 1000), bytes = arg(argc, argv, 2, 8);
+    long rounds = positive_arg(argc, argv, 1, 1000), bytes = positive_arg(argc, argv, 2, 8);
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     char *buffer = calloc((size_t)bytes, 1);

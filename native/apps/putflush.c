@@ -11,23 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long arg(int argc, char **argv, int i, long fallback)
-{
-    if (argc <= i)
-        return fallback;
-    char *end;
-    long v = strtol(argv[i], &end, 10);
-    if (*end || v < 1) {
-        fprintf(stderr, "app-putflush: argument %d must be a positive integer, not %s\n", i, argv[i]);
-        exit(2);
-    }
-    return v;
-}
+#include "args.h"
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    long iterations = arg(argc, argv, 1, 500), bytes = arg(argc, argv, 2, 65536), work = arg(argc, argv, 3, 20000);
+    long iterations = positive_arg(argc, argv, 1, 500), bytes = positive_arg(argc, argv, 2, 65536), work = positive_arg(argc, argv, 3, 20000);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
