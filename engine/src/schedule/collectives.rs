@@ -10,6 +10,20 @@
 
 use super::{Op, Program, ANY};
 
+/// The patterns built as a chain of steps, step k a send and a receive (`chain_op`): one list, used
+/// as a match pattern wherever they are treated alike.
+macro_rules! chain_patterns {
+    () => {
+        Pattern::Dissemination
+            | Pattern::AlltoallBruck
+            | Pattern::AllreduceRecdoub
+            | Pattern::AllreduceRing
+            | Pattern::AllgatherRecdoub
+            | Pattern::AllgatherRing
+            | Pattern::AllgatherBruck
+    };
+}
+
 /// The patterns `contend` can generate, by CLI name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
@@ -293,13 +307,7 @@ impl Program for Collective {
                 let v = self.swap_root(rank);
                 (v > 0) as u32 + self.tree_children(v)
             }
-            Pattern::Dissemination
-            | Pattern::AlltoallBruck
-            | Pattern::AllreduceRecdoub
-            | Pattern::AllreduceRing
-            | Pattern::AllgatherRecdoub
-            | Pattern::AllgatherRing
-            | Pattern::AllgatherBruck => {
+            chain_patterns!() => {
                 2 * self.chain_steps()
             }
             Pattern::Scatter | Pattern::Gather | Pattern::Incast => {
@@ -345,13 +353,7 @@ impl Program for Collective {
                     Op::recv(self.swap_root(v + (1 << (b + j))), s, 0)
                 }
             }
-            Pattern::Dissemination
-            | Pattern::AlltoallBruck
-            | Pattern::AllreduceRecdoub
-            | Pattern::AllreduceRing
-            | Pattern::AllgatherRecdoub
-            | Pattern::AllgatherRing
-            | Pattern::AllgatherBruck => {
+            chain_patterns!() => {
                 self.chain_op(rank, index)
             }
             Pattern::Scatter | Pattern::Gather => {
@@ -417,13 +419,7 @@ impl Program for Collective {
                     0
                 }
             }
-            Pattern::Dissemination
-            | Pattern::AlltoallBruck
-            | Pattern::AllreduceRecdoub
-            | Pattern::AllreduceRing
-            | Pattern::AllgatherRecdoub
-            | Pattern::AllgatherRing
-            | Pattern::AllgatherBruck => {
+            chain_patterns!() => {
                 (index % 2 == 0 && index > 0) as u32
             }
             Pattern::AlltoallPairwise => {
@@ -443,13 +439,7 @@ impl Program for Collective {
         let n = self.num_ops(rank);
         match self.pattern {
             Pattern::BinomialBcast if self.swap_root(rank) > 0 => out.push(0),
-            Pattern::Dissemination
-            | Pattern::AlltoallBruck
-            | Pattern::AllreduceRecdoub
-            | Pattern::AllreduceRing
-            | Pattern::AllgatherRecdoub
-            | Pattern::AllgatherRing
-            | Pattern::AllgatherBruck => {
+            chain_patterns!() => {
                 if n > 0 {
                     out.push(0);
                     out.extend((1..n).step_by(2));
@@ -474,13 +464,7 @@ impl Program for Collective {
                     out.push(0);
                 }
             }
-            Pattern::Dissemination
-            | Pattern::AlltoallBruck
-            | Pattern::AllreduceRecdoub
-            | Pattern::AllreduceRing
-            | Pattern::AllgatherRecdoub
-            | Pattern::AllgatherRing
-            | Pattern::AllgatherBruck => {
+            chain_patterns!() => {
                 if index % 2 == 1 && index + 1 < 2 * self.chain_steps() {
                     out.push(index + 1);
                 }
