@@ -22,7 +22,6 @@ import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -160,11 +159,11 @@ def _check_finished(finished, what: str, timeout_s: float) -> None:
 
 def traced_run(command: Sequence[str], directory: Path, records: int, timeout_s: float) -> None:
     """Run the command under the tracer, its rank files into ``directory`` (`contend trace`'s run)."""
-    from contend.commands.trace import _prepare, _run
+    from contend.trace.launch import prepare_directory, run_traced
 
-    directory = _prepare(directory)
+    directory = prepare_directory(directory)
     with contextlib.redirect_stdout(io.StringIO()):  # the program's output, as the untraced runs': not ours
-        _run(list(command), directory, SimpleNamespace(records=records, depth=1, clock="tsc", timeout=timeout_s))
+        run_traced(list(command), directory, records=records, depth=1, clock="tsc", timeout_s=timeout_s)
 
 
 def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
@@ -189,11 +188,10 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
 def convert(directory: Path, goal: Path, ranks: int | None = None) -> list[str]:
     """The trace directory's schedule (``contend goal convert``'s engine conversion, its defaults: MPICH's
     collective algorithms), extrapolated to ``ranks`` if given (``--ranks``); returns its warnings."""
-    from contend.engine import engine, user_errors
+    from contend.replay import convert_input
 
-    with user_errors():
-        summary = engine().convert_trace(str(directory), str(goal), format="ctrace", ranks=ranks)
-    return list(summary["warnings"])
+    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks)
+    return read_warnings + list(summary["warnings"])
 
 
 def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:

@@ -96,3 +96,14 @@ def format_bytes(size: int) -> str:
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
     return f"{size} B"
+
+
+def bounded_number(text: str, what: str, low: float, high: float) -> float:
+    """``text`` as a float in [low, high]; otherwise one UserError line naming the option ``what``."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UserError(f"{what}: expected a number, got {text!r}") from None
+    if not low <= value <= high:
+        raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
+    return value

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from contend.commands.options import bounded_number
 from contend.cachedir import cache_dir
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
 from contend.noise.settings import NoiseSettings, resolve
-from contend.quantities import parse_bytes, parse_count
+from contend.quantities import bounded_number, parse_bytes, parse_count
 from contend.result import SimulationResult
 from contend.topology import sharing_model
 

@@ -80,7 +80,7 @@ def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workl
     """A trace workload with its schedules written in ``directory``: extrapolated to each rank count of
     the ranks axis (``contend goal convert --ranks``, docs/models.md "Extrapolating a trace"), else at
     its traced size."""
-    from contend.commands.goal import convert_input
+    from contend.replay import convert_input
 
     counts = next((list(axis.values) for axis in axes if axis.name == "ranks"), [None])
     converted = {}

@@ -9,9 +9,8 @@ from typing import Iterator
 
 from contend.atomic import beside, check_writable
 from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
-from contend.commands.options import bounded_number
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.quantities import bounded_number, parse_count
 
 # pandas, pyarrow, matplotlib and rich load inside the actions: `contend sim` should not wait for them.
 

@@ -12,6 +12,7 @@ from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.quantities import parse_count
+from contend.replay import convert_input, trace_format
 from contend.report.progress import simulation_progress
 from contend.simulate import MAX_RANKS, collective_arguments
 
@@ -67,8 +68,6 @@ def register(subparsers) -> None:
 
 def run_write(args: argparse.Namespace) -> int:
     target = check_writable(args.output, "-o")
-    from contend.simulate import collective_arguments
-
     name, ranks, size, root, seed = collective_arguments(args.collective, args.ranks, args.bytes, args.root, args.seed)
     with atomic_path(target) as temporary, user_errors(f"collective {name}"):
         engine().write_goal(name, ranks, size, str(temporary), root=root, seed=seed)
@@ -102,37 +101,6 @@ def _window(text: str | None) -> tuple[int, int] | None:
     return int(first), int(count)
 
 
-def _trace_format(path: str) -> str:
-    """Which reader takes INPUT (the engine's ``trace_format``, where readers of other formats join)."""
-    from pathlib import Path
-
-    if not Path(path).exists():
-        raise UserError(f"{path}: no such file or directory")
-    if Path(path).is_file() and path.endswith(".otf2"):
-        return "otf2"
-    kind = engine().trace_format(path)
-    if kind is None:
-        raise UserError(f"{path}: not a trace contend can read (a `contend trace` directory, a liballprof trace "
-                        "set: directory or rank-0 file, or an OTF2 anchor file)")
-    return kind
-
-
-def convert_input(path: str, output: str, progress=None, **options) -> tuple[dict, list[str]]:
-    """Converts the trace at ``path`` (any format contend reads) to GOAL at ``output`` with the engine's
-    ``convert_trace`` ``options`` (e.g. ``ranks`` to extrapolate); returns its summary and the readers'
-    warnings. Trace problems raise UserError (file:line). Shared by ``goal convert`` and ``whatif``."""
-    kind = _trace_format(path)
-    source, read_warnings = path, []
-    if kind == "otf2":  # read here with the otf2 package, handed to the engine as the tracer's records
-        from contend.trace.otf2_import import otf2_calls
-
-        calls, read_warnings = otf2_calls(path)
-        source, kind = [(rank.name, rank.records.tobytes(), rank.comm_words) for rank in calls], "records"
-    with user_errors():
-        summary = engine().convert_trace(source, output, format=kind, progress=progress, **options)
-    return summary, read_warnings
-
-
 def run_convert(args: argparse.Namespace) -> int:
     if args.cpu_scale < 0 or args.cpu_scale != args.cpu_scale:
         raise UserError(f"--cpu-scale: must be a number >= 0, not {args.cpu_scale}")
@@ -142,7 +110,7 @@ def run_convert(args: argparse.Namespace) -> int:
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
         copy_ns = engine().parse_per_byte(args.copy_time) / 1000
-    _trace_format(args.input)  # a missing or unreadable input before the output's checks
+    trace_format(args.input)  # a missing or unreadable input before the output's checks
     target = check_writable(args.output, "-o")
     start = time.perf_counter()
     with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, \

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 from contend.atomic import beside, check_writable
-from contend.commands.options import bounded_number
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.quantities import bounded_number, parse_count
 
 # pandas, matplotlib and rich load inside the actions, as in the other commands.
 

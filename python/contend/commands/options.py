@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from contend.errors import UserError
+from contend.quantities import bounded_number
 
 
 def add_collective_options(parser: argparse.ArgumentParser, required: bool) -> None:
@@ -62,17 +62,6 @@ def noise_overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def parameter_overrides(args: argparse.Namespace) -> dict[str, str | None]:
     return {key: getattr(args, key) for key in ("L", "o", "g", "G", "O", "S")}
-
-
-def bounded_number(text: str, what: str, low: float, high: float) -> float:
-    """``text`` as a float in [low, high]; otherwise one UserError line naming the option ``what``."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise UserError(f"{what}: expected a number, got {text!r}") from None
-    if not low <= value <= high:
-        raise UserError(f"{what}: expected {low:g} <= value <= {high:g}, got {text}")
-    return value
 
 
 # The longest run `contend trace` and `contend throttle` wait for (--timeout, seconds).

@@ -78,10 +78,13 @@ def run(args: argparse.Namespace) -> int:
     args.depth = parse_count(args.depth, "--depth", minimum=1, maximum=6)
     args.timeout = run_timeout(args.timeout)
     params = _machine_params(args.machine)  # a bad machine fails before the run, not after
+    from contend.trace.launch import prepare_directory, run_traced
+
     made = [p for p in (Path(args.output).absolute(), *Path(args.output).absolute().parents) if not os.path.lexists(p)]
-    directory = _prepare(Path(args.output))
+    directory = prepare_directory(Path(args.output))
     try:
-        _run(command, directory, args)
+        run_traced(command, directory, records=args.records, depth=args.depth, clock=args.clock,
+                   timeout_s=args.timeout)
         return _convert(directory, params)
     except BaseException:
         # directories this run made and nothing wrote into go again (deepest first); rank files stay for
@@ -99,39 +102,6 @@ def _max_records() -> int:
 
     memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return min(2**32, memory // RECORD.itemsize)
-
-
-def _prepare(directory: Path) -> Path:
-    """The trace directory, made, and emptied of an earlier trace's files (only ours)."""
-    from contend.atomic import output_directory
-
-    directory = output_directory(directory, "-o").resolve()
-    for entry in directory.iterdir():
-        if entry.name.startswith("rank-") and (entry.name.endswith(".ctrace") or entry.name.endswith(".tmp")) \
-                or entry.name in ("records.parquet", "regions.parquet"):
-            entry.unlink()
-    return directory
-
-
-def _run(command: list[str], directory: Path, args: argparse.Namespace) -> None:
-    from contend import mpi
-
-    library = mpi.trace_library(mpi.find_mpi())
-    if not library.is_file():
-        raise UserError(f"{library} is not built: run `contend native build`")
-    env = dict(os.environ)
-    env["LD_PRELOAD"] = f"{library}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else str(library)
-    env.update(CONTEND_TRACE_DIR=str(directory), CONTEND_TRACE_RECORDS=str(args.records),
-               CONTEND_TRACE_DEPTH=str(args.depth), CONTEND_TRACE_CLOCK=args.clock)
-    env[mpi.LAUNCHER_MARK] = str(os.getpid())
-    finished = mpi.run_streaming(command, env, lambda line: sys.stdout.write(line), args.timeout)
-    if finished.stderr:
-        sys.stderr.write(finished.stderr)
-    if finished.timed_out:
-        raise UserError(f"trace: the traced command ran longer than --timeout {args.timeout:g} s and was ended")
-    if finished.returncode != 0:
-        raise UserError(f"trace: the traced command exited with code {finished.returncode}; rank files so far "
-                        f"are in {directory} (contend trace convert {directory})")
 
 
 def _convert(directory: Path, params) -> int:
