@@ -20,8 +20,9 @@ SUMMARY_KEYS = ("num_ranks", "ops", "sends", "recvs", "calcs", "cpus", "nics")
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("goal", help="write and check GOAL schedules",
-                                   description="Write generated collectives as GOAL text; check GOAL files.")
+    parser = subparsers.add_parser("goal", help="write, check and convert GOAL schedules (traced runs to GOAL)",
+                                   description="Write generated collectives as GOAL text; check GOAL files; convert "
+                                   "traced MPI runs into GOAL.")
     actions = parser.add_subparsers(dest="goal_command", metavar="ACTION")
     actions.required = True
 
