@@ -11,7 +11,9 @@
 
 #include "trace.h"
 
-#define REGION(KIND, FLAGS, BYTES, ROOT, CALL)                                                        \
+/* The part every collective wrapper shares: the record with its communicator id in `tag` and the root's
+ * world rank in `peer` (untraced: just the call), then the call itself, its result in `rc`. */
+#define COLL_CALL(KIND, FLAGS, BYTES, ROOT, CALL)                                                     \
     int32_t id = tracer.on ? comm_id(comm) : -1;                                                      \
     trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
     if (!r)                                                                                           \
@@ -20,20 +22,15 @@
     r->bytes = BYTES;                                                                                 \
     r->peer = world_of_comm(comm, ROOT);                                                              \
     r->tag = id;                                                                                      \
-    int rc = CALL;                                                                                    \
+    int rc = CALL;
+
+#define REGION(KIND, FLAGS, BYTES, ROOT, CALL)                                                        \
+    COLL_CALL(KIND, FLAGS, BYTES, ROOT, CALL)                                                       \
     r->returned = r->completed = stamp();                                                            \
     return rc;
 
 #define NONBLOCKING(KIND, FLAGS, BYTES, ROOT, CALL)                                                   \
-    int32_t id = tracer.on ? comm_id(comm) : -1;                                                      \
-    trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
-    if (!r)                                                                                           \
-        return CALL;                                                                                  \
-    r->flags |= FLAGS;                                                                                \
-    r->bytes = BYTES;                                                                                 \
-    r->peer = world_of_comm(comm, ROOT);                                                              \
-    r->tag = id;                                                                                      \
-    int rc = CALL;                                                                                    \
+    COLL_CALL(KIND, FLAGS, BYTES, ROOT, CALL)                                                       \
     r->returned = stamp();                                                                           \
     if (rc == MPI_SUCCESS)                                                                            \
         requests_add(*request, r, comm);                                                              \
@@ -101,15 +98,7 @@ KEEP_SIZES(keep_sizes_c, MPI_Count)
 
 /* A region of a v-form: REGION, with its per-peer sizes kept once the call succeeded. */
 #define V_REGION(KIND, FLAGS, BYTES, ROOT, CALL, KEEP)                                                \
-    int32_t id = tracer.on ? comm_id(comm) : -1;                                                      \
-    trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
-    if (!r)                                                                                           \
-        return CALL;                                                                                  \
-    r->flags |= FLAGS;                                                                                \
-    r->bytes = BYTES;                                                                                 \
-    r->peer = world_of_comm(comm, ROOT);                                                              \
-    r->tag = id;                                                                                      \
-    int rc = CALL;                                                                                    \
+    COLL_CALL(KIND, FLAGS, BYTES, ROOT, CALL)                                                       \
     r->returned = r->completed = stamp();                                                            \
     if (rc == MPI_SUCCESS)                                                                            \
         KEEP;                                                                                         \
