@@ -2,25 +2,10 @@
 //! write by hand and simulate to the closed forms of docs/models.md.
 
 use contend_engine::replay::emit::{convert, Options};
-use contend_engine::replay::event::{Call, Event, Rma, RmaOp, RmaSync, TraceError, WORLD};
-use contend_engine::replay::{RankCalls, TraceSet};
+use contend_engine::replay::event::{Call, Event, Rma, RmaOp, RmaSync, WORLD};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::CONTEXT_TAGS;
 use contend_engine::sim::{simulate, Options as SimOptions, Params};
-
-struct Calls(Vec<Vec<Call>>);
-
-impl TraceSet for Calls {
-    fn num_ranks(&self) -> u32 {
-        self.0.len() as u32
-    }
-    fn source(&self, rank: u32) -> String {
-        format!("rank{rank}")
-    }
-    fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
-        Ok(Box::new(self.0[rank as usize].clone().into_iter().map(Ok)))
-    }
-}
 
 fn call(start: u64, end: u64, event: Event) -> Call {
     Call { start, end, line: 0, event }
@@ -36,7 +21,7 @@ fn hop(bytes: u64) -> u64 {
 /// Converts, checks the text, simulates; returns (GOAL text, finish time per rank in ps).
 fn run(calls: Vec<Vec<Call>>) -> (String, Vec<u64>) {
     let mut out = Vec::new();
-    convert(&Calls(calls), &Options::default(), &mut out, &mut |_, _| true).unwrap();
+    convert(&calls, &Options::default(), &mut out, &mut |_, _| true).unwrap();
     let text = String::from_utf8(out).unwrap();
     let prog = parse_goal(text.as_bytes(), "converted").unwrap();
     let r = simulate(&prog, &PAR, &SimOptions::default());

@@ -153,20 +153,6 @@ mod tests {
     use crate::replay::event::{CollKind, Collective, Recv, Rma, RmaOp, Send, SendMode};
     use crate::schedule::goal::parse_goal;
 
-    struct Calls(Vec<Vec<Call>>);
-
-    impl TraceSet for Calls {
-        fn num_ranks(&self) -> u32 {
-            self.0.len() as u32
-        }
-        fn source(&self, rank: u32) -> String {
-            format!("rank{rank}")
-        }
-        fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
-            Ok(Box::new(self.0[rank as usize].clone().into_iter().map(Ok)))
-        }
-    }
-
     fn at(event: Event) -> Call {
         Call { start: 0, end: 0, line: 0, event }
     }
@@ -185,7 +171,7 @@ mod tests {
 
     /// Rank `rank`'s events of `traces` extrapolated to `n` ranks.
     fn events(traces: Vec<Vec<Event>>, n: u64, rank: u32) -> Vec<Event> {
-        let set = Calls(traces.into_iter().map(|r| r.into_iter().map(at).collect()).collect());
+        let set: Vec<Vec<Call>> = traces.into_iter().map(|r| r.into_iter().map(at).collect()).collect();
         let x = Extrapolated::new(set, n).unwrap();
         assert_eq!(x.num_ranks() as u64, n);
         x.open(rank).unwrap().map(|c| c.unwrap().event).collect()
@@ -266,18 +252,18 @@ mod tests {
 
     #[test]
     fn rank_counts_must_be_whole_copies() {
-        let two = || Calls(vec![vec![], vec![]]);
+        let two = || -> Vec<Vec<Call>> { vec![vec![], vec![]] };
         for bad in [0, 3, 5] {
             let e = Extrapolated::new(two(), bad).err().unwrap();
             assert_eq!(e, format!("cannot extrapolate to {bad} ranks: not a multiple of the trace's 2 ranks"));
         }
         assert_eq!(Extrapolated::new(two(), MAX_RANKS + 1).err().unwrap(), "cannot extrapolate to 2147483648 ranks: more than 2147483647");
-        assert_eq!(Extrapolated::new(two(), 1 << 30).unwrap().source((1 << 30) - 1), "rank1");
+        assert_eq!(Extrapolated::new(two(), 1 << 30).unwrap().source((1 << 30) - 1), "rank 1");
     }
 
     /// The GOAL text `traces` extrapolated to `n` ranks convert to (checked to parse).
     fn goal(traces: Vec<Vec<Event>>, n: u64) -> String {
-        let set = Calls(traces.into_iter().map(|r| r.into_iter().map(at).collect()).collect());
+        let set: Vec<Vec<Call>> = traces.into_iter().map(|r| r.into_iter().map(at).collect()).collect();
         let mut out = Vec::new();
         convert(&Extrapolated::new(set, n).unwrap(), &Options::default(), &mut out, &mut |_, _| true).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -47,3 +47,17 @@ impl<T: TraceSet + ?Sized> TraceSet for Box<T> {
         (**self).has_one_sided()
     }
 }
+
+/// Calls already in memory, one vector per rank (`rank N` in messages): how tests and callers that
+/// build a run's calls themselves hand them to the converter.
+impl TraceSet for Vec<Vec<Call>> {
+    fn num_ranks(&self) -> u32 {
+        self.len() as u32
+    }
+    fn source(&self, rank: u32) -> String {
+        format!("rank {rank}")
+    }
+    fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
+        Ok(Box::new(self[rank as usize].clone().into_iter().map(Ok)))
+    }
+}
