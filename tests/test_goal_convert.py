@@ -225,4 +225,6 @@ def test_not_a_trace(fails_cleanly, tmp_path):
     (tmp_path / "t-0.txt").write_text("hello\n")
     fails_cleanly(["goal", "convert", str(tmp_path), "-o", str(tmp_path / "x.goal")], r"not a trace contend can read")
     fails_cleanly(["goal", "convert", str(DATA / "simple"), "-o", str(tmp_path / "x.goal"), "--algorithm", "bcast=alltoall-linear"],
-                  r"contend: error: 'bcast=alltoall-linear': alltoall-linear does not compute a bcast")
+                  r"contend: error: algorithm 'bcast=alltoall-linear': alltoall-linear does not compute bcast")
+    fails_cleanly(["goal", "convert", str(DATA / "simple"), "-o", str(tmp_path / "x.goal"), "--cpu-scale", "inf"],
+                  r"contend: error: --cpu-scale: must be a finite number >= 0, not inf")

@@ -79,11 +79,12 @@ fn convert_trace(
         _ => return Err(PyValueError::new_err(format!("unknown algorithm preset '{preset}' (mpich or schedgen)"))),
     });
     for spec in &algorithms {
-        algos.choose(spec).map_err(PyValueError::new_err)?;
+        algos.choose(spec).map_err(|e| PyValueError::new_err(format!("algorithm {e}")))?;
     }
-    let valid = |x: f64| x >= 0.0 && x.is_finite();
-    if !valid(cpu_scale) || !valid(copy_per_byte) {
-        return Err(PyValueError::new_err("cpu scale and copy time must be finite and not negative"));
+    for (what, x) in [("cpu scale", cpu_scale), ("copy time per byte", copy_per_byte)] {
+        if !(x >= 0.0 && x.is_finite()) {
+            return Err(PyValueError::new_err(format!("{what}: must be a finite number >= 0, not {x}")));
+        }
     }
     let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
     let traces = if format == "records" {

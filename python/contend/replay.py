@@ -23,12 +23,12 @@ def trace_format(path: str) -> str:
     return kind
 
 
-def convert_input(path: str, output: str, progress=None, **options) -> tuple[dict, list[str]]:
+def convert_input(path: str, output: str, progress=None, kind: str | None = None, **options) -> tuple[dict, list[str]]:
     """Converts the trace at ``path`` (any format contend reads) to GOAL at ``output`` with the engine's
     ``convert_trace`` ``options`` (e.g. ``ranks`` to extrapolate); returns its summary and the readers'
     warnings. Trace problems raise UserError (file:line). Shared by ``goal convert``, ``whatif``
-    and ``predict``."""
-    kind = trace_format(path)
+    and ``predict``. ``kind``: the format, when the caller has already asked ``trace_format``."""
+    kind = kind or trace_format(path)
     source, read_warnings = path, []
     if kind == "otf2":  # read here with the otf2 package, handed to the engine as the tracer's records
         from contend.trace.otf2_import import otf2_calls

@@ -98,7 +98,7 @@ impl Algorithms {
         })?;
         let pattern = Pattern::from_name(p.trim())?;
         if !fits(kind, pattern) {
-            return Err(format!("'{spec}': {} does not compute a {k}", pattern.name()));
+            return Err(format!("'{spec}': {} does not compute {k}", pattern.name()));
         }
         self.overrides.retain(|(kk, _)| *kk != kind);
         self.overrides.push((kind, pattern));

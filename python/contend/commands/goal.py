@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
@@ -103,21 +104,21 @@ def _window(text: str | None) -> tuple[int, int] | None:
 
 
 def run_convert(args: argparse.Namespace) -> int:
-    if args.cpu_scale < 0 or args.cpu_scale != args.cpu_scale:
-        raise UserError(f"--cpu-scale: must be a number >= 0, not {args.cpu_scale}")
+    if not (math.isfinite(args.cpu_scale) and args.cpu_scale >= 0):
+        raise UserError(f"--cpu-scale: must be a finite number >= 0, not {args.cpu_scale}")
     window = _window(args.window)
     ranks = None if args.ranks is None else parse_count(args.ranks, "--ranks", minimum=1, maximum=MAX_RANKS)
     with user_errors("--nbc-prepost"):
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
         copy_ns = engine().parse_per_byte(args.copy_time) / 1000
-    trace_format(args.input)  # a missing or unreadable input before the output's checks
+    kind = trace_format(args.input)  # a missing or unreadable input before the output's checks
     target = check_writable(args.output, "-o")
     start = time.perf_counter()
     with simulation_progress("converting", unit="ranks") as progress, atomic_path(target) as temporary, \
             user_errors():
         summary, read_warnings = convert_input(
-            args.input, str(temporary), progress=lambda rank, total, records: progress(rank, total),
+            args.input, str(temporary), progress=lambda rank, total, records: progress(rank, total), kind=kind,
             cpu_scale=args.cpu_scale, p2p=not args.no_p2p, collectives=not args.no_collectives,
             nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns, preset=args.algorithms,
             algorithms=args.algorithm, ranks=ranks)
