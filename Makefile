@@ -15,7 +15,7 @@ venv: $(DEPS)
 $(DEPS): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "maturin>=1.5,<2" numpy pandas pyarrow matplotlib rich scikit-learn skops otf2 pytest mpich mpi4py
+	$(PY) -m pip install -q "maturin>=1.5,<2" numpy pandas pyarrow matplotlib rich scikit-learn skops otf2 pymetis pytest mpich mpi4py
 	touch $@
 
 build: $(BUILT)
@@ -32,9 +32,10 @@ demo: build
 test-rust:
 	cargo test --release -q -p contend-engine
 
-# Debian packages some tests use (Open MPI for the any-mpicc check, iproute2 for the emulated fabric).
+# Debian packages some tests use (Open MPI for the any-mpicc check, iproute2 for the emulated fabric,
+# scotch for the comparison with Scotch's own architecture mapping).
 # Installed when we are root on a Debian-like system; otherwise those tests skip and say why.
-SYSTEM_PACKAGES := openmpi-bin libopenmpi-dev iproute2
+SYSTEM_PACKAGES := openmpi-bin libopenmpi-dev iproute2 scotch
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
