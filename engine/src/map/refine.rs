@@ -198,6 +198,8 @@ struct Search<'a> {
     slots: Vec<u32>,
     slot_of: Vec<usize>,
     hop_bytes: u128,
+    /// Per rank, the hop-bytes of its pairs where it is (`C_r(node_of[r])`).
+    here: Vec<u128>,
     loads: Loads,
     scratch: Vec<LinkId>,
     path: Vec<LinkId>,
@@ -262,7 +264,7 @@ impl<'a> Search<'a> {
             }
             hop_bytes += bytes[i] as u128 * path.len().saturating_sub(2) as u128;
         }
-        Search {
+        let mut search = Search {
             routes,
             node_of: node_of_rank.to_vec(),
             adj_start,
@@ -275,12 +277,15 @@ impl<'a> Search<'a> {
             slots,
             slot_of,
             hop_bytes,
+            here: Vec::new(),
             loads: Loads::new(load),
             scratch: Vec::new(),
             path,
             changes: Vec::new(),
             candidates: Vec::new(),
-        }
+        };
+        search.here = (0..ranks as u32).map(|r| search.cost(r, node_of_rank[r as usize])).collect();
+        search
     }
 
     fn hops(&mut self, a: u32, b: u32) -> u128 {
@@ -309,7 +314,7 @@ impl<'a> Search<'a> {
         if bytes == 0 {
             return 0;
         }
-        self.cost(r, self.node_of[r as usize]) * 1_000_000 / bytes
+        self.here[r as usize] * 1_000_000 / bytes
     }
 
     /// Bytes `r` sends to `q` and receives from it.
@@ -405,7 +410,7 @@ impl<'a> Search<'a> {
         if self.peer[start..end].iter().all(|&p| self.node_of[p as usize] == a) {
             return false; // r loads no link: moving it cannot help; a partner's visit may still
         }
-        let here = self.cost(r, a);
+        let here = self.here[r as usize];
         self.candidates.clear();
         for t in self.top_start[r as usize]..self.top_start[r as usize + 1] {
             let n = self.node_of[self.peer[self.top[t]] as usize];
@@ -422,7 +427,7 @@ impl<'a> Search<'a> {
             for s in self.slot_start[b as usize]..self.slot_start[b as usize + 1] {
                 let q = self.slots[s];
                 let (wo, wi) = self.between(r, q);
-                let gain_q = self.cost(q, a) as i128 - self.cost(q, b) as i128;
+                let gain_q = self.cost(q, a) as i128 - self.here[q as usize] as i128;
                 let delta = there as i128 - here as i128 + gain_q + ((wo + wi) as u128 * round_trip) as i128;
                 if delta < best {
                     (best, best_q) = (delta, Some(q));
@@ -450,12 +455,33 @@ impl<'a> Search<'a> {
         }
         self.hop_bytes = (self.hop_bytes as i128 + best) as u128;
         let b = self.node_of[q as usize];
+        self.moved(r, q, a, b);
+        self.moved(q, r, b, a);
         let (sr, sq) = (self.slot_of[r as usize], self.slot_of[q as usize]);
         self.slots.swap(sr, sq);
         self.slot_of.swap(r as usize, q as usize);
         self.node_of[r as usize] = b;
         self.node_of[q as usize] = a;
+        self.here[r as usize] = self.cost(r, b);
+        self.here[q as usize] = self.cost(q, a);
         true
+    }
+
+    /// Updates the hop-bytes of `x`'s partners (but `other`, which moves too) for `x` moving from
+    /// node `from` to node `to`.
+    fn moved(&mut self, x: u32, other: u32, from: u32, to: u32) {
+        for e in self.adj_start[x as usize]..self.adj_start[x as usize + 1] {
+            let p = self.peer[e];
+            if p == other {
+                continue;
+            }
+            let n = self.node_of[p as usize];
+            // p sends to x what x receives from p, and the other way round.
+            let (to_x, from_x) = (self.w_in[e] as u128, self.w_out[e] as u128);
+            let old = to_x * self.hops(n, from) + from_x * self.hops(from, n);
+            let new = to_x * self.hops(n, to) + from_x * self.hops(to, n);
+            self.here[p as usize] = self.here[p as usize] + new - old;
+        }
     }
 }
 
