@@ -80,6 +80,9 @@ def test_graph_bytes_are_the_sends_of_the_schedule(tmp_path):
         engine().write_goal(name, ranks, 100, str(goal), seed=3)
         assert graph.total_bytes == engine().goal_summary(str(goal))["bytes_sent"] > 0
         assert graph.ranks == ranks and (graph.src != graph.dst).all()
+    engine().write_goal("random-pairs", 16, 100, str(tmp_path / "pairs.goal.gz"), seed=3)
+    gzipped = CommGraph.from_goal(tmp_path / "pairs.goal.gz")
+    assert np.array_equal(gzipped.bytes, graph.bytes) and np.array_equal(gzipped.dst, graph.dst)
 
 
 def test_records_and_traces_give_the_same_graph(tmp_path):
@@ -170,5 +173,10 @@ def test_bad_input_is_a_user_error(tmp_path):
         evaluate(graph, torus((2, 2, 2)), [0, 8])
     with pytest.raises(UserError, match="more than 1 ranks per node"):
         refine(graph, torus((2, 2, 2)), [3, 3])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="not a trace"):
+        CommGraph.from_trace(tmp_path / "empty")
+    with pytest.raises(UserError, match="bad.goal: not a readable records file"):
+        CommGraph.from_records(tmp_path / "bad.goal")
     with pytest.raises(UserError, match="unknown collective"):
         CommGraph.from_collective("no-such", 4, 8)
