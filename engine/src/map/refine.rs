@@ -4,9 +4,11 @@
 //!
 //! Every node keeps its number of ranks, so capacity holds if it held before. Each accepted swap
 //! strictly lowers (hop-bytes, busiest load, links at that load), so the result is never worse than
-//! the input and the search ends. A round visits every rank once, in an order drawn from the seed;
-//! for rank `r` on node `a` the candidates are the ranks on the nodes at and next to the nodes of
-//! `r`'s heaviest partners ([`PARTNERS`]); the swap with the largest drop in hop-bytes is taken.
+//! the input and the search ends. A round visits every rank once, those with the most hops per
+//! byte first (so a misplaced rank goes home before its partners move towards it), ties in an order
+//! drawn from the seed; for rank `r` on node `a` the candidates are the ranks on the nodes at and
+//! next to the nodes of `r`'s heaviest partners ([`PARTNERS`]); the swap with the largest drop in
+//! hop-bytes is taken, else the first of a few ([`TIES`]) that keep hop-bytes and lower the loads.
 //! Rounds stop when one accepts nothing.
 //!
 //! The change of a swap of `r` (on `a`) and `q` (on `b`) is computed from their partners only:
@@ -408,7 +410,7 @@ impl<'a> Search<'a> {
         let a = self.node_of[r as usize];
         let (start, end) = (self.adj_start[r as usize], self.adj_start[r as usize + 1]);
         if self.peer[start..end].iter().all(|&p| self.node_of[p as usize] == a) {
-            return false; // r loads no link: moving it cannot help; a partner's visit may still
+            return false; // r loads no link, so no swap of r gains; a partner's visit may move it
         }
         let here = self.here[r as usize];
         self.candidates.clear();
