@@ -410,7 +410,7 @@ impl<'a> Search<'a> {
         let a = self.node_of[r as usize];
         let (start, end) = (self.adj_start[r as usize], self.adj_start[r as usize + 1]);
         if self.peer[start..end].iter().all(|&p| self.node_of[p as usize] == a) {
-            return false; // r loads no link, so no swap of r gains; a partner's visit may move it
+            return false; // r loads no link: its own pairs cannot gain (the other rank's visit finds a swap that helps it)
         }
         let here = self.here[r as usize];
         self.candidates.clear();
