@@ -409,8 +409,10 @@ impl<'a> Search<'a> {
     fn visit(&mut self, r: u32) -> bool {
         let a = self.node_of[r as usize];
         let (start, end) = (self.adj_start[r as usize], self.adj_start[r as usize + 1]);
+        // r loads no link: its own pairs cannot gain (a swap that helps the other rank is found
+        // from that rank's visit).
         if self.peer[start..end].iter().all(|&p| self.node_of[p as usize] == a) {
-            return false; // r loads no link: its own pairs cannot gain (the other rank's visit finds a swap that helps it)
+            return false;
         }
         let here = self.here[r as usize];
         self.candidates.clear();
