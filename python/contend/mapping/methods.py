@@ -18,6 +18,8 @@ ranks on any node, for the machine of the engine parameters (``params["network"]
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -29,15 +31,20 @@ from typing import Any, Mapping
 import numpy as np
 import pymetis
 
+from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.mapping.graph import CommGraph
+from contend.mapping.objective import evaluate
 from contend.network import NetworkLayout
 
 METHODS = ("block", "cyclic", "random", "sfc", "metis", "topo", "scotch")
 
+REFINE_ROUNDS = 20  # rounds of swaps at most; they stop earlier when a round accepts none
 SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 vertices in seconds; this only bounds a hung run
 # METIS keeps weights in 32-bit integers: edge weights are scaled so that their sum stays below this.
 _WEIGHT_BUDGET = 2**28
+# Bisections of at most this many ranks try every split.
+_EXHAUSTIVE = 10
 
 
 def place(graph: CommGraph, params: Mapping[str, Any], method: str, seed: int = 0) -> np.ndarray:
@@ -203,7 +210,15 @@ def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np
 # --- topology-aware recursive bisection -----------------------------------------------------------
 
 def _topo(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
-    return _bisection(_Csr.of(graph), machine, seed)
+    """Recursive bisection, or block where block is better (a graph already in the machine's
+    order), then the engine's swap refinement, which never makes it worse."""
+    bisected = _bisection(_Csr.of(graph), machine, seed)
+    block = machine.engine_placement("block")
+    start = min((bisected, block), key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
+    with user_errors("mapping"):
+        refined = engine().refine_placement(machine.params, graph.ranks, start.tolist(), graph.src.tolist(),
+                                            graph.dst.tolist(), graph.bytes.tolist(), REFINE_ROUNDS, seed)
+    return np.asarray(refined, dtype=np.int64)
 
 
 @dataclass
@@ -263,9 +278,15 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
     center = np.tile(whole.center, (ranks, 1))  # where each rank's region is, as far as decided
     node_of_rank = np.empty(ranks, dtype=np.int64)
     local = np.full(ranks, -1, dtype=np.int64)
-    queue = [(np.arange(ranks), whole)]
-    while queue:
-        members, region = queue.pop(0)
+    level = [(np.arange(ranks), whole)]
+    queue: list = []
+    while level or queue:
+        if not queue:
+            # Each level's regions in scanline order (highest dimension slowest), so that every
+            # region but the first has a neighbour already cut whose ranks pull its own.
+            order = np.lexsort(np.array([r.lo for _, r in level]).T)
+            queue, level = [level[i] for i in order][::-1], []
+        members, region = queue.pop()
         if region.nodes == 1:
             node_of_rank[members] = int(region.lo @ strides)
             continue
@@ -281,6 +302,7 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
         cut_links = {d: region.nodes // extent[d] * (2 if wraps[d] and extent[d] == dims[d] else 1)
                      for d in np.flatnonzero(extent > 1)}
         options = []
+        unpulled: dict[int, np.ndarray] = {}
         for d in (d for d in cut_links if cut_links[d] == min(cut_links.values())):
             halves = region.halves(d)
             where = center[partner[outside], d]
@@ -290,13 +312,20 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
             in_lower = min(len(members), halves[0].nodes * per_node)
             if in_lower == len(members):
                 side = np.zeros(len(members), dtype=bool)
+            elif not pull.any() and in_lower in unpulled:
+                side = unpulled[in_lower]  # the same bisection as for another dimension
             else:
                 side = _split(csr, inner, pull, in_lower, seed)
+                if not pull.any():
+                    unpulled[in_lower] = side
             # Cost of the choice: bytes cut inside (one hop at least) and the hops to the outside
-            # it adds along d (against the region as a whole, so that dimensions compare).
+            # it adds along d against the region as a whole, counting only partners nearer one
+            # half than the other (a region beyond both ends of a ring segment, whose ranks could
+            # be anywhere in it, would otherwise favour cutting the segment).
             cut = inner[2][side[inner[0]] != side[inner[1]]].sum() / 2
-            before = _ring_distance(region.center[d], where, dims[d], wraps[d]) @ csr.weight[position[outside]]
-            options.append((cut + hops[0].sum() + pull[side].sum() - before, d, halves, side))
+            before = _ring_distance(region.center[d], where, dims[d], wraps[d]) * csr.weight[position[outside]]
+            after = np.where(side[owner[outside]], hops[1], hops[0])
+            options.append((cut + ((after - before) * (hops[0] != hops[1])).sum(), d, halves, side))
         best = min(cost for cost, *_ in options)
         options = [o for o in options if o[0] - best <= 1e-9 * max(1.0, abs(best))]
         if len(options) > 1:
@@ -318,7 +347,7 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
         for half, part in ((lower, members[~side]), (upper, members[side])):
             if len(part):
                 center[part] = half.center
-                queue.append((part, half))
+                level.append((part, half))
     return node_of_rank
 
 
@@ -335,10 +364,12 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     which a good cut puts on opposite sides; the side the pulls favour is the lower one."""
     n = len(pull)
     src, dst, weight = inner
-    if n == 2:  # one rank each side (in_lower is 1): the edge between them is cut anyway
-        side = np.ones(2, dtype=bool)
-        side[int(np.argmax(pull))] = False
-        return side
+    if n <= _EXHAUSTIVE:  # few enough to try every split (METIS is a heuristic, and slower here)
+        splits = np.ones((math.comb(n, in_lower), n), dtype=bool)
+        for row, lower in enumerate(itertools.combinations(range(n), in_lower)):
+            splits[row, list(lower)] = False
+        cut = (splits[:, src] != splits[:, dst]) @ weight / 2
+        return splits[int(np.argmin(cut + splits @ pull))]
     pulled = np.rint(np.abs(pull) * csr.scale).astype(np.int64)
     ranks = np.flatnonzero(pulled)
     anchors = 2 if len(ranks) else 0  # isolated anchors would only upset METIS's balance
