@@ -232,7 +232,7 @@ class _Region:
 
     @property
     def nodes(self) -> int:
-        return int(np.prod(self.hi - self.lo))
+        return math.prod((self.hi - self.lo).tolist())
 
     @property
     def center(self) -> np.ndarray:
@@ -364,6 +364,8 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     which a good cut puts on opposite sides; the side the pulls favour is the lower one."""
     n = len(pull)
     src, dst, weight = inner
+    if n == 2:  # one rank each side: the pulls alone decide
+        return np.arange(2) != int(np.argmax(pull))
     if n <= _EXHAUSTIVE:  # few enough to try every split (METIS is a heuristic, and slower here)
         splits = np.ones((math.comb(n, in_lower), n), dtype=bool)
         for row, lower in enumerate(itertools.combinations(range(n), in_lower)):
@@ -397,6 +399,70 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     return side
 
 
+# --- Scotch ------------------------------------------------------------------------------------
+
+def _scotch(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
+    """Scotch's static mapping (``scotch_gmap``) of the graph onto the machine as a target
+    architecture: ``torusXD``/``meshXD`` for grids, a tree-leaf (``tleaf``) of the hierarchy of a fat
+    tree or a dragonfly, ``cmplt`` (all nodes alike) for a crossbar. Node numbers agree with the
+    engine's (Scotch's grids number the first dimension fastest, as the engine does; tree-leaf
+    vertices are numbered leaf by leaf, as the engine numbers nodes under switches and routers).
+
+    Ranks per node: every source vertex weighs 1 and every target vertex is alike, so Scotch
+    spreads the ranks evenly, up to its load imbalance tolerance (``-b``, kept small); the few
+    ranks over a node's capacity are then moved as METIS's are (``_repair``)."""
+    if not scotch_available():
+        raise UserError("method scotch needs Scotch's scotch_gmap on the PATH: install the Debian/Ubuntu "
+                        "package scotch (apt-get install scotch; `make system-deps` does it)")
+    csr = _Csr.of(graph)
+    with tempfile.TemporaryDirectory(prefix="contend-scotch-") as tmp:
+        source, target, mapping = (Path(tmp) / name for name in ("job.grf", "machine.tgt", "job.map"))
+        source.write_text(_scotch_graph(csr))
+        target.write_text(_scotch_target(machine) + "\n")
+        try:
+            run = subprocess.run(["scotch_gmap", "-b0.01", f"-cq", source, target, mapping],
+                                 capture_output=True, text=True, timeout=SCOTCH_TIMEOUT_S,
+                                 env={**os.environ, "SCOTCH_RANDOM_SEED": str(seed)})
+        except subprocess.TimeoutExpired:
+            raise UserError(f"scotch_gmap did not map {graph.ranks} ranks within {SCOTCH_TIMEOUT_S} s") from None
+        if run.returncode != 0:
+            problem = (run.stderr.strip().splitlines() or [f"exit code {run.returncode}"])[-1]
+            raise UserError(f"scotch_gmap failed: {problem}")
+        rows = np.loadtxt(mapping, dtype=np.int64, skiprows=1, ndmin=2)
+    part = np.empty(graph.ranks, dtype=np.int64)
+    part[rows[:, 0]] = rows[:, 1]
+    return _repair(part, np.full(machine.num_nodes, machine.per_node), csr.xadj, csr.adjncy, csr.weight)
+
+
+def _scotch_graph(csr: _Csr) -> str:
+    """The graph in Scotch's source graph format (version 0, base 0, edge weights: flag 010)."""
+    n = len(csr.xadj) - 1
+    weights = csr.metis_weights(csr.weight)
+    lines = ["0", f"{n} {len(csr.adjncy)}", "0 010"]
+    for v in range(n):
+        span = slice(csr.xadj[v], csr.xadj[v + 1])
+        pairs = np.column_stack([weights[span], csr.adjncy[span]]).ravel()
+        lines.append(" ".join(map(str, [csr.xadj[v + 1] - csr.xadj[v], *pairs.tolist()])))
+    return "\n".join(lines) + "\n"
+
+
+def _scotch_target(machine: _Machine) -> str:
+    """The machine as a Scotch target architecture. Tree-leaf link costs are the network links
+    between two nodes whose common ancestor is at that level, plus the injection and ejection
+    links, so that nodes under one switch or router still cost something to reach."""
+    network = machine.params["network"]
+    if machine.is_grid:
+        return f"{machine.kind}XD {len(machine.dims)} {' '.join(map(str, machine.dims))}"
+    if machine.kind == "fattree":
+        k, levels = network["k"], network["levels"]
+        # Nodes apart below level l of the tree meet at a switch l levels up: 2·l network links.
+        return "tleaf {} {}".format(levels, " ".join(f"{k} {2 * (levels - 1 - i) + 2}" for i in range(levels)))
+    if machine.kind == "dragonfly":
+        # Another group: local, global, local links at most; another router of the group: one link.
+        return f"tleaf 3 {network['g']} 5 {network['a']} 3 {network['p']} 2"
+    return f"cmplt {machine.num_nodes}"
+
+
 _PLACERS = {
     "block": _block,
     "cyclic": _cyclic,
@@ -404,4 +470,5 @@ _PLACERS = {
     "sfc": _sfc,
     "metis": _metis,
     "topo": _topo,
+    "scotch": _scotch,
 }
