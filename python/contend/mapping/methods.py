@@ -171,7 +171,7 @@ def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     if parts == 1:
         return np.zeros(machine.ranks, dtype=np.int64)
     csr = _Csr.of(graph)
-    _, membership = pymetis.part_graph(parts, xadj=csr.xadj, adjncy=csr.adjncy,
+    _, membership = pymetis.part_graph(parts, pymetis.CSRAdjacency(csr.xadj, csr.adjncy),
                                        eweights=csr.metis_weights(csr.weight),
                                        tpwgts=(capacity / machine.ranks).tolist(),
                                        options=pymetis.Options(seed=seed))
@@ -384,7 +384,7 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     eweights = np.concatenate([csr.metis_weights(weight), pulled[ranks], pulled[ranks]])[order]
     total = n + anchors
     lower = (in_lower + anchors / 2) / total
-    _, membership = pymetis.part_graph(2, xadj=xadj, adjncy=adjncy, eweights=eweights,
+    _, membership = pymetis.part_graph(2, pymetis.CSRAdjacency(xadj, adjncy), eweights=eweights,
                                        tpwgts=[lower, 1 - lower], options=pymetis.Options(seed=seed, ncuts=4))
     side = np.asarray(membership[:n], dtype=bool)
     if pull[~side].sum() < pull[side].sum():  # the half the pulls favour is the lower side
