@@ -247,13 +247,17 @@ class _Region:
         upper.lo[d] = mid
         return lower, upper
 
-    def border_nodes(self, dims: np.ndarray, wraps: np.ndarray) -> int:
-        """Nodes of the region with a network neighbour outside it."""
-        extent = self.hi - self.lo
-        closed = np.where(wraps, extent == dims, (self.lo == 0) & (self.hi == dims))  # no link leaves
-        ends = np.where(wraps, 2, (self.lo > 0).astype(np.int64) + (self.hi < dims))
-        interior = np.where(closed, extent, np.maximum(extent - ends, 0))
-        return self.nodes - int(np.prod(interior))
+    def links_out(self, dims: np.ndarray, wraps: np.ndarray) -> np.ndarray:
+        """How many of the region's nodes have 0, 1, 2, ... network links leaving the region."""
+        counts = np.ones(1, dtype=np.int64)
+        for lo, hi, size, ring in zip(self.lo.tolist(), self.hi.tolist(), dims.tolist(), wraps.tolist()):
+            x = np.arange(lo, hi)
+            if ring:  # a segment of a ring loses a link at each end; the whole ring none
+                out = ((x == lo) + (x == hi - 1)) * (hi - lo < size)
+            else:
+                out = (x == lo) * (lo > 0) + (x == hi - 1) * (hi < size)
+            counts = np.convolve(counts, np.bincount(out, minlength=3))
+        return counts
 
 
 def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
@@ -329,18 +333,23 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
         best = min(cost for cost, *_ in options)
         options = [o for o in options if o[0] - best <= 1e-9 * max(1.0, abs(best))]
         if len(options) > 1:
-            # Nothing tells the dimensions apart (say, a segment of a ring against a whole ring
-            # twice as long: both cuts cross as many links, and the neighbours all lie beyond
-            # both): take the one whose halves have as many nodes on their border as the graph's
-            # halves have ranks with partners outside them, so that the cut METIS found is the
-            # one the nodes make.
+            # Nothing tells the dimensions apart (say, a segment of a ring and a whole ring twice
+            # as long: both cuts cross as many links, and the neighbours lie beyond both): take the
+            # one whose halves have as many nodes with 0, 1, 2, ... links leaving them as the
+            # graph's halves have ranks with as many partners outside them, so that the cut the
+            # nodes make is the one METIS found.
             def mismatch(option) -> float:
                 _, _, halves, side = option
-                border = np.zeros(len(members), dtype=bool)
-                border[owner[outside]] = True
-                border[inner[0][side[inner[0]] != side[inner[1]]]] = True
-                count = np.bincount(side, weights=border, minlength=2)
-                return sum(abs(count[i] - per_node * h.border_nodes(dims, wraps)) for i, h in enumerate(halves))
+                leaving = side[inner[0]] != side[inner[1]]
+                out = np.bincount(owner[outside], minlength=len(members)) + \
+                    np.bincount(inner[0][leaving], minlength=len(members))
+                total = 0
+                for half, ranks_in in zip(halves, (~side, side)):
+                    graph = np.bincount(out[ranks_in])
+                    nodes = per_node * half.links_out(dims, wraps)
+                    size = max(len(graph), len(nodes))
+                    total += np.abs(np.pad(graph, (0, size - len(graph))) - np.pad(nodes, (0, size - len(nodes)))).sum()
+                return total
             options.sort(key=mismatch)
         _, d, (lower, upper), side = options[0]
         local[members] = -1
