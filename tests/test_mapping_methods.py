@@ -108,10 +108,11 @@ def test_block_and_cyclic_are_the_engines_placements(name, ranks, per_node):
     assert np.array_equal(place(random_pairs(ranks), params, name), expected)
 
 
-@pytest.mark.parametrize("dims", [(4, 4, 4), (4, 4, 8), (2, 4, 8)])
+@pytest.mark.parametrize("dims", [(4, 4, 4), (4, 4, 8), (2, 4, 8), (8, 8, 16)])
 @pytest.mark.parametrize("seed", [None, 0, 1, 2])
 def test_topo_puts_every_neighbour_of_a_torus_shaped_stencil_one_hop_away(dims, seed):
-    """The optimum: hop-bytes equal to the bytes, from the natural and from shuffled rank orders."""
+    """The optimum: hop-bytes equal to the bytes, from the natural and from shuffled rank orders
+    (8 x 8 x 16 is the BG/P-like and XT3-like presets' torus)."""
     graph = stencil(*dims)
     if seed is not None:
         graph = shuffled(graph, seed)

@@ -45,6 +45,9 @@ SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 vertices in seconds; this only
 _WEIGHT_BUDGET = 2**28
 # Bisections of at most this many ranks try every split.
 _EXHAUSTIVE = 10
+# topo runs up to _MAX_TRIALS bisections, fewer on large jobs: _TRIAL_RANKS // ranks (at least one).
+_MAX_TRIALS = 4
+_TRIAL_RANKS = 2**15
 
 
 def place(graph: CommGraph, params: Mapping[str, Any], method: str, seed: int = 0) -> np.ndarray:
@@ -210,11 +213,14 @@ def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np
 # --- topology-aware recursive bisection -----------------------------------------------------------
 
 def _topo(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
-    """Recursive bisection, or block where block is better (a graph already in the machine's
-    order), then the engine's swap refinement, which never makes it worse."""
-    bisected = _bisection(_Csr.of(graph), machine, seed)
-    block = machine.engine_placement("block")
-    start = min((bisected, block), key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
+    """The best, in hop-bytes, of a few recursive bisections (METIS's seeds; its cuts tie often on
+    regular graphs and the ties decide how well the pieces line up) and of block (a graph already
+    in the machine's order), then the engine's swap refinement, which never makes it worse."""
+    csr = _Csr.of(graph)
+    trials = min(_MAX_TRIALS, max(1, _TRIAL_RANKS // graph.ranks))
+    candidates = [_bisection(csr, machine, _MAX_TRIALS * seed + trial + 1) for trial in range(trials)]
+    candidates.append(machine.engine_placement("block"))
+    start = min(candidates, key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
     with user_errors("mapping"):
         refined = engine().refine_placement(machine.params, graph.ranks, start.tolist(), graph.src.tolist(),
                                             graph.dst.tolist(), graph.bytes.tolist(), REFINE_ROUNDS, seed)
