@@ -39,7 +39,7 @@ from contend.network import NetworkLayout
 METHODS = ("block", "cyclic", "random", "sfc", "metis", "topo", "scotch")
 
 REFINE_ROUNDS = 20  # rounds of swaps at most; they stop earlier when a round accepts none
-SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 vertices in seconds; this only bounds a hung run
+SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 ranks in about 30 s; this only bounds a hung run
 # METIS keeps weights in 32-bit integers: edge weights are scaled so that their sum stays below this.
 _WEIGHT_BUDGET = 2**28
 # Bisections of at most this many ranks try every split.
@@ -183,23 +183,28 @@ def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
 
 def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
             weight: np.ndarray) -> np.ndarray:
-    """METIS balances within a few percent; this moves ranks out of overfull parts until every part
-    holds at most its capacity: each time the rank whose move costs least (bytes to its part minus
-    bytes to the part it joins) into the underfull part it is most connected to."""
+    """METIS and Scotch balance within a few percent; this moves ranks out of overfull parts until
+    every part holds at most its capacity: each time the rank whose move costs least (bytes to its
+    part minus bytes to the part it joins) into the open part it is most connected to (any open
+    part when it has no partner in one)."""
     part = part.copy()
     load = np.bincount(part, minlength=len(capacity))
     for p in np.flatnonzero(load > capacity):
         members = np.flatnonzero(part == p)
-        excess = int(load[p] - capacity[p])
-        for _ in range(excess):
+        for _ in range(int(load[p] - capacity[p])):
+            open_parts = load < capacity
             best = None
             for v in members[part[members] == p]:
-                nb = adjncy[xadj[v]:xadj[v + 1]]
-                w = weight[xadj[v]:xadj[v + 1]]
-                conn = np.bincount(part[nb], weights=w, minlength=len(capacity))
-                room = np.flatnonzero(load < capacity)
-                target = room[np.argmax(conn[room])]
-                cost = conn[p] - conn[target]
+                span = slice(xadj[v], xadj[v + 1])
+                joined, conn = np.unique(part[adjncy[span]], return_inverse=True)
+                conn = np.bincount(conn, weights=weight[span], minlength=len(joined))
+                own = conn[joined == p].sum()
+                reachable = open_parts[joined]
+                if reachable.any():
+                    target = int(joined[reachable][np.argmax(conn[reachable])])
+                    cost = own - conn[reachable].max()
+                else:
+                    target, cost = int(np.argmax(open_parts)), own
                 if best is None or cost < best[0]:
                     best = (cost, v, target)
             _, v, target = best
