@@ -120,14 +120,26 @@ def test_topo_puts_every_neighbour_of_a_torus_shaped_stencil_one_hop_away(dims, 
     assert objective.hop_bytes == objective.bytes
 
 
-@pytest.mark.parametrize("dims", [(4, 4, 4), (4, 4, 8)])
-@pytest.mark.parametrize("pattern", ["stencil", "shuffled stencil", "transpose", "random pairs"])
-def test_topo_never_has_more_hop_bytes_than_block(dims, pattern):
-    ranks = int(np.prod(dims))
-    graph = {"stencil": lambda: stencil(*dims), "shuffled stencil": lambda: shuffled(stencil(*dims), 5),
-             "transpose": lambda: transpose(dims[0] * dims[1], dims[2]), "random pairs": lambda: random_pairs(ranks, 4)}
-    graph = graph[pattern]()
-    params = torus(*dims)
+PATTERNS = {
+    "stencil": lambda ranks: stencil(4, 4, ranks // 16),
+    "shuffled stencil": lambda ranks: shuffled(stencil(4, 4, ranks // 16), 5),
+    "transpose": lambda ranks: transpose(16, ranks // 16),
+    "random pairs": lambda ranks: random_pairs(ranks, 4),
+}
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+@pytest.mark.parametrize("shape, per_node", [("torus", 1), ("torus", 2), ("fattree", 2), ("dragonfly", 1)])
+def test_topo_never_has_more_hop_bytes_than_block_or_metis(shape, per_node, pattern):
+    params = MACHINES[shape](per_node)
+    graph = PATTERNS[pattern](64 * per_node)
+    assert hop_bytes(graph, params, "topo") <= min(hop_bytes(graph, params, "block"), hop_bytes(graph, params, "metis"))
+
+
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_topo_never_has_more_hop_bytes_than_block_on_the_presets_torus(pattern):
+    params = torus(8, 8, 16)
+    graph = PATTERNS[pattern](1024)
     assert hop_bytes(graph, params, "topo") <= hop_bytes(graph, params, "block")
 
 

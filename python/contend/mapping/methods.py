@@ -218,12 +218,13 @@ def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np
 
 def _topo(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     """The best, in hop-bytes, of a few recursive bisections (METIS's seeds; its cuts tie often on
-    regular graphs and the ties decide how well the pieces line up) and of block (a graph already
-    in the machine's order), then the engine's swap refinement, which never makes it worse."""
+    regular graphs and the ties decide how well the pieces line up), of block (a graph already in
+    the machine's order) and of ``metis`` (which groups ranks into nodes better where several share
+    one), then the engine's swap refinement, which never makes it worse."""
     csr = _Csr.of(graph)
     trials = min(_MAX_TRIALS, max(1, _TRIAL_RANKS // graph.ranks))
     candidates = [_bisection(csr, machine, _MAX_TRIALS * seed + trial + 1) for trial in range(trials)]
-    candidates.append(machine.engine_placement("block"))
+    candidates += [machine.engine_placement("block"), _metis(graph, machine, seed)]
     start = min(candidates, key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
     with user_errors("mapping"):
         refined = engine().refine_placement(machine.params, graph.ranks, start.tolist(), graph.src.tolist(),
@@ -271,15 +272,17 @@ class _Region:
 
 
 def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
-    """Recursive bisection of the graph matched to a recursive bisection of the nodes.
+    """Recursive bisection of the graph matched to a recursive bisection of the nodes
+    (docs/models.md, "Placement methods").
 
-    A region of nodes is cut in two along the dimension whose cut crosses fewest links (the longest
-    extent, a full ring of a torus counting half since cutting it crosses two planes); its ranks are
-    bisected by METIS into parts sized to fill the first half before the second, so a job smaller
-    than the machine lands on a compact block of nodes. Regions are cut level by level, and a rank's
-    bytes to ranks outside its region pull it towards the half nearer to where those ranks already
-    are (terminal propagation: two anchor vertices, each bound to one half); ties between dimensions
-    go to the one such pulls favour, which keeps sibling regions aligned."""
+    Regions of nodes are cut in two level by level, in scanline order (highest dimension slowest)
+    so that each region but the first of a level follows a neighbour already cut; a region's ranks
+    are bisected into parts sized to fill its lower half first, so a job smaller than the machine
+    lands on a compact block of nodes. A rank's bytes to ranks outside its region pull it towards
+    the half nearer to where those ranks are, as far as decided (terminal propagation). Among the
+    dimensions whose cut crosses fewest links (the longest extent, a whole ring of a torus counting
+    half since cutting it crosses two planes), the cheapest cut wins; ties go to the one whose
+    halves look like the graph's (``mismatch``)."""
     ranks, per_node = machine.ranks, machine.per_node
     if machine.is_grid:
         dims = np.asarray(machine.dims, dtype=np.int64)
