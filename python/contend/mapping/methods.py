@@ -40,7 +40,8 @@ METHODS = ("block", "cyclic", "random", "sfc", "metis", "topo", "scotch")
 
 REFINE_ROUNDS = 20  # rounds of swaps at most; they stop earlier when a round accepts none
 SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 ranks in about 30 s; this only bounds a hung run
-# METIS keeps weights in 32-bit integers: edge weights are scaled so that their sum stays below this.
+# Edge weights are scaled so that their sum stays below this: Scotch's Debian build (and METIS built
+# with 32-bit indices) keeps weights in 32-bit integers, with room left for pulls (bytes x hops).
 _WEIGHT_BUDGET = 2**28
 # Bisections of at most this many ranks try every split.
 _EXHAUSTIVE = 10
