@@ -45,9 +45,9 @@ SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 ranks in about 30 s; this only
 _WEIGHT_BUDGET = 2**28
 # Bisections of at most this many ranks try every split.
 _EXHAUSTIVE = 10
-# topo runs up to _MAX_TRIALS bisections, fewer on large jobs: _TRIAL_RANKS // ranks (at least one).
+# topo runs up to _MAX_TRIALS bisections, fewer on large graphs: _TRIAL_EDGES // (2 x edges), at least one.
 _MAX_TRIALS = 4
-_TRIAL_RANKS = 2**15
+_TRIAL_EDGES = 2**18
 
 
 def place(graph: CommGraph, params: Mapping[str, Any], method: str, seed: int = 0) -> np.ndarray:
@@ -223,7 +223,7 @@ def _topo(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     the machine's order) and of ``metis`` (which groups ranks into nodes better where several share
     one), then the engine's swap refinement, which never makes it worse."""
     csr = _Csr.of(graph)
-    trials = min(_MAX_TRIALS, max(1, _TRIAL_RANKS // graph.ranks))
+    trials = min(_MAX_TRIALS, max(1, _TRIAL_EDGES // max(1, len(csr.adjncy))))
     candidates = [_bisection(csr, machine, _MAX_TRIALS * seed + trial + 1) for trial in range(trials)]
     candidates += [machine.engine_placement("block"), _metis(graph, machine, seed)]
     start = min(candidates, key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
