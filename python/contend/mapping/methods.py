@@ -433,9 +433,11 @@ def _scotch(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     engine's (Scotch's grids number the first dimension fastest, as the engine does; tree-leaf
     vertices are numbered leaf by leaf, as the engine numbers nodes under switches and routers).
 
-    Ranks per node: every source vertex weighs 1 and every target vertex is alike, so Scotch
-    spreads the ranks evenly, up to its load imbalance tolerance (``-b``, kept small); the few
-    ranks over a node's capacity are then moved as METIS's are (``_repair``)."""
+    Ranks per node: every source vertex weighs 1 and every target vertex is alike (the built-in
+    architectures weigh their vertices equally), so Scotch spreads the ranks evenly over all the
+    nodes, up to its load imbalance tolerance (``-b``, kept small); the few ranks over a node's
+    capacity are then moved as METIS's are (``_repair``). A job smaller than the machine is thus
+    spread over the whole machine."""
     if not scotch_available():
         raise UserError("method scotch needs Scotch's scotch_gmap on the PATH: install the Debian/Ubuntu "
                         "package scotch (apt-get install scotch; `make system-deps` does it)")
