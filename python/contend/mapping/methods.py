@@ -18,6 +18,7 @@ ranks on any node, for the machine of the engine parameters (``params["network"]
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import shutil
@@ -392,9 +393,7 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     if n == 2:  # one rank each side: the pulls alone decide
         return np.arange(2) != int(np.argmax(pull))
     if n <= _EXHAUSTIVE:  # few enough to try every split (METIS is a heuristic, and slower here)
-        splits = np.ones((math.comb(n, in_lower), n), dtype=bool)
-        for row, lower in enumerate(itertools.combinations(range(n), in_lower)):
-            splits[row, list(lower)] = False
+        splits = _all_splits(n, in_lower)
         cut = (splits[:, src] != splits[:, dst]) @ weight / 2
         return splits[int(np.argmin(cut + splits @ pull))]
     pulled = np.rint(np.abs(pull) * csr.scale).astype(np.int64)
@@ -422,6 +421,15 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     movers = np.flatnonzero(side == (excess < 0))
     side[movers[np.argsort(cost[movers], kind="stable")[:abs(excess)]]] ^= True
     return side
+
+
+@functools.lru_cache(maxsize=None)
+def _all_splits(n: int, in_lower: int) -> np.ndarray:
+    """Every way to put ``in_lower`` of ``n`` ranks on the lower side (False), one per row."""
+    splits = np.ones((math.comb(n, in_lower), n), dtype=bool)
+    for row, lower in enumerate(itertools.combinations(range(n), in_lower)):
+        splits[row, list(lower)] = False
+    return splits
 
 
 # --- Scotch ------------------------------------------------------------------------------------
