@@ -156,6 +156,8 @@ def _check_input(args: argparse.Namespace) -> None:
         raise UserError("map: give an input (APP.goal, records.parquet, TRACE_DIR) or --collective NAME --ranks P "
                         "--bytes S, not both or neither")
     if args.input is not None:
+        if not Path(args.input).exists():
+            raise UserError(f"{args.input}: no such file or directory")
         for option in ("ranks", "bytes"):
             if getattr(args, option) is not None:
                 raise UserError(f"map: --{option} applies to --collective, not to an input file")
@@ -263,19 +265,20 @@ def table(summary: dict, out: Path):
             _short(score["hop_bytes"]), f"{score['hops_per_byte']:.3g}", _short(score["max_link_load"]),
             _short(score["mean_link_load"]),
             "-" if makespan is None else format_time(makespan).split(" (")[-1].rstrip(")"),
-            f"{result['seconds']:.3g}",
+            f"{result['seconds']:.2f}",
         ])
     from contend.report.tables import describe_workload
 
     from rich.markup import escape
 
     title = escape(f"mapping {describe_workload(summary['workload'])} on {summary['machine']}")
-    result = rows_table(title, ["method", "hop-bytes", "hops/B", "max link B", "mean link B", "makespan", "time s"],
+    result = rows_table(title, ["method", "hop-bytes", "hops/B", "max link", "mean link", "makespan", "place s"],
                         rows)
     for column in result.columns[1:]:
         column.justify = "right"
-    result.caption = escape(f"* written to {out}: lowest hop-bytes, ties by the busiest link's bytes"
-                            if len(summary["methods"]) > 1 else f"written to {out}")
+    chosen = ("* written to {out}: lowest hop-bytes, ties by the busiest link" if len(summary["methods"]) > 1
+              else "written to {out}")
+    result.caption = escape(f"link loads in bytes; place s: seconds to compute the placement; {chosen.format(out=out)}")
     return result
 
 
