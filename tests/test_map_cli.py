@@ -263,7 +263,7 @@ def test_placement_file_reads_plain_lists_and_the_toml_snippet(tmp_path):
 
 
 def test_hosts_file_needs_one_name_per_node(tmp_path):
-    with pytest.raises(ValueError, match=r"h: lists 2 hosts, but the machine has 3 nodes"):
+    with pytest.raises(ValueError, match=r"h:2: lists 2 hosts, but the machine has 3 nodes"):
         formats.read_hosts(_text(tmp_path / "h", "a\nb\n"), 3)
     with pytest.raises(ValueError, match=r"h:3: more hosts than the machine's 2 nodes"):
         formats.read_hosts(_text(tmp_path / "h", "a\nb\nc\n"), 2)

@@ -130,12 +130,18 @@ def _text_lines(path: str | os.PathLike, what: str) -> list[str]:
         raise UserError(f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8 text") from None
 
 
+def _last_line(lines: list[str]) -> int:
+    """Where an error about what a file lacks points: its last line with text."""
+    return max((n for n, line in enumerate(lines, 1) if line.strip()), default=1)
+
+
 def read_hosts(path: str | os.PathLike, nodes: int) -> list[str]:
     """The host of each node: one name per line in node order (``#`` comments and blank lines skipped),
     exactly one per node of the machine, no name twice."""
     hosts: list[str] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(_text_lines(path, "hosts file"), 1):
+    lines = _text_lines(path, "hosts file")
+    for number, line in enumerate(lines, 1):
         words = line.split("#", 1)[0].split()
         if not words:
             continue
@@ -151,7 +157,7 @@ def read_hosts(path: str | os.PathLike, nodes: int) -> list[str]:
         seen[name] = number
         hosts.append(name)
     if len(hosts) < nodes:
-        raise UserError(f"{path}: lists {len(hosts)} hosts, but the machine has {nodes} nodes; give one per node "
+        raise UserError(f"{path}:{_last_line(lines)}: lists {len(hosts)} hosts, but the machine has {nodes} nodes; give one per node "
                         "in node order")
     return hosts
 
@@ -183,8 +189,7 @@ def read_placement(path: str | os.PathLike, ranks: int, nodes: int, ranks_per_no
             values.append(node)
             lines.append(number)
     if len(values) < ranks:
-        last = max((n for n, line in enumerate(text_lines, 1) if line.strip()), default=1)
-        raise UserError(f"{path}:{last}: lists {len(values)} nodes for {ranks} ranks; give one node per rank")
+        raise UserError(f"{path}:{_last_line(text_lines)}: lists {len(values)} nodes for {ranks} ranks; give one node per rank")
     placement = np.asarray(values, dtype=np.int64)
     count = np.zeros(nodes, dtype=np.int64)
     for rank, node in enumerate(values):
