@@ -190,6 +190,26 @@ def test_a_collective_maps_too(job, tmp_path, capsys):
     assert summary["bytes"] == 16 * 15 * 1024
 
 
+def test_records_give_the_schedule_s_graph_and_the_machine_copy_runs(job, tmp_path, capsys):
+    """The records of the stencil's simulation carry its messages: the same pairs and bytes as the GOAL.
+    The simulation runs on the machine file `contend map` wrote: the engine takes it as it is."""
+    goal, machine = job
+    first = tmp_path / "first"
+    assert run_map(capsys, goal, "--machine", machine, "--method", "block", "-o", first)[0] == 0
+    records = tmp_path / "stencil.parquet"
+    assert main(["sim", str(goal), "--machine", str(first / "machine.toml"), "--records", str(records), "--json"]) == 0
+    simulated = json.loads(capsys.readouterr().out)
+    by_goal = json.loads((first / "mapping.json").read_text())
+    assert simulated["makespan"] == pytest.approx(by_goal["methods"][0]["objective"]["makespan_ns"])
+    second = tmp_path / "second"
+    assert run_map(capsys, records, "--machine", machine, "--method", "block", "-o", second)[0] == 0
+    by_records = json.loads((second / "mapping.json").read_text())
+    assert (by_records["pairs"], by_records["bytes"]) == (by_goal["pairs"], by_goal["bytes"]) == \
+        (RANKS * 6, RANKS * 6 * HALO)
+    assert by_records["methods"][0]["objective"]["hop_bytes"] == by_goal["methods"][0]["objective"]["hop_bytes"]
+    assert by_records["methods"][0]["objective"]["makespan_ns"] is None  # records: no schedule to simulate
+
+
 # --- bad input: one line, exit 2, nothing written ------------------------------------------------------
 
 ERRORS = {
@@ -205,6 +225,8 @@ ERRORS = {
     "missing input": (lambda d: [d / "nothing.goal"], "nothing.goal: no such file or directory"),
     "hosts file with a name twice": (lambda d: ["GOAL", "--hosts", _text(d / "h", "a\nb\na\n")],
                                      "h:3: host 'a' is listed twice (also line 1)"),
+    "job without messages": (lambda d: [_text(d / "calc.goal", "num_ranks 2\nrank 0 {\nc: calc 5\n}\nrank 1 {\n"
+                                                  "c: calc 5\n}\n")], "calc.goal: no two ranks exchange a message"),
     "machine without a network": (lambda d: ["GOAL", "--machine", "loggopsim-default"], "has no [topology] table"),
 }
 

@@ -93,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         if graph.ranks > nodes * per_node:
             raise UserError(f"{_what(args)}: {graph.ranks:,} ranks do not fit on {machine.name}'s {nodes:,} nodes "
                             f"with {per_node} rank(s) per node (at most {nodes * per_node:,})")
+        if len(graph.src) == 0:
+            raise UserError(f"{_what(args)}: no two ranks exchange a message: every placement is as good as any")
         candidates = {}
         if args.placement:
             candidates[FROM_FILE] = formats.read_placement(args.placement, graph.ranks, nodes, per_node)
