@@ -8,6 +8,7 @@ the placement methods, and write the best placement as the machine file, MPICH, 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import tempfile
@@ -65,7 +66,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contend.atomic import atomic_directory, check_directory
+    from contend.atomic import check_directory
     from contend.engine import engine, user_errors
     from contend.machine import load_machine, located_engine_errors, loggops_params
     from contend.mapping import formats, methods
@@ -86,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
     per_node = params["network"]["ranks_per_node"]
     hosts = formats.read_hosts(args.hosts, nodes) if args.hosts else formats.default_hosts(nodes)
 
-    from contend.report.progress import simulation_progress
-
     with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
         graph, schedule, workload = _graph(args, Path(scratch), seed)
         if graph.ranks > nodes * per_node:
@@ -95,25 +94,9 @@ def run(args: argparse.Namespace) -> int:
                             f"with {per_node} rank(s) per node (at most {nodes * per_node:,})")
         if len(graph.src) == 0:
             raise UserError(f"{_what(args)}: no two ranks exchange a message: every placement is as good as any")
-        candidates = {}
-        if args.placement:
-            candidates[FROM_FILE] = formats.read_placement(args.placement, graph.ranks, nodes, per_node)
-        results = []
-        steps = 2 * (len(names) + len(candidates))
-        with simulation_progress("mapping", unit="steps") as progress:
-            for name in [*candidates, *names]:
-                start = time.perf_counter()
-                if name in candidates:
-                    placement = candidates[name]
-                else:
-                    placement = methods.place(graph, params, name, seed=seed)
-                seconds = time.perf_counter() - start
-                progress(2 * len(results) + 1, steps)
-                objective = _evaluate(graph, params, placement, None if args.no_simulate else schedule)
-                results.append(_result(name, placement, objective, seconds))
-                progress(2 * len(results), steps)
+        given = formats.read_placement(args.placement, graph.ranks, nodes, per_node) if args.placement else None
+        results = _score(graph, params, names, given, None if args.no_simulate else schedule, seed)
     best = _best(results, names)
-    placement = best["placement"]
     out = Path(args.output)
     summary = {
         "format": "contend-mapping", "version": 1,
@@ -124,24 +107,7 @@ def run(args: argparse.Namespace) -> int:
         "launch": launch_commands(out, graph.ranks),
         "methods": results,
     }
-    import numpy as np
-
-    chosen = np.asarray(placement, dtype=np.int64)
-    files = {
-        PLACEMENT: formats.placement_toml(chosen),
-        MACHINEFILE: formats.machinefile(chosen, hosts),
-        RANKFILE: formats.rankfile(chosen, hosts),
-        SLURM_HOSTS: formats.slurm_hostfile(chosen, hosts),
-    }
-    copy = formats.machine_with_placement(machine, chosen) if machine.path.endswith(".toml") else None
-    if copy is not None:
-        files[MACHINE] = copy
-    summary["files"] = sorted([SUMMARY, *files])
-    text = _json(summary)
-    with atomic_directory(out, "-o") as directory:
-        for name, content in files.items():
-            formats.write_text(directory / name, content)
-        formats.write_text(directory / SUMMARY, text)
+    text = _write(out, summary, best["placement"], hosts, machine)
     if args.json:
         sys.stdout.write(text)
         return 0
@@ -151,6 +117,51 @@ def run(args: argparse.Namespace) -> int:
     if args.apply:
         print("\n".join(summary["launch"].values()))
     return 0
+
+
+def _score(graph, params, names: list[str], given, schedule, seed: int) -> list[dict]:
+    """Each method's placement (the --placement file's first, when given) with its objective."""
+    from contend.mapping import methods
+    from contend.mapping.objective import evaluate
+    from contend.report.progress import simulation_progress
+
+    todo = ([FROM_FILE] if given is not None else []) + names
+    results = []
+    with simulation_progress("mapping", unit="steps") as progress:  # a step: a placement, then its score
+        for name in todo:
+            start = time.perf_counter()
+            placement = given if name == FROM_FILE else methods.place(graph, params, name, seed=seed)
+            seconds = time.perf_counter() - start
+            progress(2 * len(results) + 1, 2 * len(todo))
+            objective = evaluate(graph, params, placement, schedule=None if schedule is None else str(schedule))
+            results.append(_result(name, placement, objective, seconds))
+            progress(2 * len(results), 2 * len(todo))
+    return results
+
+
+def _write(out: Path, summary: dict, placement: list[int], hosts: list[str], machine) -> str:
+    """OUT's files, all or none; returns mapping.json's text."""
+    import numpy as np
+
+    from contend.atomic import atomic_directory
+    from contend.mapping import formats
+
+    chosen = np.asarray(placement, dtype=np.int64)
+    files = {
+        PLACEMENT: formats.placement_toml(chosen),
+        MACHINEFILE: formats.machinefile(chosen, hosts),
+        RANKFILE: formats.rankfile(chosen, hosts),
+        SLURM_HOSTS: formats.slurm_hostfile(chosen, hosts),
+    }
+    copy = formats.machine_with_placement(machine, chosen)
+    if copy is not None:
+        files[MACHINE] = copy
+    summary["files"] = sorted([SUMMARY, *files])
+    text = json.dumps(summary, indent=1) + "\n"
+    with atomic_directory(out, "-o") as directory:
+        for name, content in {**files, SUMMARY: text}.items():
+            formats.write_text(directory / name, content)
+    return text
 
 
 def _check_input(args: argparse.Namespace) -> None:
@@ -214,12 +225,6 @@ def _graph(args: argparse.Namespace, scratch: Path, seed: int):
     return CommGraph.from_goal(schedule), schedule, {"trace": path}
 
 
-def _evaluate(graph, params, placement, schedule):
-    from contend.mapping.objective import evaluate
-
-    return evaluate(graph, params, placement, schedule=None if schedule is None else str(schedule))
-
-
 def _result(name: str, placement, objective, seconds: float) -> dict:
     from dataclasses import asdict
 
@@ -246,12 +251,6 @@ def launch_commands(out: Path, ranks: int) -> dict[str, str]:
         "openmpi": f"mpirun --rankfile {at(RANKFILE)} -n {ranks} PROGRAM",
         "slurm": f"SLURM_HOSTFILE={at(SLURM_HOSTS)} srun --distribution=arbitrary -n {ranks} PROGRAM",
     }
-
-
-def _json(summary: dict) -> str:
-    import json
-
-    return json.dumps(summary, indent=1) + "\n"
 
 
 def table(summary: dict, out: Path):
