@@ -210,6 +210,24 @@ def test_records_give_the_schedule_s_graph_and_the_machine_copy_runs(job, tmp_pa
     assert by_records["methods"][0]["objective"]["makespan_ns"] is None  # records: no schedule to simulate
 
 
+def test_a_trace_directory_maps_as_its_schedule(job, tmp_path, capsys):
+    """A liballprof trace set (tests/data) maps with the graph and the makespan of its GOAL conversion."""
+    _, machine = job
+    trace = Path(__file__).parent / "data" / "liballprof" / "sphot"
+    goal = tmp_path / "sphot.goal"
+    assert main(["goal", "convert", str(trace), "-o", str(goal)]) == 0
+    capsys.readouterr()
+    summaries = []
+    for source in (trace, goal):
+        out = tmp_path / f"out-{source.name}"
+        assert run_map(capsys, source, "--machine", machine, "--method", "block,topo", "-o", out)[0] == 0
+        summaries.append(json.loads((out / "mapping.json").read_text()))
+    by_trace, by_goal = summaries
+    assert by_trace["workload"] == {"trace": str(trace)}
+    assert by_trace["ranks"] == 4 and by_trace["pairs"] > 0
+    assert [m["objective"] for m in by_trace["methods"]] == [m["objective"] for m in by_goal["methods"]]
+
+
 # --- bad input: one line, exit 2, nothing written ------------------------------------------------------
 
 ERRORS = {
