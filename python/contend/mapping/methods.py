@@ -18,6 +18,8 @@ ranks on any node, for the machine of the engine parameters (``params["network"]
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import shutil
 import subprocess
@@ -29,15 +31,20 @@ from typing import Any, Mapping
 import numpy as np
 import pymetis
 
+from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.mapping.graph import CommGraph
+from contend.mapping.objective import evaluate
 from contend.network import NetworkLayout
 
 METHODS = ("block", "cyclic", "random", "sfc", "metis", "topo", "scotch")
 
+REFINE_ROUNDS = 20  # rounds of swaps at most; they stop earlier when a round accepts none
 SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 vertices in seconds; this only bounds a hung run
 # METIS keeps weights in 32-bit integers: edge weights are scaled so that their sum stays below this.
 _WEIGHT_BUDGET = 2**28
+# Bisections of at most this many ranks try every split.
+_EXHAUSTIVE = 10
 
 
 def place(graph: CommGraph, params: Mapping[str, Any], method: str, seed: int = 0) -> np.ndarray:
@@ -164,7 +171,7 @@ def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     if parts == 1:
         return np.zeros(machine.ranks, dtype=np.int64)
     csr = _Csr.of(graph)
-    _, membership = pymetis.part_graph(parts, xadj=csr.xadj, adjncy=csr.adjncy,
+    _, membership = pymetis.part_graph(parts, pymetis.CSRAdjacency(csr.xadj, csr.adjncy),
                                        eweights=csr.metis_weights(csr.weight),
                                        tpwgts=(capacity / machine.ranks).tolist(),
                                        options=pymetis.Options(seed=seed))
@@ -203,7 +210,15 @@ def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np
 # --- topology-aware recursive bisection -----------------------------------------------------------
 
 def _topo(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
-    return _bisection(_Csr.of(graph), machine, seed)
+    """Recursive bisection, or block where block is better (a graph already in the machine's
+    order), then the engine's swap refinement, which never makes it worse."""
+    bisected = _bisection(_Csr.of(graph), machine, seed)
+    block = machine.engine_placement("block")
+    start = min((bisected, block), key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
+    with user_errors("mapping"):
+        refined = engine().refine_placement(machine.params, graph.ranks, start.tolist(), graph.src.tolist(),
+                                            graph.dst.tolist(), graph.bytes.tolist(), REFINE_ROUNDS, seed)
+    return np.asarray(refined, dtype=np.int64)
 
 
 @dataclass
@@ -217,7 +232,7 @@ class _Region:
 
     @property
     def nodes(self) -> int:
-        return int(np.prod(self.hi - self.lo))
+        return math.prod((self.hi - self.lo).tolist())
 
     @property
     def center(self) -> np.ndarray:
@@ -232,13 +247,17 @@ class _Region:
         upper.lo[d] = mid
         return lower, upper
 
-    def border_nodes(self, dims: np.ndarray, wraps: np.ndarray) -> int:
-        """Nodes of the region with a network neighbour outside it."""
-        extent = self.hi - self.lo
-        closed = np.where(wraps, extent == dims, (self.lo == 0) & (self.hi == dims))  # no link leaves
-        ends = np.where(wraps, 2, (self.lo > 0).astype(np.int64) + (self.hi < dims))
-        interior = np.where(closed, extent, np.maximum(extent - ends, 0))
-        return self.nodes - int(np.prod(interior))
+    def links_out(self, dims: np.ndarray, wraps: np.ndarray) -> np.ndarray:
+        """How many of the region's nodes have 0, 1, 2, ... network links leaving the region."""
+        counts = np.ones(1, dtype=np.int64)
+        for lo, hi, size, ring in zip(self.lo.tolist(), self.hi.tolist(), dims.tolist(), wraps.tolist()):
+            x = np.arange(lo, hi)
+            if ring:  # a segment of a ring loses a link at each end; the whole ring none
+                out = ((x == lo) + (x == hi - 1)) * (hi - lo < size)
+            else:
+                out = (x == lo) * (lo > 0) + (x == hi - 1) * (hi < size)
+            counts = np.convolve(counts, np.bincount(out, minlength=3))
+        return counts
 
 
 def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
@@ -263,9 +282,15 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
     center = np.tile(whole.center, (ranks, 1))  # where each rank's region is, as far as decided
     node_of_rank = np.empty(ranks, dtype=np.int64)
     local = np.full(ranks, -1, dtype=np.int64)
-    queue = [(np.arange(ranks), whole)]
-    while queue:
-        members, region = queue.pop(0)
+    level = [(np.arange(ranks), whole)]
+    queue: list = []
+    while level or queue:
+        if not queue:
+            # Each level's regions in scanline order (highest dimension slowest), so that every
+            # region but the first has a neighbour already cut whose ranks pull its own.
+            order = np.lexsort(np.array([r.lo for _, r in level]).T)
+            queue, level = [level[i] for i in order][::-1], []
+        members, region = queue.pop()
         if region.nodes == 1:
             node_of_rank[members] = int(region.lo @ strides)
             continue
@@ -281,6 +306,7 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
         cut_links = {d: region.nodes // extent[d] * (2 if wraps[d] and extent[d] == dims[d] else 1)
                      for d in np.flatnonzero(extent > 1)}
         options = []
+        unpulled: dict[int, np.ndarray] = {}
         for d in (d for d in cut_links if cut_links[d] == min(cut_links.values())):
             halves = region.halves(d)
             where = center[partner[outside], d]
@@ -290,35 +316,47 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
             in_lower = min(len(members), halves[0].nodes * per_node)
             if in_lower == len(members):
                 side = np.zeros(len(members), dtype=bool)
+            elif not pull.any() and in_lower in unpulled:
+                side = unpulled[in_lower]  # the same bisection as for another dimension
             else:
                 side = _split(csr, inner, pull, in_lower, seed)
+                if not pull.any():
+                    unpulled[in_lower] = side
             # Cost of the choice: bytes cut inside (one hop at least) and the hops to the outside
-            # it adds along d (against the region as a whole, so that dimensions compare).
+            # it adds along d against the region as a whole, counting only partners nearer one
+            # half than the other (a region beyond both ends of a ring segment, whose ranks could
+            # be anywhere in it, would otherwise favour cutting the segment).
             cut = inner[2][side[inner[0]] != side[inner[1]]].sum() / 2
-            before = _ring_distance(region.center[d], where, dims[d], wraps[d]) @ csr.weight[position[outside]]
-            options.append((cut + hops[0].sum() + pull[side].sum() - before, d, halves, side))
+            before = _ring_distance(region.center[d], where, dims[d], wraps[d]) * csr.weight[position[outside]]
+            after = np.where(side[owner[outside]], hops[1], hops[0])
+            options.append((cut + ((after - before) * (hops[0] != hops[1])).sum(), d, halves, side))
         best = min(cost for cost, *_ in options)
         options = [o for o in options if o[0] - best <= 1e-9 * max(1.0, abs(best))]
         if len(options) > 1:
-            # Nothing tells the dimensions apart (say, a segment of a ring against a whole ring
-            # twice as long: both cuts cross as many links, and the neighbours all lie beyond
-            # both): take the one whose halves have as many nodes on their border as the graph's
-            # halves have ranks with partners outside them, so that the cut METIS found is the
-            # one the nodes make.
+            # Nothing tells the dimensions apart (say, a segment of a ring and a whole ring twice
+            # as long: both cuts cross as many links, and the neighbours lie beyond both): take the
+            # one whose halves have as many nodes with 0, 1, 2, ... links leaving them as the
+            # graph's halves have ranks with as many partners outside them, so that the cut the
+            # nodes make is the one METIS found.
             def mismatch(option) -> float:
                 _, _, halves, side = option
-                border = np.zeros(len(members), dtype=bool)
-                border[owner[outside]] = True
-                border[inner[0][side[inner[0]] != side[inner[1]]]] = True
-                count = np.bincount(side, weights=border, minlength=2)
-                return sum(abs(count[i] - per_node * h.border_nodes(dims, wraps)) for i, h in enumerate(halves))
+                leaving = side[inner[0]] != side[inner[1]]
+                out = np.bincount(owner[outside], minlength=len(members)) + \
+                    np.bincount(inner[0][leaving], minlength=len(members))
+                total = 0
+                for half, ranks_in in zip(halves, (~side, side)):
+                    graph = np.bincount(out[ranks_in])
+                    nodes = per_node * half.links_out(dims, wraps)
+                    size = max(len(graph), len(nodes))
+                    total += np.abs(np.pad(graph, (0, size - len(graph))) - np.pad(nodes, (0, size - len(nodes)))).sum()
+                return total
             options.sort(key=mismatch)
         _, d, (lower, upper), side = options[0]
         local[members] = -1
         for half, part in ((lower, members[~side]), (upper, members[side])):
             if len(part):
                 center[part] = half.center
-                queue.append((part, half))
+                level.append((part, half))
     return node_of_rank
 
 
@@ -335,10 +373,14 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     which a good cut puts on opposite sides; the side the pulls favour is the lower one."""
     n = len(pull)
     src, dst, weight = inner
-    if n == 2:  # one rank each side (in_lower is 1): the edge between them is cut anyway
-        side = np.ones(2, dtype=bool)
-        side[int(np.argmax(pull))] = False
-        return side
+    if n == 2:  # one rank each side: the pulls alone decide
+        return np.arange(2) != int(np.argmax(pull))
+    if n <= _EXHAUSTIVE:  # few enough to try every split (METIS is a heuristic, and slower here)
+        splits = np.ones((math.comb(n, in_lower), n), dtype=bool)
+        for row, lower in enumerate(itertools.combinations(range(n), in_lower)):
+            splits[row, list(lower)] = False
+        cut = (splits[:, src] != splits[:, dst]) @ weight / 2
+        return splits[int(np.argmin(cut + splits @ pull))]
     pulled = np.rint(np.abs(pull) * csr.scale).astype(np.int64)
     ranks = np.flatnonzero(pulled)
     anchors = 2 if len(ranks) else 0  # isolated anchors would only upset METIS's balance
@@ -351,7 +393,7 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     eweights = np.concatenate([csr.metis_weights(weight), pulled[ranks], pulled[ranks]])[order]
     total = n + anchors
     lower = (in_lower + anchors / 2) / total
-    _, membership = pymetis.part_graph(2, xadj=xadj, adjncy=adjncy, eweights=eweights,
+    _, membership = pymetis.part_graph(2, pymetis.CSRAdjacency(xadj, adjncy), eweights=eweights,
                                        tpwgts=[lower, 1 - lower], options=pymetis.Options(seed=seed, ncuts=4))
     side = np.asarray(membership[:n], dtype=bool)
     if pull[~side].sum() < pull[side].sum():  # the half the pulls favour is the lower side
@@ -366,6 +408,70 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     return side
 
 
+# --- Scotch ------------------------------------------------------------------------------------
+
+def _scotch(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
+    """Scotch's static mapping (``scotch_gmap``) of the graph onto the machine as a target
+    architecture: ``torusXD``/``meshXD`` for grids, a tree-leaf (``tleaf``) of the hierarchy of a fat
+    tree or a dragonfly, ``cmplt`` (all nodes alike) for a crossbar. Node numbers agree with the
+    engine's (Scotch's grids number the first dimension fastest, as the engine does; tree-leaf
+    vertices are numbered leaf by leaf, as the engine numbers nodes under switches and routers).
+
+    Ranks per node: every source vertex weighs 1 and every target vertex is alike, so Scotch
+    spreads the ranks evenly, up to its load imbalance tolerance (``-b``, kept small); the few
+    ranks over a node's capacity are then moved as METIS's are (``_repair``)."""
+    if not scotch_available():
+        raise UserError("method scotch needs Scotch's scotch_gmap on the PATH: install the Debian/Ubuntu "
+                        "package scotch (apt-get install scotch; `make system-deps` does it)")
+    csr = _Csr.of(graph)
+    with tempfile.TemporaryDirectory(prefix="contend-scotch-") as tmp:
+        source, target, mapping = (Path(tmp) / name for name in ("job.grf", "machine.tgt", "job.map"))
+        source.write_text(_scotch_graph(csr))
+        target.write_text(_scotch_target(machine) + "\n")
+        try:
+            run = subprocess.run(["scotch_gmap", "-b0.01", f"-cq", source, target, mapping],
+                                 capture_output=True, text=True, timeout=SCOTCH_TIMEOUT_S,
+                                 env={**os.environ, "SCOTCH_RANDOM_SEED": str(seed)})
+        except subprocess.TimeoutExpired:
+            raise UserError(f"scotch_gmap did not map {graph.ranks} ranks within {SCOTCH_TIMEOUT_S} s") from None
+        if run.returncode != 0:
+            problem = (run.stderr.strip().splitlines() or [f"exit code {run.returncode}"])[-1]
+            raise UserError(f"scotch_gmap failed: {problem}")
+        rows = np.loadtxt(mapping, dtype=np.int64, skiprows=1, ndmin=2)
+    part = np.empty(graph.ranks, dtype=np.int64)
+    part[rows[:, 0]] = rows[:, 1]
+    return _repair(part, np.full(machine.num_nodes, machine.per_node), csr.xadj, csr.adjncy, csr.weight)
+
+
+def _scotch_graph(csr: _Csr) -> str:
+    """The graph in Scotch's source graph format (version 0, base 0, edge weights: flag 010)."""
+    n = len(csr.xadj) - 1
+    weights = csr.metis_weights(csr.weight)
+    lines = ["0", f"{n} {len(csr.adjncy)}", "0 010"]
+    for v in range(n):
+        span = slice(csr.xadj[v], csr.xadj[v + 1])
+        pairs = np.column_stack([weights[span], csr.adjncy[span]]).ravel()
+        lines.append(" ".join(map(str, [csr.xadj[v + 1] - csr.xadj[v], *pairs.tolist()])))
+    return "\n".join(lines) + "\n"
+
+
+def _scotch_target(machine: _Machine) -> str:
+    """The machine as a Scotch target architecture. Tree-leaf link costs are the network links
+    between two nodes whose common ancestor is at that level, plus the injection and ejection
+    links, so that nodes under one switch or router still cost something to reach."""
+    network = machine.params["network"]
+    if machine.is_grid:
+        return f"{machine.kind}XD {len(machine.dims)} {' '.join(map(str, machine.dims))}"
+    if machine.kind == "fattree":
+        k, levels = network["k"], network["levels"]
+        # Nodes apart below level l of the tree meet at a switch l levels up: 2·l network links.
+        return "tleaf {} {}".format(levels, " ".join(f"{k} {2 * (levels - 1 - i) + 2}" for i in range(levels)))
+    if machine.kind == "dragonfly":
+        # Another group: local, global, local links at most; another router of the group: one link.
+        return f"tleaf 3 {network['g']} 5 {network['a']} 3 {network['p']} 2"
+    return f"cmplt {machine.num_nodes}"
+
+
 _PLACERS = {
     "block": _block,
     "cyclic": _cyclic,
@@ -373,4 +479,5 @@ _PLACERS = {
     "sfc": _sfc,
     "metis": _metis,
     "topo": _topo,
+    "scotch": _scotch,
 }
