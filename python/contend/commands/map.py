@@ -198,7 +198,8 @@ def _what(args: argparse.Namespace) -> str:
 
 def _graph(args: argparse.Namespace, scratch: Path, seed: int):
     """The communication graph, the GOAL schedule to simulate (None for records) and the workload's
-    description."""
+    description. A collective or a trace becomes a GOAL file in ``scratch`` first (rather than through
+    CommGraph.from_collective or from_trace), since the schedule is simulated under each placement too."""
     from contend.mapping.graph import CommGraph
 
     if args.collective is not None:
