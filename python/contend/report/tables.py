@@ -33,6 +33,8 @@ def describe_workload(workload: dict[str, Any]) -> str:
         return f"GOAL schedule {workload['schedule']}"
     if "trace" in workload:
         return f"trace {workload['trace']}"
+    if "records" in workload:
+        return f"records {workload['records']}"
     text = f"{workload['collective']}, {workload['ranks']:,} ranks, {workload['bytes']:,} bytes"
     if workload.get("root"):
         text += f", root {workload['root']}"
