@@ -18,7 +18,8 @@ ranks on any node, for the machine of the engine parameters (``params["network"]
 
 from __future__ import annotations
 
-import os
+import itertools
+import math
 import shutil
 import subprocess
 import tempfile
@@ -29,15 +30,24 @@ from typing import Any, Mapping
 import numpy as np
 import pymetis
 
+from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.mapping.graph import CommGraph
+from contend.mapping.objective import evaluate
 from contend.network import NetworkLayout
 
 METHODS = ("block", "cyclic", "random", "sfc", "metis", "topo", "scotch")
 
-SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 vertices in seconds; this only bounds a hung run
-# METIS keeps weights in 32-bit integers: edge weights are scaled so that their sum stays below this.
+REFINE_ROUNDS = 20  # rounds of swaps at most; they stop earlier when a round accepts none
+SCOTCH_TIMEOUT_S = 600  # scotch_gmap maps 65,536 ranks in about 30 s; this only bounds a hung run
+# Edge weights are scaled so that their sum stays below this: Scotch's Debian build (and METIS built
+# with 32-bit indices) keeps weights in 32-bit integers, with room left for pulls (bytes x hops).
 _WEIGHT_BUDGET = 2**28
+# Bisections of at most this many ranks try every split.
+_EXHAUSTIVE = 10
+# topo runs up to _MAX_TRIALS bisections, fewer on large jobs: _TRIAL_RANKS // ranks (at least one).
+_MAX_TRIALS = 4
+_TRIAL_RANKS = 2**15
 
 
 def place(graph: CommGraph, params: Mapping[str, Any], method: str, seed: int = 0) -> np.ndarray:
@@ -164,7 +174,7 @@ def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     if parts == 1:
         return np.zeros(machine.ranks, dtype=np.int64)
     csr = _Csr.of(graph)
-    _, membership = pymetis.part_graph(parts, xadj=csr.xadj, adjncy=csr.adjncy,
+    _, membership = pymetis.part_graph(parts, pymetis.CSRAdjacency(csr.xadj, csr.adjncy),
                                        eweights=csr.metis_weights(csr.weight),
                                        tpwgts=(capacity / machine.ranks).tolist(),
                                        options=pymetis.Options(seed=seed))
@@ -174,23 +184,28 @@ def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
 
 def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
             weight: np.ndarray) -> np.ndarray:
-    """METIS balances within a few percent; this moves ranks out of overfull parts until every part
-    holds at most its capacity: each time the rank whose move costs least (bytes to its part minus
-    bytes to the part it joins) into the underfull part it is most connected to."""
+    """METIS and Scotch balance within a few percent; this moves ranks out of overfull parts until
+    every part holds at most its capacity: each time the rank whose move costs least (bytes to its
+    part minus bytes to the part it joins) into the open part it is most connected to (any open
+    part when it has no partner in one)."""
     part = part.copy()
     load = np.bincount(part, minlength=len(capacity))
     for p in np.flatnonzero(load > capacity):
         members = np.flatnonzero(part == p)
-        excess = int(load[p] - capacity[p])
-        for _ in range(excess):
+        for _ in range(int(load[p] - capacity[p])):
+            open_parts = load < capacity
             best = None
             for v in members[part[members] == p]:
-                nb = adjncy[xadj[v]:xadj[v + 1]]
-                w = weight[xadj[v]:xadj[v + 1]]
-                conn = np.bincount(part[nb], weights=w, minlength=len(capacity))
-                room = np.flatnonzero(load < capacity)
-                target = room[np.argmax(conn[room])]
-                cost = conn[p] - conn[target]
+                span = slice(xadj[v], xadj[v + 1])
+                joined, conn = np.unique(part[adjncy[span]], return_inverse=True)
+                conn = np.bincount(conn, weights=weight[span], minlength=len(joined))
+                own = conn[joined == p].sum()
+                reachable = open_parts[joined]
+                if reachable.any():
+                    target = int(joined[reachable][np.argmax(conn[reachable])])
+                    cost = own - conn[reachable].max()
+                else:
+                    target, cost = int(np.argmax(open_parts)), own
                 if best is None or cost < best[0]:
                     best = (cost, v, target)
             _, v, target = best
@@ -203,7 +218,19 @@ def _repair(part: np.ndarray, capacity: np.ndarray, xadj: np.ndarray, adjncy: np
 # --- topology-aware recursive bisection -----------------------------------------------------------
 
 def _topo(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
-    return _bisection(_Csr.of(graph), machine, seed)
+    """The best, in hop-bytes, of a few recursive bisections (METIS's seeds; its cuts tie often on
+    regular graphs and the ties decide how well the pieces line up), of block (a graph already in
+    the machine's order) and of ``metis`` (which groups ranks into nodes better where several share
+    one), then the engine's swap refinement, which never makes it worse."""
+    csr = _Csr.of(graph)
+    trials = min(_MAX_TRIALS, max(1, _TRIAL_RANKS // graph.ranks))
+    candidates = [_bisection(csr, machine, _MAX_TRIALS * seed + trial + 1) for trial in range(trials)]
+    candidates += [machine.engine_placement("block"), _metis(graph, machine, seed)]
+    start = min(candidates, key=lambda nodes: evaluate(graph, machine.params, nodes).hop_bytes)
+    with user_errors("mapping"):
+        refined = engine().refine_placement(machine.params, graph.ranks, start.tolist(), graph.src.tolist(),
+                                            graph.dst.tolist(), graph.bytes.tolist(), REFINE_ROUNDS, seed)
+    return np.asarray(refined, dtype=np.int64)
 
 
 @dataclass
@@ -217,7 +244,7 @@ class _Region:
 
     @property
     def nodes(self) -> int:
-        return int(np.prod(self.hi - self.lo))
+        return math.prod((self.hi - self.lo).tolist())
 
     @property
     def center(self) -> np.ndarray:
@@ -232,25 +259,31 @@ class _Region:
         upper.lo[d] = mid
         return lower, upper
 
-    def border_nodes(self, dims: np.ndarray, wraps: np.ndarray) -> int:
-        """Nodes of the region with a network neighbour outside it."""
-        extent = self.hi - self.lo
-        closed = np.where(wraps, extent == dims, (self.lo == 0) & (self.hi == dims))  # no link leaves
-        ends = np.where(wraps, 2, (self.lo > 0).astype(np.int64) + (self.hi < dims))
-        interior = np.where(closed, extent, np.maximum(extent - ends, 0))
-        return self.nodes - int(np.prod(interior))
+    def links_out(self, dims: np.ndarray, wraps: np.ndarray) -> np.ndarray:
+        """How many of the region's nodes have 0, 1, 2, ... network links leaving the region."""
+        counts = np.ones(1, dtype=np.int64)
+        for lo, hi, size, ring in zip(self.lo.tolist(), self.hi.tolist(), dims.tolist(), wraps.tolist()):
+            x = np.arange(lo, hi)
+            if ring:  # a segment of a ring loses a link at each end; the whole ring none
+                out = ((x == lo) + (x == hi - 1)) * (hi - lo < size)
+            else:
+                out = (x == lo) * (lo > 0) + (x == hi - 1) * (hi < size)
+            counts = np.convolve(counts, np.bincount(out, minlength=3))
+        return counts
 
 
 def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
-    """Recursive bisection of the graph matched to a recursive bisection of the nodes.
+    """Recursive bisection of the graph matched to a recursive bisection of the nodes
+    (docs/models.md, "Placement methods").
 
-    A region of nodes is cut in two along the dimension whose cut crosses fewest links (the longest
-    extent, a full ring of a torus counting half since cutting it crosses two planes); its ranks are
-    bisected by METIS into parts sized to fill the first half before the second, so a job smaller
-    than the machine lands on a compact block of nodes. Regions are cut level by level, and a rank's
-    bytes to ranks outside its region pull it towards the half nearer to where those ranks already
-    are (terminal propagation: two anchor vertices, each bound to one half); ties between dimensions
-    go to the one such pulls favour, which keeps sibling regions aligned."""
+    Regions of nodes are cut in two level by level, in scanline order (highest dimension slowest)
+    so that each region but the first of a level follows a neighbour already cut; a region's ranks
+    are bisected into parts sized to fill its lower half first, so a job smaller than the machine
+    lands on a compact block of nodes. A rank's bytes to ranks outside its region pull it towards
+    the half nearer to where those ranks are, as far as decided (terminal propagation). Among the
+    dimensions whose cut crosses fewest links (the longest extent, a whole ring of a torus counting
+    half since cutting it crosses two planes), the cheapest cut wins; ties go to the one whose
+    halves look like the graph's (``mismatch``)."""
     ranks, per_node = machine.ranks, machine.per_node
     if machine.is_grid:
         dims = np.asarray(machine.dims, dtype=np.int64)
@@ -263,9 +296,15 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
     center = np.tile(whole.center, (ranks, 1))  # where each rank's region is, as far as decided
     node_of_rank = np.empty(ranks, dtype=np.int64)
     local = np.full(ranks, -1, dtype=np.int64)
-    queue = [(np.arange(ranks), whole)]
-    while queue:
-        members, region = queue.pop(0)
+    level = [(np.arange(ranks), whole)]
+    queue: list = []
+    while level or queue:
+        if not queue:
+            # Each level's regions in scanline order (highest dimension slowest), so that every
+            # region but the first has a neighbour already cut whose ranks pull its own.
+            order = np.lexsort(np.array([r.lo for _, r in level]).T)
+            queue, level = [level[i] for i in order][::-1], []
+        members, region = queue.pop()
         if region.nodes == 1:
             node_of_rank[members] = int(region.lo @ strides)
             continue
@@ -281,6 +320,7 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
         cut_links = {d: region.nodes // extent[d] * (2 if wraps[d] and extent[d] == dims[d] else 1)
                      for d in np.flatnonzero(extent > 1)}
         options = []
+        unpulled: dict[int, np.ndarray] = {}
         for d in (d for d in cut_links if cut_links[d] == min(cut_links.values())):
             halves = region.halves(d)
             where = center[partner[outside], d]
@@ -290,35 +330,47 @@ def _bisection(csr: _Csr, machine: _Machine, seed: int) -> np.ndarray:
             in_lower = min(len(members), halves[0].nodes * per_node)
             if in_lower == len(members):
                 side = np.zeros(len(members), dtype=bool)
+            elif not pull.any() and in_lower in unpulled:
+                side = unpulled[in_lower]  # the same bisection as for another dimension
             else:
                 side = _split(csr, inner, pull, in_lower, seed)
+                if not pull.any():
+                    unpulled[in_lower] = side
             # Cost of the choice: bytes cut inside (one hop at least) and the hops to the outside
-            # it adds along d (against the region as a whole, so that dimensions compare).
+            # it adds along d against the region as a whole, counting only partners nearer one
+            # half than the other (a region beyond both ends of a ring segment, whose ranks could
+            # be anywhere in it, would otherwise favour cutting the segment).
             cut = inner[2][side[inner[0]] != side[inner[1]]].sum() / 2
-            before = _ring_distance(region.center[d], where, dims[d], wraps[d]) @ csr.weight[position[outside]]
-            options.append((cut + hops[0].sum() + pull[side].sum() - before, d, halves, side))
+            before = _ring_distance(region.center[d], where, dims[d], wraps[d]) * csr.weight[position[outside]]
+            after = np.where(side[owner[outside]], hops[1], hops[0])
+            options.append((cut + ((after - before) * (hops[0] != hops[1])).sum(), d, halves, side))
         best = min(cost for cost, *_ in options)
         options = [o for o in options if o[0] - best <= 1e-9 * max(1.0, abs(best))]
         if len(options) > 1:
-            # Nothing tells the dimensions apart (say, a segment of a ring against a whole ring
-            # twice as long: both cuts cross as many links, and the neighbours all lie beyond
-            # both): take the one whose halves have as many nodes on their border as the graph's
-            # halves have ranks with partners outside them, so that the cut METIS found is the
-            # one the nodes make.
+            # Nothing tells the dimensions apart (say, a segment of a ring and a whole ring twice
+            # as long: both cuts cross as many links, and the neighbours lie beyond both): take the
+            # one whose halves have as many nodes with 0, 1, 2, ... links leaving them as the
+            # graph's halves have ranks with as many partners outside them, so that the cut the
+            # nodes make is the one METIS found.
             def mismatch(option) -> float:
                 _, _, halves, side = option
-                border = np.zeros(len(members), dtype=bool)
-                border[owner[outside]] = True
-                border[inner[0][side[inner[0]] != side[inner[1]]]] = True
-                count = np.bincount(side, weights=border, minlength=2)
-                return sum(abs(count[i] - per_node * h.border_nodes(dims, wraps)) for i, h in enumerate(halves))
+                leaving = side[inner[0]] != side[inner[1]]
+                out = np.bincount(owner[outside], minlength=len(members)) + \
+                    np.bincount(inner[0][leaving], minlength=len(members))
+                total = 0
+                for half, ranks_in in zip(halves, (~side, side)):
+                    graph = np.bincount(out[ranks_in])
+                    nodes = per_node * half.links_out(dims, wraps)
+                    size = max(len(graph), len(nodes))
+                    total += np.abs(np.pad(graph, (0, size - len(graph))) - np.pad(nodes, (0, size - len(nodes)))).sum()
+                return total
             options.sort(key=mismatch)
         _, d, (lower, upper), side = options[0]
         local[members] = -1
         for half, part in ((lower, members[~side]), (upper, members[side])):
             if len(part):
                 center[part] = half.center
-                queue.append((part, half))
+                level.append((part, half))
     return node_of_rank
 
 
@@ -335,10 +387,14 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     which a good cut puts on opposite sides; the side the pulls favour is the lower one."""
     n = len(pull)
     src, dst, weight = inner
-    if n == 2:  # one rank each side (in_lower is 1): the edge between them is cut anyway
-        side = np.ones(2, dtype=bool)
-        side[int(np.argmax(pull))] = False
-        return side
+    if n == 2:  # one rank each side: the pulls alone decide
+        return np.arange(2) != int(np.argmax(pull))
+    if n <= _EXHAUSTIVE:  # few enough to try every split (METIS is a heuristic, and slower here)
+        splits = np.ones((math.comb(n, in_lower), n), dtype=bool)
+        for row, lower in enumerate(itertools.combinations(range(n), in_lower)):
+            splits[row, list(lower)] = False
+        cut = (splits[:, src] != splits[:, dst]) @ weight / 2
+        return splits[int(np.argmin(cut + splits @ pull))]
     pulled = np.rint(np.abs(pull) * csr.scale).astype(np.int64)
     ranks = np.flatnonzero(pulled)
     anchors = 2 if len(ranks) else 0  # isolated anchors would only upset METIS's balance
@@ -351,7 +407,7 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     eweights = np.concatenate([csr.metis_weights(weight), pulled[ranks], pulled[ranks]])[order]
     total = n + anchors
     lower = (in_lower + anchors / 2) / total
-    _, membership = pymetis.part_graph(2, xadj=xadj, adjncy=adjncy, eweights=eweights,
+    _, membership = pymetis.part_graph(2, pymetis.CSRAdjacency(xadj, adjncy), eweights=eweights,
                                        tpwgts=[lower, 1 - lower], options=pymetis.Options(seed=seed, ncuts=4))
     side = np.asarray(membership[:n], dtype=bool)
     if pull[~side].sum() < pull[side].sum():  # the half the pulls favour is the lower side
@@ -366,6 +422,70 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     return side
 
 
+# --- Scotch ------------------------------------------------------------------------------------
+
+def _scotch(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
+    """Scotch's static mapping (``scotch_gmap``) of the graph onto the machine as a target
+    architecture: ``torusXD``/``meshXD`` for grids, a tree-leaf (``tleaf``) of the hierarchy of a fat
+    tree or a dragonfly, ``cmplt`` (all nodes alike) for a crossbar. Node numbers agree with the
+    engine's (Scotch's grids number the first dimension fastest, as the engine does; tree-leaf
+    vertices are numbered leaf by leaf, as the engine numbers nodes under switches and routers).
+
+    Ranks per node: every source vertex weighs 1 and every target vertex is alike, so Scotch
+    spreads the ranks evenly, up to its load imbalance tolerance (``-b``, kept small); the few
+    ranks over a node's capacity are then moved as METIS's are (``_repair``)."""
+    if not scotch_available():
+        raise UserError("method scotch needs Scotch's scotch_gmap on the PATH: install the Debian/Ubuntu "
+                        "package scotch (apt-get install scotch; `make system-deps` does it)")
+    csr = _Csr.of(graph)
+    with tempfile.TemporaryDirectory(prefix="contend-scotch-") as tmp:
+        source, target, mapping = (Path(tmp) / name for name in ("job.grf", "machine.tgt", "job.map"))
+        source.write_text(_scotch_graph(csr))
+        target.write_text(_scotch_target(machine) + "\n")
+        try:
+            # -Cd: deterministic (Scotch's fixed seed; ``seed`` does not change it), -cq: quality.
+            run = subprocess.run(["scotch_gmap", "-Cd", "-cq", "-b0.01", source, target, mapping],
+                                 capture_output=True, text=True, timeout=SCOTCH_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise UserError(f"scotch_gmap did not map {graph.ranks} ranks within {SCOTCH_TIMEOUT_S} s") from None
+        if run.returncode != 0:
+            problem = (run.stderr.strip().splitlines() or [f"exit code {run.returncode}"])[-1]
+            raise UserError(f"scotch_gmap failed: {problem}")
+        rows = np.loadtxt(mapping, dtype=np.int64, skiprows=1, ndmin=2)
+    part = np.empty(graph.ranks, dtype=np.int64)
+    part[rows[:, 0]] = rows[:, 1]
+    return _repair(part, np.full(machine.num_nodes, machine.per_node), csr.xadj, csr.adjncy, csr.weight)
+
+
+def _scotch_graph(csr: _Csr) -> str:
+    """The graph in Scotch's source graph format (version 0, base 0, edge weights: flag 010)."""
+    n = len(csr.xadj) - 1
+    weights = csr.metis_weights(csr.weight)
+    lines = ["0", f"{n} {len(csr.adjncy)}", "0 010"]
+    for v in range(n):
+        span = slice(csr.xadj[v], csr.xadj[v + 1])
+        pairs = np.column_stack([weights[span], csr.adjncy[span]]).ravel()
+        lines.append(" ".join(map(str, [csr.xadj[v + 1] - csr.xadj[v], *pairs.tolist()])))
+    return "\n".join(lines) + "\n"
+
+
+def _scotch_target(machine: _Machine) -> str:
+    """The machine as a Scotch target architecture. Tree-leaf link costs are the network links
+    between two nodes whose common ancestor is at that level, plus the injection and ejection
+    links, so that nodes under one switch or router still cost something to reach."""
+    network = machine.params["network"]
+    if machine.is_grid:
+        return f"{machine.kind}XD {len(machine.dims)} {' '.join(map(str, machine.dims))}"
+    if machine.kind == "fattree":
+        k, levels = network["k"], network["levels"]
+        # Nodes apart below level l of the tree meet at a switch l levels up: 2·l network links.
+        return "tleaf {} {}".format(levels, " ".join(f"{k} {2 * (levels - 1 - i) + 2}" for i in range(levels)))
+    if machine.kind == "dragonfly":
+        # Another group: local, global, local links at most; another router of the group: one link.
+        return f"tleaf 3 {network['g']} 5 {network['a']} 3 {network['p']} 2"
+    return f"cmplt {machine.num_nodes}"
+
+
 _PLACERS = {
     "block": _block,
     "cyclic": _cyclic,
@@ -373,4 +493,5 @@ _PLACERS = {
     "sfc": _sfc,
     "metis": _metis,
     "topo": _topo,
+    "scotch": _scotch,
 }
