@@ -1,7 +1,7 @@
 """The communication patterns of ``contend reproduce mapping``, as GOAL schedules and graphs.
 
 A pattern is a list of steps; in each step every rank posts all its sends and receives of the step at once
-(nonblocking), waits for them, then computes (a calc) before the next step. Each step's messages carry the
+(nonblocking; all-to-alls too), waits for them, then computes (a calc) before the next step. Each step's messages carry the
 step's index as tag, so a fast rank's next step can never match a slow rank's current one. The rank order is
 the application's: the default (block) placement puts rank r on node r, so how an application numbers its
 ranks decides how good the default is.
@@ -17,9 +17,10 @@ ranks decides how good the default is.
   objects (RhoR). One iteration: (1) the FFT transpose, an all-to-all among the planes of each state;
   (2) the density reduction, each state-plane object sending its plane's contribution to one chunk of that
   plane's density (chunk = state mod chunks); (3) the density multicast back along the same edges; (4) the
-  transpose back; (5) the orthonormalization, an all-to-all among the states of each plane (the pair
-  calculators' traffic, folded onto the state-plane objects). A state talks along planes, a plane across
-  states: orthogonal dimensions.
+  orthonormalization, an all-to-all among the states of each plane (the pair calculators' traffic, folded
+  onto the state-plane objects). A state talks along planes, a plane across states: orthogonal
+  dimensions. Left out: the transpose back (the same edges as (1) once more) and the pair calculators
+  as objects of their own.
 - ``transpose``: a 2D FFT-like transpose on a ``rows x columns`` process grid (C order): an all-to-all
   within each row, then within each column.
 - ``random``: every step a fresh random perfect matching; partners exchange. The union of many random
@@ -28,7 +29,6 @@ ranks decides how good the default is.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,14 +96,15 @@ class Pattern:
         return path
 
 
-def _all_to_all(groups: np.ndarray, size: int, calc_ns: int) -> list[Step]:
-    """An all-to-all of ``size`` bytes within each row of ``groups`` as pairwise exchange: in round k
-    every rank sends to the k-th next of its row and receives from the k-th previous; ``calc_ns`` after
-    the last round."""
+def _all_to_all(groups: np.ndarray, size: int, calc_ns: int) -> Step:
+    """One step in which every rank of each row of ``groups`` sends ``size`` bytes to every other rank
+    of its row, all messages posted at once (MPICH's all-to-all for medium messages; Charm++ objects
+    send as they go), then ``calc_ns``."""
     n = groups.shape[1]
-    rounds = [_step(groups.ravel(), np.roll(groups, -k, axis=1).ravel(), np.full(groups.size, size), 0)
-              for k in range(1, n)]
-    return rounds[:-1] + [dataclasses.replace(rounds[-1], calc_ns=int(calc_ns))]
+    src = np.repeat(groups, n, axis=1).ravel()
+    dst = np.tile(groups, (1, n)).ravel()
+    keep = src != dst
+    return _step(src[keep], dst[keep], np.full(int(keep.sum()), size), calc_ns)
 
 
 def _step(src, dst, nbytes, calc_ns: int) -> Step:
@@ -144,7 +145,7 @@ def openatom(states: int, planes: int, chunks: int, fft_bytes: int, density_byte
     multicast = _step(chunk_of, state_plane.ravel(), np.full(len(s), density_bytes), calc_ns)
     ortho = _all_to_all(state_plane.T, ortho_bytes, calc_ns)
     ranks = states * planes + planes * chunks
-    return Pattern("openatom", ranks, tuple(transpose + [reduce, multicast] + transpose + ortho) * iterations,
+    return Pattern("openatom", ranks, (transpose, reduce, multicast, ortho) * iterations,
                    f"OpenAtom-like: {states} states x {planes} planes and {planes} x {chunks} density objects; "
                    f"transpose {fft_bytes} B, density {density_bytes} B, orthonormalization {ortho_bytes} B per "
                    f"message, {iterations} iteration(s)")
@@ -153,8 +154,8 @@ def openatom(states: int, planes: int, chunks: int, fft_bytes: int, density_byte
 def transpose(rows: int, columns: int, size: int, iterations: int, calc_ns: int) -> Pattern:
     """All-to-all within each row of a ``rows x columns`` grid (C order), then within each column."""
     grid = np.arange(rows * columns).reshape(rows, columns)
-    steps = _all_to_all(grid, size, calc_ns) + _all_to_all(grid.T, size, calc_ns)
-    return Pattern("transpose", rows * columns, tuple(steps) * iterations,
+    steps = (_all_to_all(grid, size, calc_ns), _all_to_all(grid.T, size, calc_ns))
+    return Pattern("transpose", rows * columns, steps * iterations,
                    f"2D transpose on a {rows}x{columns} grid: all-to-all in rows then columns, {size} B per "
                    f"message, {iterations} iteration(s)")
 
