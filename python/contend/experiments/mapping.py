@@ -218,9 +218,10 @@ def _comparison(by_case, bound, graphs, tori, checks) -> Finding:
 def _machine_finding(out: Path, machine: str, t: Torus, by_case, bound, chosen, checks) -> Finding:
     names = list(TITLES)
     plot = f"time-{machine}.png"
-    plots.grouped_bars(out / plot, [TITLES[n] for n in names],
-                       {method: [by_case[(machine, n, method)]["makespan_ns"] / by_case[(machine, n, "block")]["makespan_ns"]
-                                 for n in names] for method in chosen},
+    relative = {method: [by_case[(machine, n, method)]["makespan_ns"] / by_case[(machine, n, "block")]["makespan_ns"]
+                         for n in names] for method in chosen}
+    relative["bound"] = [bound[(machine, n)] / by_case[(machine, n, "block")]["makespan_ns"] for n in names]
+    plots.grouped_bars(out / plot, [TITLES[n] for n in names], relative,
                        title=f"Simulated time on {machine} ({MACHINES[machine]}, {_shape(t)}), relative to block",
                        ylabel="makespan / block's")
     rows = []
