@@ -11,7 +11,7 @@ pub mod loads;
 pub mod refine;
 pub mod traffic;
 
-use crate::net::{route, LinkId, NetworkSpec, Routing, Topology};
+use crate::net::{route, LinkId, NetworkSpec, Routing, Topology, TopologySpec};
 
 /// The engine's routes between nodes on an idle network. Random choices (Valiant, and UGAL's
 /// candidate detour) draw from a state derived from the network's seed and the pair of nodes, so
@@ -25,6 +25,11 @@ pub struct IdleRoutes {
     /// Whether the route's length is [`Topology::hops`] (every policy but Valiant and UGAL, which
     /// may leave the minimal path).
     minimal: bool,
+    /// Torus and mesh: every node's coordinates (node-major), so that a hop count costs no
+    /// division; empty otherwise.
+    coords: Vec<u32>,
+    sizes: Vec<u32>,
+    wrap: bool,
 }
 
 impl IdleRoutes {
@@ -38,7 +43,13 @@ impl IdleRoutes {
             Vec::new()
         };
         let minimal = !matches!(routing, Routing::Valiant | Routing::Ugal);
-        Ok(IdleRoutes { topo, routing, seed: spec.seed, idle, minimal })
+        let (sizes, wrap) = match &spec.topology {
+            TopologySpec::Torus { dims } => (dims.clone(), true),
+            TopologySpec::Mesh { dims } => (dims.clone(), false),
+            _ => (Vec::new(), false),
+        };
+        let coords = if sizes.is_empty() { Vec::new() } else { (0..topo.num_nodes()).flat_map(|n| topo.coordinates(n)).collect() };
+        Ok(IdleRoutes { topo, routing, seed: spec.seed, idle, minimal, coords, sizes, wrap })
     }
 
     pub fn topology(&self) -> &Topology {
@@ -55,6 +66,17 @@ impl IdleRoutes {
     /// Network links (injection and ejection not counted) on the route from `a` to `b`.
     /// O(dimensions) for minimal policies; O(path length) otherwise, using `scratch`.
     pub fn hops(&self, a: u32, b: u32, scratch: &mut Vec<LinkId>) -> u32 {
+        if !self.coords.is_empty() {
+            // Torus and mesh routes are minimal under both policies.
+            let d = self.sizes.len();
+            let (x, y) = (&self.coords[a as usize * d..][..d], &self.coords[b as usize * d..][..d]);
+            return (0..d)
+                .map(|i| {
+                    let apart = x[i].abs_diff(y[i]);
+                    if self.wrap { apart.min(self.sizes[i] - apart) } else { apart }
+                })
+                .sum();
+        }
         if self.minimal || a == b {
             return self.topo.hops(a, b);
         }
@@ -67,7 +89,7 @@ impl IdleRoutes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::{Placement, Sharing, TopologySpec};
+    use crate::net::{Placement, Sharing};
 
     pub(crate) fn spec(topology: TopologySpec, routing: Option<&str>) -> NetworkSpec {
         NetworkSpec {
