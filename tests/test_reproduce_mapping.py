@@ -55,6 +55,27 @@ def test_the_stencil_on_its_own_torus_shape_is_mapped_one_hop_per_byte(report):
         assert cases[(machine, "stencil", "block")]["hop_bytes"] > stencil["bytes"]
 
 
+def test_the_contention_free_bound_is_a_bound(report):
+    _, results = report
+    for case in results["cases"]:
+        bound = results["bound_ns"][case["machine"]][case["pattern"]]
+        # block's hop latencies are in the bound: a placement with fewer hops may pass it by as much
+        assert case["makespan_ns"] >= 0.99 * bound, case
+    # where links bind, the bound is far below block (BG/P-like: links slower than injection)
+    bgp = _cases(results)[("bgp-torus", "transpose", "block")]["makespan_ns"]
+    assert results["bound_ns"]["bgp-torus"]["transpose"] < bgp / 2
+
+
+def test_a_placement_that_does_not_gain_exits_1(monkeypatch, tmp_path, capsys):
+    import contend.experiments.mapping as experiment
+
+    monkeypatch.setattr(experiment, "CHECKED", "random")  # hold the checks to the random placement
+    assert main(["reproduce", "mapping", "--quick", "-o", str(tmp_path / "report")]) == 1
+    results = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert not results["checks"]["hop_bytes:bgp-torus:stencil"] and not results["checks"]["optimum:bgp-torus:stencil"]
+    assert "not reproduced" in capsys.readouterr().out
+
+
 def test_the_report_is_complete(report):
     out, results = report
     assert all(results["checks"].values()) and all(f["ok"] for f in results["findings"])

@@ -2,8 +2,8 @@
 "map communicating objects topologically on physically nearby processors".
 
 Four patterns (``contend.mapping.patterns``: a 3D stencil, an OpenAtom-like pattern, a 2D FFT-like
-transpose, random pairs) on the seed's machines (the presets ``bgp-torus`` and ``xt3-torus``, scaled down
-with ``--quick``), each under the default placement (block: rank r on node r), a random placement and the
+transpose, random pairs) on the seed's machines (the presets ``bgp-torus`` and ``xt3-torus`` cut to one
+8x8x8 midplane; 4x4x8 with ``--quick``), each under the default placement (block: rank r on node r), a random placement and the
 mapped ones (``contend.mapping.methods``: METIS, the topology-aware bisection with refinement, Scotch's
 architecture mapping where it is installed). Per case: hop-bytes, hops per byte, the busiest link's load
 under the machine's routing (``contend.mapping.objective``) and the simulated makespan of the schedule.
