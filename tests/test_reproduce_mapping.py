@@ -29,8 +29,8 @@ def test_every_pattern_machine_and_method_is_a_case(report):
     _, results = report
     cases = _cases(results)
     assert {"block", "random", "metis", "topo"} <= set(results["methods"])
-    assert set(cases) == {(m, p, k) for m in ("bgp-torus", "xt3-torus") for p in ("stencil", "openatom", "transpose", "random")
-                          for k in results["methods"]}
+    patterns_ = ("stencil", "openatom", "transpose", "random")
+    assert set(cases) == {(m, p, k) for m in ("bgp-torus", "xt3-torus") for p in patterns_ for k in results["methods"]}
     for case in cases.values():
         assert case["bytes"] == results["patterns"][case["pattern"]]["bytes"] > 0
         assert case["hop_bytes"] >= case["bytes"]  # every pair is on two different nodes: one hop at least

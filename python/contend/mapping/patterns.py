@@ -1,17 +1,18 @@
 """The communication patterns of ``contend reproduce mapping``, as GOAL schedules and graphs.
 
-A pattern is a list of steps; in each step every rank posts all its sends and receives of the step at once
-(nonblocking; all-to-alls too), waits for them, then computes (a calc) before the next step. Each step's messages carry the
-step's index as tag, so a fast rank's next step can never match a slow rank's current one. The rank order is
-the application's: the default (block) placement puts rank r on node r, so how an application numbers its
-ranks decides how good the default is.
+A pattern is a list of steps; in each step every rank posts all its sends and receives of the step at
+once (nonblocking; all-to-alls too), waits for them, then computes (a calc) before the next step. Each
+step's messages carry the step's index as tag, so a fast rank's next step can never match a slow rank's
+current one. The rank order is the application's: the default (block) placement puts rank r on node r,
+so how an application numbers its ranks decides how good the default is.
 
 - ``stencil``: a 3D halo exchange on a periodic process grid of the torus's shape, 6 neighbours, ranks in
   C order (the last coordinate fastest, as MPI_Cart_create numbers them), while the engine numbers the
-  torus's nodes x fastest: the default lays the grid's last dimension along x.
+  torus's nodes x fastest: the default lays the grid's last dimension along x (on a cube that only
+  exchanges axes, and block is optimal).
 - ``openatom``: after OpenAtom as Bhatele and Kale's poster describes it ("multiple object graphs which
-  communicate with each other along orthogonal dimensions") and their mapping papers lay it out; the
-  poster gives no sizes, so these are ours. Assumed: one object per rank; a 2D array of ``states x
+  communicate with each other along orthogonal dimensions"); the poster gives no structure or sizes
+  beyond that sentence, so the rest is ours (the array names are OpenAtom's). Assumed: one object per rank; a 2D array of ``states x
   planes`` objects (wave-function planes, OpenAtom's GSpace/RealSpace) numbered state-major (a state's
   planes contiguous, as a Charm++ array enumerates them), then a 2D array of ``planes x chunks`` density
   objects (RhoR). One iteration: (1) the FFT transpose, an all-to-all among the planes of each state;
@@ -23,8 +24,9 @@ ranks decides how good the default is.
   as objects of their own.
 - ``transpose``: a 2D FFT-like transpose on a ``rows x columns`` process grid (C order): an all-to-all
   within each row, then within each column.
-- ``random``: every step a fresh random perfect matching; partners exchange. The union of many random
-  matchings is an expander: no placement brings most partners close (the case no mapping can fix).
+- ``random``: every step a fresh random perfect matching; partners exchange. The union of the matchings
+  has little structure for a placement to use (the control: most partners stay far apart whatever the
+  placement; with few matchings per rank some structure remains, which a mapping finds).
 """
 
 from __future__ import annotations
