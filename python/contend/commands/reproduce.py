@@ -53,7 +53,7 @@ INTRODUCTIONS = {
     "mapping": "A placement puts rank r on a node; block (rank r on node r) is the default. Hop-bytes: each "
                "message's bytes times the network links of its route under the machine's routing, summed. The "
                "patterns' assumptions (the OpenAtom-like one is ours, derived from the poster's description) are in "
-               "the first section and in python/contend/mapping/patterns.py.",
+               "the second section and in python/contend/mapping/patterns.py.",
 }
 
 
