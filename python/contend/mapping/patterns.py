@@ -54,6 +54,8 @@ class Step:
 
 @dataclass(frozen=True)
 class Pattern:
+    """``ranks`` ranks running ``steps`` in order; ``description`` says what it is, for reports."""
+
     name: str
     ranks: int
     steps: tuple[Step, ...]
