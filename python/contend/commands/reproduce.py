@@ -25,11 +25,14 @@ PAPERS = {
     "nimc": "Groves, Grant, Arnold, 'NiMC: network-induced memory contention': STREAM under RDMA writes on offload "
             "and onload nodes, a LAMMPS-like stencil with uncoordinated in-memory checkpoints against process count, "
             "throttling and core reservation",
+    "mapping": "Bhatele and Kale's remedy for contention, topology-aware mapping: a 3D stencil, an OpenAtom-like "
+               "pattern, a 2D transpose and random pairs on the BG/P-like and XT3-like tori, under block, random "
+               "and mapped placements (hop-bytes, link loads, simulated time)",
 }
 # The experiments module of each paper (its run_reproduction) and what its report says first.
 EXPERIMENTS = {"topology": "contend.experiments.topology", "noise": "contend.experiments.noise",
                "congestion": "contend.experiments.congestion", "diagnose": "contend.experiments.diagnosis",
-               "nimc": "contend.experiments.nimc"}
+               "nimc": "contend.experiments.nimc", "mapping": "contend.experiments.mapping"}
 INTRODUCTIONS = {
     "topology": "Latency is per message: from the send being ready to the data being available at the receiver, "
                 "the mean over the benchmark's messages.",
@@ -47,6 +50,10 @@ INTRODUCTIONS = {
     "nimc": "A node's memory bandwidth is shared between its ranks' calcs and the payload its NIC writes into memory "
             "(docs/models.md, 'Memory contention (NiMC)'); the presets westmere-offload, sandybridge-offload and "
             "sandybridge-onload carry the seed's Table I and STREAM numbers, and say which values are estimates.",
+    "mapping": "A placement puts rank r on a node; block (rank r on node r) is the default. Hop-bytes: each "
+               "message's bytes times the network links of its route under the machine's routing, summed. The "
+               "patterns' assumptions (the OpenAtom-like one is ours, derived from the poster's description) are in "
+               "the second section and in python/contend/mapping/patterns.py.",
 }
 
 

@@ -77,6 +77,29 @@ def stacked_bars(
     save_figure(figure, path)
 
 
+def grouped_bars(
+    path: str | os.PathLike,
+    categories: Sequence[str],
+    groups: Mapping[str, Sequence[float]],
+    *,
+    title: str,
+    ylabel: str,
+) -> None:
+    """Bars side by side within each category, one per group (name -> one value per category)."""
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(7, 4.2), dpi=110)
+    width = 0.8 / max(len(groups), 1)
+    for number, (name, values) in enumerate(groups.items()):
+        axes.bar([k + (number - (len(groups) - 1) / 2) * width for k in range(len(categories))], values,
+                 width=width, label=name)
+    axes.set_xticks(range(len(categories)), categories)
+    axes.set_title(title)
+    axes.set_ylabel(ylabel)
+    axes.legend(fontsize="small", ncol=min(len(groups), 5))
+    axes.grid(True, axis="y", alpha=0.3)
+    save_figure(figure, path)
+
+
 def save_figure(figure, path: str | os.PathLike, tight: bool = True, dpi: float | None = None) -> None:
     """Save ``figure`` as a PNG atomically and close it; ``tight=False`` for figures made with a
     constrained layout (the heatmap's panels and colour bar), which tight_layout would undo."""
