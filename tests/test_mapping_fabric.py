@@ -1,0 +1,158 @@
+"""Mapping on the emulated fabric: the rank wrapper's placement (with a stand-in `ip`, no root needed),
+app-halo's DISTANCE, the experiment's graph, placements and objective on the calibrated machine's
+line and ring, and (root) a small run of the experiment. No measured time is asserted, nor that the
+mapping is faster when measured: that is the experiment's number to report."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from contend import fabric, mpi, predict
+from contend.errors import UserError
+from contend.experiments import mapping_fabric
+from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
+from contend.machine import parse_machine
+from contend.simulate import simulate
+
+LINK_Bps = 0.95e9 / 8
+
+
+def calibrated(topology: str, nodes: int):
+    cal = Calibration(fabric.Fabric("x-", nodes, 1, "1gbit", topology), (LINK_Bps,),
+                      (LatencySample(12000, 9000, 9500, 11000),), 1500)
+    return parse_machine(machine_toml(cal, "a test"), "fabric.toml")
+
+
+@pytest.fixture
+def fake_ip(tmp_path, monkeypatch):
+    """An `ip` first on PATH that prints its arguments instead of entering a namespace."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ip").write_text('#!/bin/sh\necho "$@"\n')
+    (bin_dir / "ip").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def _enter(wrapper, rank: int) -> subprocess.CompletedProcess:
+    return subprocess.run([str(wrapper), "prog", "arg"], env={**os.environ, "PMI_RANK": str(rank)},
+                          capture_output=True, text=True)
+
+
+def test_the_wrapper_puts_each_rank_in_the_node_the_placement_names(fake_ip, tmp_path):
+    built = fabric.Fabric("ctdx-", 4, 2, "1gbit", "line")
+    wrapper = fabric.write_rank_wrapper(built, tmp_path, [3, 0, 3, 1, 2])
+    for rank, node in enumerate([3, 0, 3, 1, 2]):
+        done = _enter(wrapper, rank)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[:3] == ["netns", "exec", f"ctdx-n{node}"]
+        assert f"ctdx-node{node} prog arg" in done.stdout
+    beyond = _enter(wrapper, 5)
+    assert beyond.returncode == 2 and "rank 5 has no node" in beyond.stderr
+    block = fabric.write_rank_wrapper(built, tmp_path)  # no placement: rank r on node r // ppn
+    assert [_enter(block, r).stdout.split()[2] for r in range(8)] == [f"ctdx-n{r // 2}" for r in range(8)]
+    assert _enter(block, 8).returncode == 2
+
+
+@pytest.mark.parametrize("placement, message", [
+    ([0, 4], r"rank 1 on node 4, but the fabric has nodes 0\.\.3"),
+    ([1, -1], r"rank 1 on node -1"),
+    ([2, 0, 2], r"ranks 0, 2 on node 2, more than the fabric's 1 per node"),
+])
+def test_a_bad_placement_is_refused_before_anything_is_written(tmp_path, placement, message):
+    with pytest.raises(UserError, match=message):
+        fabric.write_rank_wrapper(fabric.Fabric("ctdx-", 4, 1, "1gbit", "ring"), tmp_path, placement)
+    assert not (tmp_path / "contend-fabric-rank").exists()
+
+
+def test_app_halo_with_distance_half_exchanges_with_one_partner_only(built, tmp_path):
+    program = [str(mpi.build_dir(built) / "app-halo"), "2", "16", "8", "1", "2"]
+    predict.traced_run([str(built.mpiexec), "-n", "4", *program], tmp_path / "t", 4096, 120)
+    goal = tmp_path / "halo.goal"
+    predict.convert(tmp_path / "t", goal)
+    sends, rank = Counter(), None
+    for line in goal.read_text().splitlines():
+        if line.startswith("rank "):
+            rank = int(line.split()[1])
+        found = re.search(r"send (\d+)b to (\d+)", line)
+        if found and int(found.group(1)) == 8 * 8:  # the halos; the allreduces send one double
+            sends[(rank, int(found.group(2)))] += 1
+    assert sends == {(r, (r + 2) % 4): 2 * 2 for r in range(4)}  # 2 iterations x both halos
+
+
+def test_app_halo_refuses_a_distance_that_is_a_multiple_of_the_ranks(built):
+    done = subprocess.run([str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-halo"), "1", "16", "8", "1",
+                           "4"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "DISTANCE (4) must not be a multiple of the ranks (2)" in done.stderr
+
+
+@pytest.mark.parametrize("topology", ["line", "ring"])
+@pytest.mark.parametrize("nodes", [4, 8])
+def test_pairs_on_neighbours_cross_one_link_and_block_crosses_half_the_nodes(topology, nodes):
+    settings = mapping_fabric.Settings(nodes=nodes, topology=topology, iterations=3, halo=16)
+    graph = mapping_fabric.halo_graph(settings)
+    assert graph.total_bytes == nodes * 2 * 3 * 16 * 8
+    assert sorted(zip(graph.src.tolist(), graph.dst.tolist())) == sorted(
+        (r, (r + nodes // 2) % nodes) for r in range(nodes))
+    where = mapping_fabric.placements(settings)
+    assert sorted(where["mapped"].tolist()) == list(range(nodes))  # one rank per node
+    machine = calibrated(topology, nodes)
+    by_name = {name: mapping_fabric.hop_bytes(graph, mapping_fabric.placed(machine, where[name])) for name in where}
+    assert by_name["mapped"] == graph.total_bytes  # every partner one router link away: the optimum
+    assert by_name["default"] == graph.total_bytes * (nodes // 2)
+
+
+def test_the_calibrated_line_simulates_the_pairs_faster_when_mapped(tmp_path):
+    """The same schedule, placed both ways: on a line of 8 the block placement's middle link carries
+    four pairs each way, the mapped one's links one each."""
+    nodes, size = 8, 1 << 20
+    lines = [f"num_ranks {nodes}"]
+    for r in range(nodes):
+        partner = (r + nodes // 2) % nodes
+        lines.append(f"rank {r} {{\nl0: send {size}b to {partner} tag 1\nl1: recv {size}b from {partner} tag 1\n}}")
+    goal = tmp_path / "pairs.goal"
+    goal.write_text("\n".join(lines) + "\n")
+    machine = calibrated("line", nodes)
+    settings = mapping_fabric.Settings(nodes=nodes)
+    times = {name: simulate(goal, machine=mapping_fabric.placed(machine, where)).makespan
+             for name, where in mapping_fabric.placements(settings).items()}
+    alone = size / LINK_Bps * 1e9
+    assert times["mapped"] == pytest.approx(alone, rel=0.02)
+    assert times["default"] == pytest.approx(4 * alone, rel=0.02)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"topology": "star"}, "needs hops: line or ring"),
+    ({"nodes": 5}, "an even number of at least 4"),
+    ({"nodes": 2}, "an even number of at least 4"),
+    ({"repeats": 0}, "--repeats: expected a positive count"),
+])
+def test_bad_settings_are_one_line_errors(changes, message):
+    with pytest.raises(UserError, match=message):
+        mapping_fabric.Settings(**changes).check()
+
+
+@pytest.mark.fabric
+@pytest.mark.usefixtures("isolated_fabric")
+def test_a_small_mapping_experiment_on_the_fabric(built, tmp_path):
+    settings = mapping_fabric.Settings(nodes=4, repeats=2, iterations=5, halo=8192)
+    result = mapping_fabric.run_experiment(settings, tmp_path)
+    assert parse_machine((tmp_path / "fabric.toml").read_text()).network["dims"] == [4]
+    outputs = []
+    for name in mapping_fabric.PLACEMENTS:
+        placed = result["placements"][name]
+        assert placed["ranks"] == 4
+        for key in ("untraced_ns", "traced_ns", "predicted_ns"):  # every run completed and was simulated
+            assert len(placed[key]) == 2 and all(v > 0 for v in placed[key])
+        outputs += placed["outputs"]
+    # the program computed the same thing wherever its ranks ran
+    assert len(set(outputs)) == 1 and outputs[0].startswith("app-halo: 4 ranks, 5 iterations, residual ")
+    default, mapped = result["placements"]["default"], result["placements"]["mapped"]
+    assert mapped["hop_bytes"] == result["graph_bytes"] < default["hop_bytes"]
+    assert result["same_schedule_ns"]["mapped"] <= result["same_schedule_ns"]["default"]
+    assert np.isfinite(result["gain"]["measured"])  # reported, whichever way it goes
