@@ -62,6 +62,7 @@ bench: build
 	$(ACT) python benchmarks/noise_speed.py
 	$(ACT) python benchmarks/diagnose_speed.py --ranks 384
 	$(ACT) python benchmarks/replay_speed.py
+	$(ACT) python benchmarks/mapping.py
 
 clean:
 	rm -rf target $(VENV) demo-report native/build

@@ -1,8 +1,9 @@
 """Fuzz every input kind and output place of the `contend` command line (issue 17, "Must show").
 
 Each case mutates one input (GOAL text and .goal.gz, machine files, noise traces, records Parquet, trace rank
-directories, OTF2 archives, NiMC models and samples, bench runs, throttle configurations), or the command
-line, or the place an output goes, runs the command, and holds it to the promise every command makes:
+directories, OTF2 archives, NiMC models and samples, bench runs, throttle configurations, `contend map`'s
+placement and hosts files), or the command line, or the place an output goes, runs the command, and holds it
+to the promise every command makes:
 
 - exit code 0, 2 or 3; never a signal, never a hang (CONTEND_FUZZ_TIMEOUT s, default 60);
 - no "Traceback" on stderr; after a failure, stderr is one printable line;
@@ -332,6 +333,25 @@ rank 1
 4000000 1000
 end 3
 """
+MAP_TORUS = """[machine]
+name = "map-torus"
+[loggops]
+L = "1us"
+o = "1us"
+g = "1us"
+G = "425MB/s"
+O = "0ns"
+S = 1200
+[topology]
+kind = "torus"
+dims = [4, 4, 2]
+ranks_per_node = 2
+placement = [0, 0, 1,  # another job's
+  1]
+link_bandwidth = "425MB/s"
+"""
+MAP_PLACEMENT = "# bcast.goal's 8 ranks on map-torus\n0 0 1\n1, 5\n9\n31\n30\n"
+MAP_HOSTS = "# one host per node\n" + "".join(f"n{i:02d}.cluster  # node {i}\n" for i in range(32))
 THROTTLE_TEXTS = [
     "# contend throttle configuration\npolicy = token   # token | rate | none\ntokens = 8\n"
     "size_per_token = 65536\nstall_ms = 100\n",
@@ -737,6 +757,10 @@ class Cases:
             ["whatif", s / "hand.goal", "--vary", "overhead=0,1x,g", "--vary", "cpu=0.5x,2x", "--workers", "2",
              "-o", "w"],
             ["nimc", "detect", s / "nimc.model", s / "nimc.parquet", "--json"],
+            ["map", "--collective", "alltoall-pairwise", "--ranks", "16", "--bytes", "1KiB", "--root", "0",
+             "--machine", s / "map-torus.toml", "--method", "block,topo", "--seed", "1", "-o", "m"],
+            ["map", s / "incast.parquet", "--machine", s / "map-torus.toml", "--method", "cyclic", "--hosts", s / "map.hosts",
+             "-o", "m", "--json"],
             ["nimc", "train", s / "nimc.parquet", "-o", "m.model", "--trees", "10", "--test-fraction", "0.3",
              "--seed", "1"],
         ]
@@ -787,6 +811,7 @@ class Cases:
             (["noise", "show", s / "hand.noise"], "--plot", False),
             (["bench", "show", s / "pingpong.parquet"], "--plot", False),
             (["trace", "convert"], None, True),
+            (["map", s / "bcast.goal", "--machine", s / "map-torus.toml", "--method", "block,topo"], "-o", True),
             (["whatif", "--collective", "incast", "--ranks", "8", "--bytes", "4KiB", "--vary", "network=1x,2x",
               "--workers", "1"], "-o", True),
         ]
@@ -864,6 +889,33 @@ class Cases:
         for spec in specs:
             argv += ["--vary", spec]
         return self.case("whatif", argv, [machine, f"{mutator.__name__.strip('_')} {specs[at]!r}"])
+
+    def map(self):
+        """contend map with one of its inputs mutated: the placement file, the hosts file, the machine or the
+        schedule; or one of its arguments."""
+        rng = self.rng
+        s = self.seeds
+        argv = ["map", s / "bcast.goal", "--machine", s / "map-torus.toml", "--method",
+                rng.choice(("block,topo", "metis", "all", "random,sfc,cyclic")), "--seed", str(rng.randrange(4)),
+                "-o", "m", *rng.choice(([], ["--json"], ["--apply"], ["--no-simulate"]))]
+        what = rng.choice(("placement", "placement", "hosts", "hosts", "machine", "goal", "argument"))
+        if what == "placement":
+            path, applied = self.mutated("map.placement", "p.txt")
+            return self.case("map", argv + ["--placement", path], applied, names_line="p.txt")
+        if what == "hosts":
+            path, applied = self.mutated("map.hosts", "hosts")
+            return self.case("map", argv + ["--hosts", path], applied, names_line="hosts")
+        if what == "machine":
+            path, applied = self.mutated("map-torus.toml", "m.toml")
+            argv[argv.index(s / "map-torus.toml")] = path
+            return self.case("map", argv, applied)
+        if what == "goal":
+            path, applied = self.mutated("bcast.goal", "app.goal")
+            argv[1] = path
+            return self.case("map", argv, applied)
+        at = rng.choice([i for i, a in enumerate(argv) if str(a) in ("--method", "--seed", "--machine")]) + 1
+        argv[at] = rng.choice(EVIL_ARGS + ["topo,topo", "block,", ",", "al", "scotch,metis"])
+        return self.case("map", argv, [f"{argv[at - 1]} {argv[at]!r}"])
 
     def throttle(self):
         seed = self.rng.randrange(len(THROTTLE_TEXTS))
@@ -952,7 +1004,7 @@ def mutate_model(source: Path, target: Path, rng: random.Random) -> list[str]:
 
 KINDS = {  # kind: share of the cases
     "goal": 3, "machine": 3, "noise": 2, "records": 3, "trace_dir": 3, "otf2": 1, "nimc_model": 2,
-    "nimc_data": 2, "bench": 2, "throttle": 1, "cli": 5, "places": 4, "whatif": 2,
+    "nimc_data": 2, "bench": 2, "throttle": 1, "cli": 5, "places": 4, "whatif": 2, "map": 3,
 }
 
 
@@ -997,6 +1049,9 @@ def seeds(work, server):
     (directory / "hand.goal").write_text(GOAL_TEXT)
     (directory / "deadlock.goal").write_text(DEADLOCK_GOAL)
     (directory / "hand.noise").write_text(NOISE_TEXT)
+    (directory / "map-torus.toml").write_text(MAP_TORUS)
+    (directory / "map.placement").write_text(MAP_PLACEMENT)
+    (directory / "map.hosts").write_text(MAP_HOSTS)
     for preset in PRESETS:
         shutil.copy(preset, directory / preset.name)
     for i, text in enumerate(THROTTLE_TEXTS):

@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "contend.commands.trace",
     "contend.commands.throttle",
     "contend.commands.predict",
+    "contend.commands.map",
 )
 
 
