@@ -17,7 +17,7 @@ from contend import fabric, mpi, predict
 from contend.errors import UserError
 from contend.experiments import mapping_fabric
 from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
-from contend.machine import parse_machine
+from contend.machine import load_machine, parse_machine
 from contend.simulate import simulate
 
 LINK_Bps = 0.95e9 / 8
@@ -102,7 +102,7 @@ def test_pairs_on_neighbours_cross_one_link_and_block_crosses_half_the_nodes(top
     where = mapping_fabric.placements(settings)
     assert sorted(where["mapped"].tolist()) == list(range(nodes))  # one rank per node
     machine = calibrated(topology, nodes)
-    by_name = {name: mapping_fabric.hop_bytes(graph, mapping_fabric.placed(machine, where[name])) for name in where}
+    by_name = {name: mapping_fabric.hop_bytes(graph, machine.placed(where[name])) for name in where}
     assert by_name["mapped"] == graph.total_bytes  # every partner one router link away: the optimum
     assert by_name["default"] == graph.total_bytes * (nodes // 2)
 
@@ -119,7 +119,7 @@ def test_the_calibrated_line_simulates_the_pairs_faster_when_mapped(tmp_path):
     goal.write_text("\n".join(lines) + "\n")
     machine = calibrated("line", nodes)
     settings = mapping_fabric.Settings(nodes=nodes)
-    times = {name: simulate(goal, machine=mapping_fabric.placed(machine, where)).makespan
+    times = {name: simulate(goal, machine=machine.placed(where)).makespan
              for name, where in mapping_fabric.placements(settings).items()}
     alone = size / LINK_Bps * 1e9
     assert times["mapped"] == pytest.approx(alone, rel=0.02)
@@ -156,3 +156,41 @@ def test_a_small_mapping_experiment_on_the_fabric(built, tmp_path):
     assert mapped["hop_bytes"] == result["graph_bytes"] < default["hop_bytes"]
     assert result["same_schedule_ns"]["mapped"] <= result["same_schedule_ns"]["default"]
     assert np.isfinite(result["gain"]["measured"])  # reported, whichever way it goes
+
+
+def test_a_placement_needs_a_machine_with_a_network():
+    with pytest.raises(UserError, match=r"a placement needs a network, and this machine has no \[topology\]"):
+        load_machine("loggopsim-default").placed([0, 1])
+
+
+def test_predict_placement_without_the_fabric_is_one_line(fails_cleanly, tmp_path):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--placement", str(tmp_path / "p"), "--", "mpiexec",
+                   "-n", "2", "true"], r"--placement places the ranks on the emulated fabric: give --fabric too")
+
+
+@pytest.mark.fabric
+@pytest.mark.usefixtures("isolated_fabric")
+def test_predict_runs_and_simulates_the_ranks_where_the_placement_puts_them(built, tmp_path, capsys):
+    from contend.cli import main
+    from contend.trace.files import read_directory
+
+    placement = [0, 2, 1, 3]
+    (tmp_path / "placement").write_text(" ".join(map(str, placement)) + "\n")
+    (tmp_path / "fabric.toml").write_text(machine_toml(
+        Calibration(fabric.Fabric(fabric.TEST_PREFIX, 4, 1, "1gbit", "line"), (LINK_Bps,),
+                    (LatencySample(12000, 9000, 9500, 11000),), 1500), "a test"))
+    program = [str(mpi.build_dir(built) / "app-halo"), "3", "64", "32", "1", "2"]
+    with fabric.session(4, 1, "1gbit", "line"):
+        code = main(["predict", "--machine", str(tmp_path / "fabric.toml"), "--fabric", "--placement",
+                     str(tmp_path / "placement"), "--runs", "1", "--timeout", "60", "--keep", str(tmp_path / "kept"),
+                     "--json", str(tmp_path / "p.json"), "--", "mpiexec", "-n", "4", *program])
+        # a placement the machine cannot hold fails before any run
+        (tmp_path / "small.toml").write_text((tmp_path / "fabric.toml").read_text().replace("dims = [4]", "dims = [3]"))
+        assert main(["predict", "--machine", str(tmp_path / "small.toml"), "--fabric", "--placement",
+                     str(tmp_path / "placement"), "--", "mpiexec", "-n", "4", *program]) == 2
+    assert code == 0, capsys.readouterr().err
+    hosts = {t.rank: t.header["host"].decode() for t in read_directory(tmp_path / "kept" / "traces" / "run-1")}
+    assert hosts == {rank: f"{fabric.TEST_PREFIX}node{node}" for rank, node in enumerate(placement)}
+    import json
+    result = json.loads((tmp_path / "p.json").read_text())
+    assert result["ranks"] == 4 and len(result["predicted_ns"]) == 1 and result["predicted_ns"][0] > 0

@@ -34,15 +34,15 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (halo * 2 > cells) {
-        if (rank == 0)
+    if (halo * 2 > cells || (size > 1 && distance % size == 0)) {
+        /* every rank sees the same arguments: all leave cleanly, rank 0 says why (MPI_Abort could end the
+         * job before the launcher has passed the message on) */
+        if (rank == 0 && halo * 2 > cells)
             fprintf(stderr, "app-halo: HALO (%ld) must be at most half of CELLS (%ld)\n", halo, cells);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    if (size > 1 && distance % size == 0) {
-        if (rank == 0)
+        else if (rank == 0)
             fprintf(stderr, "app-halo: DISTANCE (%ld) must not be a multiple of the ranks (%d)\n", distance, size);
-        MPI_Abort(MPI_COMM_WORLD, 2);
+        MPI_Finalize();
+        return 2;
     }
     int left = (int)((rank + size - distance % size) % size), right = (int)((rank + distance) % size);
     /* u[0..halo) and u[halo+cells..) are the ghost cells */

@@ -106,11 +106,6 @@ def placements(settings: Settings) -> dict[str, np.ndarray]:
     return {"default": np.arange(settings.nodes, dtype=np.int64), "mapped": mapped}
 
 
-def placed(machine: Machine, node_of_rank: np.ndarray) -> Machine:
-    """The machine with its network's placement replaced by this list."""
-    return dataclasses.replace(machine, network={**machine.network, "placement": [int(n) for n in node_of_rank]})
-
-
 def hop_bytes(graph: CommGraph, machine: Machine) -> int:
     """Bytes x router links of every message under the machine's placement (the engine's layout)."""
     layout = NetworkLayout.of(loggops_params(machine), graph.ranks)
@@ -198,7 +193,7 @@ def run_experiment(settings: Settings, work: Path, progress: Callable[[str], Non
     }
     for name in PLACEMENTS:
         progress(f"simulating the {name} placement's traced runs")
-        machine_here = placed(machine, where[name])
+        machine_here = machine.placed(where[name])
         predict.predict_traces(runs[name].traces, machine_here, work / name, runs[name].measured)
         result["placements"][name] = {
             "node_of_rank": where[name].tolist(), "hop_bytes": hop_bytes(graph, machine_here),
@@ -206,7 +201,7 @@ def run_experiment(settings: Settings, work: Path, progress: Callable[[str], Non
     progress("simulating the first default run's schedule under both placements")
     goal = work / "default-run-1.goal"
     predict.convert(runs["default"].traces[0], goal)
-    same = {name: float(simulate(goal, machine=placed(machine, where[name])).makespan) for name in PLACEMENTS}
+    same = {name: float(simulate(goal, machine=machine.placed(where[name])).makespan) for name in PLACEMENTS}
     result["same_schedule_ns"] = same
     result["gain"] = _gains(result["placements"], same)
     return result
