@@ -1,5 +1,5 @@
 """Topology-aware mapping on the emulated fabric (root): pairs r <-> r + P/2 of app-halo on a line or ring
-of P node namespaces, block placement against pairs on neighbouring nodes, measured and simulated
+of P node namespaces, block placement against the one `contend map`'s topo method computes, measured and simulated
 (``contend.experiments.mapping_fabric``).
 
     python benchmarks/mapping_fabric.py [--out DIR] [--repeats 5] [--nodes 8] [--topology line|ring]
@@ -110,6 +110,7 @@ def run() -> int:
     parser.add_argument("--link", default=Settings.link, help="tbf rate of every link")
     parser.add_argument("--iterations", type=int, default=Settings.iterations, help="app-halo iterations")
     parser.add_argument("--halo", type=int, default=Settings.halo, help="doubles per halo message")
+    parser.add_argument("--method", default=Settings.method, help="the mapped placement's method (contend map's)")
     args = parser.parse_args()
     os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
     # SIGTERM (timeout, kill) ends the script through its finally blocks, which take the fabric down.
@@ -117,7 +118,7 @@ def run() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(nodes=args.nodes, topology=args.topology, link=args.link, repeats=args.repeats,
-                        iterations=args.iterations, halo=args.halo)
+                        iterations=args.iterations, halo=args.halo, method=args.method)
     console = Console()
     try:
         with console.status("building the fabric") as status, \

@@ -131,6 +131,7 @@ def test_the_calibrated_line_simulates_the_pairs_faster_when_mapped(tmp_path):
     ({"nodes": 5}, "an even number of at least 4"),
     ({"nodes": 2}, "an even number of at least 4"),
     ({"repeats": 0}, "--repeats: expected a positive count"),
+    ({"method": "nearest"}, "--method: expected one of block, "),
 ])
 def test_bad_settings_are_one_line_errors(changes, message):
     with pytest.raises(UserError, match=message):

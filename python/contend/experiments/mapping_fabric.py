@@ -6,7 +6,9 @@ exchanges its two halos with rank r + P/2 only. Block placement (rank r on node 
 P/2 router links away, and on a line all P/2 pairs cross the middle link in both directions: that link
 carries P/2 flows each way while the others idle. Placing each pair on two neighbouring nodes makes every
 message one router link long and gives every pair its own link, so the bytes that shared one link now
-flow in parallel: the communication should take about P/2 times less. It is the case the seed names
+flow in parallel: the communication should take about P/2 times less. The mapped placement is what
+``contend map``'s ``topo`` method (``contend.mapping.methods``) computes from the program's communication
+graph on the fabric's line or ring; it finds that optimum. It is the case the seed names
 (partners placed far apart by a default that does not know the pattern), and one the fabric can show:
 each link is a tbf-shaped veth, so sharing a link is sharing its rate.
 
@@ -41,11 +43,13 @@ from contend import fabric as fabric_module
 from contend import mpi, predict
 from contend.errors import UserError
 from contend.experiments import fabric_check
-from contend.experiments.fabric_machine import calibrate, machine_toml
+from contend.experiments.fabric_machine import TOPOLOGY_KIND, calibrate, machine_toml
 from contend.machine import Machine, loggops_params, parse_machine
 from contend.mapping.graph import CommGraph
+from contend.mapping.methods import METHODS, place
 from contend.network import NetworkLayout
 from contend.simulate import simulate
+from contend.topology import network_params
 
 PLACEMENTS = ("default", "mapped")
 DOUBLE = 8  # bytes of one cell
@@ -62,6 +66,7 @@ class Settings:
     iterations: int = 20
     halo: int = 32768  # doubles per message: 256 KiB, about 2.2 ms of a 1 Gbit/s link
     every: int = 10  # an allreduce of the residual every EVERY iterations
+    method: str = "topo"  # the mapped placement's (contend.mapping.methods)
     timeout_s: float = 120.0  # per run
 
     def check(self) -> None:
@@ -71,6 +76,8 @@ class Settings:
             raise UserError(f"--nodes: an even number of at least 4 (rank r pairs with r + nodes/2), not {self.nodes}")
         if self.nodes > fabric_module.MAX_NODES:
             raise UserError(f"--nodes: at most {fabric_module.MAX_NODES}, not {self.nodes}")
+        if self.method not in METHODS:
+            raise UserError(f"--method: expected one of {', '.join(METHODS)}, not {self.method!r}")
         for name in ("repeats", "iterations", "halo", "every"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name}: expected a positive count, got {getattr(self, name)}")
@@ -96,14 +103,21 @@ def halo_graph(settings: Settings) -> CommGraph:
                                 np.full(len(src), settings.iterations))
 
 
+def fabric_params(settings: Settings) -> dict[str, Any]:
+    """Engine parameters of the fabric before calibration: its shape and nominal link rate (the placement
+    methods need only the shape)."""
+    rate = f"{fabric_module.parse_link_rate(settings.link) / 1e9:g}Gbit/s"
+    table = {"kind": TOPOLOGY_KIND[settings.topology], "dims": [settings.nodes], "ranks_per_node": 1,
+             "link_bandwidth": rate}
+    return {**loggops_params(), "network": network_params(table, lambda key="": f"the fabric's {key}")}
+
+
 def placements(settings: Settings) -> dict[str, np.ndarray]:
     """Node of each rank. default: block (rank r on node r, what the launcher does with one rank per
-    node). mapped: partners r and r + P/2 on the neighbouring nodes 2r and 2r + 1."""
-    half = settings.distance
-    mapped = np.empty(settings.nodes, dtype=np.int64)
-    mapped[:half] = 2 * np.arange(half)
-    mapped[half:] = 2 * np.arange(half) + 1
-    return {"default": np.arange(settings.nodes, dtype=np.int64), "mapped": mapped}
+    node); mapped: ``settings.method`` of ``contend.mapping.methods`` (topo: partners on neighbouring
+    nodes, each pair on its own link)."""
+    graph, params = halo_graph(settings), fabric_params(settings)
+    return {"default": place(graph, params, "block"), "mapped": place(graph, params, settings.method)}
 
 
 def hop_bytes(graph: CommGraph, machine: Machine) -> int:
