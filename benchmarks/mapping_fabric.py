@@ -94,7 +94,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set(ylabel="ms between MPI_Init and MPI_Finalize")
     ax.set_title(_gain_line(result).replace(", one", ",\none"), fontsize=8)
     ax.legend(fontsize=8)
-    figure.suptitle(_title(result).split(";")[0], fontsize=9)
+    figure.suptitle(_title(result).split(";")[0].replace(", app-halo", ",\napp-halo"), fontsize=9)
     figure.tight_layout()
     with atomic_path(path) as temporary:
         figure.savefig(temporary, format="png", dpi=110)
