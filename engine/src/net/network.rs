@@ -39,6 +39,16 @@ pub struct NetworkSpec {
     pub sharing: Sharing,
 }
 
+impl NetworkSpec {
+    /// The routing policy the spec names, or the topology's default; errors when it does not apply.
+    pub fn routing_policy(&self) -> Result<Routing, String> {
+        match &self.routing {
+            Some(name) => Routing::parse(name, &self.topology),
+            None => Ok(Routing::default_for(&self.topology)),
+        }
+    }
+}
+
 /// How messages in flight share links.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sharing {
@@ -106,10 +116,7 @@ impl Network {
         if spec.sharing == Sharing::Packet && topo.num_links() as usize >= PacketNet::MAX_LINKS {
             return Err(format!("the packet model handles fewer than {} links; this network has {} (use sharing = \"flow\")", PacketNet::MAX_LINKS, topo.num_links()));
         }
-        let routing = match &spec.routing {
-            Some(name) => Routing::parse(name, &spec.topology)?,
-            None => Routing::default_for(&spec.topology),
-        };
+        let routing = spec.routing_policy()?;
         let ranks = RankMap::new(spec.placement.clone(), ranks, topo.num_nodes(), spec.ranks_per_node)?;
         let capacity: Vec<f64> = (0..topo.num_links())
             .map(|l| {

@@ -7,9 +7,13 @@ since no placement changes their cost.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from contend.engine import engine, user_errors
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,52 @@ class CommGraph:
             bytes=np.bincount(inverse, weights=nbytes[apart], minlength=len(pairs)).astype(np.int64),
             messages=np.bincount(inverse, weights=messages[apart], minlength=len(pairs)).astype(np.int64),
         )
+
+    @classmethod
+    def from_goal(cls, path: str | os.PathLike) -> "CommGraph":
+        """Every send of a GOAL schedule (plain or gzip), summed per pair by the engine; UserError when
+        the file is missing or malformed."""
+        path = os.fspath(path)
+        with user_errors(path):
+            t = engine().goal_traffic(path)
+        return cls.from_pairs(
+            t["ranks"], *(np.frombuffer(t[k], dtype) for k, dtype in
+                          (("src", "<u4"), ("dst", "<u4"), ("bytes", "<u8"), ("messages", "<u8"))))
+
+    @classmethod
+    def from_records(cls, path: str | os.PathLike) -> "CommGraph":
+        """The messages of a records file (``contend sim --records`` or ``contend trace``, checked as
+        ``contend diagnose`` checks it); collective rows (``src == dst``, or no peer) are left out."""
+        from contend.analysis.diagnose_input import load_records
+
+        records = load_records(path)
+        frame = records.frame
+        src, dst = frame["src"].to_numpy(np.int64), frame["dst"].to_numpy(np.int64)
+        keep = (dst >= 0) & (src != dst)
+        return cls.from_pairs(records.num_ranks, src[keep], dst[keep], frame["bytes"].to_numpy(np.int64)[keep])
+
+    @classmethod
+    def from_trace(cls, path: str | os.PathLike) -> "CommGraph":
+        """The messages of a trace (a ``contend trace`` directory or any trace ``contend goal convert``
+        reads), converted to a temporary GOAL schedule first."""
+        from contend.replay import convert_input
+
+        with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
+            goal = os.path.join(scratch, "trace.goal")
+            convert_input(os.fspath(path), goal)
+            return cls.from_goal(goal)
+
+    @classmethod
+    def from_collective(cls, name: str, ranks: int, size: int, root: int = 0, seed: int = 0) -> "CommGraph":
+        """The messages of a generated collective or pattern (``contend sim --collective``)."""
+        from contend.simulate import collective_arguments
+
+        name, ranks, size, root, seed = collective_arguments(name, ranks, size, root, seed)
+        with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
+            goal = os.path.join(scratch, f"{name}.goal")
+            with user_errors(f"collective {name}"):
+                engine().write_goal(name, ranks, size, goal, root=root, seed=seed)
+            return cls.from_goal(goal)
 
     @property
     def total_bytes(self) -> int:
