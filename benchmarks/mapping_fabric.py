@@ -33,7 +33,7 @@ from contend.errors import UserError  # noqa: E402
 from contend.experiments.mapping_fabric import PLACEMENTS, Settings, run_experiment  # noqa: E402
 
 PREFIX = "ctdm-"  # never the user's fabric (ctd-), the tests' (ctdt-) nor fabric_vs_sim's (ctdv-)
-HEADER = ["placement", "nodes of ranks 0..", "hops per byte", "measured (median)", "range over runs", "traced",
+HEADER = ["placement", "nodes of ranks 0..", "hops per byte", "busiest link (MiB)", "measured (median)", "range over runs", "traced",
           "predicted (median)", "range", "one schedule, simulated"]
 
 
@@ -43,11 +43,11 @@ def _ms(value: float | None) -> str:
 
 def _cells(result: dict, name: str) -> list[str]:
     p = result["placements"][name]
-    return [name, " ".join(map(str, p["node_of_rank"])), f"{p['hop_bytes'] / result['graph_bytes']:.2f}",
+    return [name, " ".join(map(str, p["node_of_rank"])), f"{p['hops_per_byte']:.2f}", f"{p['max_link_load'] / 2**20:.1f}",
             _ms(p["untraced"]["median_ns"]), f"{_ms(p['untraced']['min_ns'])} .. {_ms(p['untraced']['max_ns'])}",
             _ms(p["traced"]["median_ns"]), _ms(p["predicted"]["median_ns"]),
             f"{_ms(p['predicted']['min_ns'])} .. {_ms(p['predicted']['max_ns'])}",
-            _ms(result["same_schedule_ns"][name])]
+            _ms(p["makespan_ns"])]
 
 
 def _gain_line(result: dict) -> str:
@@ -55,7 +55,8 @@ def _gain_line(result: dict) -> str:
     per = gain["measured_per_repetition"]
     return (f"gain default / mapped: measured {gain['measured']:.2f}x (per repetition {per['min']:.2f} .. "
             f"{per['max']:.2f}), predicted {gain['predicted']:.2f}x, one schedule simulated "
-            f"{gain['simulated_same_schedule']:.2f}x, hop-bytes {gain['hop_bytes']:.2f}x")
+            f"{gain['simulated_same_schedule']:.2f}x, hop-bytes {gain['hop_bytes']:.2f}x, busiest link "
+            f"{gain['max_link_load']:.2f}x")
 
 
 def _title(result: dict) -> str:

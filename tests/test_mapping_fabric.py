@@ -17,7 +17,9 @@ from contend import fabric, mpi, predict
 from contend.errors import UserError
 from contend.experiments import mapping_fabric
 from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
-from contend.machine import load_machine, parse_machine
+from contend.machine import load_machine, loggops_params, parse_machine
+from contend.mapping.graph import CommGraph
+from contend.mapping.objective import evaluate
 from contend.simulate import simulate
 
 LINK_Bps = 0.95e9 / 8
@@ -91,20 +93,29 @@ def test_app_halo_refuses_a_distance_that_is_a_multiple_of_the_ranks(built):
     assert done.returncode != 0 and "DISTANCE (4) must not be a multiple of the ranks (2)" in done.stderr
 
 
+def halo_graph(settings: mapping_fabric.Settings) -> CommGraph:
+    """What app-halo sends: every iteration, one halo to each neighbour (here both are the partner)."""
+    ranks = np.arange(settings.nodes)
+    src = np.concatenate([ranks, ranks])
+    dst = np.concatenate([(ranks - settings.distance) % settings.nodes, (ranks + settings.distance) % settings.nodes])
+    return CommGraph.from_pairs(settings.nodes, src, dst, np.full(len(src), settings.iterations * settings.halo * 8))
+
+
 @pytest.mark.parametrize("topology", ["line", "ring"])
-@pytest.mark.parametrize("nodes", [4, 8])
-def test_pairs_on_neighbours_cross_one_link_and_block_crosses_half_the_nodes(topology, nodes):
+@pytest.mark.parametrize("nodes", [4, 6, 8])
+def test_topo_puts_partners_one_link_apart_where_block_puts_them_half_the_nodes_apart(topology, nodes):
     settings = mapping_fabric.Settings(nodes=nodes, topology=topology, iterations=3, halo=16)
-    graph = mapping_fabric.halo_graph(settings)
-    assert graph.total_bytes == nodes * 2 * 3 * 16 * 8
-    assert sorted(zip(graph.src.tolist(), graph.dst.tolist())) == sorted(
-        (r, (r + nodes // 2) % nodes) for r in range(nodes))
-    where = mapping_fabric.placements(settings)
+    graph = halo_graph(settings)
+    where = mapping_fabric.placements(graph, settings)
+    assert where["default"].tolist() == list(range(nodes))
     assert sorted(where["mapped"].tolist()) == list(range(nodes))  # one rank per node
-    machine = calibrated(topology, nodes)
-    by_name = {name: mapping_fabric.hop_bytes(graph, machine.placed(where[name])) for name in where}
-    assert by_name["mapped"] == graph.total_bytes  # every partner one router link away: the optimum
-    assert by_name["default"] == graph.total_bytes * (nodes // 2)
+    params = loggops_params(calibrated(topology, nodes))
+    default, mapped = (evaluate(graph, params, where[name]) for name in ("default", "mapped"))
+    assert mapped.hop_bytes == graph.total_bytes  # every partner one router link away: the optimum
+    assert default.hop_bytes == graph.total_bytes * (nodes // 2)
+    # block: nodes/2 pairs on the busiest link each way; mapped: one rank's bytes on any link
+    sent = 2 * 3 * 16 * 8
+    assert (default.max_link_load, mapped.max_link_load) == (nodes // 2 * sent, sent)
 
 
 def test_the_calibrated_line_simulates_the_pairs_faster_when_mapped(tmp_path):
@@ -118,9 +129,9 @@ def test_the_calibrated_line_simulates_the_pairs_faster_when_mapped(tmp_path):
     goal = tmp_path / "pairs.goal"
     goal.write_text("\n".join(lines) + "\n")
     machine = calibrated("line", nodes)
-    settings = mapping_fabric.Settings(nodes=nodes)
-    times = {name: simulate(goal, machine=machine.placed(where)).makespan
-             for name, where in mapping_fabric.placements(settings).items()}
+    where = mapping_fabric.placements(CommGraph.from_goal(goal), mapping_fabric.Settings(nodes=nodes))
+    times = {name: simulate(goal, machine=machine.placed(nodes_of_ranks)).makespan
+             for name, nodes_of_ranks in where.items()}
     alone = size / LINK_Bps * 1e9
     assert times["mapped"] == pytest.approx(alone, rel=0.02)
     assert times["default"] == pytest.approx(4 * alone, rel=0.02)
@@ -153,9 +164,11 @@ def test_a_small_mapping_experiment_on_the_fabric(built, tmp_path):
         outputs += placed["outputs"]
     # the program computed the same thing wherever its ranks ran
     assert len(set(outputs)) == 1 and outputs[0].startswith("app-halo: 4 ranks, 5 iterations, residual ")
+    # the graph came from the trace: 5 iterations of 2 halos of 64 KiB per rank (no allreduce before the 10th)
+    assert result["graph"] == {"bytes": 4 * 5 * 2 * 8192 * 8, "pairs": 4, "messages": 4 * 5 * 2}
     default, mapped = result["placements"]["default"], result["placements"]["mapped"]
-    assert mapped["hop_bytes"] == result["graph_bytes"] < default["hop_bytes"]
-    assert result["same_schedule_ns"]["mapped"] <= result["same_schedule_ns"]["default"]
+    assert mapped["hop_bytes"] < default["hop_bytes"]
+    assert mapped["makespan_ns"] <= default["makespan_ns"]  # one schedule, simulated under both
     assert np.isfinite(result["gain"]["measured"])  # reported, whichever way it goes
 
 

@@ -6,11 +6,13 @@ exchanges its two halos with rank r + P/2 only. Block placement (rank r on node 
 P/2 router links away, and on a line all P/2 pairs cross the middle link in both directions: that link
 carries P/2 flows each way while the others idle. Placing each pair on two neighbouring nodes makes every
 message one router link long and gives every pair its own link, so the bytes that shared one link now
-flow in parallel: the communication should take about P/2 times less. The mapped placement is what
-``contend map``'s ``topo`` method (``contend.mapping.methods``) computes from the program's communication
-graph on the fabric's line or ring; it finds that optimum. It is the case the seed names
+flow in parallel: the communication should take about P/2 times less. It is the case the seed names
 (partners placed far apart by a default that does not know the pattern), and one the fabric can show:
 each link is a tbf-shaped veth, so sharing a link is sharing its rate.
+
+The mapped placement is what ``contend map``'s ``topo`` method computes: the program is traced once
+(block placement), its communication graph read from the trace (``CommGraph.from_trace``: the halos and
+the allreduce's messages) and placed on the fabric's line or ring (``contend.mapping.methods``).
 
 One repetition, in this order so both placements and the calibration see the machine in the same state:
 the calibration runs (``contend.experiments.fabric_check.measure`` with no cases: one flow, 1-byte round
@@ -20,11 +22,9 @@ machine file is written from the calibration medians (``fabric_machine.machine_t
 
 - every traced run is converted and simulated with its own placement (``predict.predict_traces``): the
   prediction of each run beside its measurement;
-- the schedule of the first default run is simulated under both placements: the simulated gain of the
-  placement alone, the program being the same.
-
-Messages are weighed in the communication graph as the program sends them (two halos per rank and
-iteration); the allreduce of one double every EVERY iterations is left out (a few bytes against MiB).
+- the schedule of the first default run is simulated under both placements (``mapping.objective.evaluate``,
+  with hop-bytes and link loads under the engine's routes): the simulated gain of the placement alone,
+  the program being the same.
 """
 
 from __future__ import annotations
@@ -44,15 +44,13 @@ from contend import mpi, predict
 from contend.errors import UserError
 from contend.experiments import fabric_check
 from contend.experiments.fabric_machine import TOPOLOGY_KIND, calibrate, machine_toml
-from contend.machine import Machine, loggops_params, parse_machine
+from contend.machine import loggops_params, parse_machine
 from contend.mapping.graph import CommGraph
 from contend.mapping.methods import METHODS, place
-from contend.network import NetworkLayout
-from contend.simulate import simulate
+from contend.mapping.objective import evaluate
 from contend.topology import network_params
 
 PLACEMENTS = ("default", "mapped")
-DOUBLE = 8  # bytes of one cell
 
 
 @dataclass(frozen=True)
@@ -93,16 +91,6 @@ class Settings:
                 str(self.distance)]
 
 
-def halo_graph(settings: Settings) -> CommGraph:
-    """What app-halo sends: every iteration, one halo to each neighbour (here both are the partner)."""
-    ranks = np.arange(settings.nodes)
-    src = np.concatenate([ranks, ranks])
-    dst = np.concatenate([(ranks - settings.distance) % settings.nodes, (ranks + settings.distance) % settings.nodes])
-    per = settings.iterations * settings.halo * DOUBLE
-    return CommGraph.from_pairs(settings.nodes, src, dst, np.full(len(src), per),
-                                np.full(len(src), settings.iterations))
-
-
 def fabric_params(settings: Settings) -> dict[str, Any]:
     """Engine parameters of the fabric before calibration: its shape and nominal link rate (the placement
     methods need only the shape)."""
@@ -112,19 +100,12 @@ def fabric_params(settings: Settings) -> dict[str, Any]:
     return {**loggops_params(), "network": network_params(table, lambda key="": f"the fabric's {key}")}
 
 
-def placements(settings: Settings) -> dict[str, np.ndarray]:
+def placements(graph: CommGraph, settings: Settings) -> dict[str, np.ndarray]:
     """Node of each rank. default: block (rank r on node r, what the launcher does with one rank per
-    node); mapped: ``settings.method`` of ``contend.mapping.methods`` (topo: partners on neighbouring
-    nodes, each pair on its own link)."""
-    graph, params = halo_graph(settings), fabric_params(settings)
+    node); mapped: ``settings.method`` of ``contend.mapping.methods`` on the graph (topo puts partners
+    on neighbouring nodes, each pair on its own link)."""
+    params = fabric_params(settings)
     return {"default": place(graph, params, "block"), "mapped": place(graph, params, settings.method)}
-
-
-def hop_bytes(graph: CommGraph, machine: Machine) -> int:
-    """Bytes x router links of every message under the machine's placement (the engine's layout)."""
-    layout = NetworkLayout.of(loggops_params(machine), graph.ranks)
-    hops = np.array([layout.hops(int(s), int(d)) for s, d in zip(graph.src, graph.dst)], dtype=np.int64)
-    return int((hops * graph.bytes).sum())
 
 
 @dataclass
@@ -161,14 +142,20 @@ def run_experiment(settings: Settings, work: Path, progress: Callable[[str], Non
     if not (build / "app-halo").is_file():
         raise UserError(f"{build / 'app-halo'} is not built: run `contend native build`")
     program = settings.program(build)
-    graph = halo_graph(settings)
-    where = placements(settings)
     runs = {name: Runs() for name in PLACEMENTS}
     calibration_settings = dataclasses.replace(fabric_check.Settings(incasts=(), seeds=(), repeats=1),
                                                timeout_s=settings.timeout_s)
     flows, latencies, loads = [], [], []
     started = datetime.datetime.now(datetime.timezone.utc)
     with fabric_module.session(settings.nodes, 1, settings.link, settings.topology) as built:
+        # What contend map reads: the program's communication graph from a trace of one run.
+        progress("tracing one run to map the program")
+        (work / "profile").mkdir(parents=True, exist_ok=True)
+        wrapper = fabric_module.write_rank_wrapper(built, work / "profile")
+        predict.traced_run(mpi.launch_command(library, settings.nodes, program, mpi.Placement(wrapper))[0],
+                           work / "profile" / "trace", predict.DEFAULT_RECORDS, settings.timeout_s)
+        graph = CommGraph.from_trace(work / "profile" / "trace")
+        where = placements(graph, settings)
         commands = {}
         for name in PLACEMENTS:
             (work / name).mkdir(parents=True, exist_ok=True)
@@ -202,29 +189,27 @@ def run_experiment(settings: Settings, work: Path, progress: Callable[[str], Non
                         "hop_latency_ns": calibration.hop_latency},
         "machine_file": text,
         "loadavg_1min": _spread(loads),
-        "graph_bytes": graph.total_bytes,
+        "graph": {"bytes": graph.total_bytes, "pairs": len(graph.src), "messages": int(graph.messages.sum())},
         "placements": {},
     }
-    for name in PLACEMENTS:
-        progress(f"simulating the {name} placement's traced runs")
-        machine_here = machine.placed(where[name])
-        predict.predict_traces(runs[name].traces, machine_here, work / name, runs[name].measured)
-        result["placements"][name] = {
-            "node_of_rank": where[name].tolist(), "hop_bytes": hop_bytes(graph, machine_here),
-            "outputs": runs[name].outputs, **runs[name].measured.summary()}
-    progress("simulating the first default run's schedule under both placements")
+    progress("converting the first default run's schedule")
     goal = work / "default-run-1.goal"
     predict.convert(runs["default"].traces[0], goal)
-    same = {name: float(simulate(goal, machine=machine.placed(where[name])).makespan) for name in PLACEMENTS}
-    result["same_schedule_ns"] = same
-    result["gain"] = _gains(result["placements"], same)
+    params = loggops_params(machine)
+    for name in PLACEMENTS:
+        progress(f"simulating the {name} placement's traced runs")
+        predict.predict_traces(runs[name].traces, machine.placed(where[name]), work / name, runs[name].measured)
+        result["placements"][name] = {"node_of_rank": where[name].tolist(),
+                                      **dataclasses.asdict(evaluate(graph, params, where[name], schedule=goal)),
+                                      "outputs": runs[name].outputs, **runs[name].measured.summary()}
+    result["gain"] = _gains(result["placements"])
     return result
 
 
-def _gains(by_name: dict[str, dict], same: dict[str, float]) -> dict[str, Any]:
-    """default / mapped (above 1: the mapping is faster): measured (untraced medians, and per repetition,
-    each pair of interleaved runs), predicted (medians of the per-run predictions), and simulated on one
-    schedule (the placement alone)."""
+def _gains(by_name: dict[str, dict]) -> dict[str, Any]:
+    """default / mapped (above 1: the mapping is faster or lighter): measured (untraced medians, and per
+    repetition, each pair of interleaved runs), predicted (medians of the per-run predictions), simulated
+    on one schedule (the placement alone), hop-bytes and the busiest link's bytes."""
     default, mapped = by_name["default"], by_name["mapped"]
     per_repeat = [d / m for d, m in zip(default["untraced_ns"], mapped["untraced_ns"])]
     return {
@@ -232,6 +217,7 @@ def _gains(by_name: dict[str, dict], same: dict[str, float]) -> dict[str, Any]:
         "measured_per_repetition": _spread(per_repeat),
         "measured_traced": default["traced"]["median_ns"] / mapped["traced"]["median_ns"],
         "predicted": default["predicted"]["median_ns"] / mapped["predicted"]["median_ns"],
-        "simulated_same_schedule": same["default"] / same["mapped"],
+        "simulated_same_schedule": default["makespan_ns"] / mapped["makespan_ns"],
         "hop_bytes": default["hop_bytes"] / mapped["hop_bytes"],
+        "max_link_load": default["max_link_load"] / mapped["max_link_load"],
     }
