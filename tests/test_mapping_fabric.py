@@ -141,7 +141,8 @@ def test_the_calibrated_line_simulates_the_pairs_faster_when_mapped(tmp_path):
     ({"topology": "star"}, "needs hops: line or ring"),
     ({"nodes": 5}, "an even number of at least 4"),
     ({"nodes": 2}, "an even number of at least 4"),
-    ({"repeats": 0}, "--repeats: expected a positive count"),
+    ({"repeats": 0}, r"--repeats: expected 1\.\.100, got 0"),
+    ({"halo": 1 << 23}, r"--halo: expected 1\.\.4194304"),
     ({"method": "nearest"}, "--method: expected one of block, "),
 ])
 def test_bad_settings_are_one_line_errors(changes, message):

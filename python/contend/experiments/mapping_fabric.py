@@ -51,6 +51,8 @@ from contend.mapping.objective import evaluate
 from contend.topology import network_params
 
 PLACEMENTS = ("default", "mapped")
+# Bounds on what one experiment may run (runs per placement, app-halo's arguments: 32 MiB halos at most).
+LIMITS = {"repeats": 100, "iterations": 100_000, "halo": 1 << 22, "every": 100_000}
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,9 @@ class Settings:
             raise UserError(f"--nodes: at most {fabric_module.MAX_NODES}, not {self.nodes}")
         if self.method not in METHODS:
             raise UserError(f"--method: expected one of {', '.join(METHODS)}, not {self.method!r}")
-        for name in ("repeats", "iterations", "halo", "every"):
-            if getattr(self, name) < 1:
-                raise UserError(f"--{name}: expected a positive count, got {getattr(self, name)}")
+        for name, most in LIMITS.items():  # every run also ends after timeout_s
+            if not 1 <= getattr(self, name) <= most:
+                raise UserError(f"--{name}: expected 1..{most}, got {getattr(self, name)}")
 
     @property
     def distance(self) -> int:
