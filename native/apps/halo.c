@@ -1,8 +1,10 @@
 /* A 1-D halo exchange (prediction test program, docs/measure.md "Prediction against reality").
  *
- *   app-halo [ITERATIONS [CELLS [HALO [EVERY]]]]
+ *   app-halo [ITERATIONS [CELLS [HALO [EVERY [DISTANCE]]]]]
  *
- * Ranks form a periodic ring; each holds CELLS doubles. Per iteration: post Irecvs from both neighbours,
+ * Ranks form a periodic ring; each holds CELLS doubles. A rank's neighbours are the ranks DISTANCE before
+ * and after it (default 1; with DISTANCE = size / 2 both are the same partner, the pairs r <-> r + size/2
+ * that the mapping experiment on the emulated fabric places). Per iteration: post Irecvs from both neighbours,
  * Isend HALO doubles of each edge to them, relax the interior while the messages fly, Waitall, relax the
  * edges; every EVERY iterations an MPI_Allreduce of the residual (one double). Prints the residual on
  * rank 0, so the compiler keeps the work. */
@@ -28,15 +30,21 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     long iterations = positive_arg(argc, argv, 1, 200), cells = positive_arg(argc, argv, 2, 100000);
     long halo = positive_arg(argc, argv, 3, 1024), every = positive_arg(argc, argv, 4, 10);
+    long distance = positive_arg(argc, argv, 5, 1);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (halo * 2 > cells) {
-        if (rank == 0)
+    if (halo * 2 > cells || (size > 1 && distance % size == 0)) {
+        /* every rank sees the same arguments: all leave cleanly, rank 0 says why (MPI_Abort could end the
+         * job before the launcher has passed the message on) */
+        if (rank == 0 && halo * 2 > cells)
             fprintf(stderr, "app-halo: HALO (%ld) must be at most half of CELLS (%ld)\n", halo, cells);
-        MPI_Abort(MPI_COMM_WORLD, 2);
+        else if (rank == 0)
+            fprintf(stderr, "app-halo: DISTANCE (%ld) must not be a multiple of the ranks (%d)\n", distance, size);
+        MPI_Finalize();
+        return 2;
     }
-    int left = (rank + size - 1) % size, right = (rank + 1) % size;
+    int left = (int)((rank + size - distance % size) % size), right = (int)((rank + distance) % size);
     /* u[0..halo) and u[halo+cells..) are the ghost cells */
     double *u = calloc((size_t)(cells + 2 * halo), sizeof *u), *v = calloc((size_t)(cells + 2 * halo), sizeof *v);
     if (!u || !v)

@@ -28,7 +28,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from contend.errors import UserError
 
@@ -335,19 +335,37 @@ def dropped_packets(fabric: Fabric) -> int:
     return total
 
 
-def write_rank_wrapper(fabric: Fabric, directory: Path) -> Path:
+def check_placement(fabric: Fabric, node_of_rank: Sequence[int]) -> list[int]:
+    """A placement of ranks on the fabric's nodes as ints; a UserError naming the first rank on a node
+    the fabric does not have, or the first node given more than ppn ranks."""
+    nodes = [int(n) for n in node_of_rank]
+    held: dict[int, list[int]] = {}
+    for rank, node in enumerate(nodes):
+        if not 0 <= node < fabric.nodes:
+            raise UserError(f"placement puts rank {rank} on node {node}, but the fabric has nodes 0..{fabric.nodes - 1}")
+        held.setdefault(node, []).append(rank)
+        if len(held[node]) > fabric.ppn:
+            raise UserError(f"placement puts ranks {', '.join(map(str, held[node]))} on node {node}, more than "
+                            f"the fabric's {fabric.ppn} per node")
+    return nodes
+
+
+def write_rank_wrapper(fabric: Fabric, directory: Path, node_of_rank: Sequence[int] | None = None) -> Path:
     """A launcher wrapper: put MPI rank $PMI_RANK in its node's namespace, with the node's host name.
 
-    Rank r runs on node r // ppn. A private UTS namespace gives the rank its node's host name, so
-    gethostname() and MPI_Get_processor_name() tell nodes apart as on a real cluster.
+    Rank r runs on node r // ppn, or on ``node_of_rank[r]`` when a placement is given (checked by
+    ``check_placement``); a rank beyond them has no node and exits 2. A private UTS namespace gives the rank its
+    node's host name, so gethostname() and MPI_Get_processor_name() tell nodes apart as on a real cluster.
     """
+    if node_of_rank is None:
+        node_of_rank = [rank // fabric.ppn for rank in range(fabric.nodes * fabric.ppn)]
+    cases = "".join(f"  {rank}) node={node} ;;\n" for rank, node in enumerate(check_placement(fabric, node_of_rank)))
     path = Path(directory) / "contend-fabric-rank"
     path.write_text(
         "#!/bin/sh\n"
         "# Written by contend: run one MPI rank inside its emulated node.\n"
         'rank="${PMI_RANK:?not started by an MPICH launcher}"\n'
-        f"node=$((rank / {fabric.ppn}))\n"
-        f'if [ "$node" -ge {fabric.nodes} ]; then echo "rank $rank has no node" >&2; exit 2; fi\n'
+        f'case "$rank" in\n{cases}  *) echo "rank $rank has no node" >&2; exit 2 ;;\nesac\n'
         f'exec ip netns exec "{fabric.prefix}n$node" unshare --uts '
         f"sh -c 'hostname \"$0\" && exec \"$@\"' \"{fabric.host_prefix}$node\" \"$@\"\n"
     )

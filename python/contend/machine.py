@@ -38,9 +38,9 @@ from __future__ import annotations
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Collection, Iterator, Mapping
+from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from contend.admission import policy_params
 from contend.engine import engine, user_errors
@@ -95,6 +95,14 @@ class Machine:
     node: Mapping[str, Any] | None = None
     memory: Mapping[str, Any] | None = None
     where: Where | None = field(default=None, repr=False, compare=False)
+
+    def placed(self, node_of_rank: Sequence[int]) -> "Machine":
+        """This machine with its network's placement replaced by the node of each rank (the engine checks
+        the list against the shape when it simulates)."""
+        if self.network is None:
+            raise UserError(f"{self.path or self.name}: a placement needs a network, and this machine has no "
+                            "[topology]")
+        return replace(self, network={**self.network, "placement": [int(n) for n in node_of_rank]})
 
 
 def preset_names() -> list[str]:

@@ -22,11 +22,14 @@ import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from contend.errors import UserError
+
+if TYPE_CHECKING:
+    from contend.machine import Machine
 
 # Records the tracer keeps per rank in a predicted run (96 B each): a dropped record would leave a hole
 # in the schedule, so a run that drops any is refused and names the option to raise.
@@ -96,11 +99,14 @@ def fifo_command(command: Sequence[str]) -> list[str]:
     return out
 
 
-def fabric_command(command: Sequence[str], scratch: Path) -> list[str]:
-    """``mpiexec -n N prog args`` as the launch of N ranks on the emulated fabric that is up (rank r on
-    node r // ppn, ``contend.mpi.launch_command``), its rank wrapper written into ``scratch``."""
+def fabric_command(command: Sequence[str], scratch: Path, placement: str | None = None) -> tuple[list[str], np.ndarray]:
+    """``mpiexec -n N prog args`` as the launch of N ranks on the emulated fabric that is up, its rank
+    wrapper written into ``scratch``, and the node of each rank: rank r on node r // ppn, or where the
+    placement file ``placement`` puts it (``contend map``'s placement.toml or a list of nodes,
+    ``contend.mapping.formats.read_placement``)."""
     from contend import fabric as fabric_module
     from contend import mpi
+    from contend.mapping.formats import read_placement
     from contend.quantities import parse_count
 
     built = fabric_module.current()
@@ -114,9 +120,11 @@ def fabric_command(command: Sequence[str], scratch: Path) -> list[str]:
                         "nodes is contend's)")
     ranks = parse_count(options[1], f"predict --fabric: -n (at most {built.nodes} nodes x {built.ppn} ranks)",
                         minimum=1, maximum=built.nodes * built.ppn)
-    wrapper = fabric_module.write_rank_wrapper(built, scratch)
+    node_of_rank = (np.arange(ranks, dtype=np.int64) // built.ppn if placement is None
+                    else read_placement(placement, ranks, built.nodes, built.ppn))
+    wrapper = fabric_module.write_rank_wrapper(built, scratch, node_of_rank)
     argv, _ = mpi.launch_command(library, ranks, command[starts[0]:], mpi.Placement(wrapper))
-    return argv
+    return argv, node_of_rank
 
 
 def span_library():
@@ -214,7 +222,7 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
     return np.array(leads, dtype=np.int64), np.array(tails, dtype=np.int64)
 
 
-def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None = None,
+def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: str | None = None,
                    ranks: int | None = None) -> tuple[int, int, int]:
     """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
     operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
@@ -240,7 +248,7 @@ def predicted_span(goal: Path, machine: str, directory: Path, noise: str | None 
     return predicted, int(round(result.makespan)), int(result.ops)
 
 
-def predict_traces(directories: Sequence[Path], machine: str, work: Path, measured: Measured,
+def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Path, measured: Measured,
                    noise: str | None = None, ranks: int | None = None) -> None:
     """Convert and simulate each trace directory (extrapolated to ``ranks`` if given); its prediction
     joins ``measured``, and with ``noise`` a second one with that noise."""
@@ -280,7 +288,7 @@ def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: in
     return measured, directories
 
 
-def predict_command(command: Sequence[str], machine: str, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
+def predict_command(command: Sequence[str], machine: str | Machine, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
                     noise: str | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
                     progress: Callable[[str], None] = lambda text: None) -> Measured:
     """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run."""

@@ -36,6 +36,9 @@ def register(subparsers) -> None:
                              "contend noise measure --mpi -n N --per-core")
     parser.add_argument("--fabric", action="store_true",
                         help="run `mpiexec -n N PROG` on the emulated fabric that is up (rank r on node r // ppn)")
+    parser.add_argument("--placement", metavar="FILE",
+                        help="with --fabric: the node of each rank (contend map's placement.toml, or node numbers in "
+                             "rank order); the runs use it and so does the prediction (--machine needs a [topology])")
     parser.add_argument("--fifo", action="store_true",
                         help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
                              "it; at most one rank per core")
@@ -62,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     runs = parse_count(args.runs, "--runs", minimum=1, maximum=1000)
     if (args.fifo or args.fabric) and not command:
         raise UserError("predict: --fifo and --fabric apply to runs, not to --trace")
+    if args.placement and not args.fabric:
+        raise UserError("predict: --placement places the ranks on the emulated fabric: give --fabric too")
     records = parse_count(args.records, "--records", minimum=1, maximum=2**32) if args.records else \
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
@@ -73,16 +78,23 @@ def run(args: argparse.Namespace) -> int:
         from contend.atomic import output_directory
 
         keep = output_directory(args.keep, "--keep")
+    machine = args.machine
     with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
         if args.fabric:
-            command = predict.fabric_command(command, Path(scratch))
+            command, node_of_rank = predict.fabric_command(command, Path(scratch), args.placement)
+            if args.placement:
+                from contend.machine import load_machine, loggops_params
+                from contend.network import NetworkLayout
+
+                machine = load_machine(args.machine).placed(node_of_rank)
+                NetworkLayout.of(loggops_params(machine), len(node_of_rank))  # the engine checks it before any run
         if args.fifo:
             command = predict.fifo_command(command)
         if args.trace:
             measured = predict.predict_trace(Path(args.trace), args.machine, work, args.noise)
         else:
-            measured = predict.predict_command(command, args.machine, runs, work, records=records,
+            measured = predict.predict_command(command, machine, runs, work, records=records,
                                                noise=args.noise, timeout_s=timeout, progress=progress)
     for warning in measured.warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
