@@ -27,6 +27,7 @@ from rich.table import Table  # noqa: E402
 
 from contend.atomic import atomic_path  # noqa: E402
 from contend.errors import UserError  # noqa: E402
+from contend.report.plots import save_figure  # noqa: E402
 from contend.experiments.fabric_check import TOLERANCE, Check, Settings, run_check  # noqa: E402
 
 PREFIX = "ctdv-"  # never the user's fabric (ctd-) nor the tests' (ctdt-)
@@ -82,10 +83,7 @@ def plot(check: Check, path: Path) -> None:
         ax.legend(fontsize=8)
     figure.suptitle(f"Emulated fabric ({check.fabric.topology} of {check.fabric.nodes}, {check.fabric.link}) "
                     f"vs simulation (machine file calibrated on one flow and 1-byte round trips)", fontsize=10)
-    figure.tight_layout()
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, format="png", dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
 
 
 def run() -> int:

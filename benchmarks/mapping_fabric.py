@@ -30,6 +30,7 @@ from rich.table import Table  # noqa: E402
 
 from contend.atomic import atomic_path  # noqa: E402
 from contend.errors import UserError  # noqa: E402
+from contend.report.plots import save_figure  # noqa: E402
 from contend.experiments.mapping_fabric import PLACEMENTS, Settings, run_experiment  # noqa: E402
 
 PREFIX = "ctdm-"  # never the user's fabric (ctd-), the tests' (ctdt-) nor fabric_vs_sim's (ctdv-)
@@ -96,10 +97,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set_title(_gain_line(result).replace(", one", ",\none"), fontsize=8)
     ax.legend(fontsize=8)
     figure.suptitle(_title(result).split(";")[0].replace(", app-halo", ",\napp-halo"), fontsize=9)
-    figure.tight_layout()
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, format="png", dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
 
 
 def run() -> int:
