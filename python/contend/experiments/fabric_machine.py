@@ -81,7 +81,9 @@ class Calibration:
 
     @property
     def gap(self) -> float:
-        return median(s.gap for s in self.latencies)
+        """The median gap; never negative: a gap below the round trips' noise reads as a negative
+        difference of two PRTTs, and the model's g is then 0."""
+        return max(0.0, median(s.gap for s in self.latencies))
 
     @property
     def one_way(self) -> float:
