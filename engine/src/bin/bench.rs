@@ -12,8 +12,9 @@
 //!                                                  then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
-//!     over a network: TOPOLOGY torus:8x8x8, fattree:K:LEVELS or dragonfly:A:P:H:G; SHARING flow or
-//!     packet; PACKET bytes (default 256)
+//!     over a network: TOPOLOGY in the engine's compact form (torus:8x8x8, fattree:K:LEVELS,
+//!     dragonfly:A:P:H:G, ...: engine/src/net/topology.rs); SHARING flow or packet; PACKET bytes
+//!     (default 256)
 //! ```
 //! Networks: 10 GB/s links and injection, 100 ns per hop, one rank per node.
 //! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns), but see NOISE.
@@ -25,7 +26,7 @@ use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::Program;
 use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::writer::write_goal_file;
-use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
+use contend_engine::net::{Network, NetworkSpec, Placement, Sharing};
 use contend_engine::noise::spec::NoiseSpec;
 use contend_engine::noise::Noise;
 use contend_engine::sim::{simulate_with_noise, simulate_with_progress, Execution, Options, Params, SimResult};
@@ -66,23 +67,6 @@ fn collective(args: &[String]) -> Collective {
     let ranks: u32 = args[1].parse().unwrap_or_else(|_| fail("RANKS must be an integer"));
     let bytes: u64 = args[2].parse().unwrap_or_else(|_| fail("BYTES must be an integer"));
     Collective::new(pattern, ranks, bytes, 0, 0).unwrap_or_else(|e| fail(&e))
-}
-
-fn topology(text: &str) -> TopologySpec {
-    let (kind, rest) = text.split_once(':').unwrap_or_else(|| fail("TOPOLOGY is kind:parameters"));
-    let nums = |sep: char| -> Vec<u32> { rest.split(sep).map(|x| x.parse().unwrap_or_else(|_| fail("bad topology number"))).collect() };
-    match kind {
-        "torus" => TopologySpec::Torus { dims: nums('x') },
-        "fattree" => {
-            let v = nums(':');
-            TopologySpec::FatTree { k: v[0], levels: v[1], oversubscription: 1 }
-        }
-        "dragonfly" => {
-            let v = nums(':');
-            TopologySpec::Dragonfly { a: v[0], p: v[1], h: v[2], g: v[3] }
-        }
-        _ => fail("topology kinds: torus, fattree, dragonfly"),
-    }
 }
 
 /// The noise of `gen`'s optional NOISE argument: the engine's compact form (see the module doc).
@@ -146,7 +130,7 @@ fn main() {
         Some("net") if args.len() == 6 || args.len() == 7 => {
             let c = collective(&args[1..4]);
             let spec = NetworkSpec {
-                topology: topology(&args[4]),
+                topology: args[4].parse().unwrap_or_else(|e: String| fail(&format!("TOPOLOGY: {e}"))),
                 routing: None,
                 placement: Placement::Block,
                 ranks_per_node: 1,

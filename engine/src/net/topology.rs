@@ -95,6 +95,37 @@ impl TopologySpec {
     }
 }
 
+/// The compact form of a topology: `torus:8x8x8`, `mesh:4x4`, `fattree:K:LEVELS[:OVERSUBSCRIPTION]`,
+/// `dragonfly:A:P:H:G`, `crossbar:NODES` (sizes checked when the [`Topology`] is built).
+///
+/// ```
+/// use contend_engine::net::TopologySpec;
+/// assert_eq!("torus:8x8x8".parse(), Ok(TopologySpec::Torus { dims: vec![8, 8, 8] }));
+/// assert_eq!("fattree:32:2".parse(), Ok(TopologySpec::FatTree { k: 32, levels: 2, oversubscription: 1 }));
+/// assert!("ring:8".parse::<TopologySpec>().is_err());
+/// ```
+impl std::str::FromStr for TopologySpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<TopologySpec, String> {
+        const FORMS: &str = "torus:AxBxC, mesh:AxB, fattree:K:LEVELS[:OVERSUBSCRIPTION], dragonfly:A:P:H:G or crossbar:NODES";
+        let (kind, rest) = text.trim().split_once(':').ok_or_else(|| format!("expected {FORMS}; got '{text}'"))?;
+        let sizes = |sep: char| -> Result<Vec<u32>, String> {
+            rest.split(sep).map(|x| x.trim().parse().map_err(|_| format!("'{x}' in '{text}' is not a size"))).collect()
+        };
+        let spec = match (kind, sizes(':')) {
+            ("torus", _) => TopologySpec::Torus { dims: sizes('x')? },
+            ("mesh", _) => TopologySpec::Mesh { dims: sizes('x')? },
+            ("fattree", Ok(v)) if v.len() == 2 || v.len() == 3 => TopologySpec::FatTree { k: v[0], levels: v[1], oversubscription: v.get(2).copied().unwrap_or(1) },
+            ("dragonfly", Ok(v)) if v.len() == 4 => TopologySpec::Dragonfly { a: v[0], p: v[1], h: v[2], g: v[3] },
+            ("crossbar", Ok(v)) if v.len() == 1 => TopologySpec::Crossbar { nodes: v[0] },
+            (_, Err(e)) => return Err(e),
+            _ => return Err(format!("expected {FORMS}; got '{text}'")),
+        };
+        Ok(spec)
+    }
+}
+
 /// A validated topology. Memory O(dimensions); every query below is O(1) unless it says otherwise.
 #[derive(Clone, Debug)]
 pub struct Topology {
