@@ -28,18 +28,13 @@ fn collectives() -> Vec<&'static str> {
     Pattern::ALL.iter().map(|p| p.name()).collect()
 }
 
+/// A generated collective; the arguments converted to the engine's types, which checks them.
 pub(crate) fn collective(name: &str, ranks: i64, size: i64, root: i64, seed: u64) -> PyResult<Collective> {
     let pattern = Pattern::from_name(name).map_err(PyValueError::new_err)?;
-    if ranks < 1 || ranks > u32::MAX as i64 {
-        return Err(PyValueError::new_err(format!("ranks must be at least 1, not {ranks}")));
-    }
-    if size < 0 {
-        return Err(PyValueError::new_err(format!("bytes must not be negative, not {size}")));
-    }
-    if root < 0 || root >= ranks {
-        return Err(PyValueError::new_err(format!("root {root} out of range for {ranks} ranks")));
-    }
-    Collective::new(pattern, ranks as u32, size as u64, root as u32, seed).map_err(PyValueError::new_err)
+    let num_ranks = u32::try_from(ranks).map_err(|_| PyValueError::new_err(format!("ranks {ranks} out of range")))?;
+    let size = u64::try_from(size).map_err(|_| PyValueError::new_err(format!("bytes must not be negative, not {size}")))?;
+    let root = u32::try_from(root).map_err(|_| PyValueError::new_err(format!("root {root} out of range for {ranks} ranks")))?;
+    Collective::new(pattern, num_ranks, size, root, seed).map_err(PyValueError::new_err)
 }
 
 /// Writes a generated collective as GOAL text (gzip when the path ends in .gz).
