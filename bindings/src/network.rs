@@ -113,7 +113,21 @@ fn network_links(py: Python<'_>, params: &Bound<'_, PyDict>, ranks: u32) -> PyRe
     Ok(d.unbind())
 }
 
+/// Checks a link sharing model's name (`flow`, `packet`).
+#[pyfunction]
+fn check_sharing(name: &str) -> PyResult<()> {
+    Sharing::parse(name).map(|_| ()).map_err(PyValueError::new_err)
+}
+
+/// Checks a placement's name (`block`, `cyclic`).
+#[pyfunction]
+fn check_placement(name: &str) -> PyResult<()> {
+    Placement::parse(name).map(|_| ()).map_err(PyValueError::new_err)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(network_links, m)?)?;
+    m.add_function(wrap_pyfunction!(check_sharing, m)?)?;
+    m.add_function(wrap_pyfunction!(check_placement, m)?)?;
     Ok(())
 }
