@@ -144,6 +144,18 @@ fn parse_noise_duration(text: &str) -> PyResult<u64> {
     spec::parse_duration(text).map_err(PyValueError::new_err)
 }
 
+/// A duration in ps for people ("25 us"), as the engine's messages write it.
+#[pyfunction]
+fn format_time(ps: f64) -> String {
+    spec::format_time(ps)
+}
+
+/// A frequency for people ("1000 Hz"), as the engine's messages write it.
+#[pyfunction]
+fn format_hz(hz: f64) -> String {
+    spec::format_hz(hz)
+}
+
 /// The period of a frequency in ps.
 #[pyfunction]
 fn parse_period(text: &str) -> PyResult<u64> {
@@ -188,6 +200,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_frequency, m)?)?;
     m.add_function(wrap_pyfunction!(parse_noise_duration, m)?)?;
     m.add_function(wrap_pyfunction!(parse_period, m)?)?;
+    m.add_function(wrap_pyfunction!(format_time, m)?)?;
+    m.add_function(wrap_pyfunction!(format_hz, m)?)?;
     m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;
     m.add_function(wrap_pyfunction!(noise_stretch, m)?)?;
     Ok(())

@@ -138,24 +138,21 @@ class NoiseSettings:
 
 
 def format_ps(ps: float) -> str:
-    """A duration for people: "25 us", "2.5 ms", "800 ns".
+    """A duration for people, as the engine's messages write it: "25 us", "2.5 ms", "800 ns".
 
     >>> format_ps(25_000_000), format_ps(2_500_000_000), format_ps(800_000), format_ps(0)
     ('25 us', '2.5 ms', '800 ns', '0 ns')
     """
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if ps >= scale:
-            return f"{ps / scale:.4g} {unit}"
-    return f"{ps / 1e3:.4g} ns"
+    return engine().format_time(float(ps))
 
 
 def format_hz(hz: float) -> str:
-    """A frequency for people.
+    """A frequency for people, as the engine's messages write it.
 
     >>> format_hz(1000.0), format_hz(2.5)
     ('1000 Hz', '2.5 Hz')
     """
-    return f"{hz:.6g} Hz"
+    return engine().format_hz(float(hz))
 
 
 def parse_frequency(text: Any, where: str) -> float:
