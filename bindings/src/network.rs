@@ -23,16 +23,16 @@ pub(crate) fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec
         n.get_item(k)?.ok_or_else(|| err(k, "missing"))?.extract::<f64>().map_err(|_| err(k, "must be a number"))
     };
     let kind: String = n.get_item("topology")?.ok_or_else(|| err("topology", "missing"))?.extract().map_err(|_| err("topology", "must be a name"))?;
-    let topology = match kind.as_str() {
-        "torus" | "mesh" => {
-            let dims: Vec<u32> = n.get_item("dims")?.ok_or_else(|| err("dims", "missing"))?.extract().map_err(|_| err("dims", "must be a list of sizes"))?;
-            if kind == "torus" { TopologySpec::Torus { dims } } else { TopologySpec::Mesh { dims } }
+    // The kind's sizes by name; the engine knows which a kind takes.
+    let size = |k: &'static str| -> Result<Option<Vec<u32>>, String> {
+        let Some(v) = n.get_item(k).map_err(|e| e.to_string())?.filter(|v| !v.is_none()) else { return Ok(None) };
+        if k == "dims" {
+            v.extract::<Vec<u32>>().map(Some).map_err(|_| "dims: must be a list of sizes".into())
+        } else {
+            v.extract::<u32>().map(|x| Some(vec![x])).map_err(|_| format!("{k}: must be a non-negative integer below 2^32"))
         }
-        "fattree" => TopologySpec::FatTree { k: small("k")?, levels: small("levels")?, oversubscription: small("oversubscription")? },
-        "dragonfly" => TopologySpec::Dragonfly { a: small("a")?, p: small("p")?, h: small("h")?, g: small("g")? },
-        "crossbar" => TopologySpec::Crossbar { nodes: small("nodes")? },
-        other => return Err(err("topology", &format!("unknown kind '{other}' (torus, mesh, fattree, dragonfly, crossbar)"))),
     };
+    let topology = TopologySpec::from_sizes(&kind, size).map_err(|e| PyValueError::new_err(format!("network {e}")))?;
     let placement = match n.get_item("placement")? {
         None => Placement::Block,
         Some(p) => match p.extract::<String>() {
