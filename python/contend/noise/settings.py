@@ -342,5 +342,10 @@ def resolve(noise: Any, machine_noise: NoiseSettings | None, *, phase: Any = Non
     if "seed" in given:
         given["seed"] = _seed(given["seed"], "--noise-seed")
     if not given:
-        return chosen
-    return checked(dataclasses.replace(chosen, **given), lambda key: f"--noise-{key.replace('_', '-')}" if key in given else "--noise")
+        return chosen  # checked when it was read
+
+    def option(key: str) -> str:
+        """The --noise-* option that gave ``key``, else the spec."""
+        return f"--noise-{key.replace('_', '-')}" if key in given else "--noise"
+
+    return checked(dataclasses.replace(chosen, **given), option)
