@@ -13,8 +13,8 @@ import argparse
 import os
 import sys
 
-from contend import fabric
-from contend.bench.runner import run_benchmark
+from contend.native import fabric
+from contend.native.bench.runner import run_benchmark
 
 PREFIX = "ctdm-"
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from contend import fabric, throttle
-from contend.bench.nic import sweep_table
-from contend.bench.runner import run_benchmark
+from contend.native import fabric, libthrottle
+from contend.native.bench.nic import sweep_table
+from contend.native.bench.runner import run_benchmark
 
 PREFIX = "ctnic-"
 SHM_SIZES = (8, 256, 8192, 262144)
@@ -45,11 +45,11 @@ def one_run(name: str, label: str, *, built: fabric.Fabric | None = None, tokens
         stats = Path(scratch) / "stats.jsonl"
         variables = None
         if tokens is not None:
-            variables = throttle.settings("token", tokens=tokens, stall_ms=1000, stats=stats)
+            variables = libthrottle.settings("token", tokens=tokens, stall_ms=1000, stats=stats)
         before = fabric.dropped_packets(built) if built else 0
         run = run_benchmark(name, on_fabric=built is not None, timeout_s=900, throttle=variables, **kwargs)
         drops = fabric.dropped_packets(built) - before if built else 0
-        counters = throttle.read_stats(stats)
+        counters = libthrottle.read_stats(stats)
     return {"name": name, "label": label, "tokens": tokens, "drops": drops,
             "load": run.meta.get("loadavg_1min"), "meta": run.meta,
             "rows": run.results.to_dict("records"),

@@ -8,7 +8,7 @@ Two runs of contend-bench on 2 ranks of this host's shared memory, 8-byte messag
     pingpong   half round trip (latency): the median over the timed iterations
     msgrate    time per message, a sender streaming windows of 64 nonblocking sends (message rate)
 
-each in four variants, interleaved and rotated (contend.bench.overhead):
+each in four variants, interleaved and rotated (contend.native.bench.overhead):
 
     none          no LD_PRELOAD                                (the baseline)
     none-again    no LD_PRELOAD, a second time                 (the noise floor: baseline vs itself)
@@ -42,9 +42,9 @@ import tempfile
 
 import numpy as np
 
-from contend import mpi
-from contend.bench.overhead import BASELINE, NOISE, interleaved, overhead_table
-from contend.bench.runner import run_benchmark
+from contend.native import mpi
+from contend.native.bench.overhead import BASELINE, NOISE, interleaved, overhead_table
+from contend.native.bench.runner import run_benchmark
 
 TARGET = 0.02
 STATISTICS = {"median": "t_p50_ns", "best window": "t_min_ns"}
@@ -133,7 +133,7 @@ def run() -> int:
     mpi.build_native(library)
     cpu = cpu_cost(args.repeats) if args.cpu else None
     if args.fabric:
-        from contend import fabric
+        from contend.native import fabric
 
         os.environ["CONTEND_FABRIC_PREFIX"] = FABRIC_PREFIX
         with fabric.session(2, 1, "1gbit", "star", FABRIC_PREFIX):

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from contend import fabric, mpi
+from contend.native import fabric, mpi
 
 
 def pytest_configure(config):

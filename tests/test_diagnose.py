@@ -13,7 +13,7 @@ import pytest
 import contend
 from contend.analysis.diagnose import diagnose
 from contend.cli import main
-from contend.records import write_records_parquet
+from contend.simulation.records import write_records_parquet
 
 CROSSBAR = """[machine]
 name = "crossbar"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import contend
-from contend import fabric, mpi
-from contend.bench import sanity
-from contend.bench.runner import run_benchmark
+from contend.native import fabric, mpi
+from contend.native.bench import sanity
+from contend.native.bench.runner import run_benchmark
 from contend.cli import main
 from contend.errors import UserError
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from contend import fabric
+from contend.native import fabric
 from contend.experiments import native_twins
 from contend.experiments.fabric_check import TOLERANCE, Settings, run_check
 from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
-from contend.machine import parse_machine
+from contend.machine.file import parse_machine
 
 PREFIX = fabric.TEST_PREFIX
 LINK_Bps = 0.95e9 / 8

@@ -13,14 +13,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from contend import fabric, mpi, predict
+from contend.native import fabric, mpi
+from contend.analysis import predict
 from contend.errors import UserError
 from contend.experiments import mapping_fabric
 from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
-from contend.machine import load_machine, loggops_params, parse_machine
+from contend.machine.file import load_machine, loggops_params, parse_machine
 from contend.mapping.graph import CommGraph
 from contend.mapping.objective import evaluate
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 LINK_Bps = 0.95e9 / 8
 
@@ -187,7 +188,7 @@ def test_predict_placement_without_the_fabric_is_one_line(fails_cleanly, tmp_pat
 @pytest.mark.usefixtures("isolated_fabric")
 def test_predict_runs_and_simulates_the_ranks_where_the_placement_puts_them(built, tmp_path, capsys):
     from contend.cli import main
-    from contend.trace.files import read_directory
+    from contend.native.trace.files import read_directory
 
     placement = [0, 2, 1, 3]
     (tmp_path / "placement").write_text(" ".join(map(str, placement)) + "\n")

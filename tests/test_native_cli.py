@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
 from contend.errors import UserError
 

@@ -11,9 +11,9 @@ import statistics
 
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
-from contend.predict import Measured
+from contend.analysis.predict import Measured
 
 MACHINE = """[machine]
 name = "test-host"
@@ -115,7 +115,7 @@ def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chrt") is None, reason="--fifo needs root and chrt")
 def test_fifo_puts_every_program_of_the_launch_under_chrt(built):
-    from contend.predict import fifo_command
+    from contend.analysis.predict import fifo_command
 
     launcher = str(built.mpiexec)
     assert fifo_command([launcher, "-n", "2", "./prog", "-x", "1"]) == \

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import fabric, mpi
+from contend.native import fabric, mpi
 from contend.cli import main
 
 PREFIX = "ctdtr-"

@@ -149,7 +149,7 @@ class Diagnosis:
 def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, bins: int = 20,
              source: str = "engine", sites: Sequence[Mapping[str, Any]] | None = None) -> Diagnosis:
     """Diagnose a records DataFrame (float ns, docs/formats.md "Records") under LogGOPS ``params`` in
-    ns (``contend.result.parameters_ns``). ``source`` is "engine" or "trace"; ``sites`` (engine records
+    ns (``contend.simulation.result.parameters_ns``). ``source`` is "engine" or "trace"; ``sites`` (engine records
     only) names call sites by tag and pairs get requests with their replies (``contend.sites``)."""
     if len(records) == 0:
         raise UserError("diagnose: the records hold no messages")
@@ -395,7 +395,7 @@ def ideal_transfer(frame, params: Mapping[str, Any], ranks: int) -> np.ndarray:
     network = params.get("network")
     if network is None:
         return ideal
-    from contend.network import NetworkLayout
+    from contend.simulation.layout import NetworkLayout
 
     layout = NetworkLayout.of(_engine_params(params), ranks)
     src, dst = frame["src"].to_numpy(), frame["dst"].to_numpy()
@@ -431,7 +431,7 @@ class _MinimalRoutes:
     smallest sum of 1/bandwidth (each link's share of a packet's head time)."""
 
     def __init__(self, layout, network: Mapping[str, Any]) -> None:
-        from contend.network import LINK_CLASSES
+        from contend.simulation.layout import LINK_CLASSES
 
         link = float(network["link_bandwidth"]) / 1e9
         bandwidth = {"injection": float(network["injection_bandwidth"]) / 1e9,

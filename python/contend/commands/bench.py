@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Iterator
 
 from contend.atomic import beside, check_writable
-from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
+from contend.native.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
 from contend.errors import UserError
-from contend.quantities import bounded_number, parse_count
+from contend.machine.quantities import bounded_number, parse_count
 
 # pandas, pyarrow, matplotlib and rich load inside the actions: `contend sim` should not wait for them.
 
@@ -116,7 +116,7 @@ def run_list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from contend.report.terminal import Table
 
-    from contend.bench.tables import sizes_text
+    from contend.native.bench.tables import sizes_text
 
     table = Table(title="contend bench: benchmarks")
     for column in ("name", "what it measures", "ranks", "default sizes", "options"):
@@ -158,12 +158,12 @@ def _seconds(text: str) -> float:
 def run_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from contend.bench import sanity
-    from contend.bench.plot import plot_run
-    from contend.bench.results import write_run
-    from contend.bench.runner import run_benchmark
-    from contend.bench.sizes import parse_sizes
-    from contend.bench.tables import results_table
+    from contend.native.bench import sanity
+    from contend.native.bench.plot import plot_run
+    from contend.native.bench.results import write_run
+    from contend.native.bench.runner import run_benchmark
+    from contend.native.bench.sizes import parse_sizes
+    from contend.native.bench.tables import results_table
 
     bench = benchmark(args.name)
     if bench.plot == "nimc":
@@ -199,9 +199,9 @@ def run_run(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from contend.bench.plot import plot_run
-    from contend.bench.results import read_run
-    from contend.bench.tables import results_table
+    from contend.native.bench.plot import plot_run
+    from contend.native.bench.results import read_run
+    from contend.native.bench.tables import results_table
 
     path = Path(args.file)
     if not path.is_file():
@@ -230,13 +230,13 @@ def run_fit(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from contend.bench import loggp
-    from contend.bench.plot import plot_fit
-    from contend.bench.repeats import common_state
-    from contend.bench.results import median_of_runs, write_run
-    from contend.bench.runner import run_benchmark
-    from contend.bench.sizes import parse_sizes
-    from contend.bench.tables import fit_table
+    from contend.native.bench import loggp
+    from contend.native.bench.plot import plot_fit
+    from contend.native.bench.repeats import common_state
+    from contend.native.bench.results import median_of_runs, write_run
+    from contend.native.bench.runner import run_benchmark
+    from contend.native.bench.sizes import parse_sizes
+    from contend.native.bench.tables import fit_table
 
     target = check_writable(args.output, "-o")
     sizes = parse_sizes(args.sizes)
@@ -314,9 +314,9 @@ def run_nimc(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from contend.atomic import output_directory
-    from contend.bench import nimc
-    from contend.bench.sizes import parse_sizes
-    from contend.bench.tables import nimc_table
+    from contend.native.bench import nimc
+    from contend.native.bench.sizes import parse_sizes
+    from contend.native.bench.tables import nimc_table
     from contend.report.nimc import slowdown_figure
 
     sources = nimc.parse_sources(args.sources)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from contend import fabric
+from contend.native import fabric
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.machine.quantities import parse_count
 
 
 def register(subparsers) -> None:

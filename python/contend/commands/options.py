@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from contend.quantities import bounded_number
+from contend.machine.quantities import bounded_number
 
 
 def add_collective_options(parser: argparse.ArgumentParser, required: bool) -> None:

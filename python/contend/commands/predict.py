@@ -16,7 +16,7 @@ from pathlib import Path
 
 from contend.commands.options import launch_words, run_timeout
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.machine.quantities import parse_count
 
 
 def register(subparsers) -> None:
@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contend import predict
+    from contend.analysis import predict
     from contend.atomic import check_writable
 
     command = launch_words(args.command)
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         if args.fabric:
             command, node_of_rank = predict.fabric_command(command, Path(scratch), args.placement)
             if args.placement:
-                from contend.machine import load_machine, loggops_params
-                from contend.network import NetworkLayout
+                from contend.machine.file import load_machine, loggops_params
+                from contend.simulation.layout import NetworkLayout
 
                 machine = load_machine(args.machine).placed(node_of_rank)
                 NetworkLayout.of(loggops_params(machine), len(node_of_rank))  # the engine checks it before any run
@@ -130,7 +130,7 @@ def _status():
 
 def _check_machine(machine: str, noise: str | None) -> None:
     """A bad machine or noise fails before any run, not after."""
-    from contend.machine import loggops_params
+    from contend.machine.file import loggops_params
 
     loggops_params(machine)
     if noise is not None:

@@ -21,13 +21,13 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any, Callable
 
-from contend import fabric as fabric_module
+from contend.native import fabric as fabric_module
 from contend.atomic import atomic_path
-from contend.bench.results import RunResult
-from contend.bench.runner import run_benchmark
+from contend.native.bench.results import RunResult
+from contend.native.bench.runner import run_benchmark
 from contend.experiments import native_twins
 from contend.experiments.fabric_machine import Calibration, calibrate, machine_toml
-from contend.machine import parse_machine
+from contend.machine.file import parse_machine
 
 TOLERANCE = 0.15  # the bound on |simulated / measured - 1|
 KiB, MiB = 1024, 1024 * 1024

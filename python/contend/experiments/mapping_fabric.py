@@ -39,16 +39,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from contend import fabric as fabric_module
-from contend import mpi, predict
+from contend.native import fabric as fabric_module
+from contend.native import mpi
+from contend.analysis import predict
 from contend.errors import UserError
 from contend.experiments import fabric_check
 from contend.experiments.fabric_machine import TOPOLOGY_KIND, calibrate, machine_toml
-from contend.machine import loggops_params, parse_machine
+from contend.machine.file import loggops_params, parse_machine
 from contend.mapping.graph import CommGraph
 from contend.mapping.methods import METHODS, place
 from contend.mapping.objective import evaluate
-from contend.topology import network_params
+from contend.machine.topology import network_params
 
 PLACEMENTS = ("default", "mapped")
 # Bounds on what one experiment may run (runs per placement, app-halo's arguments: 32 MiB halos at most).
