@@ -29,7 +29,7 @@ The package, grouped by what it does (each folder's ``__init__`` says more):
 Who imports whom (no cycles between modules): machine/ imports the shared modules and noise.settings
 (the [noise] table); simulation/ imports machine/, noise/ and report/'s formatting; native/ imports
 machine/ (units) and report/ (tables, plots); analysis/, mapping/ and experiments/ build on those;
-commands/ is imported by cli.py only, lazily.
+report/ imports no experiment; commands/ is imported by cli.py only, lazily.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from contend.experiments import onesided
-from contend.experiments.findings import Finding
+from contend.report.findings import Finding
 from contend.report.plots import pyplot, save_figure
 
 

@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from contend.experiments.findings import Finding, stopwatch
+from contend.experiments.stopwatch import stopwatch
+from contend.report.findings import Finding
 from contend.experiments.topology import MACHINES, Torus, torus
 from contend.machine.file import loggops_params
 from contend.mapping import patterns

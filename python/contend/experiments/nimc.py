@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from contend.engine import engine, user_errors
-from contend.experiments.findings import Finding, stopwatch
+from contend.experiments.stopwatch import stopwatch
+from contend.report.findings import Finding
 from contend.machine.file import load_machine, loggops_params
 from contend.machine.memory import with_mitigations
 from contend.report import plots

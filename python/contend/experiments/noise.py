@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from contend.experiments.findings import Finding
+from contend.report.findings import Finding
 from contend.machine.file import load_machine
 from contend.noise.settings import NoiseSettings, from_table
 from contend.report import plots

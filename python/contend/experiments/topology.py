@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from contend.experiments.findings import Finding
+from contend.report.findings import Finding
 from contend.machine.file import Machine, load_machine, loggops_params
 from contend.simulation.layout import NetworkLayout
 from contend.machine.quantities import format_bytes

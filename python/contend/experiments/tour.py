@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from contend.atomic import atomic_path
 from contend.simulation.chrome_trace import write_chrome_trace
-from contend.experiments.findings import Finding
+from contend.report.findings import Finding
 from contend.machine.file import load_machine, preset_names
 from contend.machine.quantities import format_bytes
 from contend.simulation.records import write_records_parquet
