@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -47,7 +46,7 @@ def one_run(name: str, label: str, *, built: fabric.Fabric | None = None, tokens
         if tokens is not None:
             variables = libthrottle.settings("token", tokens=tokens, stall_ms=1000, stats=stats)
         before = fabric.dropped_packets(built) if built else 0
-        run = run_benchmark(name, on_fabric=built is not None, timeout_s=900, throttle=variables, **kwargs)
+        run = run_benchmark(name, fabric=built, timeout_s=900, throttle=variables, **kwargs)
         drops = fabric.dropped_packets(built) - before if built else 0
         counters = libthrottle.read_stats(stats)
     return {"name": name, "label": label, "tokens": tokens, "drops": drops,
@@ -156,7 +155,6 @@ def shm_part(repeats: int) -> tuple[list[dict], list[str]]:
 
 def fabric_part(repeats: int, link: str, queue: str, tokens: int) -> tuple[list[dict], list[str]]:
     nic = {"messages": 32}
-    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX  # where run_benchmark looks for the fabric that is up
     with fabric.session(2, 2, link, "star", PREFIX, queue) as built:
         common = dict(ranks=4, sizes=FABRIC_SIZES, iters=5, warmup=1, built=built)
         configs = []

@@ -203,7 +203,7 @@ def calibrate_fabric(built, path: Path, console: Console) -> None:
     from contend.experiments.fabric_machine import calibrate, machine_toml
 
     settings = Settings(incasts=(), seeds=(), repeats=3)
-    found = measure(settings, lambda text: console.print(f"  fabric calibration: {text}"))
+    found = measure(settings, built, lambda text: console.print(f"  fabric calibration: {text}"))
     text = machine_toml(calibrate(built, found.flow_runs, found.loggp_runs),
                         f"one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, "
                         f"{settings.latency_iters} round trips (benchmarks/predict.py)")
@@ -308,7 +308,6 @@ def main() -> int:
         if args.fabric or args.fabric_only:
             from contend.native import fabric
 
-            os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
             nodes = max(ranks + [4]) if source else 4
             with fabric.session(nodes, 1, args.link, "star", PREFIX) as built, \
                     tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:

@@ -49,7 +49,7 @@ def measure(pattern: str, size: int, built: fabric.Fabric, tokens: int | None, i
         before = fabric.dropped_packets(built)
         options = {"window": INCAST_WINDOW} if pattern == "incast" else {}
         run = run_benchmark(pattern, ranks=ranks, sizes=[size], iters=iters, warmup=1, options=options,
-                            on_fabric=True, timeout_s=600, throttle=variables)
+                            fabric=built, timeout_s=600, throttle=variables)
         drops = fabric.dropped_packets(built) - before
         counters = libthrottle.read_stats(stats)
     rows = run.results
@@ -82,7 +82,6 @@ def run() -> int:
     parser.add_argument("--tokens", default="1,2,4")
     parser.add_argument("--json")
     args = parser.parse_args()
-    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
     variants = [None] + [int(t) for t in args.tokens.split(",")]
     cases = [("incast", INCAST_SIZE, 4)] + [("alltoall", size, 10 if size < 1 << 20 else 3) for size in ALLTOALL_SIZES]
     runs = []

@@ -178,8 +178,7 @@ def test_the_harness_itself_exits_2_on_every_rank():
 
 
 @pytest.fixture
-def nic_fabric(monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", FABRIC_PREFIX)
+def nic_fabric():
     with fabric.session(2, 2, "200mbit", "star", FABRIC_PREFIX) as built:
         yield built
     assert fabric.our_namespaces(FABRIC_PREFIX) == [], "the test left namespaces behind"
@@ -188,7 +187,7 @@ def nic_fabric(monkeypatch):
 
 @pytest.mark.fabric
 def test_nicrate_between_two_emulated_nodes(nic_fabric):
-    run = sane(run_benchmark("nicrate", sizes=[1024], options={"messages": MESSAGES}, on_fabric=True, **TINY))
+    run = sane(run_benchmark("nicrate", sizes=[1024], options={"messages": MESSAGES}, fabric=nic_fabric, **TINY))
     assert run.meta["nodes"] == 2 and run.meta["ranks_per_node"] == 2
     rows = run.results
     assert (rows["one_host"] == 0).all() and set(rows["active"]) == {1, 2}

@@ -78,7 +78,8 @@ def test_incast_and_pairs_on_the_fabric_match_the_simulation_within_15_percent(t
     settings = Settings(incasts=(3,), seeds=(2,), repeats=3)
     tables = []
     for _ in range(2):
-        check = run_check(settings, nodes=4, topology="line", link="1gbit", machine_path=tmp_path / "fabric.toml")
+        check = run_check(settings, nodes=4, topology="line", link="1gbit", machine_path=tmp_path / "fabric.toml",
+                          prefix=PREFIX)
         tables.append(_table(check))
         if all(abs(row.error) <= TOLERANCE for row in check.rows):
             break

@@ -129,7 +129,7 @@ def test_fifo_with_a_trace_is_one_line(fails_cleanly, tmp_path):
                   r"--fifo and --fabric apply to runs")
 
 
-def test_fabric_without_a_fabric_is_one_line(fails_cleanly, monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", "ctdnone-")  # a prefix no fabric is built under
-    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fabric", "--", "mpiexec", "-n", "2", "true"],
+def test_fabric_without_a_fabric_is_one_line(fails_cleanly):
+    # a prefix no fabric is built under
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fabric", "--fabric-prefix", "ctdnone-", "--", "mpiexec", "-n", "2", "true"],
                   r"--fabric: no fabric is up")

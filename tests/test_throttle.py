@@ -337,8 +337,8 @@ def test_on_the_fabric_each_node_has_its_own_pool_by_host_name(built, tmp_path):
     from contend.native.bench.runner import run_benchmark
 
     stats = tmp_path / "stats.jsonl"
-    with fabric.session(2, 2, "1gbit", "star", fabric.TEST_PREFIX):
-        run = run_benchmark("alltoall", ranks=4, sizes=[65536], iters=5, warmup=1, on_fabric=True, timeout_s=120,
+    with fabric.session(2, 2, "1gbit", "star", fabric.TEST_PREFIX) as built:
+        run = run_benchmark("alltoall", ranks=4, sizes=[65536], iters=5, warmup=1, fabric=built, timeout_s=120,
                             throttle=libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS, stats=stats))
     assert not sanity.problems(run), sanity.problems(run)
     assert run.meta["throttle"]["CONTEND_THROTTLE_TOKENS"] == "1"

@@ -30,6 +30,7 @@ from contend.errors import UserError
 
 if TYPE_CHECKING:
     from contend.machine.file import Machine
+    from contend.native.fabric import Fabric
 
 # Records the tracer keeps per rank in a predicted run (96 B each): a dropped record would leave a hole
 # in the schedule, so a run that drops any is refused and names the option to raise.
@@ -99,8 +100,8 @@ def fifo_command(command: Sequence[str]) -> list[str]:
     return out
 
 
-def fabric_command(command: Sequence[str], scratch: Path, placement: str | None = None) -> tuple[list[str], np.ndarray]:
-    """``mpiexec -n N prog args`` as the launch of N ranks on the emulated fabric that is up, its rank
+def fabric_command(command: Sequence[str], built: Fabric, scratch: Path, placement: str | None = None) -> tuple[list[str], np.ndarray]:
+    """``mpiexec -n N prog args`` as the launch of N ranks on the emulated fabric ``built``, its rank
     wrapper written into ``scratch``, and the node of each rank: rank r on node r // ppn, or where the
     placement file ``placement`` puts it (``contend map``'s placement.toml or a list of nodes,
     ``contend.mapping.formats.read_placement``)."""
@@ -109,9 +110,6 @@ def fabric_command(command: Sequence[str], scratch: Path, placement: str | None 
     from contend.mapping.formats import read_placement
     from contend.machine.quantities import parse_count
 
-    built = fabric_module.current()
-    if built is None:
-        raise UserError("predict: --fabric: no fabric is up (contend fabric up --nodes N --ppn K --link 1gbit)")
     library = mpi.launcher_mpi(command[0])
     starts = mpi.program_starts(command, library.flavor)
     options = list(command[1:starts[0]])

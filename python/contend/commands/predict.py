@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contend.commands.options import launch_words, run_timeout
+from contend.commands.options import add_fabric_prefix, launch_words, run_timeout
 from contend.errors import UserError
 from contend.machine.quantities import parse_count
 
@@ -36,6 +36,7 @@ def register(subparsers) -> None:
                              "contend noise measure --mpi -n N --per-core")
     parser.add_argument("--fabric", action="store_true",
                         help="run `mpiexec -n N PROG` on the emulated fabric that is up (rank r on node r // ppn)")
+    add_fabric_prefix(parser)
     parser.add_argument("--placement", metavar="FILE",
                         help="with --fabric: the node of each rank (contend map's placement.toml, or node numbers in "
                              "rank order); the runs use it and so does the prediction (--machine needs a [topology])")
@@ -82,7 +83,10 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
         if args.fabric:
-            command, node_of_rank = predict.fabric_command(command, Path(scratch), args.placement)
+            from contend.native import fabric
+
+            built = fabric.require(args.fabric_prefix, "predict: --fabric")
+            command, node_of_rank = predict.fabric_command(command, built, Path(scratch), args.placement)
             if args.placement:
                 from contend.machine.file import load_machine, loggops_params
                 from contend.simulation.layout import NetworkLayout

@@ -10,7 +10,7 @@ direction of each link is shaped; tbf holds at most rate x queue + burst bytes a
 a small queue makes links drop under incast as shallow switch buffers do. Addresses are private (10.77.0.0/16 nodes, 10.78.0.0/16 router links) and exist only inside
 the namespaces: the host's own network is never touched.
 
-All names start with a prefix (``ctd-``, or ``$CONTEND_FABRIC_PREFIX``): ``<p>n<i>`` nodes, ``<p>sw``
+All names start with a prefix (``prefix``, ``ctd-`` unless told): ``<p>n<i>`` nodes, ``<p>sw``
 the switch, ``<p>r<i>`` routers; nodes call themselves ``<p>node<i>``. A state file under /run/contend
 describes the fabric that is up. Building is all or nothing: if a step fails, everything built is
 removed before the error is reported. ``down`` removes every namespace with the prefix.
@@ -44,12 +44,9 @@ _QUEUE = re.compile(r"^(\d+(?:\.\d+)?)(us|ms)$")
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 
 
+DEFAULT_PREFIX = "ctd-"
 # contend's own tests build their fabrics under this prefix, never under a user's (ctd-).
 TEST_PREFIX = "ctdt-"
-
-
-def default_prefix() -> str:
-    return os.environ.get("CONTEND_FABRIC_PREFIX", "ctd-")
 
 
 def parse_link_rate(text: str) -> float:
@@ -156,9 +153,8 @@ def our_namespaces(prefix: str) -> list[str]:
     return sorted(name for name in names if name.startswith(prefix))
 
 
-def current(prefix: str | None = None) -> Fabric | None:
+def current(prefix: str = DEFAULT_PREFIX) -> Fabric | None:
     """The fabric that is up under this prefix, or None."""
-    prefix = default_prefix() if prefix is None else prefix
     path = _state_file(prefix)
     if not path.is_file():
         return None
@@ -166,6 +162,15 @@ def current(prefix: str | None = None) -> Fabric | None:
     if fabric.node_namespace(0) not in our_namespaces(prefix):
         return None  # namespaces removed behind our back: the state file is stale
     return fabric
+
+
+def require(prefix: str, what: str) -> Fabric:
+    """The fabric that is up under ``prefix``; a UserError naming the option ``what`` if none is."""
+    built = current(prefix)
+    if built is None:
+        raise UserError(f"{what}: no fabric is up (under {prefix}): run `contend fabric up --nodes N --ppn K "
+                        "--link 1gbit` first")
+    return built
 
 
 class _Builder:
@@ -247,10 +252,9 @@ class _Builder:
         return (j - i) % self.f.nodes <= self.f.nodes // 2
 
 
-def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None,
+def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str = DEFAULT_PREFIX,
        queue: str = TBF_LATENCY) -> Fabric:
     """Build the fabric; all or nothing. A UserError if one is already up or the input is bad."""
-    prefix = default_prefix() if prefix is None else prefix
     if topology not in TOPOLOGIES:
         raise UserError(f"--topology: expected one of {', '.join(TOPOLOGIES)}, got {topology!r}")
     if not 2 <= nodes <= MAX_NODES:
@@ -281,7 +285,7 @@ def up(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | No
 
 
 @contextlib.contextmanager
-def session(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str | None = None,
+def session(nodes: int, ppn: int, link: str, topology: str = "star", prefix: str = DEFAULT_PREFIX,
             queue: str = TBF_LATENCY) -> Iterator[Fabric]:
     """A fabric for the length of a with-block: built on entry, removed on exit, also on errors."""
     fabric = up(nodes, ppn, link, topology, prefix, queue)
@@ -296,10 +300,9 @@ def _pids_in(namespace: str) -> list[int]:
     return [int(pid) for pid in listing.split() if pid.isdigit()]
 
 
-def down(prefix: str | None = None) -> list[str]:
+def down(prefix: str = DEFAULT_PREFIX) -> list[str]:
     """Remove every namespace with the prefix (ending the processes contend started inside them, by
     pid) and the state file. Returns the namespaces removed; safe to call when nothing is up."""
-    prefix = default_prefix() if prefix is None else prefix
     if os.geteuid() != 0:
         raise UserError("removing the emulated fabric needs root; run as root")
     names = our_namespaces(prefix)

@@ -1,7 +1,7 @@
 """Run one benchmark: build the harness if needed, launch it under mpiexec, collect a RunResult.
 
-Launch is on this host's shared memory by default, or on the emulated fabric that is up
-(``fabric=True``), with K ranks in each node namespace. A run never outlives ``timeout_s``.
+Launch is on this host's shared memory by default, or on an emulated fabric that is up
+(``fabric``), with K ranks in each node namespace. A run never outlives ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -71,13 +71,14 @@ def run_benchmark(
     iters: int | None = None,
     warmup: int | None = None,
     options: Mapping[str, Any] | None = None,
-    on_fabric: bool = False,
+    fabric: fabric_module.Fabric | None = None,
     timeout_s: float = 600,
     progress: ProgressCallback | None = None,
     throttle: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Run benchmark ``name`` and return its results (a UserError on bad input or a failed run).
 
+    ``fabric``: the emulated fabric to run on (``fabric.session``, ``fabric.require``), else this host.
     ``throttle``: CONTEND_THROTTLE_* variables (``contend.native.libthrottle.settings``); the ranks then run under
     libcontend-throttle.so with them, and the meta line records them."""
     bench = benchmark(name)
@@ -87,9 +88,6 @@ def run_benchmark(
     library = mpi.find_mpi()
     extra_meta: dict[str, Any] = {"mpi_flavor": library.flavor, "mpicc": str(library.mpicc)}
     placement = None
-    fabric = fabric_module.current() if on_fabric else None
-    if on_fabric and fabric is None:
-        raise UserError("no fabric is up: run `contend fabric up --nodes N --ppn K --link 1gbit` first")
     if fabric is not None:
         capacity = fabric.nodes * fabric.ppn
         ranks = capacity if ranks is None else ranks
