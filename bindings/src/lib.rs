@@ -6,6 +6,7 @@
 
 mod convert;
 mod goal;
+mod ideal;
 mod map;
 mod memory;
 mod network;
@@ -26,5 +27,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     noise::register(m)?;
     simulate::register(m)?;
     units::register(m)?;
+    ideal::register(m)?;
     Ok(())
 }
