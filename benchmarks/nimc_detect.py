@@ -60,7 +60,7 @@ def main() -> int:
           f"max {samples['loadavg_1min'].max():.2f}")
     results = {}
     # the three feature sets on all network-like sources, then the node set on TCP alone (the onload
-    # case: traffic the node's CPU handles, as the seed's onload NICs)
+    # case: traffic the node's CPU handles, as Groves 2016's onload NICs)
     evaluations = [(feature_set, samples) for feature_set in nimc.FEATURE_SETS]
     evaluations.append(("node, tcp only", everything[everything["source"].isin(["none", "spin", "tcp"])]))
     for name, these in evaluations:

@@ -31,7 +31,7 @@ convert each trace with `--ranks N` (K = N/P copies of the traced job, weak scal
 compare with N-rank untraced runs (no host noise is measured for those rows); on the fabric the star then
 has max(N, 4) nodes, still one rank per node. DIR/predict.json keeps the runs (written before the predictions too), so
 --replay-only predicts them again, e.g. with another machine. Prints the table (rich and Markdown). The
-seed's anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
+the anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
 (shared memory) and 15% (fabric).
 """
 

@@ -1,4 +1,4 @@
-"""Replay speed, whole process: GOAL text in, result out, each figure beside its target (issue 18).
+"""Replay speed, whole process: GOAL text in, result out, each figure beside its target.
 
 Run with `make bench` (or `.venv/bin/python benchmarks/replay_speed.py [--quick]`).
 
@@ -12,7 +12,7 @@ Run with `make bench` (or `.venv/bin/python benchmarks/replay_speed.py [--quick]
   of the per-pair ratios. Peak RSS is each process's own (wait4).
   LogGOPSim's tools (schedgen, txt2bin, LogGOPSim) are looked for in $LOGGOPSIM_BIN, then
   /work/anchors/bin. Without them the files are contend's own (`contend goal write`: Schedgen's
-  schedules, other labels) and the baseline is LogGOPSim's time published in issue 18, marked so.
+  schedules, other labels) and the baseline is LogGOPSim's time measured on this kind of machine (PUBLISHED below), marked so.
 - CLI start-up: `contend --help` and `contend sim` of a 2-rank schedule. Target < 0.3 s.
 - Conversion (`contend goal convert`): >= 1 M trace records/s, on a liballprof trace set (a 16-rank ring
   of Isend/Irecv/Waitall) written here.
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "target" / "release" / "contend-engine-bench"
 TINY = ROOT / "tests" / "data" / "schedgen-anytag.goal"
 # LogGOPSim v1 whole process on the same Schedgen files (binary given), as measured and published in
-# issue 18: the baseline where LogGOPSim cannot run here.
+# the baseline where LogGOPSim cannot run here.
 PUBLISHED = {("dissemination", 17): 5.12, ("binomial", 17): 0.29, ("binomial", 20): 5.4, ("dissemination", 20): 126.0}
 SCHEDGEN = {"dissemination": "dissemination", "binomial": "binomialtreebcast"}
 CONTEND_PATTERN = {"dissemination": "dissemination", "binomial": "binomial-bcast"}
@@ -203,7 +203,7 @@ def main() -> int:
     console = Console(width=None if sys.stdout.isatty() else 200)
     lgs = loggopsim_dir()
     console.print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
-    console.print(f"LogGOPSim: {lgs or 'not found; baseline = the figures published in issue 18'}")
+    console.print(f"LogGOPSim: {lgs or 'not found; baseline = LogGOPSim's figures measured on this kind of machine'}")
     with tempfile.TemporaryDirectory(prefix="contend-replay-", dir=args.work) as tmp:
         work = Path(tmp)
         cache = work / "cache"

@@ -27,7 +27,7 @@ thread CPU time around 100000 iterations, interleaved with and without the trace
 
 A run's figure is its median iteration and, separately, its best window (other jobs on a shared host
 only ever add time, so the best window is the steadier figure when the host is busy). The tracer's
-buffer holds every call of a run (no drops). Target: at most 2% (the seed's tool: 1-5%).
+buffer holds every call of a run (no drops). Target: at most 2% (Tallent et al. 2014's tool: 1-5%).
 """
 
 from __future__ import annotations
