@@ -203,7 +203,7 @@ def main() -> int:
     console = Console(width=None if sys.stdout.isatty() else 200)
     lgs = loggopsim_dir()
     console.print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
-    console.print(f"LogGOPSim: {lgs or 'not found; baseline = LogGOPSim's figures measured on this kind of machine'}")
+    console.print(f"LogGOPSim: {lgs or 'not found; baseline = LogGOPSim figures measured on this kind of machine'}")
     with tempfile.TemporaryDirectory(prefix="contend-replay-", dir=args.work) as tmp:
         work = Path(tmp)
         cache = work / "cache"
