@@ -13,10 +13,10 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::{Mutex, RwLock};
 
-use crate::net::flow::{FlowId, LinkStats};
+use crate::net::flow::FlowId;
 use crate::net::Network;
 use crate::nic::{stretched, NicCurves, NicQueues};
-use crate::node::memory::{MemoryModel, MemorySim, MemoryStats};
+use crate::node::memory::{MemoryModel, MemorySim};
 use crate::node::NodeModel;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
@@ -28,6 +28,8 @@ use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
 use crate::sim::cpu_scale::CpuScale;
 use crate::sim::critical::{Cause, CriticalPath, Tracer};
+use crate::sim::params::{Execution, Options, Params};
+use crate::sim::result::{Deadlock, Pending, SimResult};
 use crate::sim::handoff::{Handoff, StopOnDrop};
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
@@ -36,154 +38,6 @@ use crate::sim::queue::{Entry, EventQueue, AHEAD};
 use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH, MAX_WORKERS};
 use crate::time::Time;
 use crate::u64_map::U64Map;
-
-/// The per-message costs of the LogGOPS model, in picoseconds (G and O per byte).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct Costs {
-    pub L: Time,
-    pub o: Time,
-    pub g: Time,
-    pub G: Time,
-    pub O: Time,
-}
-
-/// LogGOPS parameters in picoseconds (G and O per byte) and the schedule's time unit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct Params {
-    pub L: Time,
-    pub o: Time,
-    pub g: Time,
-    pub G: Time,
-    pub O: Time,
-    /// Eager/rendezvous threshold: messages of at most S bytes are eager.
-    pub S: u64,
-    /// Picoseconds per schedule time unit (calc durations): 1000 for nanoseconds.
-    pub unit: Time,
-    /// Costs of rendezvous messages (more than S bytes) where they differ from the eager ones, as a
-    /// real MPI's do when it switches protocol (a fitted machine file has them). `None`: LogGOPSim's
-    /// single set of parameters for every message.
-    pub rendezvous: Option<Costs>,
-}
-
-impl Params {
-    /// LogGOPSim's defaults: L=2500 o=1500 g=1000 G=6 O=0 (ns), S=65535.
-    pub fn loggopsim_defaults() -> Params {
-        Params { L: 2_500_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000, rendezvous: None }
-    }
-
-    /// The costs that apply to a message of `size` bytes.
-    #[inline]
-    pub fn costs(&self, size: u64) -> Costs {
-        match self.rendezvous {
-            Some(r) if size > self.S => r,
-            _ => Costs { L: self.L, o: self.o, g: self.g, G: self.G, O: self.O },
-        }
-    }
-}
-
-/// What to collect besides finish times.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    pub records: bool,
-    pub timeline: bool,
-    /// Which event loop runs; the results are the same either way.
-    pub execution: Execution,
-    /// Threads that share windowed execution, each taking the events of a block of ranks
-    /// (`run_in_parallel`); 0: the machine's cores, where the ranks are many enough to pay for it.
-    /// The results are the same for any number.
-    pub threads: usize,
-    /// Calc durations multiplied by this factor (a faster or slower CPU).
-    pub cpu_scale: CpuScale,
-    /// Trace the critical path and split the makespan along it (`SimResult::critical_path`);
-    /// O(operations) memory, and the run goes in time order.
-    pub critical_path: bool,
-}
-
-/// The event loop of a simulation: time order, or windows (`crate::sim::window`), which give the
-/// same results where they apply.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Execution {
-    /// Windows where they are exact and the ranks are scattered (independent noise); else time
-    /// order, which is faster for ranks in step.
-    #[default]
-    Chosen,
-    /// Always time order (to check the windows against).
-    TimeOrdered,
-    /// Windows wherever they are exact, with or without noise (to check and measure them on
-    /// ranks in step too).
-    Windowed,
-}
-
-/// One operation or message left over when the simulation ran out of events.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub rank: u32,
-    pub op: u32,
-    pub kind: OpKind,
-    pub peer: u32,
-    pub tag: u32,
-    pub bytes: u64,
-    pub line: Option<u32>,
-}
-
-/// A schedule that cannot finish: receives never matched, messages never received, operations
-/// whose dependencies never completed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Deadlock {
-    pub unmatched_recvs: Vec<Pending>,
-    pub unmatched_sends: Vec<Pending>,
-    pub never_started: Vec<Pending>,
-    /// Totals (the lists above are capped at [`Deadlock::LIST_CAP`] entries each).
-    pub unmatched_recv_count: u64,
-    pub unmatched_send_count: u64,
-    pub never_started_count: u64,
-}
-
-impl Deadlock {
-    pub const LIST_CAP: usize = 100;
-
-    pub fn count(&self) -> u64 {
-        self.unmatched_recv_count + self.unmatched_send_count + self.never_started_count
-    }
-}
-
-#[derive(Debug)]
-pub struct SimResult {
-    pub num_ranks: u32,
-    /// Finishing time of each rank: max over its CPUs of the time the CPU became free.
-    pub finish: Vec<Time>,
-    pub makespan: Time,
-    pub ops: u64,
-    pub messages: u64,
-    /// ops + messages, the event count LogGOPSim reports.
-    pub events: u64,
-    /// Link events of the packet model (one per packet and link crossed, plus wake-ups); not in
-    /// `events`, which counts what LogGOPSim counts.
-    pub packet_events: u64,
-    /// Times an event had to wait for a busy CPU or NIC and was queued again.
-    pub requeues: u64,
-    pub peak_queue: usize,
-    /// Whether the events ran window by window (`crate::sim::window`) rather than in time order:
-    /// the results are the same, only the engine's speed (and `peak_queue`) differ.
-    pub windowed: bool,
-    /// Threads that shared the windows (1 for a single loop).
-    pub threads: usize,
-    pub deadlock: Option<Deadlock>,
-    pub records: Option<Records>,
-    pub timeline: Option<Timeline>,
-    /// Per-link statistics when a network was simulated.
-    pub links: Option<LinkStats>,
-    /// Detour time charged to CPU work, summed over all ranks (0 without noise).
-    pub noise: Time,
-    /// Sends that waited for admission (token tickets, a rate gap); 0 without a policy.
-    pub admission_waits: u64,
-    /// What the memory model did (bytes written per node, calc delay); None without one.
-    pub memory: Option<MemoryStats>,
-    /// Where the time went, when asked for (`Options::critical_path`) and the run finished.
-    pub critical_path: Option<CriticalPath>,
-}
 
 /// A message in flight or waiting in an unexpected queue: what every model reads, in 32 bytes (two
 /// to a cache line, aligned so that one never straddles two).
