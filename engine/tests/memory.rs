@@ -9,7 +9,7 @@ use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::writer::write_goal;
 use contend_engine::schedule::{OpKind, Program};
-use contend_engine::sim::{simulate, simulate_with_memory, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
 const GB: f64 = 1e9;
@@ -35,7 +35,7 @@ fn offload() -> MemoryModel {
 
 fn run<P: Program>(prog: &P, memory: Option<&MemoryModel>) -> SimResult {
     let opts = Options { records: true, timeline: true, ..Options::default() };
-    let r = simulate_with_memory(prog, &params(), &opts, None, None, None, memory, |_| true).unwrap();
+    let r = simulate(prog, &Scenario { memory: memory.cloned(), ..Scenario::new(params()) }, &opts, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "deadlock: {:?}", r.deadlock);
     r
 }
@@ -179,11 +179,11 @@ fn an_offload_model_changes_nothing_without_memory_traffic() {
     for pattern in [Pattern::BinomialBcast, Pattern::AlltoallLinear, Pattern::AllreduceRing] {
         let c = Collective::new(pattern, 32, 4096, 0, 0).unwrap();
         let model = MemoryModel { ranks_per_node: 4, ..offload() };
-        let plain = simulate(&c, &params(), &Options::default());
+        let plain = simulate(&c, &Scenario::new(params()), &Options::default(), |_| true).unwrap();
         assert_eq!(run(&c, Some(&model)).finish, plain.finish, "{}", pattern.name());
     }
     let prog = Stencil::new(27, 3, 1024, 500, 0, &[]).unwrap();
-    assert_eq!(run(&prog, Some(&offload())).finish, simulate(&prog, &params(), &Options::default()).finish);
+    assert_eq!(run(&prog, Some(&offload())).finish, simulate(&prog, &Scenario::new(params()), &Options::default(), |_| true).unwrap().finish);
 }
 
 #[test]

@@ -11,12 +11,11 @@
 
 use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::{Mutex, RwLock};
 
 use crate::net::flow::FlowId;
 use crate::net::Network;
 use crate::nic::{stretched, NicCurves, NicQueues};
-use crate::node::memory::{MemoryModel, MemorySim};
+use crate::node::memory::MemorySim;
 use crate::node::NodeModel;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
@@ -30,12 +29,13 @@ use crate::sim::cpu_scale::CpuScale;
 use crate::sim::critical::{Cause, CriticalPath, Tracer};
 use crate::sim::params::{Execution, Options, Params};
 use crate::sim::result::{Deadlock, Pending, SimResult};
-use crate::sim::handoff::{Handoff, StopOnDrop};
+use crate::sim::scenario::{Scenario, Stopped};
 use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
-use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH, MAX_WORKERS};
+use crate::sim::parallel::{merge, run_in_parallel, workers};
+use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -43,7 +43,7 @@ use crate::u64_map::U64Map;
 /// to a cache line, aligned so that one never straddles two).
 #[derive(Clone, Copy, Default)]
 #[repr(align(32))]
-struct Message {
+pub(super) struct Message {
     src: u32,
     dst: u32,
     send_op: u32,
@@ -137,7 +137,7 @@ struct WaitList {
     rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
 }
 
-struct Sim<'p, P: Program> {
+pub(super) struct Sim<'p, P: Program> {
     prog: &'p P,
     par: Params,
     cpu_scale: CpuScale,
@@ -156,13 +156,13 @@ struct Sim<'p, P: Program> {
     waiting: U64Map<u32>,
     queue: EventQueue,
     /// Windowed execution instead of `queue` when it applies (see `windowed_width`).
-    windows: Option<Windows>,
-    next_key: u64,
+    pub(super) windows: Option<Windows>,
+    pub(super) next_key: u64,
     /// Operations that became ready during the current event, in the order they did.
     ready: Vec<(u32, u32)>,
     issue: Vec<(u32, OpKind, u32, Op)>,
     deps: Vec<u32>,
-    ops_started: u64,
+    pub(super) ops_started: u64,
     messages: u64,
     requeues: u64,
     records: Option<Records>,
@@ -198,14 +198,14 @@ struct Sim<'p, P: Program> {
     /// The ranks whose events this simulator handles: all of them, or a worker's block (of
     /// `block` ranks) in a parallel run, which hands arrivals for other blocks to `outbox`, one
     /// list per worker, and keeps the earliest time among them in `earliest_out`.
-    owned: Range<u32>,
+    pub(super) owned: Range<u32>,
     block: u32,
-    outbox: Vec<Vec<Mail>>,
-    earliest_out: Time,
+    pub(super) outbox: Vec<Vec<Mail>>,
+    pub(super) earliest_out: Time,
 }
 
 /// An arrival that changes workers: its time, key and message.
-type Mail = (Time, u64, Message);
+pub(super) type Mail = (Time, u64, Message);
 
 /// The node models' state during a run.
 struct NodeSim {
@@ -279,88 +279,37 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
     (plain && scattered && width > 0 && eager()).then_some(width)
 }
 
-/// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
-pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult {
-    simulate_with_progress(prog, par, opts, None, |_| true).expect("never cancelled")
-}
-
 /// Events processed between two calls of the progress callback.
 pub const PROGRESS_EVERY: u64 = 1 << 22;
 
-/// As [`simulate`], over `network` if given (its links replace L and G between nodes, see
-/// docs/models.md), calling `progress(operations started so far)` every [`PROGRESS_EVERY`] events;
-/// the run stops and returns `None` as soon as the callback returns false (e.g. on Ctrl-C).
-pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
-    prog: &P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    progress: F,
-) -> Option<SimResult> {
-    simulate_with_noise(prog, par, opts, network, None, progress)
-}
-
-/// As [`simulate_with_progress`], with `noise` stretching the CPU work of every rank.
-pub fn simulate_with_noise<'p, P: Program, F: FnMut(u64) -> bool>(
-    prog: &'p P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    noise: Option<&'p Noise>,
-    progress: F,
-) -> Option<SimResult> {
-    simulate_with_node(prog, par, opts, network, noise, None, progress)
-}
-
-/// As [`simulate_with_noise`], with the node model (NIC congestion, admission control) if given.
-/// Panics if `node` does not pass [`NodeModel::validate`].
-pub fn simulate_with_node<'p, P: Program, F: FnMut(u64) -> bool>(
-    prog: &'p P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    noise: Option<&'p Noise>,
-    node: Option<&NodeModel>,
-    progress: F,
-) -> Option<SimResult> {
-    simulate_with_memory(prog, par, opts, network, noise, node, None, progress)
-}
-
-/// As [`simulate_with_node`], with the memory model (memory bandwidth shared with incoming network
-/// traffic, docs/models.md "Memory contention (NiMC)") if given. Panics if `memory` does not pass
-/// [`MemoryModel::validate`] or comes with noise (not supported together).
-#[allow(clippy::too_many_arguments)]
-pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
-    prog: &'p P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    noise: Option<&'p Noise>,
-    node: Option<&NodeModel>,
-    memory: Option<&MemoryModel>,
-    mut progress: F,
-) -> Option<SimResult> {
+/// Simulates `prog` under `scenario` to completion (or until nothing can happen: a deadlock,
+/// reported in the result), calling `progress(operations started so far)` every
+/// [`PROGRESS_EVERY`] events. Stops with [`Stopped::Cancelled`] as soon as the callback returns
+/// false (e.g. on Ctrl-C), and with [`Stopped::Invalid`] before it starts if the scenario's models
+/// do not fit the program or each other.
+pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario, opts: &Options, mut progress: F) -> Result<SimResult, Stopped> {
+    let network = scenario.check(prog.num_ranks()).map_err(Stopped::Invalid)?;
+    let (par, noise) = (&scenario.params, scenario.noise.as_ref());
     let n = prog.num_ranks() as usize;
     // --- memory contention (NiMC): its own node map, from the network's placement if any ---
-    assert!(memory.is_none() || noise.is_none(), "the memory model does not combine with noise");
-    let memory = memory.map(|model| {
+    let memory = scenario.memory.as_ref().map(|model| {
         let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
         MemorySim::new(model, node_of)
     });
-    let mut sim = Sim::new(prog, par, opts, network, noise, node, memory);
+    let mut sim = Sim::new(prog, par, opts, network, noise, scenario.node.as_ref(), memory);
     let Some(width) = windowed_width(prog, par, opts, &sim) else {
         sim.queue_roots();
-        return sim.run(&mut progress).then(|| sim.finish());
+        return sim.run(&mut progress).then(|| sim.finish()).ok_or(Stopped::Cancelled);
     };
     let workers = workers(opts.threads, n);
     if workers == 1 {
         sim.windows = Some(Windows::new(width, n));
         sim.queue_roots();
-        return sim.run(&mut progress).then(|| sim.finish());
+        return sim.run(&mut progress).then(|| sim.finish()).ok_or(Stopped::Cancelled);
     }
     // Windowed runs have no network, node or memory model: every worker is a plain simulator.
     let block = n.div_ceil(workers) as u32;
-    let mut sims: Vec<Sim<'p, P>> = (0..workers)
+    let mut sims: Vec<Sim<'_, P>> = (0..workers)
         .map(|k| {
             let mut s = Sim::new(prog, par, opts, None, noise, None, None);
             s.owned = (k as u32 * block).min(n as u32)..((k as u32 + 1) * block).min(n as u32);
@@ -371,123 +320,7 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
             s
         })
         .collect();
-    run_in_parallel(&mut sims, width, &mut progress).then(|| merge(sims))
-}
-
-/// How many workers share a windowed run of `ranks` ranks with `threads` asked for (0: the cores
-/// of the machine, each with a block of at least [`MIN_BLOCK`] ranks, since the workers meet at
-/// the end of every window and small blocks would spend their time waiting).
-fn workers(threads: usize, ranks: usize) -> usize {
-    let wanted = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()).min(ranks / MIN_BLOCK),
-        k => k.min(ranks),
-    };
-    wanted.clamp(1, MAX_WORKERS)
-}
-
-/// The smallest block of ranks a worker takes when the number of threads is chosen.
-const MIN_BLOCK: usize = 1 << 14;
-
-/// Windowed execution (windows of `width`) shared by workers, each handling the events of its
-/// block of ranks: inside a window no host affects another (see `crate::sim::window`), so the
-/// workers run a window at once, worker 0 on this thread and the others on helper threads. Between
-/// windows this thread replays the keys of all workers together, as one window of the single
-/// loop's; then, in parallel again, each worker gives its queued events their final keys, takes the
-/// arrivals other workers sent its ranks, and runs the next window.
-fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &mut impl FnMut(u64) -> bool) -> bool {
-    let mut next_key = sims[0].next_key;
-    let helpers = sims.len() - 1;
-    // mail[from][to]: the arrivals of the last window that change workers.
-    let mail = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
-    // Each worker behind a lock that only one thread at a time wants (the phases keep them apart).
-    let cells: Vec<Mutex<&mut Sim<'_, P>>> = sims.iter_mut().map(Mutex::new).collect();
-    let shared = RwLock::new(WindowShare { window: 0, finals: FinalKeys::default(), mail });
-    let handoff = Handoff::default();
-    std::thread::scope(|scope| {
-        for cell in &cells[1..] {
-            let (shared, handoff) = (&shared, &handoff);
-            scope.spawn(move || {
-                let mut seen = 0;
-                while handoff.next(&mut seen) {
-                    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let phase = shared.read().expect("no writer panicked");
-                        cell.lock().expect("no worker panicked").step(phase.window, &phase.finals, &phase.mail);
-                    }))
-                    .is_err();
-                    handoff.done(failed);
-                }
-            });
-        }
-        let _stop = StopOnDrop(&handoff);
-        loop {
-            {
-                let phase = &mut *shared.write().expect("no reader panicked");
-                let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
-                phase.mail.iter_mut().flatten().for_each(Vec::clear);
-                let earliest_mail = sims.iter().map(|s| s.earliest_out).min().filter(|&t| t != Time::MAX);
-                for (k, s) in sims.iter_mut().enumerate() {
-                    std::mem::swap(&mut phase.mail[k], &mut s.outbox);
-                    s.earliest_out = Time::MAX;
-                }
-                let queued = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window());
-                match queued.chain(earliest_mail.map(|t| t / width)).min() {
-                    Some(window) => phase.window = window,
-                    None => return true,
-                }
-            }
-            handoff.start();
-            {
-                let phase = shared.read().expect("no writer panicked");
-                cells[0].lock().expect("no worker panicked").step(phase.window, &phase.finals, &phase.mail);
-            }
-            handoff.wait_for(helpers);
-            let phase = &mut *shared.write().expect("no reader panicked");
-            let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
-            let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
-            Windows::finish_joint(&mut windows, &mut next_key, &mut phase.finals);
-            if !progress(sims.iter().map(|s| s.ops_started).sum()) {
-                return false;
-            }
-        }
-    })
-}
-
-/// What the workers of a parallel run share in a window: which it is, the final keys of the last
-/// one, and the arrivals that changed workers in it.
-struct WindowShare {
-    window: u64,
-    finals: FinalKeys,
-    mail: Vec<Vec<Vec<Mail>>>,
-}
-
-/// The result of a parallel run: each rank's from the worker that handled it.
-fn merge<P: Program>(sims: Vec<Sim<'_, P>>) -> SimResult {
-    let blocks: Vec<Range<u32>> = sims.iter().map(|s| s.owned.clone()).collect();
-    let mut parts = sims.into_iter().map(Sim::finish);
-    let mut all = parts.next().expect("workers");
-    for (part, block) in parts.zip(blocks.iter().skip(1).cloned()) {
-        for r in block {
-            all.finish[r as usize] = part.finish[r as usize];
-        }
-        all.ops += part.ops;
-        all.messages += part.messages;
-        all.events += part.events;
-        all.requeues += part.requeues;
-        all.peak_queue += part.peak_queue;
-        all.noise += part.noise;
-        if let Some(more) = part.deadlock {
-            let d = all.deadlock.get_or_insert_with(Deadlock::default);
-            for (list, extra) in [(&mut d.unmatched_recvs, more.unmatched_recvs), (&mut d.unmatched_sends, more.unmatched_sends), (&mut d.never_started, more.never_started)] {
-                list.extend(extra.into_iter().take(Deadlock::LIST_CAP.saturating_sub(list.len())));
-            }
-            d.unmatched_recv_count += more.unmatched_recv_count;
-            d.unmatched_send_count += more.unmatched_send_count;
-            d.never_started_count += more.never_started_count;
-        }
-    }
-    all.makespan = all.finish.iter().copied().max().unwrap_or(0);
-    all.threads = blocks.len();
-    all
+    run_in_parallel(&mut sims, width, &mut progress).then(|| merge(sims)).ok_or(Stopped::Cancelled)
 }
 
 impl<'p, P: Program> Sim<'p, P> {
@@ -497,7 +330,6 @@ impl<'p, P: Program> Sim<'p, P> {
         let cpus = prog.num_cpus().max(1) as usize;
         let nics = prog.num_nics().max(1) as usize;
         let node = node.map(|model| {
-            model.validate(network.is_some()).expect("a valid node model");
             let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
             NodeSim::new(model, node_of)
         });
@@ -607,7 +439,7 @@ impl<P: Program> Sim<'_, P> {
 
     /// One window of a parallel run for this worker: the final keys of the last window's, the
     /// arrivals other workers sent its ranks then (`mail[from][to]`), and its events in `window`.
-    fn step(&mut self, window: u64, finals: &FinalKeys, mail: &[Vec<Vec<Mail>>]) {
+    pub(super) fn step(&mut self, window: u64, finals: &FinalKeys, mail: &[Vec<Vec<Mail>>]) {
         let me = (self.owned.start / self.block) as usize;
         self.windows.as_mut().expect("windowed").patch(finals);
         for &(time, key, m) in mail.iter().flat_map(|boxes| &boxes[me]) {
@@ -1483,7 +1315,7 @@ impl<P: Program> Sim<'_, P> {
         self.issue = issue;
     }
 
-    fn finish(mut self) -> SimResult {
+    pub(super) fn finish(mut self) -> SimResult {
         let n = self.prog.num_ranks() as usize;
         let finish: Vec<Time> = (0..n as u32).map(|h| (0..self.cpus as u32).map(|index| self.hosts[Clock { host: h, index }]).max().unwrap_or(0)).collect();
         let makespan = finish.iter().copied().max().unwrap_or(0);

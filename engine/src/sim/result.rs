@@ -39,6 +39,16 @@ impl Deadlock {
     pub fn count(&self) -> u64 {
         self.unmatched_recv_count + self.unmatched_send_count + self.never_started_count
     }
+
+    /// Adds another worker's deadlock to this one (lists still capped).
+    pub fn absorb(&mut self, more: Deadlock) {
+        for (list, extra) in [(&mut self.unmatched_recvs, more.unmatched_recvs), (&mut self.unmatched_sends, more.unmatched_sends), (&mut self.never_started, more.never_started)] {
+            list.extend(extra.into_iter().take(Deadlock::LIST_CAP.saturating_sub(list.len())));
+        }
+        self.unmatched_recv_count += more.unmatched_recv_count;
+        self.unmatched_send_count += more.unmatched_send_count;
+        self.never_started_count += more.never_started_count;
+    }
 }
 
 #[derive(Debug)]
