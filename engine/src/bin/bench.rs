@@ -23,7 +23,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use contend_engine::schedule::collectives::{Collective, Pattern};
-use contend_engine::schedule::Program;
 use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::writer::write_goal_file;
 use contend_engine::net::{NetworkSpec, Placement, Sharing, TopologySpec};

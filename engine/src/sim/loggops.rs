@@ -9,18 +9,19 @@
 //! became ready. This stable rule is where `contend` departs from v1, whose unstable sort scrambles
 //! more than 16 simultaneously ready operations.
 
+mod deadlock;
+mod flows;
+mod memory;
+mod node;
+mod waits;
+
 use std::collections::HashSet;
 use std::ops::Range;
 
 use crate::net::flow::FlowId;
 use crate::net::Network;
-use crate::nic::{stretched, NicCurves, NicQueues};
 use crate::node::memory::MemorySim;
 use crate::node::NodeModel;
-use crate::policy::proxy::Proxy;
-use crate::policy::rate::RateLimiter;
-use crate::policy::tokens::TokenPool;
-use crate::policy::PolicySpec;
 use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
@@ -28,9 +29,9 @@ use crate::schedule::{Op, OpKind, Program};
 use crate::sim::cpu_scale::CpuScale;
 use crate::sim::critical::{Cause, CriticalPath, Tracer};
 use crate::sim::params::{Execution, Options, Params};
-use crate::sim::result::{Deadlock, Pending, SimResult};
+use crate::sim::result::SimResult;
 use crate::sim::scenario::{Scenario, Stopped};
-use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
+use crate::sim::hosts::{Clock, Hosts};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
@@ -38,6 +39,10 @@ use crate::sim::parallel::{merge, run_in_parallel, workers};
 use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH};
 use crate::time::Time;
 use crate::u64_map::U64Map;
+
+use flows::NetMessage;
+use node::{Admission, NodeSim};
+use waits::WaitList;
 
 /// A message in flight or waiting in an unexpected queue: what every model reads, in 32 bytes (two
 /// to a cache line, aligned so that one never straddles two).
@@ -74,30 +79,6 @@ struct MessageDetails {
     injector: u32,
 }
 
-/// The network side of a message (kept apart so the LogGOPS-only path moves less memory): its flow,
-/// the version of its pending completion event, when the flow started, the time its first packet
-/// needs to cross the path and the time its bytes would take alone. Indexed like `msgs`; an entry
-/// outlives its message, so a reused slot keeps counting versions and a stale completion event of
-/// the slot's previous message never matches.
-#[derive(Clone, Copy, Default)]
-struct NetMessage {
-    flow: FlowId,
-    version: u32,
-    flow_start: Time,
-    head: Time,
-    alone: Time,
-}
-
-/// What admission control says to a send that leaves its node.
-enum Admission {
-    /// Go now, holding this many tokens.
-    Now(u64),
-    /// Try again at this time (rate).
-    At(Time),
-    /// Wait in line: the pool re-issues the send when its tokens come back.
-    Parked,
-}
-
 const MSG_FLAG: u32 = 1 << 31;
 /// Kinds of message events, in the top bits of `Entry::host`; the low bits carry a version.
 const ARRIVAL: u32 = 0;
@@ -123,19 +104,6 @@ const ROOTS: u32 = u32::MAX;
 const PREFETCH_MESSAGE: usize = AHEAD - 1;
 const PREFETCH_HOST: usize = AHEAD * 2 / 3;
 const PREFETCH_MATCH: usize = AHEAD / 3;
-
-/// Message arrivals waiting for the same receiving CPU and NIC. LogGOPSim v1 re-queues every one of
-/// them at each instant the receiver frees, where the smallest key wins and the others are re-queued
-/// again: O(n²) for an n-message incast. They all wait for the same free time, so only the one with
-/// the smallest key needs to be in the event queue (`first`); the others wait here in key order and
-/// the next one is queued when the first has been handled. Same order, same times, O(n log n).
-#[derive(Default)]
-struct WaitList {
-    /// Key and data of the arrival in the event queue (None: just made), and its entry's version.
-    first: Option<(u64, u32)>,
-    version: u32,
-    rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-}
 
 pub(super) struct Sim<'p, P: Program> {
     prog: &'p P,
@@ -206,54 +174,6 @@ pub(super) struct Sim<'p, P: Program> {
 
 /// An arrival that changes workers: its time, key and message.
 pub(super) type Mail = (Time, u64, Message);
-
-/// The node models' state during a run.
-struct NodeSim {
-    node_of: Vec<u32>,
-    curves: Option<NicCurves>,
-    nic: NicQueues,
-    tokens: Option<TokenPool<Entry>>,
-    rate: Option<RateLimiter>,
-    proxy: Option<(Proxy, u32)>,
-    /// Sends granted their tokens after waiting, by rank << 32 | op: the tokens they hold.
-    admitted: U64Map<u64>,
-    /// Tokens to give back at a RELEASE event: (rank, tokens), slots reused through `free_releases`.
-    releases: Vec<(u32, u64)>,
-    free_releases: Vec<u32>,
-    granted: Vec<(Entry, u64)>,
-    waits: u64,
-}
-
-impl NodeSim {
-    fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
-        let ranks = node_of.len();
-        let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
-        let (mut tokens, mut rate, mut proxy) = (None, None, None);
-        match &model.policy {
-            Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
-            Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
-            Some(PolicySpec::Proxy { servers, tokens: behind }) => {
-                proxy = Some((Proxy::new(*servers, &node_of), *servers));
-                tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
-            }
-            None => {}
-        }
-        let servers = proxy.as_ref().map_or(0, |p| p.1 as usize);
-        NodeSim {
-            curves: model.nic.clone(),
-            nic: NicQueues::new(nodes, ranks + nodes * servers),
-            node_of,
-            tokens,
-            rate,
-            proxy,
-            admitted: U64Map::default(),
-            releases: Vec::new(),
-            free_releases: Vec::new(),
-            granted: Vec::new(),
-            waits: 0,
-        }
-    }
-}
 
 /// The window width of windowed execution (`crate::sim::window`), if it applies: plain eager
 /// LogGOPS (no network, node or memory model, no records or timeline, every message at most S
@@ -679,8 +599,8 @@ impl<P: Program> Sim<'_, P> {
                 let (mut nic_path, mut proxied) = (false, false);
                 let mut held = 0;
                 if let Some(ns) = &self.node {
-                    if ns.node_of[h as usize] != ns.node_of[op.peer as usize] {
-                        (nic_path, proxied) = (ns.curves.is_some(), ns.proxy.is_some());
+                    if ns.between_nodes(h, op.peer) {
+                        (nic_path, proxied) = (ns.nic_path(), ns.proxied());
                         match self.admit(t, e, op.size) {
                             Admission::Now(tokens) => held = tokens,
                             Admission::At(later) => {
@@ -731,13 +651,12 @@ impl<P: Program> Sim<'_, P> {
                 if self.noise.is_some() && self.records.is_some() {
                     self.msg_noise.insert(id as u64, (sent - t - k.o, 0));
                 }
-                let key = self.new_key();
                 if nic_path || proxied {
-                    self.push_event(sent, Entry { key, host: NIC_ENQUEUE, data: MSG_FLAG | id });
+                    self.schedule(sent, NIC_ENQUEUE, id);
                 } else if networked {
-                    self.push_event(sent, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+                    self.schedule(sent, FLOW_START, id);
                 } else {
-                    self.push_event(sent + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+                    self.schedule(sent + k.L, ARRIVAL, id);
                 }
                 if eager && held > 0 && !nic_path && !proxied {
                     // Its tokens come back when the LogGOPS NIC is done with it.
@@ -776,7 +695,7 @@ impl<P: Program> Sim<'_, P> {
         let free = self.hosts[c].max(self.hosts[n]);
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
-        if first && self.wait_slot(list).map(|w| &self.waits[w as usize]).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
+        if first && self.superseded(e, list) {
             return; // a copy superseded by an arrival with a smaller key
         }
         if !first && self.memory.is_some() {
@@ -823,101 +742,6 @@ impl<P: Program> Sim<'_, P> {
         }
     }
 
-    // --- memory contention (NiMC) ---
-    /// Message `m` reaches its destination at `t`: between nodes, the destination node's NIC
-    /// writes its payload into memory, and the node's running calcs that this slows end later.
-    fn memory_write(&mut self, t: Time, m: &Message) {
-        let mem = self.memory.as_mut().expect("called with a memory model");
-        if mem.node_of(m.src) == mem.node_of(m.dst) {
-            return;
-        }
-        mem.incoming(t, m.dst, m.size);
-        let extended = mem.take_extended();
-        for x in &extended {
-            let c = self.o_slot(x.rank, x.cpu);
-            self.hosts[c] = x.end;
-            if let (Some(tl), Some(span)) = (&mut self.timeline, x.span) {
-                tl.end[span as usize] = x.end;
-            }
-        }
-        self.memory.as_mut().expect("just used").give_back(extended);
-    }
-    // --- end of memory contention ---
-
-    /// Arrival `e` finds its receiver busy until `free`: it joins the receiver's wait list, and is
-    /// queued at `free` only if it is (or becomes) the list's first.
-    fn wait_for_receiver(&mut self, free: Time, e: Entry, list: u64, first: bool) {
-        if first {
-            return self.requeue(free, e);
-        }
-        self.requeues += 1;
-        let slot = match self.wait_slot(list) {
-            Some(slot) => slot,
-            None => {
-                let slot = self.free_waits.pop().unwrap_or_else(|| {
-                    self.waits.push(WaitList::default());
-                    self.waits.len() as u32 - 1
-                });
-                self.set_wait_slot(list, Some(slot));
-                slot
-            }
-        };
-        let waiting = &mut self.waits[slot as usize];
-        match waiting.first {
-            Some(first) if first.0 < e.key => {
-                waiting.rest.push(std::cmp::Reverse((e.key, e.data)));
-                return;
-            }
-            // A smaller key than the first's: the first steps back into the list.
-            Some(first) => waiting.rest.push(std::cmp::Reverse(first)),
-            None => {}
-        }
-        self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
-        let version = self.wait_versions;
-        let waiting = &mut self.waits[slot as usize];
-        waiting.first = Some((e.key, e.data));
-        waiting.version = version;
-        self.push_event(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
-    }
-
-    /// Where the wait list of `list` (host << 16 | cpu << 8 | nic) is in `waits`, if it has one.
-    #[inline]
-    fn wait_slot(&self, list: u64) -> Option<u32> {
-        let slot = if list & 0xffff == 0 { self.hosts.get((list >> 16) as u32).waiting } else { *self.other_waits.get(&list)? };
-        (slot != NO_WAITS).then_some(slot)
-    }
-
-    #[inline]
-    fn set_wait_slot(&mut self, list: u64, slot: Option<u32>) {
-        let slot = slot.unwrap_or(NO_WAITS);
-        if list & 0xffff == 0 {
-            self.hosts.get_mut((list >> 16) as u32).waiting = slot;
-        } else if slot == NO_WAITS {
-            self.other_waits.remove(&list);
-        } else {
-            self.other_waits.insert(list, slot);
-        }
-    }
-
-    /// The first of a wait list has been handled: the next one (smallest key) is queued at `free`.
-    fn next_waiter(&mut self, list: u64, free: Time) {
-        let slot = self.wait_slot(list).expect("a first has its list");
-        let waiting = &mut self.waits[slot as usize];
-        match waiting.rest.pop() {
-            Some(std::cmp::Reverse(next)) => {
-                self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
-                waiting.first = Some(next);
-                waiting.version = self.wait_versions;
-                let version = waiting.version;
-                self.push_event(free, Entry { key: next.0, host: ARRIVAL | WAITER | version, data: next.1 });
-            }
-            None => {
-                waiting.first = None; // empty again, ready for reuse
-                self.free_waits.push(slot);
-                self.set_wait_slot(list, None);
-            }
-        }
-    }
 
     /// A message meets its receive at time `t`: completes a rendezvous send, records the message
     /// and frees it. `matched` is when the match happened.
@@ -964,270 +788,24 @@ impl<P: Program> Sim<'_, P> {
         self.free_msgs.push(id);
     }
 
-    /// A message enters the network (its sender's overhead is paid).
-    fn flow_start(&mut self, t: Time, id: u32) {
-        let net = self.net.as_mut().expect("flow events need a network");
-        let m = &self.msgs[id as usize];
-        let started = net.start(t, m.src, m.dst, m.size);
-        self.net_dirty = net.is_fluid();
-        if self.net_msgs.len() <= id as usize {
-            self.net_msgs.resize(id as usize + 1, NetMessage::default());
-        }
-        let nm = &mut self.net_msgs[id as usize];
-        nm.flow = started.flow;
-        nm.flow_start = started.at;
-        nm.head = started.head;
-        nm.alone = started.alone;
-        if self.flow_msg.len() <= started.flow as usize {
-            self.flow_msg.resize(started.flow as usize + 1, 0);
-        }
-        self.flow_msg[started.flow as usize] = id;
-    }
-
-    /// Packet model: one link event; a message whose last packet it delivered arrives.
-    fn packet_event(&mut self) {
-        let net = self.net.as_mut().expect("packet events need a network");
-        if let Some((flow, arrival)) = net.packet_step() {
-            self.arrive_from_network(self.flow_msg[flow as usize], arrival);
-        }
-    }
-
-    /// The last byte of message `id` reaches its destination at `arrival`.
-    fn arrive_from_network(&mut self, id: u32, arrival: Time) {
-        if self.keep_details {
-            let nm = self.net_msgs[id as usize];
-            let d = &mut self.details[id as usize];
-            d.arrived = arrival;
-            // Contention is whatever the message took beyond crossing the path alone.
-            d.link_delay = (arrival - nm.flow_start).saturating_sub(nm.head + nm.alone);
-        }
+    // --- the handle through which the optional models (flows, node, memory) act on the core ---
+    /// Schedules message event `kind` (ARRIVAL, FLOW_START, NIC_DONE, ...; the low bits may carry
+    /// a version) about `slot` (of `msgs`, or of `NodeSim::releases` for RELEASE) at `at`, keyed
+    /// after every event created so far.
+    #[inline]
+    fn schedule(&mut self, at: Time, kind: u32, slot: u32) {
         let key = self.new_key();
-        self.push_event(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+        self.push_event(at, Entry { key, host: kind, data: MSG_FLAG | slot });
     }
 
-    /// A flow's last byte left (if the event is still current): the message arrives `head` later.
-    fn flow_done(&mut self, t: Time, e: Entry) {
-        let id = e.data & !MSG_FLAG;
-        let nm = self.net_msgs[id as usize];
-        if e.host & !KIND_MASK != nm.version {
-            return; // superseded by a later reallocation
-        }
-        self.net.as_mut().expect("flow events need a network").finish(t, nm.flow);
-        self.net_dirty = true;
-        self.arrive_from_network(id, t + nm.head);
+    /// Queues at `at` an operation a model held back (admission control), with its old key, so
+    /// that it keeps its place among the events of that instant.
+    #[inline]
+    fn resume(&mut self, at: Time, e: Entry) {
+        self.push_event(at, e);
     }
 
-    /// New fair rates after the flow starts and ends of one instant; each flow whose completion
-    /// moved gets a new completion event (the old one becomes stale through its version).
-    fn reschedule_flows(&mut self) {
-        self.net_dirty = false;
-        let mut moved = std::mem::take(&mut self.rescheduled);
-        moved.clear();
-        self.net.as_mut().expect("dirty only with a network").reallocate(&mut moved);
-        for &(flow, done) in &moved {
-            let id = self.flow_msg[flow as usize];
-            let nm = &mut self.net_msgs[id as usize];
-            nm.version = (nm.version + 1) & !KIND_MASK;
-            let version = nm.version;
-            let key = self.new_key();
-            self.push_event(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
-        }
-        self.rescheduled = moved;
-    }
-
-    /// Admission control of a send leaving its node (a send granted after waiting brings its
-    /// tokens; the proxy admits at its servers instead).
-    fn admit(&mut self, t: Time, e: Entry, size: u64) -> Admission {
-        let ns = self.node.as_mut().expect("admission needs the node model");
-        if let Some(tokens) = ns.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
-            return Admission::Now(tokens);
-        }
-        if ns.proxy.is_some() {
-            return Admission::Now(0);
-        }
-        if let Some(rate) = &mut ns.rate {
-            if let Err(at) = rate.admit(e.host, t) {
-                ns.waits += 1;
-                return Admission::At(at);
-            }
-        }
-        match &mut ns.tokens {
-            Some(pool) => match pool.request(ns.node_of[e.host as usize], e.host, size, e) {
-                Some(tokens) => Admission::Now(tokens),
-                None => Admission::Parked,
-            },
-            None => Admission::Now(0),
-        }
-    }
-
-    fn node_event(&mut self, t: Time, e: Entry) {
-        let id = e.data & !MSG_FLAG;
-        match e.host {
-            NIC_ENQUEUE => {
-                let ns = self.node.as_mut().expect("node events need the node model");
-                let m = &self.msgs[id as usize];
-                let node = ns.node_of[m.src as usize];
-                match &mut ns.proxy {
-                    Some((proxy, _)) => {
-                        proxy.push(node, m.src, id);
-                        self.proxy_dispatch(t, node);
-                    }
-                    None => self.nic_enqueue(t, id),
-                }
-            }
-            NIC_DONE => self.nic_done(t, id),
-            RELEASE => {
-                let ns = self.node.as_mut().expect("node events need the node model");
-                let (task, tokens) = ns.releases[id as usize];
-                ns.free_releases.push(id);
-                self.release(t, task, tokens);
-            }
-            _ => self.proxy_done(t, id),
-        }
-    }
-
-    /// Message `id` enters its node's NIC; its service starts now if the NIC was idle.
-    fn nic_enqueue(&mut self, t: Time, id: u32) {
-        let ns = self.node.as_mut().expect("NIC events need the node model");
-        let node = ns.node_of[self.msgs[id as usize].src as usize];
-        if ns.nic.push(node, self.details[id as usize].injector, id) {
-            self.nic_start(t, node);
-        }
-    }
-
-    /// The NIC of `node` starts injecting its oldest message at the rate its load allows now:
-    /// `(g + (s-1)G) / factor(active injectors, messages held)`.
-    fn nic_start(&mut self, t: Time, node: u32) {
-        let ns = self.node.as_ref().expect("NIC events need the node model");
-        let id = ns.nic.front(node).expect("a message to inject");
-        let (active, held) = ns.nic.load(node);
-        let m = self.msgs[id as usize];
-        let k = self.par.costs(m.size);
-        let nominal = k.g + m.size.saturating_sub(1) * k.G;
-        let factor = ns.curves.as_ref().expect("NIC queues run only with curves").factor(m.size, active, held);
-        let service = stretched(nominal, factor);
-        // Waiting for the shared NIC and its slowdown count as contention, like a busy link.
-        let d = &mut self.details[id as usize];
-        d.link_delay = (t - d.handed + service).saturating_sub(nominal);
-        let key = self.new_key();
-        self.push_event(t + service, Entry { key, host: NIC_DONE, data: MSG_FLAG | id });
-    }
-
-    /// The NIC injected message `id`: it travels L; an eager send completes and gives back its
-    /// tokens; the next message's service starts.
-    fn nic_done(&mut self, t: Time, id: u32) {
-        let m = self.msgs[id as usize];
-        let ns = self.node.as_mut().expect("NIC events need the node model");
-        let node = ns.node_of[m.src as usize];
-        let d = &mut self.details[id as usize];
-        ns.nic.pop(node, d.injector);
-        let more = ns.nic.front(node).is_some();
-        let k = self.par.costs(m.size);
-        d.arrived = t + k.L;
-        let tokens = d.tokens;
-        let key = self.new_key();
-        self.push_event(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
-        if m.size <= self.par.S {
-            self.done(m.src, m.send_op);
-            if tokens > 0 {
-                self.release(t, m.src, tokens);
-            }
-        }
-        if more {
-            self.nic_start(t, node);
-        }
-    }
-
-    /// Free servers of `node` take the waiting messages, round robin over the tasks' queues (and
-    /// take their tokens first when tokens stand behind the servers). A server is busy `g` per
-    /// message.
-    fn proxy_dispatch(&mut self, t: Time, node: u32) {
-        let ns = self.node.as_mut().expect("proxy events need the node model");
-        let ranks = ns.node_of.len() as u32;
-        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        let (msgs, details) = (&self.msgs, &mut self.details);
-        loop {
-            let mut held = 0;
-            let tokens = &mut ns.tokens;
-            let Some((server, _, id)) = proxy.dispatch(node, |task, id| match tokens {
-                None => true,
-                Some(pool) => pool.try_take(node, task, msgs[id as usize].size).map(|k| held = k).is_some(),
-            }) else {
-                break;
-            };
-            let d = &mut details[id as usize];
-            d.tokens = held;
-            d.injector = ranks + node * *servers + server;
-            let key = self.next_key;
-            self.next_key += 1;
-            self.queue.push(t + self.par.costs(msgs[id as usize].size).g, Entry { key, host: PROXY_DONE, data: MSG_FLAG | id });
-        }
-    }
-
-    /// A proxy server has injected message `id`: into the shared NIC (with curves), else on its
-    /// way as in LogGOPS; the server takes the next message.
-    fn proxy_done(&mut self, t: Time, id: u32) {
-        let m = self.msgs[id as usize];
-        let d = self.details[id as usize];
-        let ns = self.node.as_mut().expect("proxy events need the node model");
-        let node = ns.node_of[m.src as usize];
-        let ranks = ns.node_of.len() as u32;
-        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        proxy.free_server(node, d.injector - ranks - node * *servers);
-        if ns.curves.is_some() {
-            self.nic_enqueue(t, id);
-        } else {
-            let k = self.par.costs(m.size);
-            let key = self.new_key();
-            if m.networked {
-                self.push_event(t, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
-            } else {
-                self.details[id as usize].arrived = t + k.L;
-                self.push_event(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
-            }
-            if d.tokens > 0 && m.size <= self.par.S {
-                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, d.tokens);
-            }
-        }
-        self.proxy_dispatch(t, node);
-    }
-
-    /// `task` gives back `tokens` at `at` (a RELEASE event).
-    fn schedule_release(&mut self, at: Time, task: u32, tokens: u64) {
-        let ns = self.node.as_mut().expect("tokens need the node model");
-        let slot = match ns.free_releases.pop() {
-            Some(slot) => {
-                ns.releases[slot as usize] = (task, tokens);
-                slot
-            }
-            None => {
-                ns.releases.push((task, tokens));
-                ns.releases.len() as u32 - 1
-            }
-        };
-        let key = self.new_key();
-        self.push_event(at, Entry { key, host: RELEASE, data: MSG_FLAG | slot });
-    }
-
-    /// `task`'s send completed and gives back its tokens: the waiting sends they admit are issued
-    /// now, in ticket order, keeping their keys (or the proxy's servers resume).
-    fn release(&mut self, t: Time, task: u32, tokens: u64) {
-        let ns = self.node.as_mut().expect("tokens need the node model");
-        let node = ns.node_of[task as usize];
-        let mut granted = std::mem::take(&mut ns.granted);
-        granted.clear();
-        ns.tokens.as_mut().expect("a token pool").release(node, task, tokens, &mut granted);
-        if ns.proxy.is_some() {
-            ns.granted = granted;
-            return self.proxy_dispatch(t, node);
-        }
-        for &(entry, k) in &granted {
-            ns.admitted.insert((entry.host as u64) << 32 | entry.data as u64, k);
-            self.queue.push(t, entry);
-        }
-        ns.granted = granted;
-    }
-
+    /// A new key, after every one issued so far (the time-ordered loop's counter, or the window's).
     #[inline]
     fn new_key(&mut self) -> u64 {
         if let Some(w) = &mut self.windows {
@@ -1252,7 +830,8 @@ impl<P: Program> Sim<'_, P> {
         self.deps = deps;
     }
 
-    /// Marks an operation complete: satisfies its requires dependents.
+    /// Marks an operation complete: satisfies its requires dependents (also the handle's way for
+    /// a model to complete a send it carried).
     #[inline]
     fn done(&mut self, h: u32, i: u32) {
         let mut deps = std::mem::take(&mut self.deps);
@@ -1339,7 +918,7 @@ impl<P: Program> Sim<'_, P> {
             timeline: self.timeline.take(),
             links: self.net.as_ref().map(|n| n.stats().clone()),
             noise: self.noise_charged,
-            admission_waits: self.node.as_ref().map_or(0, |ns| ns.waits + ns.tokens.as_ref().map_or(0, |p| p.waits)),
+            admission_waits: self.node.as_ref().map_or(0, NodeSim::admission_waits),
             memory: self.memory.take().map(MemorySim::into_stats),
             critical_path,
         }
@@ -1384,84 +963,4 @@ impl<P: Program> Sim<'_, P> {
     }
     // --- end of critical path ---
 
-    fn pending(&self, rank: u32, op: u32) -> Pending {
-        let o = self.prog.op(rank, op);
-        Pending { rank, op, kind: o.kind, peer: o.peer, tag: o.tag, bytes: o.size, line: self.prog.source_line(rank, op) }
-    }
-
-    fn find_deadlock(&self) -> Option<Deadlock> {
-        let mut d = Deadlock::default();
-        let cap = Deadlock::LIST_CAP;
-        for h in self.owned.clone() {
-            for op in self.queues.items(&self.hosts.get(h).queues, Queue::Posted) {
-                d.unmatched_recv_count += 1;
-                if d.unmatched_recvs.len() < cap {
-                    d.unmatched_recvs.push(self.pending(h, op));
-                }
-            }
-            for id in self.queues.items(&self.hosts.get(h).queues, Queue::Unexpected) {
-                let m = &self.msgs[id as usize];
-                d.unmatched_send_count += 1;
-                if d.unmatched_sends.len() < cap {
-                    d.unmatched_sends.push(self.pending(m.src, m.send_op));
-                }
-            }
-        }
-        // Rendezvous sends whose message waits unmatched never completed: (rank, op).
-        let stuck_sends: HashSet<(u32, u32)> = self
-            .owned
-            .clone()
-            .flat_map(|r| self.queues.items(&self.hosts.get(r).queues, Queue::Unexpected))
-            .map(|id| &self.msgs[id as usize])
-            .filter(|m| m.size > self.par.S)
-            .map(|m| (m.src, m.send_op))
-            .collect();
-        for h in self.owned.clone() {
-            let total = self.prog.num_ops(h);
-            let started = self.hosts.get(h).started;
-            if started < total {
-                d.never_started_count += (total - started) as u64;
-                if d.never_started.len() < cap {
-                    self.list_never_started(h, &stuck_sends, &mut d.never_started, cap);
-                }
-            }
-        }
-        (d.count() > 0).then_some(d)
-    }
-
-    /// Lists operations of `h` that never started: those not reachable by replaying the rank's
-    /// dependencies from its roots (started ops are exactly the reachable ones in a finished run,
-    /// so the replay needs no per-op state during the simulation).
-    fn list_never_started(&self, h: u32, stuck_sends: &HashSet<(u32, u32)>, out: &mut Vec<Pending>, cap: usize) {
-        let n = self.prog.num_ops(h) as usize;
-        let mut remaining: Vec<u32> = (0..n as u32).map(|i| self.prog.dep_count(h, i)).collect();
-        let mut started = vec![false; n];
-        let mut stack = Vec::new();
-        self.prog.roots(h, &mut stack);
-        let mut deps = Vec::new();
-        let posted: HashSet<u32> = self.queues.items(&self.hosts.get(h).queues, Queue::Posted).collect();
-        while let Some(i) = stack.pop() {
-            if started[i as usize] {
-                continue;
-            }
-            started[i as usize] = true;
-            deps.clear();
-            self.prog.after_start(h, i, &mut deps);
-            // An op completes unless it is a receive still posted or a rendezvous send unmatched.
-            if !(posted.contains(&i) || stuck_sends.contains(&(h, i))) {
-                self.prog.after_done(h, i, &mut deps);
-            }
-            for &a in &deps {
-                remaining[a as usize] -= 1;
-                if remaining[a as usize] == 0 {
-                    stack.push(a);
-                }
-            }
-        }
-        for i in 0..n as u32 {
-            if !started[i as usize] && out.len() < cap {
-                out.push(self.pending(h, i));
-            }
-        }
-    }
 }
