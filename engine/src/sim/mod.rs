@@ -1,4 +1,10 @@
 //! The simulator: an event queue and the LogGOPS endpoint model (LogGOPSim v1 semantics).
+//!
+//! [`simulate`] runs a program under a [`Scenario`] (`scenario`: parameters and the optional
+//! models' specs) with [`Options`] (`params`) and answers a [`SimResult`] (`result`). `loggops` is
+//! the core; the optional models' handlers live beside it in `loggops/` (node, flows, memory) and
+//! act on it only through its handle (schedule, resume, done). `window` and `parallel` run the
+//! events window by window, on one thread or several.
 
 pub mod cpu_scale;
 pub mod critical;
