@@ -215,3 +215,18 @@ fn malformed_mem_names_line_and_column() {
         assert!(err.contains(message), "{line}: {err}");
     }
 }
+
+#[test]
+fn a_scenario_whose_models_do_not_fit_stops_before_it_starts() {
+    // The Scenario's check is the one place these rules live; the run says which model is at fault.
+    use contend_engine::noise::{Noise, Phase};
+    use contend_engine::sim::Stopped;
+    let c = Collective::new(Pattern::Dissemination, 4, 8, 0, 0).unwrap();
+    let noise = Noise::periodic(1000 * NS, 10 * NS, Phase::Independent, 0).unwrap();
+    let with_noise = Scenario { memory: Some(offload()), noise: Some(noise), ..Scenario::new(params()) };
+    let stopped = simulate(&c, &with_noise, &Options::default(), |_| true).err();
+    assert_eq!(stopped, Some(Stopped::Invalid("memory: the memory model does not combine with noise yet (give one or the other)".into())));
+    let no_ranks = Scenario { memory: Some(MemoryModel { ranks_per_node: 0, ..offload() }), ..Scenario::new(params()) };
+    let stopped = simulate(&c, &no_ranks, &Options::default(), |_| true).err();
+    assert_eq!(stopped, Some(Stopped::Invalid("memory ranks_per_node must be at least 1".into())));
+}
