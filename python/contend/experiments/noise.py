@@ -1,4 +1,4 @@
-"""Hoefler's noise experiments (seed 002: "Characterizing the Influence of System Noise on Large-Scale
+"""Hoefler's noise experiments (Hoefler 2011: "Characterizing the Influence of System Noise on Large-Scale
 Parallel Applications", the talk on LogGOPSim's noise injection), simulated in the engine:
 
 - shape, not intensity: a 1-byte dissemination barrier and binomial broadcast under noise of the same
