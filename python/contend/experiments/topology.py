@@ -1,4 +1,4 @@
-"""Bhatele and Kale's three contention benchmarks (Bhatele and Kale 2009), simulated on the BG/P-like and XT3-like tori.
+"""The three contention benchmarks of Bhatele and Kale 2009, simulated on the BG/P-like and XT3-like tori.
 
 Bhatele and Kale 2009 measured them with MPI on ANL's Blue Gene/P and PSC's XT3; here the same schedules run on the
 presets ``bgp-torus`` and ``xt3-torus`` (flow-level link contention, docs/models.md "Links"):
