@@ -1,4 +1,4 @@
-"""Detect network-induced memory contention and predict its cost with random forests (Groves et al.).
+"""Detect network-induced memory contention and predict its cost with random forests (Groves 2016).
 
 As in Groves 2016: a classifier says whether NiMC is present in a sample (a triad interval), a regressor
 predicts its run-time impact (the sample's slowdown against its round's baseline, %), both scored out

@@ -10,22 +10,22 @@ import time
 from contend.atomic import atomic_path, output_directory
 
 PAPERS = {
-    "topology": "Bhatele and Kale, 'Effects of Contention on Message Latencies in Large Supercomputers': "
+    "topology": "Bhatele and Kale 2009, 'Effects of Contention on Message Latencies in Large Supercomputers': "
                 "latency by hops, nearest-neighbour vs random pairs, controlled contention, on BG/P-like "
                 "and XT3-like tori",
-    "noise": "Hoefler, 'Characterizing the Influence of System Noise on Large-Scale Parallel Applications': "
+    "noise": "Hoefler 2011, 'Characterizing the Influence of System Noise on Large-Scale Parallel Applications': "
              "noise shape vs intensity from 2^4 to 2^20 ranks, network speed, co-scheduling, the pipelining "
              "error of looped broadcasts, and Beckman's and Ferreira's injection results",
     "congestion": "Luo, Panda, Ibrahim, Iancu, 'Congestion Avoidance on Manycore HPC Systems': concurrency and rate "
                   "congestion (Figures 1, 2), thresholds tuned, all-to-all and RandomAccess with token and proxy "
                   "throttling, on InfiniBand-like and Gemini-like presets",
-    "diagnose": "Tallent et al., 'Diagnosing Network Bottlenecks: One-sided Message Contention': diagnose against "
+    "diagnose": "Tallent et al. 2014, 'Diagnosing Network Bottlenecks: One-sided Message Contention': diagnose against "
                 "the engine's truth on a moving hot spot, an incast and a control, and the Global-Arrays case "
                 "study in miniature (blocked vs block-cyclic gets)",
     "nimc": "Groves, Grant, Arnold, 'NiMC: network-induced memory contention': STREAM under RDMA writes on offload "
             "and onload nodes, a LAMMPS-like stencil with uncoordinated in-memory checkpoints against process count, "
             "throttling and core reservation",
-    "mapping": "Bhatele and Kale's remedy for contention, topology-aware mapping: a 3D stencil, an OpenAtom-like "
+    "mapping": "Bhatele and Kale 2009's remedy for contention, topology-aware mapping: a 3D stencil, an OpenAtom-like "
                "pattern, a 2D transpose and random pairs on the BG/P-like and XT3-like tori, under block, random "
                "and mapped placements (hop-bytes, link loads, simulated time)",
 }

@@ -1,4 +1,4 @@
-"""Tallent et al.'s contention diagnosis (Tallent et al. 2014) in the simulator: ``contend reproduce diagnose``.
+"""The contention diagnosis of Tallent et al. 2014 in the simulator: ``contend reproduce diagnose``.
 
 - Truth: diagnose on workloads with known contention (a moving hot spot read with gets, an incast, a
   fan-out, both ends at once, an uncontended control; experiments/onesided.py) against the engine's own

@@ -1,4 +1,4 @@
-"""What Bhatele and Kale's poster (Bhatele and Kale 2009) says to do about link contention, tried in the simulator:
+"""What the poster of Bhatele and Kale 2009 says to do about link contention, tried in the simulator:
 "map communicating objects topologically on physically nearby processors".
 
 Four patterns (``contend.mapping.patterns``: a 3D stencil, an OpenAtom-like pattern, a 2D FFT-like

@@ -146,7 +146,7 @@ def incast_delay_split(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 
 
 
 def contention_diagnosed(out: Path, ranks: int = 8, size: int = 16384) -> Finding:
-    """Tallent et al.'s case in miniature: gets from a Global-Arrays-like array, blocked vs block-cyclic."""
+    """Tallent et al. 2014's case in miniature: gets from a Global-Arrays-like array, blocked vs block-cyclic."""
     from contend.experiments import onesided
 
     rows = []
