@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -98,7 +97,6 @@ def run() -> int:
     args = parser.parse_args()
     if args.nodes < 4:
         parser.error("--nodes: the pairs need 4 nodes")
-    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
     # SIGTERM (timeout, kill) ends the script through its finally blocks, which take the fabric down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     out = Path(args.out)
@@ -109,7 +107,7 @@ def run() -> int:
     try:
         with console.status("building the fabric") as status:
             check = run_check(settings, nodes=args.nodes, topology=args.topology, link=args.link,
-                              machine_path=out / "fabric.toml", progress=status.update)
+                              machine_path=out / "fabric.toml", prefix=PREFIX, progress=status.update)
     except UserError as exc:  # not root, a fabric already up, a failed run: the fabric is down again
         console.print(f"[red]error:[/] {exc}")
         return 2

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import tempfile
@@ -111,7 +110,6 @@ def run() -> int:
     parser.add_argument("--halo", type=int, default=Settings.halo, help="doubles per halo message")
     parser.add_argument("--method", default=Settings.method, help="the mapped placement's method (contend map's)")
     args = parser.parse_args()
-    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
     # SIGTERM (timeout, kill) ends the script through its finally blocks, which take the fabric down.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     out = Path(args.out)
@@ -122,7 +120,7 @@ def run() -> int:
     try:
         with console.status("building the fabric") as status, \
                 tempfile.TemporaryDirectory(prefix="contend-mapping-fabric-") as work:
-            result = run_experiment(settings, Path(work), progress=status.update)
+            result = run_experiment(settings, Path(work), progress=status.update, prefix=PREFIX)
             (out / "fabric.toml").write_text(result["machine_file"])
     except UserError as exc:  # not root, a fabric already up, a failed run: the fabric is down again
         console.print(f"[red]error:[/] {exc}")

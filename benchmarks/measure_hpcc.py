@@ -44,7 +44,7 @@ def hpcc_once(directory: Path) -> dict[str, float]:
 
 
 def ours_once() -> dict[str, float]:
-    from contend.bench.runner import run_benchmark
+    from contend.native.bench.runner import run_benchmark
 
     run = run_benchmark("pingpong", ranks=2, sizes=[LATENCY_BYTES, BANDWIDTH_BYTES], iters=1000, timeout_s=600)
     rows = run.results.set_index("bytes")

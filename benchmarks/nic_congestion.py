@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -28,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from contend import fabric, throttle
-from contend.bench.nic import sweep_table
-from contend.bench.runner import run_benchmark
+from contend.native import fabric, libthrottle
+from contend.native.bench.nic import sweep_table
+from contend.native.bench.runner import run_benchmark
 
 PREFIX = "ctnic-"
 SHM_SIZES = (8, 256, 8192, 262144)
@@ -45,11 +44,11 @@ def one_run(name: str, label: str, *, built: fabric.Fabric | None = None, tokens
         stats = Path(scratch) / "stats.jsonl"
         variables = None
         if tokens is not None:
-            variables = throttle.settings("token", tokens=tokens, stall_ms=1000, stats=stats)
+            variables = libthrottle.settings("token", tokens=tokens, stall_ms=1000, stats=stats)
         before = fabric.dropped_packets(built) if built else 0
-        run = run_benchmark(name, on_fabric=built is not None, timeout_s=900, throttle=variables, **kwargs)
+        run = run_benchmark(name, fabric=built, timeout_s=900, throttle=variables, **kwargs)
         drops = fabric.dropped_packets(built) - before if built else 0
-        counters = throttle.read_stats(stats)
+        counters = libthrottle.read_stats(stats)
     return {"name": name, "label": label, "tokens": tokens, "drops": drops,
             "load": run.meta.get("loadavg_1min"), "meta": run.meta,
             "rows": run.results.to_dict("records"),
@@ -156,7 +155,6 @@ def shm_part(repeats: int) -> tuple[list[dict], list[str]]:
 
 def fabric_part(repeats: int, link: str, queue: str, tokens: int) -> tuple[list[dict], list[str]]:
     nic = {"messages": 32}
-    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX  # where run_benchmark looks for the fabric that is up
     with fabric.session(2, 2, link, "star", PREFIX, queue) as built:
         common = dict(ranks=4, sizes=FABRIC_SIZES, iters=5, warmup=1, built=built)
         configs = []

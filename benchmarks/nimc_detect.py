@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from contend.analysis import nimc
-from contend.bench.nimc import read_samples
+from contend.native.bench.nimc import read_samples
 from contend.report.nimc import importance_figure
 
 TARGET = 0.9

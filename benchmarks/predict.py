@@ -50,11 +50,11 @@ from typing import Callable
 
 from rich.console import Console
 
-from contend import mpi
+from contend.native import mpi
 from contend.atomic import atomic_path
 from contend.commands.predict import table
 from contend.errors import UserError
-from contend.predict import Measured, fifo_command, measure_runs, predict_traces
+from contend.analysis.predict import Measured, fifo_command, measure_runs, predict_traces
 
 PREFIX = "ctdp-"  # never the user's fabric (ctd-) nor another benchmark's or test's
 TARGETS = {"shm": 10.0, "shm-fifo": 10.0, "fabric": 15.0, "fabric-fifo": 15.0}
@@ -143,7 +143,7 @@ def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ran
                          placement, console: Console, timeout_s: float) -> list[dict]:
     """For every row traced at P ranks (``traced``), untraced runs at each N in ``ranks`` (N a multiple
     of P above it): rows whose prediction extrapolates the P-rank traces to N ranks (predict_rows)."""
-    from contend.predict import untraced_span
+    from contend.analysis.predict import untraced_span
 
     library = mpi.find_mpi()
     found = programs(mpi.build_dir(library))
@@ -203,7 +203,7 @@ def calibrate_fabric(built, path: Path, console: Console) -> None:
     from contend.experiments.fabric_machine import calibrate, machine_toml
 
     settings = Settings(incasts=(), seeds=(), repeats=3)
-    found = measure(settings, lambda text: console.print(f"  fabric calibration: {text}"))
+    found = measure(settings, built, lambda text: console.print(f"  fabric calibration: {text}"))
     text = machine_toml(calibrate(built, found.flow_runs, found.loggp_runs),
                         f"one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, "
                         f"{settings.latency_iters} round trips (benchmarks/predict.py)")
@@ -306,9 +306,8 @@ def main() -> int:
         if not args.fabric_only:
             rows += setting_rows("shm-fifo" if args.fifo else "shm", args.machine, None, max(ranks))
         if args.fabric or args.fabric_only:
-            from contend import fabric
+            from contend.native import fabric
 
-            os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
             nodes = max(ranks + [4]) if source else 4
             with fabric.session(nodes, 1, args.link, "star", PREFIX) as built, \
                     tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:

@@ -32,8 +32,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contend import fabric, throttle
-from contend.bench.runner import run_benchmark
+from contend.native import fabric, libthrottle
+from contend.native.bench.runner import run_benchmark
 
 PREFIX = "ctdm-"
 INCAST_SIZE, INCAST_WINDOW = 65536, 16
@@ -44,14 +44,14 @@ def measure(pattern: str, size: int, built: fabric.Fabric, tokens: int | None, i
     ranks = built.nodes * built.ppn
     with tempfile.TemporaryDirectory(prefix="contend-throttle-") as scratch:
         stats = Path(scratch) / "stats.jsonl"
-        variables = None if tokens is None else throttle.settings("token", tokens=tokens, stall_ms=1000,
+        variables = None if tokens is None else libthrottle.settings("token", tokens=tokens, stall_ms=1000,
                                                                  stats=stats)
         before = fabric.dropped_packets(built)
         options = {"window": INCAST_WINDOW} if pattern == "incast" else {}
         run = run_benchmark(pattern, ranks=ranks, sizes=[size], iters=iters, warmup=1, options=options,
-                            on_fabric=True, timeout_s=600, throttle=variables)
+                            fabric=built, timeout_s=600, throttle=variables)
         drops = fabric.dropped_packets(built) - before
-        counters = throttle.read_stats(stats)
+        counters = libthrottle.read_stats(stats)
     rows = run.results
     if pattern == "incast":
         remote = rows[rows["rank"] >= built.ppn]  # senders on other nodes than the hub's
@@ -82,7 +82,6 @@ def run() -> int:
     parser.add_argument("--tokens", default="1,2,4")
     parser.add_argument("--json")
     args = parser.parse_args()
-    os.environ["CONTEND_FABRIC_PREFIX"] = PREFIX
     variants = [None] + [int(t) for t in args.tokens.split(",")]
     cases = [("incast", INCAST_SIZE, 4)] + [("alltoall", size, 10 if size < 1 << 20 else 3) for size in ALLTOALL_SIZES]
     runs = []

@@ -30,16 +30,16 @@ import sys
 
 import numpy as np
 
-from contend import throttle
-from contend.bench.overhead import interleaved, overhead_table
-from contend.bench.runner import run_benchmark
+from contend.native import libthrottle
+from contend.native.bench.overhead import interleaved, overhead_table
+from contend.native.bench.runner import run_benchmark
 
 VARIANTS = {
     "none": None,
     "none-again": None,
-    "preload-off": throttle.settings("none"),
-    "token": throttle.settings("token", tokens=1024),
-    "rate": throttle.settings("rate", gap_ns=1),
+    "preload-off": libthrottle.settings("none"),
+    "token": libthrottle.settings("token", tokens=1024),
+    "rate": libthrottle.settings("rate", gap_ns=1),
 }
 TARGET = 0.02
 

@@ -8,7 +8,7 @@ Two runs of contend-bench on 2 ranks of this host's shared memory, 8-byte messag
     pingpong   half round trip (latency): the median over the timed iterations
     msgrate    time per message, a sender streaming windows of 64 nonblocking sends (message rate)
 
-each in four variants, interleaved and rotated (contend.bench.overhead):
+each in four variants, interleaved and rotated (contend.native.bench.overhead):
 
     none          no LD_PRELOAD                                (the baseline)
     none-again    no LD_PRELOAD, a second time                 (the noise floor: baseline vs itself)
@@ -42,9 +42,9 @@ import tempfile
 
 import numpy as np
 
-from contend import mpi
-from contend.bench.overhead import BASELINE, NOISE, interleaved, overhead_table
-from contend.bench.runner import run_benchmark
+from contend.native import mpi
+from contend.native.bench.overhead import BASELINE, NOISE, interleaved, overhead_table
+from contend.native.bench.runner import run_benchmark
 
 TARGET = 0.02
 STATISTICS = {"median": "t_p50_ns", "best window": "t_min_ns"}
@@ -78,12 +78,12 @@ def traced(setting: tuple[int, str] | None, records: int):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def measure(benchmark: str, setting: tuple[int, str] | None, iters: int, on_fabric: bool) -> dict[str, float]:
+def measure(benchmark: str, setting: tuple[int, str] | None, iters: int, built) -> dict[str, float]:
     window = BENCHMARKS[benchmark].get("window", 1)
     records = 4 * (iters + iters // 10 + 100) * window + 100000  # every call of the run fits
     with traced(setting, records):
         run = run_benchmark(benchmark, ranks=2, sizes=[8], iters=iters, warmup=max(iters // 10, 10),
-                            options=BENCHMARKS[benchmark], on_fabric=on_fabric, timeout_s=300)
+                            options=BENCHMARKS[benchmark], fabric=built, timeout_s=300)
     return {column: float(run.results[column].iloc[0]) for column in STATISTICS.values()}
 
 
@@ -133,20 +133,19 @@ def run() -> int:
     mpi.build_native(library)
     cpu = cpu_cost(args.repeats) if args.cpu else None
     if args.fabric:
-        from contend import fabric
+        from contend.native import fabric
 
-        os.environ["CONTEND_FABRIC_PREFIX"] = FABRIC_PREFIX
-        with fabric.session(2, 1, "1gbit", "star", FABRIC_PREFIX):
-            return measure_all(args, "2 nodes of the emulated fabric (TCP, 1 Gbit/s)", cpu)
-    return measure_all(args, "shared memory", cpu)
+        with fabric.session(2, 1, "1gbit", "star", FABRIC_PREFIX) as built:
+            return measure_all(args, "2 nodes of the emulated fabric (TCP, 1 Gbit/s)", cpu, built)
+    return measure_all(args, "shared memory", cpu, None)
 
 
-def measure_all(args, where: str, cpu: dict | None) -> int:
+def measure_all(args, where: str, cpu: dict | None, built) -> int:
     rng = np.random.default_rng(1)
     report: dict[str, dict] = {}
     for benchmark in args.benchmarks:
         samples = interleaved(
-            {name: (lambda b=benchmark, s=setting: measure(b, s, args.iters, args.fabric)) for name, setting in VARIANTS.items()},
+            {name: (lambda b=benchmark, s=setting: measure(b, s, args.iters, built)) for name, setting in VARIANTS.items()},
             args.repeats, lambda r: f"{r['t_p50_ns']:.1f} ns")
         load = os.getloadavg()[0]
         print(f"\n## {benchmark}, 2 ranks on {where}, 8 B, {args.iters} iterations per run, {args.repeats} interleaved "

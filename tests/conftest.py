@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from contend import fabric, mpi
+from contend.native import fabric, mpi
 
 
 def pytest_configure(config):
@@ -36,8 +36,8 @@ def built():
 
 
 @pytest.fixture
-def isolated_fabric(monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", fabric.TEST_PREFIX)
+def isolated_fabric():
+    """The prefix the test builds its fabric under (fabric.TEST_PREFIX); afterwards nothing is left."""
     yield fabric.TEST_PREFIX
     assert fabric.our_namespaces(fabric.TEST_PREFIX) == [], "a test left namespaces behind"
     assert mpi.running_benchmarks(os.getpid()) == [], "a test left benchmark processes behind"

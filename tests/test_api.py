@@ -104,7 +104,7 @@ def test_bad_arguments_raise_user_error(kwargs, message):
 
 
 def test_read_records_round_trip(tmp_path):
-    from contend.records import write_records_parquet
+    from contend.simulation.records import write_records_parquet
 
     result = contend.simulate(collective="alltoall-bruck", ranks=8, bytes=16, records=True, **REFERENCE)
     path = tmp_path / "r.parquet"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import subprocess
 
-from contend import mpi
-from contend.bench import BENCHMARKS
-from contend.bench.results import read_run
+from contend.native import mpi
+from contend.native.bench import BENCHMARKS
+from contend.native.bench.results import read_run
 from contend.cli import main
 
 

@@ -15,8 +15,8 @@ import tomllib
 import pandas as pd
 import pytest
 
-from contend.bench import loggp, sanity
-from contend.bench.results import RunResult, read_run
+from contend.native.bench import loggp, sanity
+from contend.native.bench.results import RunResult, read_run
 from contend.cli import main
 
 PS = 1000  # the engine keeps times in integer picoseconds
@@ -110,9 +110,9 @@ def test_the_engine_reads_a_fitted_file_to_the_closed_form(tmp_path):
 def test_the_fitted_file_predicts_the_measured_pingpong_within_10_percent(tmp_path):
     """The issue's bar, on real measurements: fit (9 runs each of the parameters and of the check,
     alternating, each after the harness's settle phase; those in the machine's most common state
-    combined by their medians, see contend.bench.repeats), then `contend sim`
+    combined by their medians, see contend.native.bench.repeats), then `contend sim`
     as a subprocess for every measured size, against the measured round trips (2 x the trimmed mean of
-    the one-way times stored in the check's Parquet file; see contend.bench.loggp for why not the median).
+    the one-way times stored in the check's Parquet file; see contend.native.bench.loggp for why not the median).
 
     This 2-vCPU machine is shared: another job (a compiler, a test suite) can slow single runs 2-6x for
     seconds, and the machine moves between a fast and a slow state (eager copies at half speed) every

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from contend.bench import loggp
-from contend.bench.results import RunResult
+from contend.native.bench import loggp
+from contend.native.bench.results import RunResult
 
 # A machine with a protocol switch at 8 KiB: eager below, a costlier rendezvous above.
 L, O_S, O_R, GAP, G, O = 400.0, 150.0, 900.0, 800.0, 0.12, 0.02
@@ -191,7 +191,7 @@ def test_minimax_line_is_exact_on_a_line_and_balances_a_step():
 
 
 def test_machine_file_round_trips_through_the_machine_loader(tmp_path):
-    machine = pytest.importorskip("contend.machine")
+    machine = pytest.importorskip("contend.machine.file")
     fit = loggp.fit_loggp(loggp_run())
     table = loggp.compare(fit, pingpong_run())
     path = loggp.write_machine(loggp.machine_toml(fit, table, loggp_run().meta, "synthetic"), tmp_path / "m.toml")
@@ -218,7 +218,7 @@ def test_a_run_without_loggp_rows_is_a_user_error():
 
 @pytest.mark.parametrize("slower, code", [(1.0, 0), (1.5, 1)])
 def test_bench_fit_exits_1_when_its_check_misses_10_percent(tmp_path, monkeypatch, capsys, slower, code):
-    from contend.bench import runner
+    from contend.native.bench import runner
     from contend.cli import main
 
     def synthetic(name, sizes, **_):  # the check's ping-pongs `slower` than the parameters say

@@ -12,11 +12,11 @@ import os
 import pandas as pd
 import pytest
 
-from contend import fabric, mpi, throttle
-from contend.bench import sanity
-from contend.bench.nic import SWEEP_COLUMNS, sweep_table
-from contend.bench.results import read_run
-from contend.bench.runner import run_benchmark
+from contend.native import fabric, mpi, libthrottle
+from contend.native.bench import sanity
+from contend.native.bench.nic import SWEEP_COLUMNS, sweep_table
+from contend.native.bench.results import read_run
+from contend.native.bench.runner import run_benchmark
 from contend.cli import main
 
 TINY = dict(ranks=4, iters=4, warmup=1, timeout_s=120)
@@ -122,15 +122,15 @@ def test_bruck_takes_log_steps():
 
 
 @pytest.mark.parametrize("name, variables", [
-    ("nicrate", throttle.settings("token", tokens=1, ranks_per_node=2)),
-    ("outstanding", throttle.settings("rate", gap_ns=2000)),
+    ("nicrate", libthrottle.settings("token", tokens=1, ranks_per_node=2)),
+    ("outstanding", libthrottle.settings("rate", gap_ns=2000)),
 ], ids=["nicrate-token", "outstanding-rate"])
 def test_sweeps_run_under_the_throttle_library(tmp_path, name, variables):
     stats = tmp_path / "stats.jsonl"
     run = sane(run_benchmark(name, sizes=[1024], options={"messages": MESSAGES, "windows": "2"},
                              throttle={**variables, "CONTEND_THROTTLE_STATS": str(stats)}, **TINY))
     assert run.meta["throttle"]["CONTEND_THROTTLE_POLICY"] == variables["CONTEND_THROTTLE_POLICY"]
-    counters = throttle.read_stats(stats)
+    counters = libthrottle.read_stats(stats)
     assert [row["rank"] for row in counters] == [0, 1, 2, 3]
     # every data Isend went through the library (the final checked message is a blocking MPI_Send,
     # which it does not throttle)
@@ -178,8 +178,7 @@ def test_the_harness_itself_exits_2_on_every_rank():
 
 
 @pytest.fixture
-def nic_fabric(monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", FABRIC_PREFIX)
+def nic_fabric():
     with fabric.session(2, 2, "200mbit", "star", FABRIC_PREFIX) as built:
         yield built
     assert fabric.our_namespaces(FABRIC_PREFIX) == [], "the test left namespaces behind"
@@ -188,7 +187,7 @@ def nic_fabric(monkeypatch):
 
 @pytest.mark.fabric
 def test_nicrate_between_two_emulated_nodes(nic_fabric):
-    run = sane(run_benchmark("nicrate", sizes=[1024], options={"messages": MESSAGES}, on_fabric=True, **TINY))
+    run = sane(run_benchmark("nicrate", sizes=[1024], options={"messages": MESSAGES}, fabric=nic_fabric, **TINY))
     assert run.meta["nodes"] == 2 and run.meta["ranks_per_node"] == 2
     rows = run.results
     assert (rows["one_host"] == 0).all() and set(rows["active"]) == {1, 2}

@@ -1,10 +1,10 @@
-"""Which repeated runs share the machine's most common state (contend.bench.repeats)."""
+"""Which repeated runs share the machine's most common state (contend.native.bench.repeats)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from contend.bench.repeats import common_state
+from contend.native.bench.repeats import common_state
 
 SIZES = np.array([2.0**k for k in range(13)])
 FAST = 1900 + 0.25 * SIZES  # round trips (ns) in the fast state

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from contend.bench import sanity
-from contend.bench.results import parse_lines, read_run, write_run
+from contend.native.bench import sanity
+from contend.native.bench.results import parse_lines, read_run, write_run
 
 
 def lines(*, sent=(64, 0), received=(0, 64), hosts=("a",), node_of_rank=(0, 0), p50=900.0, bandwidth=7e7,
@@ -87,7 +87,7 @@ def test_copy_bandwidth_is_a_real_memory_speed():
 
 
 def test_median_of_runs_takes_medians_per_row_and_adds_tallies():
-    from contend.bench.results import median_of_runs
+    from contend.native.bench.results import median_of_runs
 
     runs = [parse_lines(lines(p50=p50)) for p50 in (850.0, 900.0, 950.0)]
     runs[2].results.loc[0, "t_p50_ns"] = 5000.0  # one disturbed run does not move the median

@@ -9,13 +9,13 @@ import re
 
 import pytest
 
-from contend.admission import parse_spec
+from contend.machine.admission import parse_spec
 from contend.analysis.nicsweep import Point, concurrency_points, core_steps, outstanding_points, run_point, sweep
 from contend.analysis.tune import QUICK, tune
 from contend.cli import main
-from contend.machine import load_machine
-from contend.nic import knee
-from contend.simulate import simulate
+from contend.machine.file import load_machine
+from contend.machine.nic import knee
+from contend.simulation.simulate import simulate
 
 PRESETS = {"ib-congestion": 32, "gemini-congestion": 48}
 

@@ -12,7 +12,7 @@ import pytest
 
 from contend.cli import main
 from contend.errors import UserError
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 LOGGOPS = {"L": 3000, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535}
 # Rank 0 computes C ns then sends 8 bytes; rank 1 receives it and computes D ns.

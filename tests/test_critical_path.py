@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from contend.cli import main
-from contend.critical_path import PARTS
+from contend.simulation.critical_path import PARTS
 from contend.engine import engine
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 REFERENCE = {"L": 3000, "o": 1500, "g": 1000, "G": 6, "O": 0, "S": 65535}
 FLAGS = [f"-{k}={v}" for k, v in REFERENCE.items()]

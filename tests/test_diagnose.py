@@ -13,7 +13,7 @@ import pytest
 import contend
 from contend.analysis.diagnose import diagnose
 from contend.cli import main
-from contend.records import write_records_parquet
+from contend.simulation.records import write_records_parquet
 
 CROSSBAR = """[machine]
 name = "crossbar"
@@ -176,6 +176,21 @@ def test_ideal_over_a_fat_tree_and_a_dragonfly_matches_the_engine(tmp_path, topo
             assert diagnosis.contention == 0
         else:
             assert truth(result) > 0
+
+
+def test_the_ideal_is_the_engines_for_empty_messages_and_dragonfly_routes(tmp_path):
+    """The ideal is the engine's own time of a message alone (bindings/src/ideal.rs): an empty
+    message's first packet is one byte on every link, and a dragonfly's minimal route is the one the
+    engine takes, so contention equals the truth there too."""
+    cases = {'kind = "torus"\ndims = [4, 4]': ("alltoall-linear", 0),
+             'kind = "dragonfly"\na = 4\np = 2\nh = 2\ng = 5\nglobal_bandwidth = "500MB/s"': ("random-pairs", 3)}
+    for topology, (collective, size) in cases.items():
+        path = tmp_path / "net.toml"
+        path.write_text(CROSSBAR.replace('kind = "crossbar"\nnodes = 9', topology)
+                        .replace("packet = 1", 'packet = 256\nhop_latency = "50ns"\ninjection_bandwidth = "2GB/s"'))
+        result = contend.simulate(collective=collective, ranks=16, bytes=size, machine=path, records=True)
+        diagnosis = diagnose(result.records, result.params, result.num_ranks)
+        assert truth(result) > 0 and abs(diagnosis.contention - truth(result)) <= 1e-6 * truth(result), topology
 
 
 def test_engine_sync_is_the_late_receivers_wait(tmp_path):

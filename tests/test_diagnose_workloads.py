@@ -161,7 +161,7 @@ def test_cli_names_sites_from_metadata_or_a_sites_file(tmp_path, capsys, monkeyp
     import json
 
     from contend.cli import main
-    from contend.records import write_records_parquet
+    from contend.simulation.records import write_records_parquet
 
     monkeypatch.setenv("COLUMNS", "250")
     workload = onesided.hot_spot(ranks=4, rounds=4)

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 import contend
-from contend import fabric, mpi
-from contend.bench import sanity
-from contend.bench.runner import run_benchmark
+from contend.native import fabric, mpi
+from contend.native.bench import sanity
+from contend.native.bench.runner import run_benchmark
 from contend.cli import main
 from contend.errors import UserError
 
 PREFIX = fabric.TEST_PREFIX
+ISOLATED = ("--fabric-prefix", PREFIX)  # the CLI on the tests' fabric, never a user's
 LINK = "1gbit"
 LINK_Bps = 1e9 / 8
 SHARE_TOLERANCE = 0.15
@@ -33,22 +34,22 @@ def star():
         yield built
 
 
-def stream(name, ranks, **options):
+def stream(built, name, ranks, **options):
     """Streams of 64 KiB messages, 128 in flight: long enough for TCP to settle at the shaped rate."""
     run = run_benchmark(name, ranks=ranks, sizes=[65536], iters=5, warmup=1, options={"window": 128, **options},
-                        on_fabric=True, timeout_s=120)
+                        fabric=built, timeout_s=120)
     problems = sanity.problems(run)
     assert not problems, problems
     return run
 
 
 def test_shaped_links_share_fairly_and_ranks_see_their_nodes(star):
-    single = stream("msgrate", 2)
+    single = stream(star, "msgrate", 2)
     one_flow = float(single.results["bandwidth_Bps"].iloc[0])
     assert abs(one_flow / LINK_Bps - 1) < SHARE_TOLERANCE, f"one flow {one_flow * 8 / 1e9:.3f} Gbit/s"
     assert single.meta["hosts"] == [f"{PREFIX}node0", f"{PREFIX}node1"]
 
-    incast = stream("incast", 4)  # nodes 1, 2, 3 into node 0's link
+    incast = stream(star, "incast", 4)  # nodes 1, 2, 3 into node 0's link
     rates = incast.results.set_index("rank")["bandwidth_Bps"]
     assert sorted(rates.index) == [1, 2, 3]
     assert abs(rates.sum() / one_flow - 1) < SHARE_TOLERANCE, "together they should fill the one link"
@@ -58,14 +59,14 @@ def test_shaped_links_share_fairly_and_ranks_see_their_nodes(star):
     assert incast.meta["hosts"] == [f"{PREFIX}node{i}" for i in range(4)]
     assert incast.meta["node_of_rank"] == [0, 1, 2, 3]
 
-    pairs = stream("msgrate", 4)  # 0 -> 2 and 1 -> 3: disjoint links, both at full speed
+    pairs = stream(star, "msgrate", 4)  # 0 -> 2 and 1 -> 3: disjoint links, both at full speed
     for _, row in pairs.results.iterrows():
         assert abs(row["bandwidth_Bps"] / one_flow - 1) < SHARE_TOLERANCE, row.to_dict()
 
 
 def test_k_ranks_per_node_share_a_host_name():
-    with fabric.session(2, 2, LINK, "star", PREFIX):
-        run = run_benchmark("pairs", ranks=4, sizes=[8], iters=10, on_fabric=True, timeout_s=60)
+    with fabric.session(2, 2, LINK, "star", PREFIX) as built:
+        run = run_benchmark("pairs", ranks=4, sizes=[8], iters=10, fabric=built, timeout_s=60)
     assert not sanity.problems(run), sanity.problems(run)
     assert run.meta["node_of_rank"] == [0, 0, 1, 1] and run.meta["ranks_per_node"] == 2
     assert run.meta["hosts"] == [f"{PREFIX}node0", f"{PREFIX}node1"]
@@ -74,18 +75,18 @@ def test_k_ranks_per_node_share_a_host_name():
 def test_pairs_two_hops_apart_contend_on_a_line():
     """Bhatele's Benchmark III: on a line of routers, pairs 2 hops apart share the middle link."""
 
-    def hops(n):
+    def hops(built, n):
         return run_benchmark("hops", ranks=4, sizes=[1 << 20], iters=5, warmup=1, options={"hops": n},
-                             on_fabric=True, timeout_s=120)
+                             fabric=built, timeout_s=120)
 
     # Both pings cross r1 -> r2 at once (and both pongs r2 -> r1): up to twice as slow. Less in practice,
     # as the pairs drift out of phase and tbf lets each message's first 128 KiB through as a burst
     # (measured x1.44..x1.79); without the shared link the ratio is 1. Four ranks on two cores also
     # wait for CPU time when other jobs run, which blurs the ratio: up to three measurements of both.
     slowdowns = []
-    with fabric.session(4, 1, LINK, "line", PREFIX):
+    with fabric.session(4, 1, LINK, "line", PREFIX) as built:
         while len(slowdowns) < 3 and not any(x > 1.3 for x in slowdowns):
-            near, far = hops(1), hops(2)  # (0,1),(2,3) on separate links; (0,2),(1,3) both cross r1-r2
+            near, far = hops(built, 1), hops(built, 2)  # (0,1),(2,3) on separate links; (0,2),(1,3) both cross r1-r2
             for run in (near, far):
                 assert not sanity.problems(run), sanity.problems(run)
             assert sorted(zip(far.results["rank"], far.results["peer"])) == [(0, 2), (1, 3)]
@@ -94,8 +95,8 @@ def test_pairs_two_hops_apart_contend_on_a_line():
 
 
 def test_a_ring_routes_the_short_way_and_reaches_every_node():
-    with fabric.session(4, 1, LINK, "ring", PREFIX):
-        run = run_benchmark("master", ranks=4, sizes=[8], iters=10, on_fabric=True, timeout_s=60)
+    with fabric.session(4, 1, LINK, "ring", PREFIX) as built:
+        run = run_benchmark("master", ranks=4, sizes=[8], iters=10, fabric=built, timeout_s=60)
         routes = {node: subprocess.run(["ip", "-n", f"{PREFIX}r0", "route", "get", f"10.77.{node}.2"],
                                        capture_output=True, text=True, check=True).stdout
                   for node in (1, 2, 3)}
@@ -116,21 +117,21 @@ def test_a_failed_build_removes_what_it_built(monkeypatch):
 
 
 def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
-    assert main(["fabric", "up", "--nodes", "2", "--ppn", "1", "--link", LINK]) == 0
+    assert main(["fabric", "up", "--nodes", "2", "--ppn", "1", "--link", LINK, *ISOLATED]) == 0
     try:
-        assert main(["fabric", "up", "--nodes", "2"]) == 2
+        assert main(["fabric", "up", "--nodes", "2", *ISOLATED]) == 2
         assert "already up" in capsys.readouterr().err
-        assert main(["bench", "run", "hops", "--fabric", "--np", "2", "--dims", "3"]) == 2  # the harness refuses
+        assert main(["bench", "run", "hops", "--fabric", "--np", "2", "--dims", "3", *ISOLATED]) == 2  # the harness refuses
         assert "--dims has 3 positions" in capsys.readouterr().err
-        assert main(["bench", "run", "noise", "--fabric", "--duration", "60", "--timeout", "2"]) == 2
+        assert main(["bench", "run", "noise", "--fabric", "--duration", "60", "--timeout", "2", *ISOLATED]) == 2
         assert "was stopped" in capsys.readouterr().err
         assert mpi.running_benchmarks(os.getpid()) == []
-        assert main(["fabric", "status"]) == 0
+        assert main(["fabric", "status", *ISOLATED]) == 0
         assert f"namespaces {PREFIX}n0, {PREFIX}n1, {PREFIX}sw" in capsys.readouterr().out
     finally:
-        assert main(["fabric", "down"]) == 0
+        assert main(["fabric", "down", *ISOLATED]) == 0
     assert "removed 3 namespaces" in capsys.readouterr().out
-    assert main(["fabric", "down"]) == 0
+    assert main(["fabric", "down", *ISOLATED]) == 0
     assert "nothing was up" in capsys.readouterr().out
 
 
@@ -147,7 +148,7 @@ def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
     ],
 )
 def test_bad_fabric_input(capsys, args, pattern):
-    assert main(["fabric", "up"] + args) == 2
+    assert main(["fabric", "up", *ISOLATED] + args) == 2
     err = capsys.readouterr().err
     assert pattern in err and err.count("\n") == 1
 
@@ -156,7 +157,7 @@ def test_bad_fabric_input(capsys, args, pattern):
 def test_not_root_is_told_so():
     done = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "contend.cli",
-         "fabric", "up", "--nodes", "2"],
+         "fabric", "up", "--nodes", "2", *ISOLATED],
         capture_output=True, text=True, cwd="/tmp",
         env={**os.environ, "HOME": "/tmp", "PYTHONPATH": str(Path(contend.__file__).parents[1])},
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from contend import fabric
+from contend.native import fabric
 from contend.experiments import native_twins
 from contend.experiments.fabric_check import TOLERANCE, Settings, run_check
 from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
-from contend.machine import parse_machine
+from contend.machine.file import parse_machine
 
 PREFIX = fabric.TEST_PREFIX
 LINK_Bps = 0.95e9 / 8
@@ -78,7 +78,8 @@ def test_incast_and_pairs_on_the_fabric_match_the_simulation_within_15_percent(t
     settings = Settings(incasts=(3,), seeds=(2,), repeats=3)
     tables = []
     for _ in range(2):
-        check = run_check(settings, nodes=4, topology="line", link="1gbit", machine_path=tmp_path / "fabric.toml")
+        check = run_check(settings, nodes=4, topology="line", link="1gbit", machine_path=tmp_path / "fabric.toml",
+                          prefix=PREFIX)
         tables.append(_table(check))
         if all(abs(row.error) <= TOLERANCE for row in check.rows):
             break

@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from contend import mpi
-from contend.trace import files as ctrace
+from contend.native import mpi
+from contend.native.trace import files as ctrace
 
 HERE = Path(__file__).resolve().parent
 SEED = int(os.environ.get("CONTEND_FUZZ_SEED", "1"))
@@ -48,7 +48,7 @@ ONLY = os.environ.get("CONTEND_FUZZ_ONLY")
 TIMEOUT_S = float(os.environ.get("CONTEND_FUZZ_TIMEOUT", "60"))
 REAL_EVERY = 25  # every REAL_EVERY-th case runs through the console script
 MEMORY_LIMIT = 6 << 30  # RLIMIT_AS of a case: an unchecked huge count fails here instead of taking the machine
-PRESETS = sorted((HERE.parent / "python" / "contend" / "machines").glob("*.toml"))
+PRESETS = sorted((HERE.parent / "python" / "contend" / "machine" / "presets").glob("*.toml"))
 IS_ROOT = os.geteuid() == 0
 
 # --- values that break things -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
 
 
@@ -205,7 +205,7 @@ def test_mpi4py_collectives_on_world_and_a_split_communicator(built, capsys, tmp
     """tests/trace_collectives_mpi4py.py: mpi4py calls the large-count forms; Alltoallv keeps its
     per-peer sizes (rank j sends rank i (i + 1) * 2 doubles), the split's Bcast lands on 0 -> 2 and
     1 -> 3, the nonblocking collectives complete at their Wait."""
-    from contend.trace.files import FLAG_LARGE_COUNT, KINDS, read_directory
+    from contend.native.trace.files import FLAG_LARGE_COUNT, KINDS, read_directory
 
     program = Path(__file__).with_name("trace_collectives_mpi4py.py")
     trace = traced(built, tmp_path / "coll", [sys.executable, str(program)])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
 
 

@@ -115,7 +115,7 @@ def test_reserve_core_on_a_memory_model_without_ranks_per_node():
 
 
 def test_bench_show_on_a_run_that_lacks_its_patterns_columns(fails_cleanly, capsys, tmp_path):
-    from contend.bench.results import parse_lines, write_run
+    from contend.native.bench.results import parse_lines, write_run
 
     run = parse_lines([
         '{"type":"meta","pattern":"pingpong","ranks":2,"nodes":1,"hosts":["a"],"node_of_rank":[0,0]}',

@@ -12,7 +12,7 @@ import pytest
 
 import contend
 from contend.cli import main
-from contend.links import LINK_COLUMNS
+from contend.simulation.links import LINK_COLUMNS
 from contend.report.heatmap import grid_panels
 
 ENDPOINTS = """[machine]

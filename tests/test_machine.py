@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contend.errors import UserError
-from contend.machine import load_machine, loggops_params, parse_machine, preset_names
+from contend.machine.file import load_machine, loggops_params, parse_machine, preset_names
 
 PAPER_MACHINES = {"bgp-intrepid", "xt4-jaguar", "xe6-gemini", "qdr-ib-fattree", "aries-dragonfly", "bgq-mira"}
 

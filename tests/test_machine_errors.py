@@ -16,9 +16,9 @@ import pytest
 
 from contend.cli import main
 from contend.errors import UserError
-from contend.machine import PRESET_DIR, TABLES, load_machine, preset_names
-from contend.simulate import simulate
-from contend.tomlfile import key_lines, tomllib
+from contend.machine.file import PRESET_DIR, TABLES, load_machine, preset_names
+from contend.simulation.simulate import simulate
+from contend.machine.tomlfile import key_lines, tomllib
 
 FREE_TEXT = {"name", "description", "source"}  # any string is valid: no value is out of range
 

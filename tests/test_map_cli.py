@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from contend.cli import main
-from contend.machine import load_machine, loggops_params
+from contend.machine.file import load_machine, loggops_params
 from contend.mapping import formats
 
 TORUS = """[machine]

@@ -10,7 +10,7 @@ import pytest
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
-from contend.machine import loggops_params
+from contend.machine.file import loggops_params
 from contend.mapping.graph import CommGraph
 from contend.mapping.objective import evaluate, link_loads
 
@@ -86,8 +86,8 @@ def test_graph_bytes_are_the_sends_of_the_schedule(tmp_path):
 
 
 def test_records_and_traces_give_the_same_graph(tmp_path):
-    from contend.records import write_records_parquet
-    from contend.simulate import simulate
+    from contend.simulation.records import write_records_parquet
+    from contend.simulation.simulate import simulate
 
     write_stencil(tmp_path / "s.goal", (2, 3, 2), 64)
     from_goal = CommGraph.from_goal(tmp_path / "s.goal")

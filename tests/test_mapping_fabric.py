@@ -13,14 +13,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from contend import fabric, mpi, predict
+from contend.native import fabric, mpi
+from contend.analysis import predict
 from contend.errors import UserError
 from contend.experiments import mapping_fabric
 from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
-from contend.machine import load_machine, loggops_params, parse_machine
+from contend.machine.file import load_machine, loggops_params, parse_machine
 from contend.mapping.graph import CommGraph
 from contend.mapping.objective import evaluate
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 LINK_Bps = 0.95e9 / 8
 
@@ -151,10 +152,9 @@ def test_bad_settings_are_one_line_errors(changes, message):
 
 
 @pytest.mark.fabric
-@pytest.mark.usefixtures("isolated_fabric")
-def test_a_small_mapping_experiment_on_the_fabric(built, tmp_path):
+def test_a_small_mapping_experiment_on_the_fabric(built, tmp_path, isolated_fabric):
     settings = mapping_fabric.Settings(nodes=4, repeats=2, iterations=5, halo=8192)
-    result = mapping_fabric.run_experiment(settings, tmp_path)
+    result = mapping_fabric.run_experiment(settings, tmp_path, prefix=isolated_fabric)
     assert parse_machine((tmp_path / "fabric.toml").read_text()).network["dims"] == [4]
     outputs = []
     for name in mapping_fabric.PLACEMENTS:
@@ -187,7 +187,7 @@ def test_predict_placement_without_the_fabric_is_one_line(fails_cleanly, tmp_pat
 @pytest.mark.usefixtures("isolated_fabric")
 def test_predict_runs_and_simulates_the_ranks_where_the_placement_puts_them(built, tmp_path, capsys):
     from contend.cli import main
-    from contend.trace.files import read_directory
+    from contend.native.trace.files import read_directory
 
     placement = [0, 2, 1, 3]
     (tmp_path / "placement").write_text(" ".join(map(str, placement)) + "\n")
@@ -195,13 +195,15 @@ def test_predict_runs_and_simulates_the_ranks_where_the_placement_puts_them(buil
         Calibration(fabric.Fabric(fabric.TEST_PREFIX, 4, 1, "1gbit", "line"), (LINK_Bps,),
                     (LatencySample(12000, 9000, 9500, 11000),), 1500), "a test"))
     program = [str(mpi.build_dir(built) / "app-halo"), "3", "64", "32", "1", "2"]
-    with fabric.session(4, 1, "1gbit", "line"):
-        code = main(["predict", "--machine", str(tmp_path / "fabric.toml"), "--fabric", "--placement",
+    with fabric.session(4, 1, "1gbit", "line", fabric.TEST_PREFIX):
+        code = main(["predict", "--machine", str(tmp_path / "fabric.toml"), "--fabric", "--fabric-prefix",
+                     fabric.TEST_PREFIX, "--placement",
                      str(tmp_path / "placement"), "--runs", "1", "--timeout", "60", "--keep", str(tmp_path / "kept"),
                      "--json", str(tmp_path / "p.json"), "--", "mpiexec", "-n", "4", *program])
         # a placement the machine cannot hold fails before any run
         (tmp_path / "small.toml").write_text((tmp_path / "fabric.toml").read_text().replace("dims = [4]", "dims = [3]"))
-        assert main(["predict", "--machine", str(tmp_path / "small.toml"), "--fabric", "--placement",
+        assert main(["predict", "--machine", str(tmp_path / "small.toml"), "--fabric", "--fabric-prefix",
+                     fabric.TEST_PREFIX, "--placement",
                      str(tmp_path / "placement"), "--", "mpiexec", "-n", "4", *program]) == 2
     assert code == 0, capsys.readouterr().err
     hosts = {t.rank: t.header["host"].decode() for t in read_directory(tmp_path / "kept" / "traces" / "run-1")}

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from contend.errors import UserError
-from contend.machine import loggops_params
+from contend.machine.file import loggops_params
 from contend.mapping.graph import CommGraph
 from contend.mapping.methods import METHODS, place, scotch_available
 from contend.mapping.objective import evaluate
-from contend.network import NetworkLayout
+from contend.simulation.layout import NetworkLayout
 
 NEEDS_SCOTCH = pytest.mark.skipif(not scotch_available(), reason="Scotch's scotch_gmap is not installed")
 

@@ -12,8 +12,8 @@ import pytest
 
 from contend.cli import main
 from contend.errors import UserError
-from contend.machine import load_machine, parse_machine
-from contend.simulate import simulate
+from contend.machine.file import load_machine, parse_machine
+from contend.simulation.simulate import simulate
 
 BASE = '[loggops]\nL = "100ns"\no = "0ns"\ng = "0ns"\nG = "0ns"\nO = "0ns"\nS = 1000000\n'
 MEMORY = '[memory]\nbandwidth = "64GB/s"\nnic_bandwidth = "32GB/s"\n'

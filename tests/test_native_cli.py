@@ -8,14 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
 from contend.errors import UserError
-
-
-@pytest.fixture(autouse=True)
-def no_fabric_here(monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", "ctdcli-")  # never see a user's fabric
 
 
 def fails_cleanly(capsys, args, pattern):
@@ -38,7 +33,7 @@ def fails_cleanly(capsys, args, pattern):
         (["bench", "run", "pingpong", "--np", "1"], r"needs at least 2 ranks"),
         (["bench", "run", "pingpong", "--hops", "2"], r"--hops does not apply to pingpong"),
         (["bench", "run", "pingpong", "--iters", "-3"], r"--iters"),
-        (["bench", "run", "pingpong", "--fabric"], r"no fabric is up"),
+        (["bench", "run", "pingpong", "--fabric", "--fabric-prefix", "ctdcli-"], r"no fabric is up"),
         (["bench", "run", "hops", "--np", "4", "--dims", "3x3"], r"--dims has 9 positions but there are 4 ranks"),
         (["bench", "show", "missing.parquet"], r"missing.parquet: no such file"),
         (["bench", "fit", "-o", "/nonexistent/dir/m.toml"], r"directory '/nonexistent/dir' does not exist"),

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi
-from contend.bench import sanity
-from contend.bench.runner import run_benchmark
+from contend.native import mpi
+from contend.native.bench import sanity
+from contend.native.bench.runner import run_benchmark
 
 OPEN_MPI_CC = Path("/usr/bin/mpicc.openmpi")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from contend.bench import sanity
-from contend.bench.runner import run_benchmark
+from contend.native.bench import sanity
+from contend.native.bench.runner import run_benchmark
 
 QUICK = dict(iters=20, warmup=2, timeout_s=120)
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from contend.analysis import nimc as detector_module
-from contend.bench import nimc
+from contend.native.bench import nimc
 from contend.cli import main
 from contend.errors import UserError
 
@@ -139,7 +139,7 @@ def test_bench_nimc_rejects_bad_arguments(capsys, tmp_path, argv, message):
 
 
 def test_native_pattern_rejects_bad_modes_and_rank_counts():
-    from contend.bench.runner import run_benchmark
+    from contend.native.bench.runner import run_benchmark
 
     with pytest.raises(UserError, match="unknown --mode 'rdma' for nimc"):
         run_benchmark("nimc", ranks=2, options={"mode": "rdma"})

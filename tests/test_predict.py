@@ -11,9 +11,9 @@ import statistics
 
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
-from contend.predict import Measured
+from contend.analysis.predict import Measured
 
 MACHINE = """[machine]
 name = "test-host"
@@ -115,7 +115,7 @@ def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chrt") is None, reason="--fifo needs root and chrt")
 def test_fifo_puts_every_program_of_the_launch_under_chrt(built):
-    from contend.predict import fifo_command
+    from contend.analysis.predict import fifo_command
 
     launcher = str(built.mpiexec)
     assert fifo_command([launcher, "-n", "2", "./prog", "-x", "1"]) == \
@@ -129,7 +129,7 @@ def test_fifo_with_a_trace_is_one_line(fails_cleanly, tmp_path):
                   r"--fifo and --fabric apply to runs")
 
 
-def test_fabric_without_a_fabric_is_one_line(fails_cleanly, monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", "ctdnone-")  # a prefix no fabric is built under
-    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fabric", "--", "mpiexec", "-n", "2", "true"],
+def test_fabric_without_a_fabric_is_one_line(fails_cleanly):
+    # a prefix no fabric is built under
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--fabric", "--fabric-prefix", "ctdnone-", "--", "mpiexec", "-n", "2", "true"],
                   r"--fabric: no fabric is up")

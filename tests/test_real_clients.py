@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi, throttle
+from contend.native import mpi, libthrottle
 from contend.cachedir import cache_dir
 from contend.cli import main
 
@@ -163,7 +163,7 @@ def test_mpi4py_suite_passes_under_each_library(built, sdist_tests, baseline, tm
     if config == "trace":
         check_trace(tmp_path / "trace", ranks)
     else:
-        check_counters(throttle.read_stats(tmp_path / "stats.jsonl"), ranks, config)
+        check_counters(libthrottle.read_stats(tmp_path / "stats.jsonl"), ranks, config)
 
 
 def check_trace(directory: Path, ranks: int) -> None:
@@ -234,7 +234,7 @@ def test_the_osu_bandwidth_benchmark_runs_whole_under_each_library(built, sdist,
         assert set(isends["rank"]) == {0} and (isends["message"] >= 0).all()  # every one received
         assert sorted(isends["bytes"].unique().tolist()) == OSU_SIZES
     else:  # the Isends are the only throttled operations (blocking sends are not), each counted once
-        rows = throttle.read_stats(tmp_path / "stats.jsonl")
+        rows = libthrottle.read_stats(tmp_path / "stats.jsonl")
         assert [(row["rank"], row["ops"]) for row in rows] == [(0, OSU_ISENDS), (1, 0)], rows
         if config.startswith("token"):
             assert rows[0]["tokens"] == OSU_ISENDS and rows[0]["escapes"] == 0, rows

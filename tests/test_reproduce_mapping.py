@@ -142,7 +142,7 @@ def test_the_goal_schedule_carries_the_graph(tmp_path):
 
 
 def test_the_goal_schedule_runs_without_deadlock(tmp_path):
-    from contend.simulate import simulate
+    from contend.simulation.simulate import simulate
 
     pattern = patterns.openatom(4, 4, 2, fft_bytes=64, density_bytes=32, ortho_bytes=16, iterations=2, calc_ns=500)
     result = simulate(pattern.write_goal(tmp_path / "openatom.goal"), machine="loggops-reference", records=True)

@@ -85,7 +85,7 @@ def test_partners_along_z_are_a_perfect_matching_n_hops_apart(distance):
 def test_torus_presets_cite_or_estimate_every_number(name):
     machine = contend.load_machine(name)
     assert machine.network["topology"] == "torus" and machine.source
-    text = resources.files("contend").joinpath(f"machines/{name}.toml").read_text()
+    text = resources.files("contend.machine").joinpath(f"presets/{name}.toml").read_text()
     table = ""
     for line in text.splitlines():
         header = re.match(r"^\[(.+)\]", line)

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from contend.bench.results import parse_lines, write_run
+from contend.native.bench.results import parse_lines, write_run
 from contend.cli import main
 from contend.report.terminal import Table
 
@@ -152,7 +152,7 @@ def test_diagnose_tables(cli, width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_bench_list(cli, width):
-    from contend.bench import BENCHMARKS
+    from contend.native.bench import BENCHMARKS
 
     code, out = cli(width, "bench", "list")
     assert code == 0
@@ -183,7 +183,7 @@ BENCH_RUNS = {
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("pattern", BENCH_RUNS)
 def test_bench_show(cli, tmp_path, width, pattern):
-    from contend.bench.tables import us
+    from contend.native.bench.tables import us
 
     run = _stored_run(tmp_path / f"{pattern}.parquet", pattern, BENCH_RUNS[pattern])
     code, out = cli(width, "bench", "show", str(run.name))
@@ -200,7 +200,7 @@ def test_bench_show(cli, tmp_path, width, pattern):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_bench_nimc_and_fit_tables(width):
-    from contend.bench.tables import fit_table, nimc_table
+    from contend.native.bench.tables import fit_table, nimc_table
 
     row = {"source": "put", "rate_target": "2.00 GB/s", "runs": 3, "injected_GBps": 1.987, "injected_on_GBps": 3.912,
            "triad_GBps": 12.345, "slowdown_pct": 23.456, "slowdown_min": -1.25, "slowdown_max": 47.75,

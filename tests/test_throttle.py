@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi, throttle
+from contend.native import mpi, libthrottle
 
 RANKS = 4
 TIMEOUT_S = 120
@@ -26,7 +26,7 @@ NO_ESCAPE_MS = 10000  # the strict runs: a stall escape there would be a bug, no
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch):
     for key in list(os.environ):
-        if key.startswith(throttle.PREFIX):
+        if key.startswith(libthrottle.PREFIX):
             monkeypatch.delenv(key)
 
 
@@ -36,7 +36,7 @@ def shared_segments() -> set[str]:
 
 def run(library, program, variables, ranks=RANKS):
     """The program on `ranks` ranks under the library: (exit code, stdout lines as JSON, stderr)."""
-    argv, env = mpi.launch_command(library, ranks, throttle.preload(program, mpi.throttle_library(library),
+    argv, env = mpi.launch_command(library, ranks, libthrottle.preload(program, mpi.throttle_library(library),
                                                                     variables))
     finished = mpi.run_streaming(argv, env, lambda line: None, TIMEOUT_S)
     assert not finished.timed_out, f"no end within {TIMEOUT_S} s: {finished.stderr[-2000:]}"
@@ -53,7 +53,7 @@ def stress(library, tmp_path, variables, *args, program=None, ranks=RANKS):
     summary = lines[-1]
     assert summary["verified"] and summary["errors"] == 0, summary
     assert shared_segments() <= before, "the pool's shared memory was left in /dev/shm"
-    rows = throttle.read_stats(stats)
+    rows = libthrottle.read_stats(stats)
     assert [row["rank"] for row in rows] == list(range(ranks))
     return summary, rows, stderr
 
@@ -72,7 +72,7 @@ def c_stress(library, tmp_path, variables, messages=1000, ops=1000):
 
 @pytest.mark.parametrize("tokens", [1, 2])
 def test_c_stress_under_a_tiny_node_pool(built, tmp_path, tokens):
-    rows, stderr = c_stress(built, tmp_path, throttle.settings("token", tokens=tokens, stall_ms=NO_ESCAPE_MS))
+    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("token", tokens=tokens, stall_ms=NO_ESCAPE_MS))
     assert "stall escape" not in stderr
     for row in rows:
         assert row["policy"] == "token" and row["pool_tokens"] == tokens and row["ranks_on_node"] == RANKS
@@ -85,7 +85,7 @@ def test_c_stress_under_a_tiny_node_pool(built, tmp_path, tokens):
 
 
 def test_c_stress_with_size_proportional_tokens_and_emulated_nodes(built, tmp_path):
-    variables = throttle.settings("token", tokens=4, size_per_token=16384, ranks_per_node=2,
+    variables = libthrottle.settings("token", tokens=4, size_per_token=16384, ranks_per_node=2,
                                   stall_ms=NO_ESCAPE_MS)
     rows, _ = c_stress(built, tmp_path, variables, messages=600, ops=600)
     assert [row["node"].rsplit("#", 1)[1] for row in rows] == ["0", "0", "1", "1"]
@@ -98,15 +98,15 @@ def test_c_stress_with_size_proportional_tokens_and_emulated_nodes(built, tmp_pa
 
 def test_c_stress_under_the_rate_policy(built, tmp_path):
     gap_ns = 20000
-    rows, _ = c_stress(built, tmp_path, throttle.settings("rate", gap_ns=gap_ns))
+    rows, _ = c_stress(built, tmp_path, libthrottle.settings("rate", gap_ns=gap_ns))
     for row in rows:
         assert row["policy"] == "rate" and row["tokens"] == 0
         assert row["min_gap_ns"] >= gap_ns and row["waits"] > 100, row
 
 
 @pytest.mark.parametrize("variables", [
-    throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
-    throttle.settings("rate", gap_ns=20000),
+    libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
+    libthrottle.settings("rate", gap_ns=20000),
 ], ids=["token", "rate"])
 def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
     program = [sys.executable, str(MPI4PY_PROGRAM), "500", "400"]
@@ -147,7 +147,7 @@ def test_sends_to_the_task_itself_are_not_throttled(built, tmp_path):
     """Four Isends of a task to itself (on the world, a duplicate and MPI_COMM_SELF) before it receives
     them: they never reach the NIC, and a token they held could only come back through the stall
     escape (each one a full stall_ms). They pass untouched; the one send to another rank is throttled."""
-    variables = throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables, program=[sys.executable, "-c", SELF_SENDS],
                                    ranks=2)
     assert "stall escape" not in stderr
@@ -185,7 +185,7 @@ def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends
     MPI_Recv; MPI_Probe), then Wait. With one token, the second sender waits for the first's token,
     whose send finished at once; the first must hand it back while it waits for that very message,
     as in a Wait. It used to keep it inside MPI, and every round ended through the stall escape."""
-    variables = throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables,
                                    program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2)
     assert "stall escape" not in stderr
@@ -198,7 +198,7 @@ def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
     """Pairs MPI_Issend to each other before either posts a receive: with one token per node the
     second sender can only start if the first's token is given back, which needs that receive. The
     escape lets it through after stall_ms, says so on stderr, and every byte still arrives."""
-    variables = throttle.settings("token", tokens=1, stall_ms=50)
+    variables = libthrottle.settings("token", tokens=1, stall_ms=50)
     summary, rows, stderr = stress(built, tmp_path, variables, "--cycle", "--messages", "3",
                                    "--max-bytes", "100000")
     assert summary["sends"] == RANKS * 3
@@ -242,21 +242,21 @@ def write(tmp_path, text):
 BAD = [
     ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none"),
     ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate or none"),
-    (throttle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
+    (libthrottle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
                                            "of 0 tokens never grants one)"),
-    (throttle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
-    (throttle.settings("token", tokens=-2), "CONTEND_THROTTLE_TOKENS=-2: expected a whole number"),
-    (throttle.settings("token", tokens=""), "CONTEND_THROTTLE_TOKENS=: expected a whole number"),
-    (throttle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
-    (throttle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
-    (throttle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
-    (throttle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token policy, "
+    (libthrottle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
+    (libthrottle.settings("token", tokens=-2), "CONTEND_THROTTLE_TOKENS=-2: expected a whole number"),
+    (libthrottle.settings("token", tokens=""), "CONTEND_THROTTLE_TOKENS=: expected a whole number"),
+    (libthrottle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
+    (libthrottle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
+    (libthrottle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
+    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token policy, "
                                                       "not to rate"),
-    (throttle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
-    (throttle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
-    (throttle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
+    (libthrottle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
+    (libthrottle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
+    (libthrottle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
                                                                        "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
-    (throttle.settings("token", tokens=2, job="my job"), "CONTEND_THROTTLE_JOB=my job: character ' ' not allowed"),
+    (libthrottle.settings("token", tokens=2, job="my job"), "CONTEND_THROTTLE_JOB=my job: character ' ' not allowed"),
     ({"CONTEND_THROTTLE_CONFIG": "/nonexistent/throttle.conf"},
      "CONTEND_THROTTLE_CONFIG=/nonexistent/throttle.conf: cannot read it: No such file or directory"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\n\ntokens 4\n")},
@@ -270,13 +270,13 @@ BAD = [
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
      "bad.conf:3: stall_ms = 5: applies to the token policy, not to rate"),
     # input bytes are shown escaped: a refusal stays one line
-    (throttle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
+    (libthrottle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},
      "bad.conf:2: tokens = 2\\x1b: expected a whole number"),
-    (throttle.settings("token", tokens=2, node="a\tb"),
+    (libthrottle.settings("token", tokens=2, node="a\tb"),
      "CONTEND_THROTTLE_NODE=a\\tb: character '\\t' not allowed"),
     # the counters' place is checked at MPI_Init, not found wanting at MPI_Finalize
-    (throttle.settings("token", tokens=2, stats="/nonexistent/stats.jsonl"),
+    (libthrottle.settings("token", tokens=2, stats="/nonexistent/stats.jsonl"),
      "CONTEND_THROTTLE_STATS=/nonexistent/stats.jsonl: its directory does not exist"),
     ({"CONTEND_THROTTLE_POLICY": "token", "CONTEND_THROTTLE_TOKENS": "2", "CONTEND_THROTTLE_STATS": str},
      "not a regular file"),  # the test's directory
@@ -296,7 +296,7 @@ def test_bad_configuration_stops_every_rank_before_the_program_runs(built, tmp_p
     # throttle-check (contend throttle's check before a launch) is the same rules: the same words
     import subprocess
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(throttle.PREFIX)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(libthrottle.PREFIX)}
     check = subprocess.run([str(mpi.build_dir(built) / "throttle-check")], env={**env, **variables},
                            capture_output=True, text=True, timeout=TIMEOUT_S)
     assert check.returncode == 2 and check.stdout == ""
@@ -305,7 +305,7 @@ def test_bad_configuration_stops_every_rank_before_the_program_runs(built, tmp_p
 
 def test_counters_name_any_node_in_valid_json_and_the_world_size(built, tmp_path):
     node = 'rack "7"\\n1'  # a quote and a backslash: escaped in the JSON line
-    variables = throttle.settings("token", tokens=2, node=node.replace(" ", "_"), stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("token", tokens=2, node=node.replace(" ", "_"), stall_ms=NO_ESCAPE_MS)
     _, rows, _ = stress(built, tmp_path, variables, "--messages", "20", "--ops", "20", ranks=2)
     assert [row["node"] for row in rows] == [node.replace(" ", "_")] * 2
     assert [row["world_size"] for row in rows] == [2, 2]
@@ -317,7 +317,7 @@ def test_ranks_of_a_node_that_disagree_on_the_pool_do_not_start(built):
     library = mpi.throttle_library(built)
 
     def rank(tokens):
-        return ["-n", "1", *throttle.preload([stress_program], library, throttle.settings("token", tokens=tokens))]
+        return ["-n", "1", *libthrottle.preload([stress_program], library, libthrottle.settings("token", tokens=tokens))]
 
     argv = [str(built.mpiexec), *rank(2), ":", *rank(3)]
     finished = mpi.run_streaming(argv, {**os.environ}, lambda line: None, TIMEOUT_S)
@@ -332,17 +332,17 @@ def test_ranks_of_a_node_that_disagree_on_the_pool_do_not_start(built):
 def test_on_the_fabric_each_node_has_its_own_pool_by_host_name(built, tmp_path):
     """Node identity by default is the host name: on the emulated fabric (2 nodes x 2 ranks, each node
     its own namespace and host name) the ranks of a node share one pool and the nodes do not."""
-    from contend import fabric
-    from contend.bench import sanity
-    from contend.bench.runner import run_benchmark
+    from contend.native import fabric
+    from contend.native.bench import sanity
+    from contend.native.bench.runner import run_benchmark
 
     stats = tmp_path / "stats.jsonl"
-    with fabric.session(2, 2, "1gbit", "star", fabric.TEST_PREFIX):
-        run = run_benchmark("alltoall", ranks=4, sizes=[65536], iters=5, warmup=1, on_fabric=True, timeout_s=120,
-                            throttle=throttle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS, stats=stats))
+    with fabric.session(2, 2, "1gbit", "star", fabric.TEST_PREFIX) as built:
+        run = run_benchmark("alltoall", ranks=4, sizes=[65536], iters=5, warmup=1, fabric=built, timeout_s=120,
+                            throttle=libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS, stats=stats))
     assert not sanity.problems(run), sanity.problems(run)
     assert run.meta["throttle"]["CONTEND_THROTTLE_TOKENS"] == "1"
-    rows = throttle.read_stats(stats)
+    rows = libthrottle.read_stats(stats)
     hosts = [f"{fabric.TEST_PREFIX}node{i}" for i in (0, 0, 1, 1)]
     assert [row["node"] for row in rows] == hosts and all(row["ranks_on_node"] == 2 for row in rows)
     for row in rows:  # 3 sends per exchange, 6 exchanges + the checked one; one token per node, never exceeded
@@ -359,7 +359,7 @@ def test_open_mpi_build_throttles_too(monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEND_MPICC", str(OPEN_MPI_CC))
     library = mpi.find_mpi()
     mpi.build_native(library)
-    variables = throttle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS)
     summary, rows, _ = stress(library, tmp_path, variables, "--messages", "300", "--ops", "300")
     assert summary["sends"] == RANKS * 300
     for row in rows:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi, throttle
+from contend.native import mpi, libthrottle
 from contend.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -27,7 +27,7 @@ def environment(monkeypatch, tmp_path, built):
     """Run in tmp_path, with the found MPI's mpiexec first on PATH, nothing of the library's in the
     environment, and temporary files in a directory of this test (to see that none is left)."""
     for key in list(os.environ):
-        if key.startswith(throttle.PREFIX):
+        if key.startswith(libthrottle.PREFIX):
             monkeypatch.delenv(key)
     monkeypatch.setenv("PATH", f"{built.mpiexec.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
@@ -67,7 +67,7 @@ def test_the_readme_examples_throttle(built, tmp_path, capsys):
         _, ops, tokens, waits, *_ = summary_row(out)
         assert int(ops) > 0 and int(waits) > 0, out
         if "--stats" in argv:  # the counters the library wrote, one line per rank
-            rows = throttle.read_stats(tmp_path / argv[argv.index("--stats") + 1])
+            rows = libthrottle.read_stats(tmp_path / argv[argv.index("--stats") + 1])
             assert [row["rank"] for row in rows] == list(range(ranks))
             assert all(row["world_size"] == ranks for row in rows)
             tokens_given = int(argv[argv.index("--tokens") + 1])
@@ -82,7 +82,7 @@ def test_the_readme_examples_throttle(built, tmp_path, capsys):
 def test_the_command_diagnose_recommends_runs(built, tmp_path, capsys):
     import contend
     from contend.analysis.diagnose import diagnose
-    from contend.result import parameters_ns
+    from contend.simulation.result import parameters_ns
 
     result = contend.simulate(collective="scatter", ranks=4, bytes=100_000, L=1000, o=1000, g=500, G=1,
                               records=True)
@@ -97,7 +97,7 @@ def test_the_command_diagnose_recommends_runs(built, tmp_path, capsys):
 def test_settings_options_and_a_config_file_are_one_configuration(built, tmp_path, capsys, monkeypatch):
     """The file gives the policy, options override its keys, the caller's CONTEND_THROTTLE_* do not
     count; --json gives the settings in force."""
-    monkeypatch.setenv(f"{throttle.PREFIX}SIZE_PER_TOKEN", "4096")
+    monkeypatch.setenv(f"{libthrottle.PREFIX}SIZE_PER_TOKEN", "4096")
     app(tmp_path / "app", built)
     (tmp_path / "throttle.conf").write_text("policy = token\ntokens = 3\n")
     code = main(["throttle", "--config", "throttle.conf", "--tokens", "2", "--stall", "10s",
@@ -115,7 +115,7 @@ def test_mpmd_parts_each_get_the_library(built, tmp_path, capsys):
     code = main(["throttle", "--policy", "rate", "--gap", "1us", "--stats", "s.jsonl", "--", "mpiexec",
                  "-genv", "X", "1", "-n", "1", "./app", ":", "-n", "2", "./app"])
     assert code == 0, capsys.readouterr().err
-    assert [row["rank"] for row in throttle.read_stats(tmp_path / "s.jsonl")] == [0, 1, 2]
+    assert [row["rank"] for row in libthrottle.read_stats(tmp_path / "s.jsonl")] == [0, 1, 2]
 
 
 def one_line_error(capsys) -> str:
@@ -190,7 +190,7 @@ def test_a_missing_library_says_how_to_build_it(built, tmp_path, capsys, monkeyp
 def test_a_rank_whose_counters_are_missing_is_an_error(built, tmp_path, capsys):
     """Rank 1's wrapper sends its counters elsewhere (as a job script that sets its own environment
     might): the job succeeds, but nothing shows the library ran there."""
-    other = f"export {throttle.PREFIX}STATS={tmp_path}/other"
+    other = f"export {libthrottle.PREFIX}STATS={tmp_path}/other"
     app(tmp_path / "app", built, before=f'[ "$PMI_RANK" = 1 ] && {other}')
     code = main(["throttle", "--policy", "token", "--tokens", "1", "--stall", "10s", "--", "mpiexec", "-n", "3",
                  "./app"])

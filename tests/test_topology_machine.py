@@ -7,7 +7,7 @@ import pytest
 
 import contend
 from contend.errors import UserError
-from contend.machine import load_machine
+from contend.machine.file import load_machine
 
 BASE = """[machine]
 name = "net"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from contend import mpi
+from contend.native import mpi
 from contend.cli import main
 
 RANKS = 4
@@ -244,7 +244,7 @@ def test_a_full_buffer_keeps_the_first_records_and_counts_the_rest(built, tmp_pa
                          [str(mpi.build_dir(built) / "trace-incast"), "20", "64"], "--records", "30")
     assert code == 0, err
     assert re.search(r"operation\(s\) not recorded: the buffer of rank\(s\) .* filled", err)
-    from contend.trace.files import read_rank
+    from contend.native.trace.files import read_rank
 
     headers = [read_rank(rank_file(tmp_path / "small", rank)).header for rank in range(RANKS)]
     # ranks 1..3 issue 40 puts, 40 flushes and more: 30 kept, the rest counted; rank 0 only a few calls
@@ -413,7 +413,7 @@ def replay_trace(built, directory: Path, mode: str) -> list:
     import contextlib
     import io
 
-    from contend.trace.files import read_directory
+    from contend.native.trace.files import read_directory
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -424,7 +424,7 @@ def replay_trace(built, directory: Path, mode: str) -> list:
 
 
 def kinds_of(trace) -> list[str]:
-    from contend.trace.files import KINDS
+    from contend.native.trace.files import KINDS
 
     return [KINDS[int(k)] for k in trace.records["kind"]]
 
@@ -444,7 +444,7 @@ def test_sub_communicators_are_recorded_with_their_world_ranks(built, tmp_path):
 
 
 def test_each_completion_names_its_completing_call_exactly(built, tmp_path):
-    from contend.trace.files import COMPLETERS
+    from contend.native.trace.files import COMPLETERS
 
     for mode, deferred, completer, completed in (("ring", ("irecv", "isend"), "wait", 2),
                                                  ("rma", ("put", "irecv"), None, 2)):
@@ -468,7 +468,7 @@ def test_every_deferred_operation_of_the_stress_program_names_its_completing_cal
     record's return, and those returns are unique per rank."""
     import numpy as np
 
-    from contend.trace.files import COMPLETERS, KINDS, read_directory
+    from contend.native.trace.files import COMPLETERS, KINDS, read_directory
 
     deferred = {"isend", "issend", "irecv", "put", "get", "accumulate", "get_accumulate", "rput", "rget"}
     directory, _, _ = c_stress

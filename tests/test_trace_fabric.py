@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from contend import fabric, mpi
+from contend.native import fabric, mpi
 from contend.cli import main
 
 PREFIX = "ctdtr-"
@@ -43,8 +43,7 @@ def line_of(marker: str) -> int:
 
 
 @pytest.fixture
-def own_fabric(monkeypatch):
-    monkeypatch.setenv("CONTEND_FABRIC_PREFIX", PREFIX)
+def own_fabric():
     with fabric.session(RANKS, 1, LINK, "star", PREFIX) as built:
         yield built
     assert fabric.our_namespaces(PREFIX) == [], "the test left namespaces behind"

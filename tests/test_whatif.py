@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from contend import mpi, simulate
+from contend.native import mpi
+from contend import simulate
 from contend.analysis.whatif import Workload, parse_axes, whatif
 from contend.cli import main
-from contend.machine import load_machine
+from contend.machine.file import load_machine
 
 # loggopsim-default, in ns: L=2500 o=1500 g=1000 G=6 O=0 S=65535
 L, O_CPU, GAP, G = 2500, 1500, 1000, 6

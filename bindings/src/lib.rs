@@ -5,6 +5,7 @@
 //! bytes with a numpy dtype string each, so Python builds arrays without copying element by element.
 
 mod convert;
+mod ideal;
 mod map;
 
 use std::path::Path;
@@ -792,6 +793,7 @@ fn noise_stretch(py: Python<'_>, params: &Bound<'_, PyDict>, rank: u32, t: u64, 
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     map::register(m)?;
+    ideal::register(m)?;
     m.add("GoalError", m.py().get_type::<GoalError>())?;
     m.add("NoiseTraceError", m.py().get_type::<NoiseTraceError>())?;
     m.add_function(wrap_pyfunction!(read_noise_trace, m)?)?;

@@ -6,7 +6,7 @@
  *   PRTT(n, 0, s) = PRTT(1, 0, s) + (n-1) g(s)          (sends back to back: the gap limits)
  *   PRTT(n, d, s) = PRTT(1, 0, s) + (n-1) (o_s + d)     (d > g(s): the sender's CPU limits)
  * o_r is timed directly: the server busy-waits until the message has surely arrived (d_r = PRTT(1,0,s))
- * and times its MPI_Recv. This pattern writes the medians; the fit (contend.bench.loggp) solves them.
+ * and times its MPI_Recv. This pattern writes the medians; the fit (contend.native.bench.loggp) solves them.
  * Each row: t_* = PRTT(1, 0, s) / 2 (like ping-pong); extras prtt1_ns, prttn_ns, prttd_ns, delay_ns,
  * n, o_r_ns (medians of their samples). */
 #include <stdlib.h>

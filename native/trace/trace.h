@@ -1,6 +1,6 @@
 /* libcontend-trace.so: one fixed-size record per MPI operation, kept in a bounded per-rank buffer and
  * written to $CONTEND_TRACE_DIR/rank-NNNNN.ctrace at MPI_Finalize (or at exit). The file format is in
- * docs/formats.md ("Trace files"); python/contend/trace/files.py reads it.
+ * docs/formats.md ("Trace files"); python/contend/native/trace/files.py reads it.
  *
  * The per-call cost is the point of the design: a call takes the next slot of a buffer allocated at
  * MPI_Init, reads CLOCK_MONOTONIC at entry and return, and keeps its return addresses. Nothing is
@@ -24,7 +24,7 @@
 #define TRACE_VERSION 2
 #define TRACE_FRAMES 6 /* return addresses kept per record: the call site, then its callers */
 
-/* Record kinds: the numbers are part of the file format (python/contend/trace/files.py KINDS). */
+/* Record kinds: the numbers are part of the file format (python/contend/native/trace/files.py KINDS). */
 enum {
     K_SEND = 0, K_ISEND, K_SSEND, K_ISSEND, K_RECV, K_IRECV,
     K_PUT = 8, K_GET, K_ACCUMULATE, K_GET_ACCUMULATE, K_RPUT, K_RGET,

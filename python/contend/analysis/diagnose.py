@@ -16,11 +16,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from contend.engine import engine, user_errors
 from contend.errors import UserError
 
 CLASSES = ("initiator", "target")
 # Topologies whose route length has a closed form; fat trees and dragonflies search the link graph.
-_ROUTED_KINDS = ("crossbar", "torus", "mesh")
 # The hot-target grid is ranks x bins floats, in memory and in the JSON: at most 2^27 (1 GiB).
 MAX_GRID_CELLS = 2**27
 
@@ -149,7 +149,7 @@ class Diagnosis:
 def diagnose(records, params: Mapping[str, Any], num_ranks: int | None = None, bins: int = 20,
              source: str = "engine", sites: Sequence[Mapping[str, Any]] | None = None) -> Diagnosis:
     """Diagnose a records DataFrame (float ns, docs/formats.md "Records") under LogGOPS ``params`` in
-    ns (``contend.result.parameters_ns``). ``source`` is "engine" or "trace"; ``sites`` (engine records
+    ns (``contend.simulation.result.parameters_ns``). ``source`` is "engine" or "trace"; ``sites`` (engine records
     only) names call sites by tag and pairs get requests with their replies (``contend.sites``)."""
     if len(records) == 0:
         raise UserError("diagnose: the records hold no messages")
@@ -384,105 +384,32 @@ def _union_per_rank(rank: np.ndarray, start: np.ndarray, end: np.ndarray) -> flo
 
 def ideal_transfer(frame, params: Mapping[str, Any], ranks: int) -> np.ndarray:
     """Ideal injected -> arrived of each message: ``o + L`` in LogGOPS (the engine charges ``(s-1)G``
-    at the receiver), ``o + head + s / B`` over a network, on the minimal route (docs/models.md,
-    "Diagnosis" and "Links")."""
+    at the receiver); between nodes of a network, ``o`` plus the engine's own time of the message alone
+    on its route (``network_transfer``: the first packet across every link, then the bytes at the
+    slowest), on the minimal route (docs/models.md, "Diagnosis" and "Links")."""
     size = frame["bytes"].to_numpy(dtype=np.float64)
     large = size > params.get("S", np.inf)
     rendezvous = params.get("rendezvous") or params
     o = np.where(large, rendezvous["o"], params["o"]).astype(np.float64)
     latency = np.where(large, rendezvous["L"], params["L"]).astype(np.float64)
     ideal = o + latency
-    network = params.get("network")
-    if network is None:
+    if params.get("network") is None:
         return ideal
-    from contend.network import NetworkLayout
-
-    layout = NetworkLayout.of(_engine_params(params), ranks)
-    src, dst = frame["src"].to_numpy(), frame["dst"].to_numpy()
-    node_src, node_dst = layout.node_of_rank[src], layout.node_of_rank[dst]
-    packet = np.minimum(float(network["packet_bytes"]), size)
-    hop = float(network["hop_latency"])
-    injection, link = float(network["injection_bandwidth"]) / 1e9, float(network["link_bandwidth"]) / 1e9
-    if network["topology"] in _ROUTED_KINDS:
-        if layout.is_grid:
-            pairs = {(int(a), int(b)) for a, b in zip(src, dst)}
-            hops_of = {pair: layout.hops(*pair) for pair in pairs}
-            hops = np.array([hops_of[(int(a), int(b))] for a, b in zip(src, dst)], dtype=np.float64)
-        else:
-            hops = np.zeros(len(frame))  # a crossbar: injection link straight onto the ejection link
-        slowest = np.where(hops > 0, min(injection, link), injection)  # bytes per ns
-        head = 2 * (hop + packet / injection) + hops * (hop + packet / link)
-    else:
-        # fat tree, dragonfly: the best minimal route through the link graph
-        routes = _MinimalRoutes(layout, network)
-        pairs = np.unique(np.stack([node_src, node_dst], axis=1), axis=0)
-        profile = {(int(a), int(b)): routes.between(int(a), int(b)) for a, b in pairs}
-        slowest = np.array([profile[(int(a), int(b))][0] for a, b in zip(node_src, node_dst)])
-        per_byte = np.array([profile[(int(a), int(b))][1] for a, b in zip(node_src, node_dst)])
-        links = np.array([profile[(int(a), int(b))][2] for a, b in zip(node_src, node_dst)], dtype=np.float64)
-        head = links * hop + packet * per_byte
-    wire = o + head + size / slowest
-    return np.where(node_src != node_dst, wire, ideal)  # within a node the LogGOPS costs stay
-
-
-class _MinimalRoutes:
-    """Uncontended routes between nodes of a fat tree or dragonfly: among the shortest paths (in
-    links, as minimal and d-mod-k routing take), the one with the widest bottleneck, then the
-    smallest sum of 1/bandwidth (each link's share of a packet's head time)."""
-
-    def __init__(self, layout, network: Mapping[str, Any]) -> None:
-        from contend.network import LINK_CLASSES
-
-        link = float(network["link_bandwidth"]) / 1e9
-        bandwidth = {"injection": float(network["injection_bandwidth"]) / 1e9,
-                     "ejection": float(network["injection_bandwidth"]) / 1e9, "local": link,
-                     "global": float(network.get("global_bandwidth") or network["link_bandwidth"]) / 1e9}
-        classes = [LINK_CLASSES[c] for c in layout.link_class.tolist()]
-        self.bandwidth = np.array([bandwidth[c] for c in classes]) * layout.capacity
-        self.head = [(int(k), int(i)) for k, i in zip(layout.from_kind.tolist(), layout.from_id.tolist())]
-        self.tail = [(int(k), int(i)) for k, i in zip(layout.to_kind.tolist(), layout.to_id.tolist())]
-        self.out: dict[tuple[int, int], list[int]] = {}
-        for index, vertex in enumerate(self.head):
-            self.out.setdefault(vertex, []).append(index)
-        self.cache: dict[int, dict[tuple[int, int], tuple[float, float, int]]] = {}
-
-    def between(self, source: int, destination: int) -> tuple[float, float, int]:
-        """(bottleneck bytes/ns, sum of 1/bandwidth ns/byte, links) of the best shortest route."""
-        if source not in self.cache:
-            self.cache[source] = self._from(source)
-        best = self.cache[source].get((0, destination))
-        if best is None:
-            raise UserError(f"diagnose: node {destination} cannot be reached from node {source}")
-        return best
-
-    def _from(self, source: int) -> dict[tuple[int, int], tuple[float, float, int]]:
-        # Breadth-first by links; at each vertex keep the best (widest, then fastest head) of the
-        # shortest ways in. Nodes (kind 0) are ends only: a route never passes through one.
-        best = {(0, source): (np.inf, 0.0, 0)}
-        frontier = [(0, source)]
-        while frontier:
-            following: dict[tuple[int, int], tuple[float, float, int]] = {}
-            for vertex in frontier:
-                if vertex[0] == 0 and vertex[1] != source:
-                    continue
-                width, inverse, links = best[vertex]
-                for index in self.out.get(vertex, ()):
-                    nxt = self.tail[index]
-                    if nxt in best:
-                        continue
-                    candidate = (min(width, self.bandwidth[index]), inverse + 1 / self.bandwidth[index], links + 1)
-                    known = following.get(nxt)
-                    if known is None or (candidate[0], -candidate[1]) > (known[0], -known[1]):
-                        following[nxt] = candidate
-            best.update(following)
-            frontier = list(following)
-        return best
+    with user_errors("diagnose"):
+        alone = engine().network_transfer(_engine_params(params), ranks, frame["src"].to_numpy(dtype=np.uint32),
+                                          frame["dst"].to_numpy(dtype=np.uint32),
+                                          frame["bytes"].to_numpy(dtype=np.uint64))
+    wire = np.frombuffer(alone, dtype="<u8").astype(np.float64) / 1000.0  # ps -> ns
+    return np.where(wire > 0, o + wire, ideal)  # 0: within a node, where the LogGOPS costs stay
 
 
 def _engine_params(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine's units back from the file's ns: the network layout needs only the topology."""
+    """The network in the engine's units (hop latency in ps, not the file's ns). A dragonfly's ideal
+    is its minimal route: Valiant and UGAL detours count as contention."""
     network = dict(params["network"])
     network["hop_latency"] = int(round(network["hop_latency"] * 1000))
+    if network["topology"] == "dragonfly":
+        network["routing"] = "minimal"
     return {"network": network}
 
 

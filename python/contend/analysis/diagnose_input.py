@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from contend.errors import UserError
-from contend.quantities import MAX_I64
-from contend.records import DELAY_COLUMNS, ID_COLUMNS, PROTOCOLS, TIME_COLUMNS
-from contend.simulate import MAX_RANKS
+from contend.machine.quantities import MAX_I64
+from contend.simulation.records import DELAY_COLUMNS, ID_COLUMNS, PROTOCOLS, TIME_COLUMNS
+from contend.simulation.simulate import MAX_RANKS
 
 SOURCES = ("engine", "trace")
 _PS_PER_NS = 1000.0
@@ -120,7 +120,7 @@ def _frame(table, source: str, name: str):
     import pandas as pd
     import pyarrow as pa
 
-    from contend.records import records_frame
+    from contend.simulation.records import records_frame
 
     integers = {column: table.column(column).to_numpy().astype(np.int64)
                 for column in _INTEGERS[source] if column in table.column_names}

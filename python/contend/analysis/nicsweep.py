@@ -8,7 +8,7 @@ by point: two nodes, every active core sends to its partner core on the other no
   in flight per core (1: blocking), as HPC RandomAccess does.
 
 Throughput is a node's bytes sent over the makespan. A sweep returns a DataFrame with the columns of
-``contend.bench.nic.sweep_table`` (source, experiment, size, active_cores, outstanding,
+``contend.native.bench.nic.sweep_table`` (source, experiment, size, active_cores, outstanding,
 throughput_Bps, msg_rate), with ``source = "engine"``. Points run in parallel (``contend.parallel``).
 """
 
@@ -75,7 +75,7 @@ def goal_text(p: Point, seed: int = 0) -> str:
 
 def run_point(machine: Any, p: Point) -> dict[str, Any]:
     """Simulate one point; its row of the sweep table."""
-    from contend.simulate import simulate
+    from contend.simulation.simulate import simulate
 
     with tempfile.TemporaryDirectory(prefix="contend-nic-") as tmp:
         path = Path(tmp) / "point.goal"

@@ -60,8 +60,8 @@ class Tuned:
         return {"policy": "token", "tokens": self.tokens, "ranks_per_node": self.ranks_per_node, "class": classes}
 
     def engine_policy(self) -> dict[str, Any]:
-        from contend.admission import policy_params
-        from contend.tomlfile import Where
+        from contend.machine.admission import policy_params
+        from contend.machine.tomlfile import Where
 
         return policy_params(self.throttle_table(), Where("tuned", None, ("throttle",), "[throttle]"))
 
@@ -115,9 +115,9 @@ def tune(machine: Any, ranks_per_node: int, scale: TuneScale = FULL, tolerance: 
 def real_sweeper(ranks: int, progress=None) -> Callable[[list], Any]:
     """A sweeper that measures the points with the native suite on this host (``ranks`` ranks, the two
     halves standing for two nodes): one ``nicrate`` run for the concurrency points, one ``outstanding``
-    run per active-core count; the sweep table of ``contend.bench.nic.sweep_table``."""
-    from contend.bench.nic import sweep_table
-    from contend.bench.runner import run_benchmark
+    run per active-core count; the sweep table of ``contend.native.bench.nic.sweep_table``."""
+    from contend.native.bench.nic import sweep_table
+    from contend.native.bench.runner import run_benchmark
 
     def measure(points: list) -> Any:
         runs = []

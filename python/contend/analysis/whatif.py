@@ -80,7 +80,7 @@ def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workl
     """A trace workload with its schedules written in ``directory``: extrapolated to each rank count of
     the ranks axis (``contend goal convert --ranks``, docs/models.md "Extrapolating a trace"), else at
     its traced size."""
-    from contend.replay import convert_input
+    from contend.native.trace.replay import convert_input
 
     counts = next((list(axis.values) for axis in axes if axis.name == "ranks"), [None])
     converted = {}
@@ -95,7 +95,7 @@ def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workl
 def parse_axes(specs: Sequence[str], workload: Workload, machine: Any) -> list[Axis]:
     """The ``--vary`` options, checked together with the workload and the machine (``Machine``): every
     value, every combination the model cannot take, and the number of runs. One UserError line each."""
-    from contend.tomlfile import did_you_mean
+    from contend.machine.tomlfile import did_you_mean
 
     axes: list[Axis] = []
     for spec in specs:
@@ -182,20 +182,20 @@ def _phase(label: str, where: str) -> Any:
 
 
 def _ranks(label: str, where: str) -> int:
-    from contend.quantities import parse_count
-    from contend.simulate import MAX_RANKS
+    from contend.machine.quantities import parse_count
+    from contend.simulation.simulate import MAX_RANKS
 
     return parse_count(label, where, minimum=1, maximum=MAX_RANKS)
 
 
 def _machine(label: str, where: str) -> Any:
-    from contend.machine import load_machine
+    from contend.machine.file import load_machine
 
     return load_machine(label)  # its errors name the file, or the unknown preset
 
 
 def _per_node(label: str, where: str) -> int:
-    from contend.quantities import parse_count
+    from contend.machine.quantities import parse_count
 
     return parse_count(label, where, minimum=1, maximum=2**32 - 1)
 
@@ -209,7 +209,7 @@ def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
 
 
 def _throttle(label: str, where: str) -> Any:
-    from contend.admission import parse_spec
+    from contend.machine.admission import parse_spec
 
     try:
         return parse_spec(label)
@@ -320,7 +320,7 @@ def _overheads(machine: Any, overhead: float | str) -> Any:
 
 def run_one(job: tuple[Any, Workload, dict[str, Any], bool]) -> dict[str, Any]:
     """Simulate one setting (a module-level function: it runs in worker processes); its row."""
-    from contend.simulate import simulate
+    from contend.simulation.simulate import simulate
 
     machine, workload, setting, critical_path = job
     machine, kwargs = configure(machine, workload, setting)

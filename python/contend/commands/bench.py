@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Iterator
 
 from contend.atomic import beside, check_writable
-from contend.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
+from contend.native.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
 from contend.errors import UserError
-from contend.quantities import bounded_number, parse_count
+from contend.commands.options import add_fabric_prefix
+from contend.machine.quantities import bounded_number, parse_count
 
 # pandas, pyarrow, matplotlib and rich load inside the actions: `contend sim` should not wait for them.
 
@@ -32,6 +33,7 @@ def register(subparsers) -> None:
     run.add_argument("--iters", metavar="N", help="timed repetitions per size (default 200)")
     run.add_argument("--warmup", metavar="N", help="untimed repetitions per size (default 10)")
     run.add_argument("--fabric", action="store_true", help="run on the emulated fabric that is up")
+    add_fabric_prefix(run)
     run.add_argument("--timeout", metavar="S", default="600", help="stop the run after S seconds (default 600)")
     run.add_argument("-o", "--output", metavar="FILE.parquet", help="results (default NAME.parquet)")
     run.add_argument("--plot", metavar="FILE.png", help="plot (default: the output with .png)")
@@ -80,6 +82,7 @@ def register(subparsers) -> None:
     fit.add_argument("--timeout", metavar="S", default="600", help="stop each run after S seconds")
     fit.add_argument("--fabric", action="store_true",
                      help="measure between nodes 0 and 1 of the emulated fabric that is up, not on shared memory")
+    add_fabric_prefix(fit)
     fit.set_defaults(func=run_fit)
 
     nimc = actions.add_parser(
@@ -116,7 +119,7 @@ def run_list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from contend.report.terminal import Table
 
-    from contend.bench.tables import sizes_text
+    from contend.native.bench.tables import sizes_text
 
     table = Table(title="contend bench: benchmarks")
     for column in ("name", "what it measures", "ranks", "default sizes", "options"):
@@ -158,12 +161,12 @@ def _seconds(text: str) -> float:
 def run_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from contend.bench import sanity
-    from contend.bench.plot import plot_run
-    from contend.bench.results import write_run
-    from contend.bench.runner import run_benchmark
-    from contend.bench.sizes import parse_sizes
-    from contend.bench.tables import results_table
+    from contend.native.bench import sanity
+    from contend.native.bench.plot import plot_run
+    from contend.native.bench.results import write_run
+    from contend.native.bench.runner import run_benchmark
+    from contend.native.bench.sizes import parse_sizes
+    from contend.native.bench.tables import results_table
 
     bench = benchmark(args.name)
     if bench.plot == "nimc":
@@ -172,6 +175,7 @@ def run_run(args: argparse.Namespace) -> int:
     plot_path = args.plot or beside(output, output.stem + ".png")  # none beside a device
     plot_path = check_writable(plot_path, "--plot") if plot_path else None
     options = {key: getattr(args, key, None) for key in PATTERN_OPTIONS}  # nimc's options are its own action's
+    on = _fabric(args)
     with _progress_bar(f"{bench.name}") as advance:
         run = run_benchmark(
             bench.name,
@@ -180,7 +184,7 @@ def run_run(args: argparse.Namespace) -> int:
             iters=parse_count(args.iters, "--iters", minimum=1, maximum=10**8) if args.iters else None,
             warmup=parse_count(args.warmup, "--warmup", maximum=10**8) if args.warmup else None,
             options=options,
-            on_fabric=args.fabric,
+            fabric=on,
             timeout_s=_seconds(args.timeout),
             progress=advance,
         )
@@ -199,9 +203,9 @@ def run_run(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from contend.bench.plot import plot_run
-    from contend.bench.results import read_run
-    from contend.bench.tables import results_table
+    from contend.native.bench.plot import plot_run
+    from contend.native.bench.results import read_run
+    from contend.native.bench.tables import results_table
 
     path = Path(args.file)
     if not path.is_file():
@@ -226,17 +230,24 @@ def run_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fabric(args: argparse.Namespace):
+    """The emulated fabric that --fabric runs on (under --fabric-prefix), or None without --fabric."""
+    from contend.native import fabric
+
+    return fabric.require(args.fabric_prefix, "--fabric") if args.fabric else None
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from contend.bench import loggp
-    from contend.bench.plot import plot_fit
-    from contend.bench.repeats import common_state
-    from contend.bench.results import median_of_runs, write_run
-    from contend.bench.runner import run_benchmark
-    from contend.bench.sizes import parse_sizes
-    from contend.bench.tables import fit_table
+    from contend.native.bench import loggp
+    from contend.native.bench.plot import plot_fit
+    from contend.native.bench.repeats import common_state
+    from contend.native.bench.results import median_of_runs, write_run
+    from contend.native.bench.runner import run_benchmark
+    from contend.native.bench.sizes import parse_sizes
+    from contend.native.bench.tables import fit_table
 
     target = check_writable(args.output, "-o")
     sizes = parse_sizes(args.sizes)
@@ -247,11 +258,12 @@ def run_fit(args: argparse.Namespace) -> int:
     timeout = _seconds(args.timeout)
     stem = target.with_suffix("")
     console = Console()
+    on = _fabric(args)
 
     def measure(name: str, these: list[int], label: str = ""):
         with _progress_bar(f"{name} ({len(these)} sizes){label}") as advance:
             return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance,
-                                 on_fabric=args.fabric)
+                                 fabric=on)
 
     def pingpong_round_trips(these: list[int]) -> list[float]:
         return loggp.measured_round_trips(measure("pingpong", these))["measured_ns"].tolist()
@@ -314,9 +326,9 @@ def run_nimc(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from contend.atomic import output_directory
-    from contend.bench import nimc
-    from contend.bench.sizes import parse_sizes
-    from contend.bench.tables import nimc_table
+    from contend.native.bench import nimc
+    from contend.native.bench.sizes import parse_sizes
+    from contend.native.bench.tables import nimc_table
     from contend.report.nimc import slowdown_figure
 
     sources = nimc.parse_sources(args.sources)

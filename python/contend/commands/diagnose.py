@@ -9,7 +9,7 @@ import os
 
 from contend.atomic import atomic_path, check_directory, check_writable
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.machine.quantities import parse_count
 
 # Table rows and plot bins beyond these are no longer read by anyone (diagnose() bounds ranks x bins too).
 MAX_TOP, MAX_BINS = 10**6, 10**5
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     metadata = loaded.metadata
     located = contextlib.nullcontext()
     if args.machine is not None:
-        from contend.machine import load_machine, located_engine_errors, loggops_params
-        from contend.result import parameters_ns
+        from contend.machine.file import load_machine, located_engine_errors, loggops_params
+        from contend.simulation.result import parameters_ns
 
         machine = load_machine(args.machine)
         params = parameters_ns(loggops_params(machine))
@@ -107,7 +107,7 @@ def _critical_path(data, path: str):
     """The ``contend.critical_path`` of records written by ``contend sim --critical-path``, if any."""
     if data is None:
         return None
-    from contend.critical_path import CriticalPath
+    from contend.simulation.critical_path import CriticalPath
 
     try:
         return CriticalPath.from_dict(data)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from contend import fabric
+from contend.commands.options import add_fabric_prefix
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.native import fabric
+from contend.machine.quantities import parse_count
 
 
 def register(subparsers) -> None:
@@ -25,17 +26,20 @@ def register(subparsers) -> None:
     up.add_argument("--queue", default=fabric.TBF_LATENCY, metavar="TIME",
                     help=f"longest wait in a link's queue, tbf latency (default {fabric.TBF_LATENCY}); "
                          "a link holds rate x TIME + 128 KiB and drops beyond")
+    add_fabric_prefix(up)
     up.set_defaults(func=run_up)
     down = actions.add_parser("down", help="remove the fabric and everything in it")
+    add_fabric_prefix(down)
     down.set_defaults(func=run_down)
     status = actions.add_parser("status", help="show the fabric that is up")
+    add_fabric_prefix(status)
     status.set_defaults(func=run_status)
 
 
 def run_up(args: argparse.Namespace) -> int:
     nodes = parse_count(args.nodes, "--nodes", minimum=2, maximum=fabric.MAX_NODES)
     ppn = parse_count(args.ppn, "--ppn", minimum=1, maximum=fabric.MAX_PPN)
-    built = fabric.up(nodes, ppn, args.link, args.topology, queue=args.queue)
+    built = fabric.up(nodes, ppn, args.link, args.topology, args.fabric_prefix, args.queue)
     hosts = ", ".join(built.host_name(i) for i in range(min(nodes, 4))) + (", ..." if nodes > 4 else "")
     print(f"fabric up: {nodes} nodes ({hosts}) x {ppn} ranks, {built.topology}, links {built.link}, "
           f"queue {built.queue} ({built.queue_bytes // 1024} KiB)")
@@ -43,15 +47,15 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def run_down(args: argparse.Namespace) -> int:
-    removed = fabric.down()
+    removed = fabric.down(args.fabric_prefix)
     print(f"fabric down: removed {len(removed)} namespaces" if removed else "fabric down: nothing was up")
     return 0
 
 
 def run_status(args: argparse.Namespace) -> int:
-    current = fabric.current()
+    current = fabric.current(args.fabric_prefix)
     if current is None:
-        leftovers = fabric.our_namespaces(fabric.default_prefix())
+        leftovers = fabric.our_namespaces(args.fabric_prefix)
         if leftovers:
             raise UserError(f"no fabric state but namespaces {', '.join(leftovers)} exist: run `contend fabric down`")
         print("no fabric is up")

@@ -12,10 +12,10 @@ from contend.atomic import atomic_path, check_writable
 from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
 from contend.errors import UserError
-from contend.quantities import parse_count
-from contend.replay import convert_input, trace_format
+from contend.machine.quantities import parse_count
+from contend.native.trace.replay import convert_input, trace_format
 from contend.report.progress import simulation_progress
-from contend.simulate import MAX_RANKS, collective_arguments
+from contend.simulation.simulate import MAX_RANKS, collective_arguments
 
 SUMMARY_KEYS = ("num_ranks", "ops", "sends", "recvs", "calcs", "cpus", "nics")
 

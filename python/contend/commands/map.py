@@ -68,9 +68,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from contend.atomic import check_directory
     from contend.engine import engine, user_errors
-    from contend.machine import load_machine, located_engine_errors, loggops_params
+    from contend.machine.file import load_machine, located_engine_errors, loggops_params
     from contend.mapping import formats, methods
-    from contend.quantities import parse_count
+    from contend.machine.quantities import parse_count
 
     _check_input(args)
     names = _methods(args.method, methods)
@@ -180,7 +180,7 @@ def _methods(text: str, methods) -> list[str]:
     """The methods --method names, in its order; ``all``: every method that can run here."""
     if text.strip() == "all":
         return [m for m in methods.METHODS if m != "scotch" or methods.scotch_available()]
-    from contend.tomlfile import did_you_mean
+    from contend.machine.tomlfile import did_you_mean
 
     names = [word.strip() for word in text.split(",")]
     for name in names:
@@ -204,7 +204,7 @@ def _graph(args: argparse.Namespace, scratch: Path, seed: int):
 
     if args.collective is not None:
         from contend.engine import engine, user_errors
-        from contend.simulate import collective_arguments
+        from contend.simulation.simulate import collective_arguments
 
         name, ranks, size, root, seed = collective_arguments(args.collective, args.ranks, args.bytes, args.root, seed)
         schedule = scratch / "collective.goal"
@@ -217,7 +217,7 @@ def _graph(args: argparse.Namespace, scratch: Path, seed: int):
         return CommGraph.from_goal(path), path, {"schedule": path}
     if path.endswith(".parquet"):
         return CommGraph.from_records(path), None, {"records": path}
-    from contend.replay import convert_input
+    from contend.native.trace.replay import convert_input
 
     schedule = scratch / "trace.goal"
     _, warnings = convert_input(path, str(schedule))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 
-from contend import mpi
+from contend.native import mpi
 
 
 def register(subparsers) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from contend.atomic import beside, check_writable
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.machine.quantities import parse_count
 
 # pandas, scikit-learn, matplotlib and rich load inside the actions, as in the other commands.
 
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
 def _load_samples(paths: list[str], sources: list[str] | None = None):
     import pandas as pd
 
-    from contend.bench.nimc import read_samples
+    from contend.native.bench.nimc import read_samples
 
     frames = []
     for number, path in enumerate(paths):
@@ -82,7 +82,7 @@ def run_train(args: argparse.Namespace) -> int:
     from contend.report.terminal import Table
 
     from contend.analysis import nimc
-    from contend.bench.nimc import parse_sources
+    from contend.native.bench.nimc import parse_sources
     from contend.report.nimc import importance_figure
 
     target = check_writable(args.output, "-o")
@@ -138,7 +138,7 @@ def run_detect(args: argparse.Namespace) -> int:
     from contend.report.terminal import Table
 
     from contend.analysis import nimc
-    from contend.bench.nimc import write_samples
+    from contend.native.bench.nimc import write_samples
 
     detector = nimc.load(args.model)
     output = check_writable(args.output, "-o") if args.output else None

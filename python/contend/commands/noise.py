@@ -10,7 +10,7 @@ from pathlib import Path
 
 from contend.atomic import beside, check_writable
 from contend.errors import UserError
-from contend.quantities import bounded_number, parse_count
+from contend.machine.quantities import bounded_number, parse_count
 
 # pandas, matplotlib and rich load inside the actions, as in the other commands.
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import argparse
 
-from contend.quantities import bounded_number
+from contend.machine.quantities import bounded_number
+
+
+def add_fabric_prefix(parser: argparse.ArgumentParser) -> None:
+    """--fabric-prefix: which emulated fabric (the names of its namespaces; contend's tests use their own)."""
+    from contend.native.fabric import DEFAULT_PREFIX
+
+    parser.add_argument("--fabric-prefix", metavar="PREFIX", default=DEFAULT_PREFIX,
+                        help=f"the emulated fabric whose namespaces start with PREFIX (default {DEFAULT_PREFIX})")
 
 
 def add_collective_options(parser: argparse.ArgumentParser, required: bool) -> None:

@@ -14,9 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from contend.commands.options import launch_words, run_timeout
+from contend.commands.options import add_fabric_prefix, launch_words, run_timeout
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.machine.quantities import parse_count
 
 
 def register(subparsers) -> None:
@@ -36,6 +36,7 @@ def register(subparsers) -> None:
                              "contend noise measure --mpi -n N --per-core")
     parser.add_argument("--fabric", action="store_true",
                         help="run `mpiexec -n N PROG` on the emulated fabric that is up (rank r on node r // ppn)")
+    add_fabric_prefix(parser)
     parser.add_argument("--placement", metavar="FILE",
                         help="with --fabric: the node of each rank (contend map's placement.toml, or node numbers in "
                              "rank order); the runs use it and so does the prediction (--machine needs a [topology])")
@@ -54,7 +55,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contend import predict
+    from contend.analysis import predict
     from contend.atomic import check_writable
 
     command = launch_words(args.command)
@@ -82,10 +83,13 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
         if args.fabric:
-            command, node_of_rank = predict.fabric_command(command, Path(scratch), args.placement)
+            from contend.native import fabric
+
+            built = fabric.require(args.fabric_prefix, "predict: --fabric")
+            command, node_of_rank = predict.fabric_command(command, built, Path(scratch), args.placement)
             if args.placement:
-                from contend.machine import load_machine, loggops_params
-                from contend.network import NetworkLayout
+                from contend.machine.file import load_machine, loggops_params
+                from contend.simulation.layout import NetworkLayout
 
                 machine = load_machine(args.machine).placed(node_of_rank)
                 NetworkLayout.of(loggops_params(machine), len(node_of_rank))  # the engine checks it before any run
@@ -130,7 +134,7 @@ def _status():
 
 def _check_machine(machine: str, noise: str | None) -> None:
     """A bad machine or noise fails before any run, not after."""
-    from contend.machine import loggops_params
+    from contend.machine.file import loggops_params
 
     loggops_params(machine)
     if noise is not None:

@@ -10,7 +10,7 @@ from contend.atomic import check_writable
 from contend.commands.options import (add_collective_options, add_noise_options, add_parameter_options,
                                       noise_overrides, parameter_overrides)
 from contend.errors import UserError
-from contend.machine import DEFAULT_MACHINE, load_machine
+from contend.machine.file import DEFAULT_MACHINE, load_machine
 from contend.noise.settings import resolve
 from contend.report.heatmap import METRICS
 
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
               "root": args.root, "seed": args.seed}
     )
     from contend.report.progress import simulation_progress
-    from contend.simulate import simulate
+    from contend.simulation.simulate import simulate
 
     with simulation_progress() as progress:
         result = simulate(
@@ -152,11 +152,11 @@ def write_outputs(result, records_path: str | None, timeline_path: str | None) -
     if result.critical_path is not None:
         metadata["critical_path"] = result.critical_path.to_dict()
     if records_path is not None:
-        from contend.records import write_records_parquet
+        from contend.simulation.records import write_records_parquet
 
         write_records_parquet(result.record_columns, records_path, metadata)
     if timeline_path is not None:
-        from contend.chrome_trace import write_chrome_trace
+        from contend.simulation.chrome_trace import write_chrome_trace
 
         write_chrome_trace(result.timeline_columns, result.record_columns, timeline_path, metadata)
 
@@ -165,7 +165,7 @@ def write_link_outputs(result, links_path: str | None, heatmap_path: str | None,
                        metric: str) -> None:
     """Write the per-link statistics (Parquet) and the link-load heatmap (PNG), each atomically."""
     if links_path is not None:
-        from contend.links import write_links_parquet
+        from contend.simulation.links import write_links_parquet
 
         write_links_parquet(result.links, links_path, {"params": result.params,
                                                        "workload": dict(result.workload),

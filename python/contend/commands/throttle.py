@@ -67,7 +67,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contend import mpi
+    from contend.native import mpi
 
     command = launch_words(args.command)
     if not command:
@@ -107,9 +107,9 @@ def _given(args: argparse.Namespace) -> dict[str, tuple[str, str]]:
 
 def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
     """The library's variables for the options given, in its units (the ranges are its to check)."""
-    from contend import throttle
+    from contend.native import libthrottle
     from contend.engine import engine, user_errors
-    from contend.quantities import parse_bytes, parse_count
+    from contend.machine.quantities import parse_bytes, parse_count
 
     out = {}
     for suffix, (option, text) in given.items():
@@ -127,7 +127,7 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
             value = str(Path(text).absolute())  # the ranks may start elsewhere (-wdir)
         else:
             value = text
-        out[throttle.PREFIX + suffix] = value
+        out[libthrottle.PREFIX + suffix] = value
     return out
 
 
@@ -149,9 +149,9 @@ def _stats_file(path: str | None):
 
 def _environment() -> dict[str, str]:
     """This environment without CONTEND_THROTTLE_*: the command's options are the whole configuration."""
-    from contend import mpi, throttle
+    from contend.native import mpi, libthrottle
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(throttle.PREFIX)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(libthrottle.PREFIX)}
     env[mpi.LAUNCHER_MARK] = str(os.getpid())
     return env
 
@@ -173,10 +173,10 @@ def _check(checker: Path, variables: dict[str, str], given: dict[str, tuple[str,
 
 def _in_our_words(message: str, variables: dict[str, str], given: dict[str, tuple[str, str]]) -> str:
     """The library's message with its variables named as this command's options."""
-    from contend import throttle
+    from contend.native import libthrottle
 
     for suffix, option in ((s, o) for o, s in OPTIONS.items()):
-        variable = throttle.PREFIX + suffix
+        variable = libthrottle.PREFIX + suffix
         if suffix in given and variable in variables:
             text = given[suffix][1]
             shown = text if text.isprintable() else repr(text)
@@ -190,12 +190,12 @@ def _in_our_words(message: str, variables: dict[str, str], given: dict[str, tupl
 def _launch(command: list[str], starts: list[int], library: Path, variables: dict[str, str],
             timeout_s: float) -> int:
     """Run the command with the library and its variables before each program; the exit code."""
-    from contend import mpi, throttle
+    from contend.native import mpi, libthrottle
 
     argv, previous = [], 0
     for start in starts:
         end = command.index(":", start) if ":" in command[start:] else len(command)
-        argv += command[previous:start] + throttle.preload(command[start:end], library, variables)
+        argv += command[previous:start] + libthrottle.preload(command[start:end], library, variables)
         previous = end
     argv += command[previous:]
     finished = mpi.run_streaming(argv, _environment(), lambda line: sys.stdout.write(line), timeout_s)
@@ -207,10 +207,10 @@ def _launch(command: list[str], starts: list[int], library: Path, variables: dic
 
 
 def _counters(stats: Path) -> list[dict]:
-    from contend import throttle
+    from contend.native import libthrottle
 
     try:
-        return throttle.read_stats(stats)
+        return libthrottle.read_stats(stats)
     except (ValueError, KeyError) as exc:
         raise UserError(f"throttle: {stats}: unreadable counters ({exc})") from None
 

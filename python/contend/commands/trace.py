@@ -16,7 +16,7 @@ from pathlib import Path
 
 from contend.commands.options import launch_words, run_timeout
 from contend.errors import UserError
-from contend.quantities import parse_count
+from contend.machine.quantities import parse_count
 
 ACTIONS = ("convert", "import")
 
@@ -55,8 +55,8 @@ def register(subparsers) -> None:
 def _machine_params(machine: str | None):
     if machine is None:
         return None
-    from contend.machine import loggops_params
-    from contend.result import parameters_ns
+    from contend.machine.file import loggops_params
+    from contend.simulation.result import parameters_ns
 
     return parameters_ns(loggops_params(machine))
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     args.depth = parse_count(args.depth, "--depth", minimum=1, maximum=6)
     args.timeout = run_timeout(args.timeout)
     params = _machine_params(args.machine)  # a bad machine fails before the run, not after
-    from contend.trace.launch import prepare_directory, run_traced
+    from contend.native.trace.launch import prepare_directory, run_traced
 
     made = [p for p in (Path(args.output).absolute(), *Path(args.output).absolute().parents) if not os.path.lexists(p)]
     directory = prepare_directory(Path(args.output))
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def _max_records() -> int:
     """Records per rank the tracer takes (CONTEND_TRACE_RECORDS, native/trace/init.c: at most 2^32) and one
     rank's buffer of them fits this machine's memory."""
-    from contend.trace.files import RECORD
+    from contend.native.trace.files import RECORD
 
     memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return min(2**32, memory // RECORD.itemsize)
@@ -108,7 +108,7 @@ def _convert(directory: Path, params) -> int:
     from rich.console import Console
 
     from contend.atomic import check_writable
-    from contend.trace.convert import convert, write
+    from contend.native.trace.convert import convert, write
 
     if directory.is_dir():  # a place the records cannot be written fails before the rank files are read
         for name in ("records.parquet", "regions.parquet"):
@@ -141,7 +141,7 @@ def _summary(converted, records: Path, regions: Path):
 
 
 def _import(rest: list[str], args: argparse.Namespace) -> int:
-    from contend.trace.otf2_import import import_otf2, write_records
+    from contend.native.trace.otf2_import import import_otf2, write_records
 
     # options may follow the trace's name: contend trace import T.otf2 -o out.parquet
     files, output, machine = [], args.output, args.machine

@@ -41,11 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from contend.report.progress import simulation_progress
     from contend.report.terminal import Table
 
-    from contend.admission import native_config, write_native_config
+    from contend.machine.admission import native_config, write_native_config
     from contend.parallel import is_root
     from contend.analysis.tune import FULL, QUICK, real_sweeper, tune
-    from contend.machine import load_machine
-    from contend.quantities import parse_count
+    from contend.machine.file import load_machine
+    from contend.machine.quantities import parse_count
 
     machine = load_machine(args.machine)
     real_ranks = parse_count(args.real, "--real", minimum=2, maximum=64) if args.real is not None else None

@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
 
     from contend.analysis.whatif import convert_trace, parse_axes, whatif
     from contend.atomic import atomic_directory, check_directory
-    from contend.machine import DEFAULT_MACHINE, load_machine
+    from contend.machine.file import DEFAULT_MACHINE, load_machine
     from contend.parallel import is_root
-    from contend.quantities import parse_count
+    from contend.machine.quantities import parse_count
     from contend.report.progress import simulation_progress
     from contend.report.whatif import whatif_table, write_report
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 def _workload(args: argparse.Namespace):
     """The schedule or the generated collective, checked as contend sim checks them."""
     from contend.analysis.whatif import Workload
-    from contend.simulate import collective_arguments
+    from contend.simulation.simulate import collective_arguments
 
     if (args.schedule is None) == (args.collective is None):
         raise UserError("whatif: give a GOAL file or --collective NAME --ranks P --bytes S (one of the two)")

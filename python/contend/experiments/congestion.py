@@ -20,11 +20,12 @@ from typing import Any, Callable
 
 from contend.analysis.nicsweep import Point, concurrency_points, outstanding_points, run_point, sweep
 from contend.analysis.tune import QUICK as TUNE_QUICK, TuneScale, tune
-from contend.experiments.findings import Finding, stopwatch
-from contend.machine import load_machine
-from contend.nic import knee
+from contend.experiments.stopwatch import stopwatch
+from contend.report.findings import Finding
+from contend.machine.file import load_machine
+from contend.machine.nic import knee
 from contend.report import plots
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 PRESETS = {"ib-congestion": ("InfiniBand-like", 32), "gemini-congestion": ("Gemini-like", 48)}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from contend.experiments import onesided
-from contend.experiments.findings import Finding
+from contend.report.findings import Finding
 from contend.report.plots import pyplot, save_figure
 
 
@@ -96,7 +96,7 @@ def _truth(results: dict[str, Any], scale: Scale):
 def _case_study(out: Path, results: dict[str, Any], scale: Scale) -> dict[str, dict[str, Any]]:
     """Mean run time and contention of each layout over the seeded access orders; writes the blocked
     run's records (with its site names) and its diagnose report beside the page."""
-    from contend.records import write_records_parquet
+    from contend.simulation.records import write_records_parquet
     from contend.report.diagnosis import write_html
 
     layouts: dict[str, dict[str, Any]] = {}

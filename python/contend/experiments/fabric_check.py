@@ -21,13 +21,13 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any, Callable
 
-from contend import fabric as fabric_module
+from contend.native import fabric as fabric_module
 from contend.atomic import atomic_path
-from contend.bench.results import RunResult
-from contend.bench.runner import run_benchmark
+from contend.native.bench.results import RunResult
+from contend.native.bench.runner import run_benchmark
 from contend.experiments import native_twins
 from contend.experiments.fabric_machine import Calibration, calibrate, machine_toml
-from contend.machine import parse_machine
+from contend.machine.file import parse_machine
 
 TOLERANCE = 0.15  # the bound we hold |simulated / measured - 1| to
 KiB, MiB = 1024, 1024 * 1024
@@ -100,13 +100,14 @@ class Measurements:
     loads: list[float] = field(default_factory=list)
 
 
-def measure(settings: Settings, progress: Callable[[str], None] = lambda _: None) -> Measurements:
-    """Runs every repetition on the fabric that is up."""
+def measure(settings: Settings, built: fabric_module.Fabric,
+            progress: Callable[[str], None] = lambda _: None) -> Measurements:
+    """Runs every repetition on the fabric ``built``."""
     found = Measurements()
 
     def run(name: str, ranks: int, sizes: list[int], iters: int, options: dict | None = None) -> RunResult:
         result = run_benchmark(name, ranks=ranks, sizes=sizes, iters=iters, warmup=settings.warmup,
-                               options=options, on_fabric=True, timeout_s=settings.timeout_s)
+                               options=options, fabric=built, timeout_s=settings.timeout_s)
         found.loads.append(float(result.meta.get("loadavg_1min", float("nan"))))
         return result
 
@@ -219,12 +220,13 @@ class Check:
 
 
 def run_check(settings: Settings, *, nodes: int, topology: str, link: str, machine_path: Path,
+              prefix: str = fabric_module.DEFAULT_PREFIX,
               progress: Callable[[str], None] = lambda _: None) -> Check:
-    """Builds the fabric (under ``$CONTEND_FABRIC_PREFIX``, where the benchmarks look for it), measures,
+    """Builds the fabric (its namespaces named ``prefix``...), measures,
     tears it down (also on failure), calibrates, writes the machine file to ``machine_path``, simulates
     and compares."""
-    with fabric_module.session(nodes, 1, link, topology) as built:
-        found = measure(settings, progress)
+    with fabric_module.session(nodes, 1, link, topology, prefix) as built:
+        found = measure(settings, built, progress)
         calibration = calibrate(built, found.flow_runs, found.loggp_runs)
     how = (f"one flow: incast 1 sender, {settings.window} x {settings.incast_bytes} B, "
            f"{settings.incast_iters} iterations; loggp at 1 B, {settings.latency_iters} round trips")

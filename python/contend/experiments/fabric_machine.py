@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Sequence
 
-from contend.bench.loggp import netgauge_table
-from contend.bench.results import RunResult
-from contend.fabric import Fabric
+from contend.native.bench.loggp import netgauge_table
+from contend.native.bench.results import RunResult
+from contend.native.fabric import Fabric
 
 # The engine's topology for each fabric shape, and the links between neighbouring nodes 0 and 1.
 TOPOLOGY_KIND = {"line": "mesh", "ring": "torus", "star": "crossbar"}

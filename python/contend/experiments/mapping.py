@@ -26,9 +26,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from contend.experiments.findings import Finding, stopwatch
+from contend.experiments.stopwatch import stopwatch
+from contend.report.findings import Finding
 from contend.experiments.topology import MACHINES, Torus, torus
-from contend.machine import loggops_params
+from contend.machine.file import loggops_params
 from contend.mapping import patterns
 from contend.mapping.graph import CommGraph
 from contend.mapping.methods import place, scotch_available

@@ -39,16 +39,17 @@ from typing import Any, Callable
 
 import numpy as np
 
-from contend import fabric as fabric_module
-from contend import mpi, predict
+from contend.native import fabric as fabric_module
+from contend.native import mpi
+from contend.analysis import predict
 from contend.errors import UserError
 from contend.experiments import fabric_check
 from contend.experiments.fabric_machine import TOPOLOGY_KIND, calibrate, machine_toml
-from contend.machine import loggops_params, parse_machine
+from contend.machine.file import loggops_params, parse_machine
 from contend.mapping.graph import CommGraph
 from contend.mapping.methods import METHODS, place
 from contend.mapping.objective import evaluate
-from contend.topology import network_params
+from contend.machine.topology import network_params
 
 PLACEMENTS = ("default", "mapped")
 # Bounds on what one experiment may run (runs per placement, app-halo's arguments: 32 MiB halos at most).
@@ -134,8 +135,9 @@ def _spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}
 
 
-def run_experiment(settings: Settings, work: Path, progress: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
-    """Builds the fabric (under ``$CONTEND_FABRIC_PREFIX``), measures, takes it down (also on failure),
+def run_experiment(settings: Settings, work: Path, progress: Callable[[str], None] = lambda _: None,
+                   prefix: str = fabric_module.DEFAULT_PREFIX) -> dict[str, Any]:
+    """Builds the fabric (its namespaces named ``prefix``...), measures, takes it down (also on failure),
     writes ``work``/fabric.toml (calibrated, block placement), simulates, and returns the results
     (JSON-ready; times in ns)."""
     settings.check()
@@ -149,7 +151,7 @@ def run_experiment(settings: Settings, work: Path, progress: Callable[[str], Non
                                                timeout_s=settings.timeout_s)
     flows, latencies, loads = [], [], []
     started = datetime.datetime.now(datetime.timezone.utc)
-    with fabric_module.session(settings.nodes, 1, settings.link, settings.topology) as built:
+    with fabric_module.session(settings.nodes, 1, settings.link, settings.topology, prefix) as built:
         # What contend map reads: the program's communication graph from a trace of one run.
         progress("tracing one run to map the program")
         (work / "profile").mkdir(parents=True, exist_ok=True)
@@ -165,7 +167,7 @@ def run_experiment(settings: Settings, work: Path, progress: Callable[[str], Non
             commands[name] = mpi.launch_command(library, settings.nodes, program, mpi.Placement(wrapper))[0]
         for repeat in range(settings.repeats):
             progress(f"repetition {repeat + 1}/{settings.repeats}: calibration")
-            calibration_runs = fabric_check.measure(calibration_settings)
+            calibration_runs = fabric_check.measure(calibration_settings, built)
             flows += calibration_runs.flow_runs
             latencies += calibration_runs.loggp_runs
             order = PLACEMENTS if repeat % 2 == 0 else PLACEMENTS[::-1]

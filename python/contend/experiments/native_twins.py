@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from contend.machine import Machine
-from contend.simulate import simulate
+from contend.machine.file import Machine
+from contend.simulation.simulate import simulate
 
 DATA_TAG = 1  # fanin.c's DATA; pairs use tag 0
 BARRIER_TAG = 1000  # + the barrier's number, so no barrier message can match another's receive

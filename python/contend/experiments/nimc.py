@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from contend.engine import engine, user_errors
-from contend.experiments.findings import Finding, stopwatch
-from contend.machine import load_machine, loggops_params
-from contend.memory import with_mitigations
+from contend.experiments.stopwatch import stopwatch
+from contend.report.findings import Finding
+from contend.machine.file import load_machine, loggops_params
+from contend.machine.memory import with_mitigations
 from contend.report import plots
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 # Groves 2016's STREAM table: triad GB/s without and with RDMA writes.
 SEED_TRIAD = {"westmere-offload": (12.9, 9.7), "sandybridge-offload": (77.8, 77.6),

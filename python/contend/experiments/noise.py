@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from contend.experiments.findings import Finding
-from contend.machine import load_machine
+from contend.report.findings import Finding
+from contend.machine.file import load_machine
 from contend.noise.settings import NoiseSettings, from_table
 from contend.report import plots
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 MACHINE = "loggopsim-default"  # L=2500 o=1500 g=1000 G=6 (ns): the simulator's own defaults
 SHAPES = {  # the same overhead, 2.5%, in three shapes
@@ -411,7 +411,7 @@ def _comparison(findings, shapes, network, cosched, loops, beckman, ferreira, sc
     return Finding(
         "comparison", "Ours beside Hoefler 2011 ('Characterizing the Influence of System Noise')",
         "The talk's figures and statements, and what contend's engine gives on the presets with the parameters "
-        "listed (python/contend/machines/; the talk does not list its BG/L or XT parameters or which of Beckman's "
+        "listed (python/contend/machine/presets/; the talk does not list its BG/L or XT parameters or which of Beckman's "
         "detour settings gave 16x, so we show the whole grid). Our checks: the qualitative findings reappear ("
         + ", ".join(f"{slug}: {'yes' if by_slug[slug].ok else 'NO'}" for slug in checks) + ").",
         ["experiment", "the talk", "ours", "parameters"], rows, ok=all(by_slug[s].ok for s in checks))

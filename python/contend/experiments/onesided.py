@@ -197,7 +197,7 @@ def global_array(ranks: int = 8, layout: str = "blocked", chunk: int = 1, size: 
 
 def simulate_workload(workload: Workload, **machine: Any):
     """Simulate a workload (records on) on ``MACHINE``, or on these overrides."""
-    from contend.simulate import simulate
+    from contend.simulation.simulate import simulate
 
     with tempfile.TemporaryDirectory(prefix="contend-diagnose-") as scratch:
         path = os.path.join(scratch, "workload.goal")

@@ -26,13 +26,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from contend.experiments.findings import Finding
-from contend.machine import Machine, load_machine, loggops_params
-from contend.network import NetworkLayout
-from contend.quantities import format_bytes
+from contend.report.findings import Finding
+from contend.machine.file import Machine, load_machine, loggops_params
+from contend.simulation.layout import NetworkLayout
+from contend.machine.quantities import format_bytes
 from contend.report import plots
 from contend.report.heatmap import link_heatmap
-from contend.simulate import simulate
+from contend.simulation.simulate import simulate
 
 MACHINES = {"bgp-torus": "BG/P-like", "xt3-torus": "XT3-like"}
 Z = 2  # the torus dimension Benchmark III sends along (Bhatele and Kale 2009's Z)
@@ -368,7 +368,7 @@ def _comparison(one, diameter, two, three, scale: Scale, tori, smaller) -> tuple
         "comparison", "Ours beside Bhatele and Kale 2009 ('Effects of Contention on Message Latencies')",
         "Bhatele and Kale 2009 is a one-page poster: its findings are quoted with the section they are in; where it gives no "
         "number we say so. Ours are simulated on the presets (their numbers are published figures or marked "
-        "estimates, see python/contend/machines/). Qualitative checks: small-message latency grows with hops; "
+        "estimates, see python/contend/machine/presets/). Qualitative checks: small-message latency grows with hops; "
         "random pairs are slower than NN for large messages; 8 hops are slower than 1 hop, more so for larger "
         "messages.",
         ["finding (Bhatele and Kale 2009)", "where (poster)", "theirs", *(f"ours: {name}" for name in MACHINES)], rows,

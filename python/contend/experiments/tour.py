@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from contend.atomic import atomic_path
-from contend.chrome_trace import write_chrome_trace
-from contend.experiments.findings import Finding
-from contend.machine import load_machine, preset_names
-from contend.quantities import format_bytes
-from contend.records import write_records_parquet
+from contend.simulation.chrome_trace import write_chrome_trace
+from contend.report.findings import Finding
+from contend.machine.file import load_machine, preset_names
+from contend.machine.quantities import format_bytes
+from contend.simulation.records import write_records_parquet
 from contend.report import plots
-from contend.result import parameters_ns
-from contend.simulate import simulate
+from contend.simulation.result import parameters_ns
+from contend.simulation.simulate import simulate
 
 REFERENCE_MACHINE = "loggops-reference"
 
@@ -116,7 +116,7 @@ def machines_compared(out: Path, collective: str = "allreduce-recdoub", ranks: i
     return Finding(
         "machines", f"The presets compared ({collective}, {ranks} ranks)",
         "Every preset machine file on the same collective (L, o, g and G in ns). The presets' numbers and "
-        "their sources (or the word 'estimate') are in python/contend/machines/*.toml.",
+        "their sources (or the word 'estimate') are in python/contend/machine/presets/*.toml.",
         ["machine", "L", "o", "g", "G/byte", "S (bytes)", "8 B (us)", "1 MiB (us)"], rows,
     )
 

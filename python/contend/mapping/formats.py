@@ -2,7 +2,7 @@
 files a user hands back to contend (a placement file, a list of host names), read and checked
 (docs/formats.md, "Mappings").
 
-Nodes are the machine's node numbers (the engine's: ``contend.network.NetworkLayout``). Host names come
+Nodes are the machine's node numbers (the engine's: ``contend.simulation.layout.NetworkLayout``). Host names come
 from a hosts file, one per node in node order, or default to ``node<i>``.
 """
 
@@ -28,18 +28,18 @@ _NODES_PER_LINE = 16  # placement lists in TOML: wrapped so that a line stays re
 # --- writers ------------------------------------------------------------------------------------------
 
 def placement_toml(node_of_rank: np.ndarray) -> str:
-    """``placement = [...]``, the key of a machine file's ``[topology]`` table (``contend.topology``)."""
+    """``placement = [...]``, the key of a machine file's ``[topology]`` table (``contend.machine.topology``)."""
     nodes = [str(int(n)) for n in node_of_rank]
     rows = [", ".join(nodes[i:i + _NODES_PER_LINE]) for i in range(0, len(nodes), _NODES_PER_LINE)]
     return "placement = [\n" + "".join(f"  {row},\n" for row in rows) + "]\n"
 
 
 def machine_with_placement(machine, node_of_rank: np.ndarray) -> str | None:
-    """The text of ``machine``'s file (a ``contend.machine.Machine``) with its ``[topology]`` placement
+    """The text of ``machine``'s file (a ``contend.machine.file.Machine``) with its ``[topology]`` placement
     replaced by ``node_of_rank`` (comments and everything else kept), or None when the file has no
     ``[topology]`` section header to put it under (an inline or dotted table: paste the snippet by hand)."""
-    from contend.machine import parse_machine
-    from contend.tomlfile import key_lines
+    from contend.machine.file import parse_machine
+    from contend.machine.tomlfile import key_lines
 
     text = Path(machine.path).read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)

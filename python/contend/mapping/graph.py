@@ -78,7 +78,7 @@ class CommGraph:
     def from_trace(cls, path: str | os.PathLike) -> "CommGraph":
         """The messages of a trace (a ``contend trace`` directory or any trace ``contend goal convert``
         reads), converted to a temporary GOAL schedule first."""
-        from contend.replay import convert_input
+        from contend.native.trace.replay import convert_input
 
         with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
             goal = os.path.join(scratch, "trace.goal")
@@ -88,7 +88,7 @@ class CommGraph:
     @classmethod
     def from_collective(cls, name: str, ranks: int, size: int, root: int = 0, seed: int = 0) -> "CommGraph":
         """The messages of a generated collective or pattern (``contend sim --collective``)."""
-        from contend.simulate import collective_arguments
+        from contend.simulation.simulate import collective_arguments
 
         name, ranks, size, root, seed = collective_arguments(name, ranks, size, root, seed)
         with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:

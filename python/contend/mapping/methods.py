@@ -35,7 +35,7 @@ from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.mapping.graph import CommGraph
 from contend.mapping.objective import evaluate
-from contend.network import NetworkLayout
+from contend.simulation.layout import NetworkLayout
 
 METHODS = ("block", "cyclic", "random", "sfc", "metis", "topo", "scotch")
 

@@ -16,7 +16,7 @@ from contend.cachedir import cache_dir
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.mapping.graph import CommGraph
-from contend.result import ps_to_ns
+from contend.simulation.result import ps_to_ns
 
 
 @dataclass(frozen=True)

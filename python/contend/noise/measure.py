@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from contend.bench.results import RunResult
-from contend.bench.runner import run_benchmark
+from contend.native.bench.results import RunResult
+from contend.native.bench.runner import run_benchmark
 from contend.errors import UserError
 from contend.noise.trace import write_trace
 

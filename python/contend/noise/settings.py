@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 from contend.engine import engine, user_errors
 from contend.errors import UserError
-from contend.tomlfile import did_you_mean, reject_unknown_keys
+from contend.machine.tomlfile import did_you_mean, reject_unknown_keys
 
 KINDS = ("periodic", "random", "trace")
 DISTRIBUTIONS = ("fixed", "exponential", "uniform")

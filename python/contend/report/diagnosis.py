@@ -7,7 +7,7 @@ from pathlib import Path
 
 from contend.analysis.diagnose import CLASSES, Diagnosis
 from contend.atomic import atomic_directory
-from contend.critical_path import LABELS, PARTS
+from contend.simulation.critical_path import LABELS, PARTS
 from contend.report.plots import pyplot, save_figure, stacked_bars
 
 

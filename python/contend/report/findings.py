@@ -1,13 +1,27 @@
-"""Findings (``contend.experiments.findings``) on the terminal and as an HTML page: one layout for the
-demo and the reproductions."""
+"""``Finding``: one step of an experiment (the demo tour, a reproduction), ready to be reported; findings
+on the terminal and as an HTML page: one layout for the demo and the reproductions."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
-from contend.experiments.findings import Finding
 from contend.report.html import HtmlPage
 from contend.report.tables import rows_table
+
+
+@dataclass
+class Finding:
+    """An explanation, a table, whether its check passed, optionally a plot and files beside the report."""
+
+    slug: str
+    title: str
+    summary: str
+    columns: list[str]
+    rows: list[list[Any]]
+    ok: bool = True
+    plot: str | None = None
+    files: list[tuple[str, str]] = field(default_factory=list)
 
 
 def print_findings(console, findings: Sequence[Finding]) -> None:

@@ -17,7 +17,7 @@ from contend.report.plots import pyplot, save_figure
 if TYPE_CHECKING:
     import numpy as np
 
-    from contend.network import NetworkLayout
+    from contend.simulation.layout import NetworkLayout
 
 # numpy is imported where it is used: `contend sim` reads METRICS for its options on every start-up.
 
@@ -93,7 +93,7 @@ def _class_strips(path, values: np.ndarray, layout: NetworkLayout, metric: str, 
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
-    from contend.network import LINK_CLASSES
+    from contend.simulation.layout import LINK_CLASSES
 
     plt = pyplot()
     present = [code for code in range(len(LINK_CLASSES)) if (layout.link_class == code).any()]

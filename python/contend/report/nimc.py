@@ -15,7 +15,7 @@ _COLOURS = {"spin": "#7f7f7f", "memcpy": "#d95f02", "put": "#1b9e77", "tcp": "#7
 
 def slowdown_figure(path: str | os.PathLike, table: pd.DataFrame, title: str, paired: bool = False) -> None:
     """Median slowdown (%) against the median injected rate (GB/s), one line per source, bars from the
-    fastest to the slowest run: ``table`` is ``contend.bench.nimc.slowdown_table``. Left: against the
+    fastest to the slowest run: ``table`` is ``contend.native.bench.nimc.slowdown_table``. Left: against the
     round's spin run; right (bursts): samples inside bursts against those between them in the same run."""
     plt = pyplot()
     panels = [("slowdown", "injected_GBps", "vs the round's spin control")]

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from contend.report.terminal import Table
 
-from contend.result import SimulationResult
+from contend.simulation.result import SimulationResult
 
 # Up to this many ranks, the summary lists every rank's finish time.
 PER_RANK_LIMIT = 16
@@ -56,7 +56,7 @@ def describe_params(values: dict[str, Any]) -> str:
 
 def describe_network(network: dict[str, Any]) -> str:
     """The topology and its bandwidths, e.g. "torus 8x8x16, links 425 MB/s, injection 425 MB/s"."""
-    from contend.topology import OPTIONAL_SIZE_KEYS, SIZE_KEYS
+    from contend.machine.topology import OPTIONAL_SIZE_KEYS, SIZE_KEYS
 
     kind = network["topology"]
     if "dims" in network:

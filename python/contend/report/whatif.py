@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from contend.critical_path import LABELS, PARTS
+from contend.simulation.critical_path import LABELS, PARTS
 from contend.report.terminal import Table
 
 #: Lines per plot: one per combination of the other axes; more would be unreadable.

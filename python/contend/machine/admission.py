@@ -1,0 +1,161 @@
+"""Admission control in the engine: the ``[throttle]`` table of a machine file and ``contend sim
+--throttle``, validated into the engine's ``params["node"]["policy"]``; and the configuration file of
+the native throttle library (docs/formats.md), which ``contend tune`` writes.
+
+Keys shared with the native library's configuration keep its names and meaning (policy, tokens,
+size_per_token, gap_ns, stall_ms); the engine adds the proxy's servers and Algorithm 1 of Luo et al. 2012
+thresholds::
+
+    [throttle]
+    policy = "token"        # token | rate | proxy | none
+    tokens = 20             # token (and proxy, behind the servers): tokens per node
+    size_per_token = 0      # a message takes ceil(bytes / size_per_token) tokens; 0: one per message
+    gap_ns = 2000           # rate: least time between two injections of a task
+    servers = 8             # proxy: servers per node
+    stall_ms = 100          # native library only (the engine has no stall escape)
+    ranks_per_node = 32     # when neither [topology] nor [nic] gives it
+
+    [[throttle.class]]      # Algorithm 1 thresholds for messages of at most up_to bytes (the last
+    up_to = "4KiB"          #   class also takes every larger message)
+    cct = 20                # concurrency congestion threshold: cores active at once
+    nrct = 32               # node rate congestion threshold: messages in flight per node
+    crct = [[1, 32], [20, 1]]   # [active cores, messages in flight per core]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from contend.atomic import atomic_path
+from contend.engine import engine, user_errors
+from contend.errors import UserError
+from contend.machine.quantities import parse_bytes, parse_count
+from contend.machine.size_classes import MAX_BYTES, sorted_by_size
+from contend.machine.tomlfile import Where, did_you_mean, reject_unknown_keys
+
+POLICIES = ("token", "rate", "proxy", "none")
+KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
+APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {"gap_ns"},
+           "proxy": {"servers", "tokens", "size_per_token", "class"}, "none": set()}
+CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
+
+
+def policy_params(table: Mapping[str, Any], where: Where) -> dict[str, Any] | None:
+    """The engine's policy from a ``[throttle]`` table (None for policy "none"); ``where`` locates
+    its keys ("file:line: [throttle] key") for errors."""
+    if not isinstance(table, dict):
+        raise UserError(f"{where('')}: must be a table")
+    reject_unknown_keys(table, KEYS, where)
+    if "policy" not in table:
+        raise UserError(f"{where('')}: needs policy ({', '.join(POLICIES)})")
+    policy = table["policy"]
+    if policy not in POLICIES:
+        raise UserError(f"{where('policy')}: unknown policy {policy!r}{did_you_mean(str(policy), POLICIES)}; "
+                        f"known: {', '.join(POLICIES)}")
+    for key in table:
+        if key not in APPLIES[policy] | {"policy", "ranks_per_node"}:
+            raise UserError(f"{where(key)}: {key} does not apply to policy {policy!r}")
+    if policy == "none":
+        return None
+    if policy == "rate":
+        if "gap_ns" not in table:
+            raise UserError(f"{where('')}: policy 'rate' needs gap_ns")
+        gap = _count(table, "gap_ns", where, minimum=1)
+        return {"kind": "rate", "gap": gap * 1000}
+    out: dict[str, Any] = {"kind": policy}
+    if "tokens" in table:
+        out["tokens"] = _count(table, "tokens", where, minimum=1)
+    if "size_per_token" in table:
+        out["size_per_token"] = _count(table, "size_per_token", where, minimum=0)
+        if out["size_per_token"] and "tokens" not in out:
+            raise UserError(f"{where('size_per_token')}: size_per_token needs tokens")
+    if "class" in table:
+        out["thresholds"] = _thresholds(table["class"], where)
+    if policy == "token" and "tokens" not in out and "thresholds" not in out:
+        raise UserError(f"{where('')}: policy 'token' needs tokens or [[throttle.class]] thresholds")
+    if policy == "proxy":
+        if "servers" not in table:
+            raise UserError(f"{where('')}: policy 'proxy' needs servers")
+        out["servers"] = _count(table, "servers", where, minimum=1)
+    return out
+
+
+def _thresholds(classes: Any, where: Where) -> list[dict[str, Any]]:
+    if not isinstance(classes, list) or not classes or not all(isinstance(entry, dict) for entry in classes):
+        raise UserError(f"{where('class')}: expected [[throttle.class]] tables, got {classes!r}")
+    out, places = [], []
+    for number, entry in enumerate(classes):
+        at = where.entry("class", number)
+        reject_unknown_keys(entry, CLASS_KEYS, at)
+        for key in ("cct", "nrct", "crct"):
+            if key not in entry:
+                raise UserError(f"{at()}: needs {key}")
+        crct = entry["crct"]
+        if (not isinstance(crct, list) or not crct
+                or not all(isinstance(p, list) and len(p) == 2 and all(_is_int(v, 1) for v in p) for p in crct)
+                or any(b[0] <= a[0] for a, b in zip(crct, crct[1:]))):
+            raise UserError(f"{at('crct')}: expected [[active cores, messages >= 1], ...] in increasing cores, "
+                            f"got {crct!r}")
+        cls = {"up_to": parse_bytes(entry["up_to"], at("up_to")) if "up_to" in entry else MAX_BYTES,
+               "cct": parse_count(entry["cct"], at("cct"), minimum=1, maximum=2**32 - 1),
+               "nrct": parse_count(entry["nrct"], at("nrct"), minimum=1, maximum=2**32 - 1),
+               "crct": crct}
+        out.append(cls)
+        places.append(at("up_to"))
+    return sorted_by_size(out, places, "throttle.class")
+
+
+def parse_spec(spec: str) -> dict[str, Any] | None:
+    """``--throttle``: ``token:TOKENS[:SIZE_PER_TOKEN]``, ``rate:GAP`` (a time, bare numbers ns),
+    ``proxy:SERVERS[:TOKENS]`` or ``none``.
+
+    >>> parse_spec("token:20"), parse_spec("rate:2us"), parse_spec("proxy:8:16")
+    ({'kind': 'token', 'tokens': 20}, {'kind': 'rate', 'gap': 2000000}, {'kind': 'proxy', 'servers': 8, 'tokens': 16})
+    """
+    where = f"--throttle {spec}"
+    kind, *values = spec.split(":")
+    if kind == "none" and not values:
+        return None
+    if kind == "token" and 1 <= len(values) <= 2:
+        out = {"kind": "token", "tokens": parse_count(values[0], f"{where}: tokens", minimum=1)}
+        if len(values) == 2:
+            out["size_per_token"] = parse_bytes(values[1], f"{where}: size per token")
+        return out
+    if kind == "rate" and len(values) == 1:
+        with user_errors(f"{where}: gap"):
+            gap = engine().parse_time(values[0])
+        if gap == 0:
+            raise UserError(f"{where}: the gap must be larger than 0")
+        return {"kind": "rate", "gap": gap}
+    if kind == "proxy" and 1 <= len(values) <= 2:
+        out = {"kind": "proxy", "servers": parse_count(values[0], f"{where}: servers", minimum=1)}
+        if len(values) == 2:
+            out["tokens"] = parse_count(values[1], f"{where}: tokens", minimum=1)
+        return out
+    raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
+
+
+def native_config(tokens: int, size_per_token: int = 0, comment: str = "") -> str:
+    """The text of a native throttle configuration (docs/formats.md) for the token policy."""
+    lines = ["# contend throttle configuration"] + [f"# {line}" for line in comment.splitlines()]
+    lines += ["policy = token", f"tokens = {tokens}"]
+    if size_per_token:
+        lines.append(f"size_per_token = {size_per_token}")
+    return "\n".join(lines) + "\n"
+
+
+def write_native_config(path: str | Path, text: str) -> None:
+    with atomic_path(Path(path)) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _count(table: Mapping[str, Any], key: str, where, *, minimum: int) -> int:
+    value = table[key]
+    if not _is_int(value, minimum) or value >= 2**63:
+        raise UserError(f"{where(key)}: expected an integer >= {minimum}, got {value!r}")
+    return value

@@ -1,0 +1,382 @@
+"""Network-induced memory contention measured here (Groves 2016): runs of the native ``nimc`` pattern,
+interleaved sweeps of sources and rates, per-interval features and labels, slowdown tables.
+
+One run: a triad pinned to one core, sampled every ``interval`` seconds, while the other core injects
+traffic from one source at one rate (docs/measure.md, "Network-induced memory contention"). A sweep runs
+rounds; every round holds every (source, rate) once, in a shuffled order, so slow drifts of a shared
+machine spread over all of them, and each run's slowdown is taken against the baseline of its own round:
+the spin control when the sweep has it, else ``none``. Why the spin: on a shared machine an idle second
+core does not stay idle, other jobs take it and bring their own memory traffic (measured here: the
+``none`` runs were the noisiest of all); a spinning rank holds the core without touching memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from contend.atomic import atomic_path
+from contend.errors import UserError
+
+SOURCES = ("none", "spin", "memcpy", "put", "tcp")
+BASELINES = ("spin", "none")  # the first one a round has is its baseline
+PACED = ("memcpy", "put", "tcp")  # the sources that take a rate
+NETWORK = ("put", "tcp")  # traffic arriving as a network would bring it: the detector's positive class
+MAX_RATE = -1.0  # bytes/s meaning "unpaced"
+
+_META_KEY = b"contend.nimc"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run of a sweep."""
+
+    round: int
+    source: str
+    rate_Bps: float  # MAX_RATE: unpaced; 0 for none and spin
+
+    @property
+    def label(self) -> str:
+        return f"{self.source}@{rate_text(self.rate_Bps)}" if self.source in PACED else self.source
+
+
+def rate_text(rate: float) -> str:
+    """A rate as the tables show it.
+
+    >>> rate_text(-1), rate_text(0), rate_text(2e9), rate_text(5e8)
+    ('max', '0', '2GB/s', '500MB/s')
+    """
+    if rate < 0:
+        return "max"
+    if rate == 0:
+        return "0"
+    if rate >= 1e9:
+        return f"{rate / 1e9:g}GB/s"
+    return f"{rate / 1e6:g}MB/s"
+
+
+def parse_rates(text: str) -> list[float]:
+    """Rates for the paced sources: bytes per second with decimal units, or max.
+
+    >>> parse_rates("0,500MB,2GB/s,max")
+    [0.0, 500000000.0, 2000000000.0, -1.0]
+    >>> parse_rates("fast")
+    Traceback (most recent call last):
+    contend.errors.UserError: --rates: bad rate 'fast' (want bytes/s like 0, 500MB, 2GB/s, or max)
+    """
+    scale = {"": 1, "B": 1, "k": 1e3, "kB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9}
+    rates = []
+    for item in text.split(","):
+        item = item.strip()
+        if item == "max":
+            rates.append(MAX_RATE)
+            continue
+        body = item[:-2] if item.endswith("/s") else item
+        digits = body.rstrip("kMGB")
+        try:
+            value = float(digits) * scale[body[len(digits):]]
+        except (ValueError, KeyError):
+            value = -1
+        if value < 0 or value > 1e12:
+            raise UserError(f"--rates: bad rate {item!r} (want bytes/s like 0, 500MB, 2GB/s, or max)")
+        rates.append(value)
+    return rates
+
+
+def parse_sources(text: str) -> list[str]:
+    """The sources of a sweep, checked.
+
+    >>> parse_sources("none,put")
+    ['none', 'put']
+    >>> parse_sources("rdma")
+    Traceback (most recent call last):
+    contend.errors.UserError: --sources: unknown source 'rdma' (choose from none, spin, memcpy, put, tcp)
+    """
+    sources = [s.strip() for s in text.split(",") if s.strip()]
+    for s in sources:
+        if s not in SOURCES:
+            raise UserError(f"--sources: unknown source {s!r} (choose from {', '.join(SOURCES)})")
+    if not sources:
+        raise UserError("--sources: no source given")
+    return sources
+
+
+def plan_sweep(sources: Sequence[str], rates: Sequence[float], repeats: int, seed: int = 1) -> list[Plan]:
+    """Rounds of runs: each round a ``none`` run, a ``spin`` run when asked for, and every paced source at
+    every rate once, all in a shuffled order.
+
+    >>> [p.label for p in plan_sweep(["spin", "put"], [0, 1e9], 1, seed=3)]
+    ['spin', 'put@0', 'none', 'put@1GB/s']
+    """
+    shuffle = random.Random(seed)
+    plans: list[Plan] = []
+    for r in range(repeats):
+        others = [Plan(r, s, rate) for s in sources if s in PACED for rate in rates]
+        others += [Plan(r, s, 0.0) for s in ("none", "spin") if s == "none" or s in sources]
+        shuffle.shuffle(others)
+        plans += others
+    return plans
+
+
+def _injected_per_interval(intervals: pd.DataFrame, injected: dict[str, Any]) -> np.ndarray:
+    """Bytes the interferer delivered within each triad sample, from its millisecond bins (a bin is
+    counted in the sample holding its midpoint: an edge error of at most one bin per sample)."""
+    bins = np.asarray(injected.get("bins", []), dtype=float)
+    if intervals.empty:
+        return np.zeros(0)
+    if bins.size == 0:
+        return np.zeros(len(intervals))
+    width = float(injected.get("bin_ns", 1e6))
+    cumulative = np.concatenate([[0.0], np.cumsum(bins)])
+    start = intervals["start_ns"].to_numpy(float)
+    end = start + intervals["duration_ns"].to_numpy(float)
+    first = np.clip(np.floor(start / width + 0.5), 0, bins.size).astype(int)
+    last = np.clip(np.floor(end / width + 0.5), 0, bins.size).astype(int)
+    return cumulative[last] - cumulative[first]
+
+
+REFERENCE_SAMPLES = 20  # the triad's recent speed: over its last 20 samples (2 s at the default interval)
+
+
+def phases(start_ns: np.ndarray, duration_ns: np.ndarray, period_s: float, on_s: float) -> np.ndarray:
+    """Where each sample lies in the burst cycle: "on" (wholly inside a burst), "off" (wholly between
+    bursts) or "edge"; all "on" when the traffic is continuous (period 0).
+
+    >>> list(phases(np.array([0, 0.3e9, 0.45e9, 0.6e9]), np.full(4, 0.1e9), 1.0, 0.5))
+    ['on', 'on', 'edge', 'off']
+    """
+    if period_s <= 0:
+        return np.full(len(start_ns), "on", dtype=object)
+    period, on = period_s * 1e9, on_s * 1e9
+    cycle = np.floor(start_ns / period) * period
+    first, last = start_ns - cycle, start_ns + duration_ns - cycle
+    inside_on = (first < on) & (last <= on)
+    inside_off = (first >= on) & (last <= period)
+    return np.where(inside_on, "on", np.where(inside_off, "off", "edge")).astype(object)
+
+
+def intervals_of(run, plan: Plan, period_s: float = 0.0, on_s: float = 0.0) -> pd.DataFrame:
+    """The run's triad samples with the derived features, the run's identity and the injected bytes."""
+    frame = run.intervals.copy()
+    if frame.empty:
+        raise UserError(f"nimc {plan.label}: the run produced no triad samples (is --interval longer than "
+                        f"--duration?)")
+    frame["injected_bytes"] = _injected_per_interval(frame, run.injected)
+    seconds = frame["duration_ns"] / 1e9
+    frame["injected_Bps"] = frame["injected_bytes"] / seconds
+    # CPU time the triad really had: perf's task clock, or the thread's CPU clock without perf
+    cpu_ns = frame["task_clock_ns"].where(frame["task_clock_ns"] >= 0, frame["thread_cpu_ns"])
+    frame["cpu_share"] = cpu_ns / frame["duration_ns"]
+    frame["triad_cpu_Bps"] = frame["triad_bytes"] / cpu_ns * 1e9
+    frame["ns_per_pass"] = frame["duration_ns"] / frame["passes"]
+    if "core_rate" in frame:
+        # The triad against the core's own speed (a cache-resident kernel timed beside each sample): a
+        # slower CPU state slows both, so the ratio stays; memory contention slows the triad alone.
+        # Unit: triad bytes per kernel iteration (about 28 here, quiet).
+        frame["triad_vs_core"] = frame["triad_cpu_Bps"] / frame["core_rate"]
+    # The triad against its own recent speed (causal: this sample and the ones before it), what a
+    # running application can know about itself without a baseline run
+    recent = frame["triad_cpu_Bps"].rolling(REFERENCE_SAMPLES, min_periods=1)
+    frame["triad_rel_max"] = frame["triad_cpu_Bps"] / recent.max()
+    frame["triad_rel_median"] = frame["triad_cpu_Bps"] / recent.median()
+    frame["phase"] = phases(frame["start_ns"].to_numpy(float), frame["duration_ns"].to_numpy(float), period_s, on_s)
+    if "cpu_triad_idle" in frame:  # others' work on the triad's core: busy time the triad did not have
+        busy = 1 - frame["cpu_triad_idle"] - frame.get("cpu_triad_iowait", 0)
+        frame["foreign_on_triad_core"] = (busy - frame["cpu_share"]).clip(lower=0)
+    frame.insert(0, "source", plan.source)
+    frame.insert(1, "rate_target_Bps", plan.rate_Bps)
+    frame.insert(2, "round", plan.round)
+    return frame
+
+
+def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
+            period_s: float = 0.0, on_s: float = 0.0,
+            timeout_s: float = 300) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Run one plan: its samples and its summary (whose ``verified`` says the data checks passed).
+    With bursts (``period_s`` > 0) the summary's ``paired_slowdown_pct`` compares the run's samples
+    between bursts with those inside them: a baseline taken within the same seconds."""
+    from contend.native.bench.runner import run_benchmark
+
+    options = {"mode": plan.source, "duration": f"{duration_s:g}", "interval": f"{interval_s:g}",
+               "region": str(region), "nice": str(nice), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
+    if period_s > 0:
+        options.update(period=f"{period_s:g}", on=f"{on_s:g}")
+    run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s)
+    frame = intervals_of(run, plan, period_s, on_s)
+    row = run.results.iloc[0]
+    on_bw = frame.loc[frame["phase"] == "on", "triad_cpu_Bps"].median()
+    off_bw = frame.loc[frame["phase"] == "off", "triad_cpu_Bps"].median()
+    summary = {
+        "label": plan.label, "source": plan.source, "round": plan.round, "rate_target_Bps": plan.rate_Bps,
+        "started": run.meta.get("started"), "loadavg_1min": run.meta.get("loadavg_1min"),
+        "samples": int(len(frame)), "sent_bytes": int(run.injected.get("sent_bytes", -1)),
+        "received_bytes": int(run.injected.get("received_bytes", -2)),
+        "binned_bytes": int(np.sum(run.injected.get("bins", []))),
+        "triad_verified": bool(row.get("triad_verified", 0)), "data_verified": bool(row.get("data_verified", 0)),
+        "triad_Bps": float(frame["triad_Bps"].median()), "triad_cpu_Bps": float(frame["triad_cpu_Bps"].median()),
+        "injected_Bps": float(run.injected.get("sent_bytes", 0)) / duration_s,
+        "cpu_share": float(frame["cpu_share"].median()),
+        "loadavg_intervals": float(frame["loadavg_1min"].median()),
+        "software_counters": run.injected.get("software_counters"),
+        "hardware_counters": run.injected.get("hardware_counters"),
+        "triad_cpu": run.injected.get("triad_cpu"), "interferer_cpu": run.injected.get("interferer_cpu"),
+        "chunk": chunk, "region": region, "duration_s": duration_s, "interval_s": interval_s,
+        "nice": nice, "nice_granted": run.injected.get("nice_granted"), "period_s": period_s, "on_s": on_s,
+        "on_cpu_Bps": float(on_bw), "off_cpu_Bps": float(off_bw),
+        "paired_slowdown_pct": float(100 * (off_bw / on_bw - 1)) if period_s > 0 else float("nan"),
+        "injected_on_Bps": float(frame.loc[frame["phase"] == "on", "injected_Bps"].median()),
+    }
+    summary["verified"] = (summary["triad_verified"] and summary["data_verified"]
+                           and summary["sent_bytes"] == summary["received_bytes"])
+    return frame, summary
+
+
+def label(frame: pd.DataFrame, summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Add the labels (``nimc``: network-like bytes landed during the run) and each sample's slowdown
+    against the median bandwidth of its round's baseline run (per CPU second of the triad: time the
+    triad was preempted by other jobs is not memory contention)."""
+    frame = frame.copy()
+    baseline = round_baselines(summaries)
+    if frame.empty:
+        return frame
+    base = frame["round"].map(baseline)
+    frame["baseline_cpu_Bps"] = base
+    frame["slowdown_pct"] = 100 * (base / frame["triad_cpu_Bps"] - 1)
+    sent = {s["run"]: s["sent_bytes"] for s in summaries}
+    frame["nimc"] = frame["source"].isin(NETWORK) & (frame["run"].map(sent) > 0) & (frame["phase"] == "on")
+    return frame
+
+
+def mean_interval(values: Sequence[float], draws: int = 2000, seed: int = 1) -> tuple[float, float, float]:
+    """Mean of ``values`` (NaNs dropped) and its 95% bootstrap interval (runs resampled); NaNs when
+    fewer than two values.
+
+    >>> mean_interval([2.0, 2.0, 2.0])
+    (2.0, 2.0, 2.0)
+    """
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if v.size < 2:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = rng.choice(v, (draws, v.size)).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(v.mean()), float(low), float(high)
+
+
+def round_baselines(summaries: list[dict[str, Any]]) -> dict[int, float]:
+    """Per round, the median triad bandwidth (per CPU second) of its baseline run (``BASELINES``)."""
+    baselines: dict[int, float] = {}
+    for source in reversed(BASELINES):  # the preferred baseline overwrites the fallback
+        baselines.update({s["round"]: s["triad_cpu_Bps"] for s in summaries if s["source"] == source})
+    return baselines
+
+
+def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Per (source, rate): the runs' median injected rate, triad bandwidth and slowdown against the
+    baseline of their round, with the spread (min, max) over runs and the load they ran under."""
+    runs = pd.DataFrame(summaries)
+    base = pd.Series(round_baselines(summaries))
+    # inside the bursts (all samples of continuous runs)
+    during = runs["on_cpu_Bps"] if "on_cpu_Bps" in runs else runs["triad_cpu_Bps"]
+    runs["slowdown_pct"] = 100 * (runs["round"].map(base) / during - 1)
+    runs["bw_loss_pct"] = 100 * (1 - during / runs["round"].map(base))
+    order = {s: i for i, s in enumerate(SOURCES)}
+    runs["rate_key"] = runs["rate_target_Bps"].where(runs["rate_target_Bps"] >= 0, np.inf)
+    rows = []
+    for (source, _), group in runs.groupby(["source", "rate_key"], sort=False):
+        rows.append({
+            "source": source, "rate_target": rate_text(float(group["rate_target_Bps"].iloc[0])),
+            "runs": len(group),
+            "injected_GBps": group["injected_Bps"].median() / 1e9,
+            "triad_GBps": group["triad_cpu_Bps"].median() / 1e9,
+            "triad_wall_GBps": group["triad_Bps"].median() / 1e9,
+            "slowdown_pct": group["slowdown_pct"].median(),
+            "slowdown_min": group["slowdown_pct"].min(), "slowdown_max": group["slowdown_pct"].max(),
+            "bw_loss_pct": group["bw_loss_pct"].median(),
+            "injected_on_GBps": group["injected_on_Bps"].median() / 1e9 if "injected_on_Bps" in group else float("nan"),
+            "paired_pct": group["paired_slowdown_pct"].median() if "paired_slowdown_pct" in group else float("nan"),
+            "paired_min": group["paired_slowdown_pct"].min() if "paired_slowdown_pct" in group else float("nan"),
+            "paired_max": group["paired_slowdown_pct"].max() if "paired_slowdown_pct" in group else float("nan"),
+            **dict(zip(("paired_mean", "paired_ci_low", "paired_ci_high"),
+                       mean_interval(group["paired_slowdown_pct"]) if "paired_slowdown_pct" in group
+                       else (float("nan"),) * 3)),
+            "cpu_share": group["cpu_share"].median(),
+            "loadavg": group["loadavg_1min"].median(),
+            "verified": bool(group["verified"].all()),
+            "_order": (order.get(source, 99), float(group["rate_key"].iloc[0])),
+        })
+    table = pd.DataFrame(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
+    return table
+
+
+def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
+          period_s: float = 0.0, on_s: float = 0.0, progress: Callable[[int, int, Plan], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Run every plan in order; all samples (labelled) and the runs' summaries."""
+    frames, summaries = [], []
+    for number, plan in enumerate(plans):
+        if progress is not None:
+            progress(number, len(plans), plan)
+        frame, summary = measure(plan, duration_s=duration_s, interval_s=interval_s, chunk=chunk, region=region,
+                                 nice=nice, period_s=period_s, on_s=on_s, timeout_s=max(120.0, 10 * duration_s))
+        summary["run"] = number
+        frame.insert(0, "run", number)
+        frames.append(frame)
+        summaries.append(summary)
+    if progress is not None:
+        progress(len(plans), len(plans), plans[-1])
+    return label(pd.concat(frames, ignore_index=True), summaries), summaries
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path, meta: dict[str, Any]) -> None:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    metadata = {**(table.schema.metadata or {}), _META_KEY: json.dumps(meta).encode()}
+    with atomic_path(path) as temporary:
+        pq.write_table(table.replace_schema_metadata(metadata), temporary)
+
+
+def write_samples(frame: pd.DataFrame, path: str | os.PathLike, meta: dict[str, Any] | None = None) -> Path:
+    """Samples (and predictions) as one Parquet file, whole or not at all."""
+    _write_parquet(frame, Path(path), meta or {})
+    return Path(path)
+
+
+def write_sweep(directory: str | os.PathLike, samples: pd.DataFrame, summaries: list[dict[str, Any]],
+                table: pd.DataFrame, settings: dict[str, Any]) -> dict[str, Path]:
+    """The sweep's files (docs/formats.md, "nimc data"): every file whole or not at all."""
+    directory = Path(directory)
+    (directory / "runs").mkdir(parents=True, exist_ok=True)
+    for summary in summaries:
+        run = samples[samples["run"] == summary["run"]]
+        name = f"{summary['run']:03d}-{summary['label'].replace('/', '').replace('@', '-')}.parquet"
+        _write_parquet(run, directory / "runs" / name, summary)
+    paths = {"samples": directory / "intervals.parquet", "summary": directory / "summary.json",
+             "slowdown": directory / "slowdown.parquet"}
+    _write_parquet(samples, paths["samples"], {"settings": settings, "runs": len(summaries)})
+    _write_parquet(table, paths["slowdown"], {"settings": settings})
+    with atomic_path(paths["summary"]) as temporary:
+        temporary.write_text(json.dumps({"format": "contend-nimc-sweep", "version": 1, "settings": settings,
+                                         "runs": summaries, "slowdown": table.to_dict(orient="records")},
+                                        indent=1, default=float))
+    return paths
+
+
+def read_samples(path: str | os.PathLike) -> pd.DataFrame:
+    """Samples from a sweep directory (its intervals.parquet) or a Parquet file of samples."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "intervals.parquet"
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    try:
+        return pq.read_table(path).to_pandas()
+    except Exception as exc:  # pyarrow raises several types for files that are not Parquet
+        raise UserError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
