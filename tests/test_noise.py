@@ -168,6 +168,29 @@ def test_bad_noise_options_exit_2(capsys, argv, message):
     fails_cleanly(capsys, ["sim", "--collective", "dissemination", "--ranks", "8", "--bytes", "1", *argv], message)
 
 
+@pytest.mark.parametrize("spec,table", [
+    ("periodic:200kHz:700ns", {"kind": "periodic", "frequency": "200kHz", "duration": "700ns"}),
+    ("random:1kHz:25us:fixed", {"kind": "random", "rate": "1kHz", "duration": "25us", "distribution": "fixed"}),
+    ("random:2kHz:10us-40us", {"kind": "random", "rate": "2kHz", "distribution": "uniform", "min": "10us", "max": "40us"}),
+])
+def test_a_spec_and_its_table_are_the_same_noise(spec, table):
+    """The command line's spec (parsed by the engine) and a [noise] table (read by Python) meet in
+    the same settings."""
+    from contend.noise.settings import from_table, parse_spec
+
+    assert parse_spec(spec) == from_table(table, lambda key: key)
+
+
+def test_the_engine_names_the_key_a_rule_is_about():
+    """The rules live in the engine; its error names the key, which Python places."""
+    from contend.errors import UserError
+    from contend.noise.settings import from_table
+
+    with pytest.raises(UserError, match=r"^where rate: 1000 Hz of detours averaging 600 us take 60% of the time"):
+        from_table({"kind": "random", "rate": "1kHz", "duration": "600us", "distribution": "fixed"},
+                   lambda key: f"where {key}")
+
+
 def sim_json(capsys, *argv) -> dict:
     assert main(["sim", "--json", *argv]) == 0
     return json.loads(capsys.readouterr().out)

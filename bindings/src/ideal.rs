@@ -8,7 +8,8 @@ use pyo3::types::{PyBytes, PyDict};
 
 use contend_engine::net::{Network, Sharing};
 
-use crate::{le_bytes, network_from};
+use crate::network::network_from;
+use crate::results::le_bytes;
 
 /// Per message `i` (rank `src[i]` to rank `dst[i]`, `bytes[i]` bytes), in ps, the time from its
 /// entering the network to its last byte arriving when it is alone on an idle network (the network

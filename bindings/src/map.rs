@@ -14,7 +14,9 @@ use contend_engine::map::traffic::Traffic;
 use contend_engine::map::IdleRoutes;
 use contend_engine::net::{NetworkSpec, Placement, RankMap};
 
-use crate::{goal_err, le_bytes, network_from};
+use crate::goal::goal_err;
+use crate::network::network_from;
+use crate::results::le_bytes;
 
 /// The network of `params` and its routes on an idle network.
 fn routes_from(params: &Bound<'_, PyDict>) -> PyResult<(NetworkSpec, IdleRoutes)> {

@@ -3,18 +3,18 @@
 //! ```text
 //! contend-engine-bench gen PATTERN RANKS BYTES [NOISE]
 //!     simulate a generated collective; with NOISE, under LogGOPSim's default parameters as
-//!     benchmarks/noise_speed.py (independent phases, seed 0): none, periodic:PERIOD_NS:DURATION_NS,
-//!     periodic-co:PERIOD_NS:DURATION_NS (co-scheduled at 0), random:RATE_HZ:MEAN_NS (exponential
-//!     lengths) or trace:FILE; with CONTEND_TIME_ORDERED=1 in the environment, always in time
-//!     order, never windowed, and with CONTEND_WINDOWED=1 windowed wherever exact, also without
-//!     noise (to compare the two loops); CONTEND_THREADS=N: windows shared by N threads (default 0:
-//!     the engine chooses)
+//!     benchmarks/noise_speed.py (independent phases, seed 0): the `--noise` spec of the command
+//!     line (engine/src/noise/spec.rs: periodic:1kHz:25us, random:1kHz:25us, trace:FILE, none);
+//!     with CONTEND_TIME_ORDERED=1 in the environment, always in time order, never windowed, and
+//!     with CONTEND_WINDOWED=1 windowed wherever exact, also without noise (to compare the two
+//!     loops); CONTEND_THREADS=N: windows shared by N threads (default 0: the engine chooses)
 //! contend-engine-bench goal FILE [CACHE_DIR]       parse a GOAL file (through the cache in CACHE_DIR),
 //!                                                  then simulate it
 //! contend-engine-bench write PATTERN RANKS BYTES FILE
 //! contend-engine-bench net PATTERN RANKS BYTES TOPOLOGY SHARING [PACKET]
-//!     over a network: TOPOLOGY torus:8x8x8, fattree:K:LEVELS or dragonfly:A:P:H:G; SHARING flow or
-//!     packet; PACKET bytes (default 256)
+//!     over a network: TOPOLOGY in the engine's compact form (torus:8x8x8, fattree:K:LEVELS,
+//!     dragonfly:A:P:H:G, ...: engine/src/net/topology.rs); SHARING flow or packet; PACKET bytes
+//!     (default 256)
 //! ```
 //! Networks: 10 GB/s links and injection, 100 ns per hop, one rank per node.
 //! Prints one JSON object. Parameters: L=3000 o=1500 g=1000 G=6 O=0 S=65535 (ns), but see NOISE.
@@ -26,10 +26,9 @@ use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::Program;
 use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::writer::write_goal_file;
-use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
-use contend_engine::noise::random::{Durations, RandomNoise};
-use contend_engine::noise::trace::read_trace_file;
-use contend_engine::noise::{Noise, Phase};
+use contend_engine::net::{Network, NetworkSpec, Placement, Sharing};
+use contend_engine::noise::spec::NoiseSpec;
+use contend_engine::noise::Noise;
 use contend_engine::sim::{simulate_with_noise, simulate_with_progress, Execution, Options, Params, SimResult};
 
 fn peak_rss_bytes() -> u64 {
@@ -70,46 +69,10 @@ fn collective(args: &[String]) -> Collective {
     Collective::new(pattern, ranks, bytes, 0, 0).unwrap_or_else(|e| fail(&e))
 }
 
-fn topology(text: &str) -> TopologySpec {
-    let (kind, rest) = text.split_once(':').unwrap_or_else(|| fail("TOPOLOGY is kind:parameters"));
-    let nums = |sep: char| -> Vec<u32> { rest.split(sep).map(|x| x.parse().unwrap_or_else(|_| fail("bad topology number"))).collect() };
-    match kind {
-        "torus" => TopologySpec::Torus { dims: nums('x') },
-        "fattree" => {
-            let v = nums(':');
-            TopologySpec::FatTree { k: v[0], levels: v[1], oversubscription: 1 }
-        }
-        "dragonfly" => {
-            let v = nums(':');
-            TopologySpec::Dragonfly { a: v[0], p: v[1], h: v[2], g: v[3] }
-        }
-        _ => fail("topology kinds: torus, fattree, dragonfly"),
-    }
-}
-
-/// The noise of `gen`'s optional NOISE argument (see the module doc).
-fn noise(spec: &str) -> Noise {
-    let (kind, rest) = spec.split_once(':').unwrap_or_else(|| fail("NOISE is kind:parameters"));
-    let num = |x: &str| -> u64 { x.parse().unwrap_or_else(|_| fail("NOISE: bad number")) };
-    let two = || rest.split_once(':').unwrap_or_else(|| fail("NOISE: two numbers expected"));
-    let made = match kind {
-        "periodic" | "periodic-co" => {
-            let (period, duration) = two();
-            let phase = if kind == "periodic" { Phase::Independent } else { Phase::CoScheduled(0) };
-            Noise::periodic(num(period) * 1000, num(duration) * 1000, phase, 0)
-        }
-        "random" => {
-            let (rate, mean) = two();
-            RandomNoise::new(num(rate) as f64, Durations::Exponential { mean: num(mean) * 1000 }, 0)
-                .and_then(|r| Noise::random(r, Phase::Independent))
-        }
-        "trace" => {
-            let trace = read_trace_file(Path::new(rest)).unwrap_or_else(|e| fail(&e.to_string()));
-            Noise::replay(trace.ranks, Phase::Independent, 0)
-        }
-        _ => fail("NOISE kinds: periodic, periodic-co, random, trace"),
-    };
-    made.unwrap_or_else(|e| fail(&e))
+/// The noise of `gen`'s optional NOISE argument: the engine's compact form (see the module doc).
+fn noise(spec: &str) -> Option<Noise> {
+    let spec = NoiseSpec::parse(spec).unwrap_or_else(|e| fail(&format!("NOISE: {e}")))?;
+    Some(spec.build().unwrap_or_else(|e| fail(&format!("NOISE: {e}"))))
 }
 
 fn fail(msg: &str) -> ! {
@@ -122,7 +85,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("gen") if args.len() == 4 || args.len() == 5 => {
             let c = collective(&args[1..4]);
-            let noise = args.get(4).filter(|spec| *spec != "none").map(|spec| noise(spec));
+            let noise = args.get(4).and_then(|spec| noise(spec));
             let par = if args.len() == 5 { Params::loggopsim_defaults() } else { params() };
             let t0 = Instant::now();
             let execution = match (std::env::var_os("CONTEND_TIME_ORDERED"), std::env::var_os("CONTEND_WINDOWED")) {
@@ -167,7 +130,7 @@ fn main() {
         Some("net") if args.len() == 6 || args.len() == 7 => {
             let c = collective(&args[1..4]);
             let spec = NetworkSpec {
-                topology: topology(&args[4]),
+                topology: args[4].parse().unwrap_or_else(|e: String| fail(&format!("TOPOLOGY: {e}"))),
                 routing: None,
                 placement: Placement::Block,
                 ranks_per_node: 1,

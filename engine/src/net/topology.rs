@@ -95,6 +95,72 @@ impl TopologySpec {
     }
 }
 
+/// Every kind of topology with the sizes it takes, in the order of its compact form: `dims` is a
+/// list, the others one number each; a fat tree's `oversubscription` may be left out (1).
+pub const TOPOLOGY_KINDS: [(&str, &[&str]); 5] = [
+    ("torus", &["dims"]),
+    ("mesh", &["dims"]),
+    ("fattree", &["k", "levels", "oversubscription"]),
+    ("dragonfly", &["a", "p", "h", "g"]),
+    ("crossbar", &["nodes"]),
+];
+
+impl TopologySpec {
+    /// The spec of `kind` from its sizes (see [`TOPOLOGY_KINDS`]); `size(key)` gives one, None when
+    /// it is not given. Errors start with the key. The sizes are checked when the [`Topology`] is built.
+    pub fn from_sizes(kind: &str, size: impl Fn(&'static str) -> Result<Option<Vec<u32>>, String>) -> Result<TopologySpec, String> {
+        let one = |key: &'static str, default: Option<u32>| -> Result<u32, String> {
+            match size(key)? {
+                Some(v) if v.len() == 1 => Ok(v[0]),
+                Some(_) => Err(format!("{key}: expected one number")),
+                None => default.ok_or_else(|| format!("{key}: missing")),
+            }
+        };
+        let dims = || size("dims")?.ok_or_else(|| "dims: missing".to_string());
+        Ok(match kind {
+            "torus" => TopologySpec::Torus { dims: dims()? },
+            "mesh" => TopologySpec::Mesh { dims: dims()? },
+            "fattree" => TopologySpec::FatTree { k: one("k", None)?, levels: one("levels", None)?, oversubscription: one("oversubscription", Some(1))? },
+            "dragonfly" => TopologySpec::Dragonfly { a: one("a", None)?, p: one("p", None)?, h: one("h", None)?, g: one("g", None)? },
+            "crossbar" => TopologySpec::Crossbar { nodes: one("nodes", None)? },
+            other => {
+                let kinds: Vec<&str> = TOPOLOGY_KINDS.iter().map(|(k, _)| *k).collect();
+                return Err(format!("topology: unknown kind '{other}' ({})", kinds.join(", ")));
+            }
+        })
+    }
+}
+
+/// The compact form of a topology: `torus:8x8x8`, `mesh:4x4`, `fattree:K:LEVELS[:OVERSUBSCRIPTION]`,
+/// `dragonfly:A:P:H:G`, `crossbar:NODES`: the sizes of [`TOPOLOGY_KINDS`] in order.
+///
+/// ```
+/// use contend_engine::net::TopologySpec;
+/// assert_eq!("torus:8x8x8".parse(), Ok(TopologySpec::Torus { dims: vec![8, 8, 8] }));
+/// assert_eq!("fattree:32:2".parse(), Ok(TopologySpec::FatTree { k: 32, levels: 2, oversubscription: 1 }));
+/// assert!("ring:8".parse::<TopologySpec>().is_err() && "dragonfly:4:2:2".parse::<TopologySpec>().is_err());
+/// ```
+impl std::str::FromStr for TopologySpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<TopologySpec, String> {
+        const FORMS: &str = "torus:AxBxC, mesh:AxB, fattree:K:LEVELS[:OVERSUBSCRIPTION], dragonfly:A:P:H:G or crossbar:NODES";
+        let expected = |why: String| format!("expected {FORMS}; got '{text}' ({why})");
+        let (kind, rest) = text.trim().split_once(':').ok_or_else(|| expected("no sizes".into()))?;
+        let parts: Vec<&str> = rest.split(':').collect();
+        let keys = TOPOLOGY_KINDS.iter().find(|(k, _)| *k == kind).map_or(&[][..], |(_, keys)| *keys);
+        if parts.len() > keys.len() && !keys.is_empty() {
+            return Err(expected(format!("a {kind} takes {}", keys.join(", "))));
+        }
+        let number = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("'{x}' is not a size"));
+        TopologySpec::from_sizes(kind, |key| {
+            let Some(i) = keys.iter().position(|k| *k == key) else { return Ok(None) };
+            parts.get(i).map(|x| if key == "dims" { x.split('x').map(number).collect() } else { number(x).map(|n| vec![n]) }).transpose()
+        })
+        .map_err(expected)
+    }
+}
+
 /// A validated topology. Memory O(dimensions); every query below is O(1) unless it says otherwise.
 #[derive(Clone, Debug)]
 pub struct Topology {

@@ -11,11 +11,13 @@
 
 pub mod pattern;
 pub mod random;
+pub mod spec;
 pub mod trace;
 
 use crate::time::Time;
 use pattern::Pattern;
 use random::{mix, LastWindow, RandomNoise};
+use spec::{format_time, SpecError};
 
 /// How the ranks' noise lines up in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,24 +49,30 @@ pub struct Noise {
 
 impl Noise {
     /// One detour of `duration` every `period` ps on every rank.
-    pub fn periodic(period: Time, duration: Time, phase: Phase, seed: u64) -> Result<Noise, String> {
-        Ok(Noise { source: Source::Cyclic(vec![Pattern::periodic(period, duration)?]), phase, seed, per_byte: false })
+    pub fn periodic(period: Time, duration: Time, phase: Phase, seed: u64) -> Result<Noise, SpecError> {
+        if duration >= period {
+            return Err(SpecError::new("duration", format!(
+                "detours of {} every {} leave no time for work: the duration must be shorter than the period",
+                format_time(duration as f64), format_time(period as f64))));
+        }
+        let pattern = Pattern::periodic(period, duration).map_err(|e| SpecError::new("duration", e))?;
+        Ok(Noise { source: Source::Cyclic(vec![pattern]), phase, seed, per_byte: false })
     }
 
     /// Replays measured traces: rank r replays `traces[r % traces.len()]`, repeated forever.
-    pub fn replay(traces: Vec<Pattern>, phase: Phase, seed: u64) -> Result<Noise, String> {
+    pub fn replay(traces: Vec<Pattern>, phase: Phase, seed: u64) -> Result<Noise, SpecError> {
         if traces.is_empty() {
-            return Err("no noise trace to replay".into());
+            return Err(SpecError::new("trace", "no noise trace to replay"));
         }
         Ok(Noise { source: Source::Cyclic(traces), phase, seed, per_byte: false })
     }
 
     /// Poisson detours (see [`random`], which holds the seed); co-scheduled: every rank sees the
     /// same detours.
-    pub fn random(random: RandomNoise, phase: Phase) -> Result<Noise, String> {
+    pub fn random(random: RandomNoise, phase: Phase) -> Result<Noise, SpecError> {
         if let Phase::CoScheduled(p) = phase {
             if p != 0 {
-                return Err("a phase applies to periodic and trace noise; random noise is co-scheduled or independent".into());
+                return Err(SpecError::new("phase", "random noise is independent or coscheduled (no phase time)"));
             }
         }
         Ok(Noise { source: Source::Random(random), phase, seed: 0, per_byte: false })

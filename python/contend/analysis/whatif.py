@@ -252,11 +252,11 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
         if all(n is None for n in noises):
             raise UserError("--vary noise-phase: there is no noise to apply it to (vary noise, or a machine "
                             "with [noise])")
-        from contend.noise.settings import INDEPENDENT
+        from contend.noise.settings import checked
 
-        if any(n is not None and n.kind == "random" for n in noises) and \
-                any(p not in (INDEPENDENT, 0) for p in by_name["noise-phase"].values):
-            raise UserError("--vary noise-phase: random noise is independent or coscheduled (no phase time)")
+        for noise in filter(None, noises):  # every combination the runs will meet, before any runs
+            for phase in by_name["noise-phase"].values:
+                checked(dataclasses.replace(noise, phase=phase), lambda key: "--vary noise-phase")
 
 
 # --- one run ---------------------------------------------------------------------------------------------

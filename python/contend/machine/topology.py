@@ -39,7 +39,6 @@ SIZE_KEYS = {
 OPTIONAL_SIZE_KEYS = {"fattree": ("oversubscription",)}
 COMMON_KEYS = ("kind", "routing", "ranks_per_node", "placement", "link_bandwidth", "injection_bandwidth",
                "global_bandwidth", "hop_latency", "packet", "seed", "sharing")
-SHARING_MODELS = ("flow", "packet")
 ALL_SIZE_KEYS = tuple(dict.fromkeys(k for keys in (*SIZE_KEYS.values(), *OPTIONAL_SIZE_KEYS.values()) for k in keys))
 
 
@@ -80,8 +79,11 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     if isinstance(placement, list):
         if not all(_is_count(n, 0) for n in placement):
             raise UserError(f"{where('placement')}: a placement list holds node numbers (integers >= 0)")
-    elif placement not in ("block", "cyclic"):
+    elif not isinstance(placement, str):
         raise UserError(f"{where('placement')}: expected block, cyclic or a list of nodes, got {placement!r}")
+    else:
+        with user_errors(where("placement")):
+            engine().check_placement(placement)
     network["placement"] = placement
     if "link_bandwidth" not in table:
         raise UserError(f"{where()}: link_bandwidth is required (e.g. \"425MB/s\")")
@@ -133,9 +135,11 @@ def engine_error_key(network: Mapping[str, Any], message: str) -> str | None:
 
 
 def sharing_model(name: Any, where: str) -> str:
-    """A link sharing model's name, checked (the engine's Sharing)."""
-    if name not in SHARING_MODELS:
+    """A link sharing model's name, checked by the engine (its Sharing)."""
+    if not isinstance(name, str):
         raise UserError(f"{where}: unknown link sharing model {name!r} (flow, packet)")
+    with user_errors(where):
+        engine().check_sharing(name)
     return name
 
 

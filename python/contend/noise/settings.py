@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -46,8 +45,6 @@ _KEYS = {
     "random": ("kind", "rate", "duration", "distribution", "min", "max", "phase", "seed", "per_byte"),
     "trace": ("kind", "trace", "phase", "seed", "per_byte"),
 }
-_FREQUENCY = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)\s*([kMG]?)(Hz)?\s*$")
-_PREFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
 
 
 @dataclass(frozen=True)
@@ -141,66 +138,68 @@ class NoiseSettings:
 
 
 def format_ps(ps: float) -> str:
-    """A duration for people: "25 us", "2.5 ms", "800 ns".
+    """A duration for people, as the engine's messages write it: "25 us", "2.5 ms", "800 ns".
 
     >>> format_ps(25_000_000), format_ps(2_500_000_000), format_ps(800_000), format_ps(0)
     ('25 us', '2.5 ms', '800 ns', '0 ns')
     """
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if ps >= scale:
-            return f"{ps / scale:.4g} {unit}"
-    return f"{ps / 1e3:.4g} ns"
+    return engine().format_time(float(ps))
 
 
 def format_hz(hz: float) -> str:
-    """A frequency for people.
+    """A frequency for people, as the engine's messages write it.
 
     >>> format_hz(1000.0), format_hz(2.5)
     ('1000 Hz', '2.5 Hz')
     """
-    return f"{hz:.6g} Hz"
+    return engine().format_hz(float(hz))
 
 
 def parse_frequency(text: Any, where: str) -> float:
-    """A frequency in Hz: ``1000Hz``, ``1kHz``, ``10 Hz``, ``2.5``.
+    """A frequency in Hz: ``1000Hz``, ``1kHz``, ``10 Hz``, ``2.5`` (the engine's grammar).
 
     >>> parse_frequency("1kHz", "rate"), parse_frequency(10, "rate")
     (1000.0, 10.0)
     """
-    if isinstance(text, bool):
+    with user_errors(where):
+        return engine().parse_frequency(_frequency_text(text, where))
+
+
+def _frequency_text(text: Any, where: str) -> str:
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise UserError(f"{where}: expected a frequency such as 1000Hz or 1kHz, got {text!r}")
-    match = _FREQUENCY.match(str(text))
-    if not match:
-        raise UserError(f"{where}: expected a frequency such as 1000Hz or 1kHz, got {text!r}")
-    value = float(match.group(1)) * _PREFIX[match.group(2)]
-    if not 0 < value < 1e12:
-        raise UserError(f"{where}: a frequency must be positive and below 1 THz, got {text!r}")
-    return value
+    return str(text)
+
+
+def _time_text(text: Any, where: str) -> str:
+    """A table's time value as the engine's text (floats to its 1 ps resolution)."""
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        raise UserError(f"{where}: expected a time such as 25us, got {text!r}")
+    return f"{text:.3f}" if isinstance(text, float) else str(text)
 
 
 def parse_duration(text: Any, where: str) -> int:
     """A time with a unit (``25us``; bare numbers are ns), in ps; positive."""
-    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
-        raise UserError(f"{where}: expected a time such as 25us, got {text!r}")
-    value = f"{text:.3f}" if isinstance(text, float) else str(text)
-    if value.strip().startswith("-"):
-        raise UserError(f"{where}: must not be negative, got {text!r}")
+    value = _time_text(text, where)
     with user_errors(where):
-        ps = engine().parse_time(value)
-    if ps == 0:
-        raise UserError(f"{where}: must be positive, got {text!r}")
-    return ps
+        return engine().parse_noise_duration(value)
 
 
 def _period(frequency: Any, where: str) -> int:
-    """The period of a frequency in ps, judged by the engine's time range like any duration (a tiny
-    frequency is a period too long for it, or no float at all)."""
-    hz = parse_frequency(frequency, where)
+    """The period of a frequency in ps, within the engine's range of times."""
+    with user_errors(where):
+        return engine().parse_period(_frequency_text(frequency, where))
+
+
+def checked(settings: NoiseSettings, where: Callable[[str], str]) -> NoiseSettings:
+    """``settings`` once the engine's model accepts them: its rules (a duration shorter than the
+    period, at most 50% of the time in detours, no phase time for random noise) live there, in
+    engine/src/noise; ``where(key)`` names the place a key came from in errors."""
     try:
-        return parse_duration(f"{PS_PER_S / hz:.0f}ps", where)
-    except UserError:
-        raise UserError(f"{where}: {frequency!r} is too low: one period is longer than the longest time "
-                        "the engine takes") from None
+        engine().check_noise(settings.engine_params())
+    except engine().NoiseSpecError as exc:
+        raise UserError(f"{where(exc.key)}: {exc.problem}") from None
+    return settings
 
 
 def parse_phase(text: Any, where: str) -> str | int:
@@ -264,10 +263,7 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
         period = (_period(table["frequency"], where("frequency")) if "frequency" in table
                   else parse_duration(table["period"], where("period")))
         duration = parse_duration(required("duration"), where("duration"))
-        if duration >= period:
-            raise UserError(f"{where('duration')}: detours of {format_ps(duration)} every {format_ps(period)} leave no "
-                            "time for work: the duration must be shorter than the period")
-        return NoiseSettings("periodic", period=period, duration=duration, **common)
+        return checked(NoiseSettings("periodic", period=period, duration=duration, **common), where)
     if kind == "random":
         rate = parse_frequency(required("rate"), where("rate"))
         distribution = table.get("distribution", "exponential")
@@ -275,8 +271,6 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
             raise UserError(f"{where('distribution')}: expected one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
         if distribution == "uniform":
             low, high = (parse_duration(required(k), where(k)) for k in ("min", "max"))
-            if high < low:
-                raise UserError(f"{where('max')}: must not be below min ({format_ps(low)})")
             settings = NoiseSettings("random", rate=rate, distribution=distribution, minimum=low, maximum=high, **common)
         else:
             for key in ("min", "max"):
@@ -284,61 +278,52 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
                     raise UserError(f"{where(key)}: applies to distribution = \"uniform\" only")
             settings = NoiseSettings("random", rate=rate, distribution=distribution,
                                      duration=parse_duration(required("duration"), where("duration")), **common)
-        if settings.overhead() >= 0.5:
-            raise UserError(f"{where('rate')}: {format_hz(rate)} of detours averaging {format_ps(settings._mean_duration())} "
-                            f"take {100 * settings.overhead():.0f}% of the time (at most 50%)")
-        if settings.phase not in (INDEPENDENT, 0):
-            raise UserError(f"{where('phase')}: random noise is independent or coscheduled (no phase time)")
-        return settings
+        return checked(settings, where)
     files = required("trace")
     files = [files] if isinstance(files, str) else files
-    if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
+    if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
         raise UserError(f"{where('trace')}: expected a trace file or a list of them")
     resolved = tuple(str((base / f) if base is not None and not os.path.isabs(f) else Path(f)) for f in files)
-    for path in resolved:
-        if not os.path.isfile(path):  # here, where the error can name the key; the engine reads it later
-            raise UserError(f"{where('trace')}: no trace file {path!r}")
-    return NoiseSettings("trace", files=resolved, **common)
+    return checked(NoiseSettings("trace", files=_existing(resolved, where("trace")), **common), where)
+
+
+def _existing(files: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """Trace files checked for existence here, where the error can name the key; the engine reads
+    them when it simulates."""
+    for path in files:
+        if not os.path.isfile(path):
+            raise UserError(f"{where}: no trace file {path!r}")
+    return files
 
 
 def parse_spec(spec: str, where: str = "--noise") -> NoiseSettings | None:
-    """A command-line spec: ``periodic:FREQ:DURATION``, ``random:RATE:DURATION[:fixed|:exponential]``,
-    ``random:RATE:MIN-MAX`` (uniform), ``trace:FILE[,FILE...]`` or ``none``.
+    """A command-line spec in the engine's grammar (engine/src/noise/spec.rs): ``periodic:FREQ:DURATION``,
+    ``random:RATE:DURATION[:fixed|:exponential]``, ``random:RATE:MIN-MAX`` (uniform),
+    ``trace:FILE[,FILE...]`` or ``none``.
 
     >>> parse_spec("periodic:1kHz:25us").describe()
     'periodic 1000 Hz x 25 us (2.5%), independent phases (seed 0)'
     """
-    kind, _, rest = spec.strip().partition(":")
-    hint = "periodic:FREQ:DURATION, random:RATE:DURATION[:fixed|:exponential], random:RATE:MIN-MAX, trace:FILE or none"
-    named = lambda key: f"{where} ({key})"  # noqa: E731 - error prefix for one part of the spec
-    if kind == "none" and not rest:
+    try:
+        params = engine().parse_noise(spec)
+    except engine().NoiseSpecError as exc:
+        raise UserError(f"{where} ({exc.key}): {exc.problem}" if exc.key else f"{where}: {exc.problem}") from None
+    if params is None:
         return None
-    parts = rest.split(":") if rest else []
-    if kind == "periodic" and len(parts) == 2:
-        return from_table({"kind": kind, "frequency": parts[0], "duration": parts[1]}, named)
-    if kind == "random" and len(parts) in (2, 3):
-        if "-" in parts[1] and len(parts) == 2:
-            low, high = parts[1].split("-", 1)
-            return from_table({"kind": kind, "rate": parts[0], "distribution": "uniform", "min": low, "max": high}, named)
-        table = {"kind": kind, "rate": parts[0], "duration": parts[1]}
-        if len(parts) == 3:
-            table["distribution"] = parts[2]
-        return from_table(table, named)
-    if kind == "trace" and rest:
-        return from_table({"kind": kind, "trace": rest.split(",")}, named)
-    raise UserError(f"{where}: expected {hint}; got {spec!r}")
+    settings = NoiseSettings.from_engine(params)
+    if settings.kind == "trace":
+        _existing(settings.files, f"{where} (trace)")
+    return settings
 
 
 def resolve(noise: Any, machine_noise: NoiseSettings | None, *, phase: Any = None, seed: Any = None,
             per_byte: bool | None = None) -> NoiseSettings | None:
-    """The noise of a run: ``noise`` (a spec string, a table-like dict, NoiseSettings, "none"/False,
-    or None for the machine's), then ``phase``, ``seed`` and ``per_byte`` replace its values."""
+    """The noise of a run: ``noise`` (a spec string, a table-like dict, "none"/False, or None for the
+    machine's), then ``phase``, ``seed`` and ``per_byte`` replace its values."""
     if noise is None:
         chosen = machine_noise
     elif noise is False or noise == "none":
         chosen = None
-    elif isinstance(noise, NoiseSettings):
-        chosen = noise
     elif isinstance(noise, str):
         chosen = parse_spec(noise)
     elif isinstance(noise, Mapping):
@@ -354,8 +339,13 @@ def resolve(noise: Any, machine_noise: NoiseSettings | None, *, phase: Any = Non
         return None
     if "phase" in given:
         given["phase"] = parse_phase(given["phase"], "--noise-phase")
-        if chosen.kind == "random" and given["phase"] not in (INDEPENDENT, 0):
-            raise UserError("--noise-phase: random noise is independent or coscheduled (no phase time)")
     if "seed" in given:
         given["seed"] = _seed(given["seed"], "--noise-seed")
-    return dataclasses.replace(chosen, **given)
+    if not given:
+        return chosen  # checked when it was read
+
+    def option(key: str) -> str:
+        """The --noise-* option that gave ``key``, else the spec."""
+        return f"--noise-{key.replace('_', '-')}" if key in given else "--noise"
+
+    return checked(dataclasses.replace(chosen, **given), option)

@@ -130,7 +130,8 @@ def simulate(
         params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
     _apply_node_options(params, throttle, ranks_per_node)
     _apply_memory_options(params, memory, memory_throttle, reserve_core)
-    settings = resolve(noise, NoiseSettings.from_engine(params["noise"]) if "noise" in params else None)
+    # Settings already resolved (contend sim's, with its --noise-* options) are taken as they are.
+    settings = noise if isinstance(noise, NoiseSettings) else resolve(noise, machine.noise)
     params.pop("noise", None)
     if settings is not None:
         params["noise"] = settings.engine_params()
