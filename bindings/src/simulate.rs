@@ -8,14 +8,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use contend_engine::net::{Network, NetworkSpec};
-use contend_engine::node::memory::MemoryModel;
-use contend_engine::node::NodeModel;
-use contend_engine::noise::Noise;
 use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate_with_memory, Costs, CpuScale, Execution, Options, Params};
+use contend_engine::sim::{simulate, Costs, CpuScale, Execution, Options, Params, Scenario, Stopped};
 use contend_engine::time::PS_PER_NS;
 
 use crate::goal::{collective, goal_err};
@@ -57,14 +53,10 @@ pub(crate) fn optional_dict<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<
     }
 }
 
-/// Everything a simulation takes from the `params` dict besides the program: the LogGOPS costs and the
-/// optional network, noise, node (NIC, admission control) and memory models.
+/// Everything a simulation takes from the `params` dict besides the program: the scenario (LogGOPS
+/// costs and the optional network, noise, node and memory models) and how to run it.
 struct Models {
-    par: Params,
-    network: Option<NetworkSpec>,
-    noise: Option<Noise>,
-    node: Option<NodeModel>,
-    memory: Option<MemoryModel>,
+    scenario: Scenario,
     /// The event loop and the threads that share it (same results either way).
     execution: Execution,
     threads: usize,
@@ -97,11 +89,13 @@ fn models_from(py: Python<'_>, params: &Bound<'_, PyDict>) -> PyResult<Models> {
         Some(v) => v.extract::<bool>().map_err(|_| PyValueError::new_err("critical_path must be true or false"))?,
     };
     Ok(Models {
-        par: params_from(params)?,
-        network: network_from(params)?,
-        noise: noise_from(py, params)?,
-        node: node_from(params)?,
-        memory: memory_from(params)?,
+        scenario: Scenario {
+            params: params_from(params)?,
+            network: network_from(params)?,
+            noise: noise_from(py, params)?,
+            node: node_from(params)?,
+            memory: memory_from(params)?,
+        },
         execution,
         threads,
         cpu_scale,
@@ -119,20 +113,13 @@ fn run<P: Program + Sync>(
     timeline: bool,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyDict>> {
-    let Models { par, network, noise, node, memory, execution, threads, cpu_scale, critical_path } = models;
+    let Models { scenario, execution, threads, cpu_scale, critical_path } = models;
     let opts = Options { records, timeline, execution, threads, cpu_scale, critical_path };
-    if memory.is_some() && noise.is_some() {
-        return Err(PyValueError::new_err("memory: the memory model does not combine with noise yet (give one or the other)"));
-    }
-    let network = network.map(|spec| Network::new(&spec, prog.num_ranks())).transpose().map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
-    if let Some(model) = &node {
-        model.validate(network.is_some()).map_err(PyValueError::new_err)?;
-    }
     let total: u64 = (0..prog.num_ranks()).map(|r| prog.num_ops(r) as u64).sum();
     let mut failure: Option<PyErr> = None;
     let (result, wall) = py.detach(|| {
         let t0 = Instant::now();
-        let r = simulate_with_memory(prog, &par, &opts, network, noise.as_ref(), node.as_ref(), memory.as_ref(), |done| {
+        let r = simulate(prog, &scenario, &opts, |done| {
             Python::attach(|py| {
                 let outcome = py.check_signals().and_then(|_| match &progress {
                     Some(cb) => cb.call1(py, (done, total)).map(|_| ()),
@@ -149,10 +136,11 @@ fn run<P: Program + Sync>(
         });
         (r, t0.elapsed().as_secs_f64())
     });
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let result = result.expect("only a failed callback stops the run");
+    let result = match (result, failure) {
+        (_, Some(e)) => return Err(e),
+        (Err(Stopped::Invalid(why)), None) => return Err(PyValueError::new_err(why)),
+        (r, None) => r.expect("only a failed callback stops the run"),
+    };
     if let Some(cb) = &progress {
         cb.call1(py, (total, total))?;
     }

@@ -9,7 +9,7 @@
 //!                       valid while the NIC keeps up: g + (s-1)G <= that round time.
 
 use contend_engine::schedule::collectives::{Collective, Pattern};
-use contend_engine::sim::{simulate, Options, Params};
+use contend_engine::sim::{simulate, Options, Params, Scenario};
 
 struct Rng(u64);
 
@@ -54,7 +54,7 @@ fn hop_gap(s: u64, p: &Params) -> (u64, u64) {
 
 fn makespan(pattern: Pattern, ranks: u32, s: u64, par: &Params) -> u64 {
     let c = Collective::new(pattern, ranks, s, 0, 0).unwrap();
-    let r = simulate(&c, par, &Options::default());
+    let r = simulate(&c, &Scenario::new(*par), &Options::default(), |_| true).unwrap();
     assert!(r.deadlock.is_none());
     r.makespan
 }

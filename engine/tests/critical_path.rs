@@ -5,7 +5,7 @@
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate, CpuScale, CriticalPath, Options, Params, SimResult, Split};
+use contend_engine::sim::{simulate, CpuScale, CriticalPath, Options, Params, Scenario, SimResult, Split};
 
 const NS: u64 = 1000;
 
@@ -14,12 +14,12 @@ fn params(L: u64, o: u64, g: u64, G: u64, O: u64) -> Params {
 }
 
 fn traced<P: Program + Sync>(prog: &P, par: &Params) -> (SimResult, CriticalPath) {
-    let mut r = simulate(prog, par, &Options { critical_path: true, records: true, ..Options::default() });
+    let mut r = simulate(prog, &Scenario::new(*par), &Options { critical_path: true, records: true, ..Options::default() }, |_| true).unwrap();
     assert!(r.deadlock.is_none());
     let path = r.critical_path.take().expect("a finished run has its path");
     assert_eq!(path.split.total(), r.makespan);
     // Tracing changes no time.
-    let plain = simulate(prog, par, &Options::default());
+    let plain = simulate(prog, &Scenario::new(*par), &Options::default(), |_| true).unwrap();
     assert_eq!(plain.finish, r.finish);
     (r, path)
 }
@@ -78,7 +78,7 @@ fn a_late_sender_is_waited_for() {
     assert_eq!(r.makespan, 7000 * NS + 2 * o + L + 7 * G);
     assert_eq!(path.split, Split { late_partner: 7000 * NS, overhead: 2 * o, wire: L + 7 * G, ..Split::default() });
     // Scaled: the wait is the scaled calc.
-    let mut s = simulate(&p, &par, &Options { critical_path: true, cpu_scale: CpuScale::new(0.25).unwrap(), ..Options::default() });
+    let mut s = simulate(&p, &Scenario::new(par), &Options { critical_path: true, cpu_scale: CpuScale::new(0.25).unwrap(), ..Options::default() }, |_| true).unwrap();
     assert_eq!(s.critical_path.take().unwrap().split.late_partner, 1750 * NS);
 }
 

@@ -40,7 +40,7 @@ fn settle() {
 }
 
 fn makespan(p: &impl Program) -> u64 {
-    contend_engine::sim::simulate(p, &contend_engine::sim::Params::loggopsim_defaults(), &Default::default()).makespan
+    contend_engine::sim::simulate(p, &contend_engine::sim::Scenario::new(contend_engine::sim::Params::loggopsim_defaults()), &Default::default(), |_| true).unwrap().makespan
 }
 
 #[test]

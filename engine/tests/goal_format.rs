@@ -5,7 +5,7 @@ use contend_engine::schedule::goal::{parse_goal, read_goal_file};
 use contend_engine::schedule::store::GoalProgram;
 use contend_engine::schedule::writer::{write_goal, write_goal_file};
 use contend_engine::schedule::{OpKind, Program, ANY};
-use contend_engine::sim::{simulate, Options, Params};
+use contend_engine::sim::{simulate, Options, Params, Scenario};
 
 fn parse(text: &str) -> GoalProgram {
     parse_goal(text.as_bytes(), "t.goal").unwrap_or_else(|e| panic!("{e}"))
@@ -94,7 +94,7 @@ fn reads_the_full_grammar() {
 #[test]
 fn the_full_example_simulates_without_deadlock() {
     let p = parse(FULL);
-    let r = simulate(&p, &Params::loggopsim_defaults(), &Options { records: true, timeline: true, ..Options::default() });
+    let r = simulate(&p, &Scenario::new(Params::loggopsim_defaults()), &Options { records: true, timeline: true, ..Options::default() }, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "{:?}", r.deadlock);
     let rec = r.records.unwrap();
     assert_eq!(rec.len(), 3);
@@ -137,7 +137,7 @@ fn gzip_files_read_like_plain_ones() {
 #[test]
 fn a_deadlock_is_reported_with_ranks_ops_and_lines() {
     let p = parse("num_ranks 2\nrank 0 {\nr: recv 4b from 1\ns: send 4b to 1\ns requires r\n}\nrank 1 {\nr: recv 4b from 0\ns: send 4b to 0\ns requires r\n}\n");
-    let r = simulate(&p, &Params::loggopsim_defaults(), &Options::default());
+    let r = simulate(&p, &Scenario::new(Params::loggopsim_defaults()), &Options::default(), |_| true).unwrap();
     let d = r.deadlock.expect("both ranks wait for each other");
     assert_eq!(d.unmatched_recv_count, 2);
     assert_eq!(d.never_started_count, 2);
@@ -210,13 +210,13 @@ fn missing_file_is_an_error() {
 fn rendezvous_sends_that_wait_for_each_other_deadlock() {
     // Both ranks send a rendezvous message before posting their receive: neither send completes.
     let text = "num_ranks 2\nrank 0 {\ns: send 100000b to 1\nr: recv 100000b from 1\nr requires s\n}\nrank 1 {\ns: send 100000b to 0\nr: recv 100000b from 0\nr requires s\n}\n";
-    let r = simulate(&parse(text), &Params::loggopsim_defaults(), &Options::default());
+    let r = simulate(&parse(text), &Scenario::new(Params::loggopsim_defaults()), &Options::default(), |_| true).unwrap();
     let d = r.deadlock.expect("classic send-send deadlock");
     assert_eq!((d.unmatched_send_count, d.unmatched_recv_count, d.never_started_count), (2, 0, 2));
     assert!(d.never_started.iter().all(|p| p.kind == OpKind::Recv && p.line.is_some()));
     // The same with eager messages completes.
     let eager = text.replace("100000b", "1000b");
-    assert!(simulate(&parse(&eager), &Params::loggopsim_defaults(), &Options::default()).deadlock.is_none());
+    assert!(simulate(&parse(&eager), &Scenario::new(Params::loggopsim_defaults()), &Options::default(), |_| true).unwrap().deadlock.is_none());
 }
 
 /// -1 spelled as an unsigned number is the any-tag wildcard: Schedgen v1 writes MPI_ANY_TAG as
@@ -227,7 +227,7 @@ fn any_tag_as_the_field_writes_it() {
     for any in ["-1", "4294967295", "18446744073709551615"] {
         let p = parse(&format!("num_ranks 2\nrank 0 {{\n  send 4b to 1 tag 7\n}}\nrank 1 {{\n  recv 4b from 0 tag {any}\n}}\n"));
         assert_eq!(p.op(1, 0).tag, ANY, "{any}");
-        let r = simulate(&p, &Params::loggopsim_defaults(), &Options::default());
+        let r = simulate(&p, &Scenario::new(Params::loggopsim_defaults()), &Options::default(), |_| true).unwrap();
         assert!(r.deadlock.is_none(), "tag {any} must match tag 7");
     }
     let p = parse("num_ranks 1\nrank 0 {\n  send 4b to 0 tag 4294967294\n}\n");

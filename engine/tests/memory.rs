@@ -9,7 +9,7 @@ use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::stencil::{Checkpoint, Stencil};
 use contend_engine::schedule::writer::write_goal;
 use contend_engine::schedule::{OpKind, Program};
-use contend_engine::sim::{simulate, simulate_with_memory, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
 const GB: f64 = 1e9;
@@ -35,7 +35,7 @@ fn offload() -> MemoryModel {
 
 fn run<P: Program>(prog: &P, memory: Option<&MemoryModel>) -> SimResult {
     let opts = Options { records: true, timeline: true, ..Options::default() };
-    let r = simulate_with_memory(prog, &params(), &opts, None, None, None, memory, |_| true).unwrap();
+    let r = simulate(prog, &Scenario { memory: memory.cloned(), ..Scenario::new(params()) }, &opts, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "deadlock: {:?}", r.deadlock);
     r
 }
@@ -179,11 +179,11 @@ fn an_offload_model_changes_nothing_without_memory_traffic() {
     for pattern in [Pattern::BinomialBcast, Pattern::AlltoallLinear, Pattern::AllreduceRing] {
         let c = Collective::new(pattern, 32, 4096, 0, 0).unwrap();
         let model = MemoryModel { ranks_per_node: 4, ..offload() };
-        let plain = simulate(&c, &params(), &Options::default());
+        let plain = simulate(&c, &Scenario::new(params()), &Options::default(), |_| true).unwrap();
         assert_eq!(run(&c, Some(&model)).finish, plain.finish, "{}", pattern.name());
     }
     let prog = Stencil::new(27, 3, 1024, 500, 0, &[]).unwrap();
-    assert_eq!(run(&prog, Some(&offload())).finish, simulate(&prog, &params(), &Options::default()).finish);
+    assert_eq!(run(&prog, Some(&offload())).finish, simulate(&prog, &Scenario::new(params()), &Options::default(), |_| true).unwrap().finish);
 }
 
 #[test]
@@ -214,4 +214,19 @@ fn malformed_mem_names_line_and_column() {
         assert!(err.starts_with(&format!("bad.goal:{at}:")), "{line}: {err}");
         assert!(err.contains(message), "{line}: {err}");
     }
+}
+
+#[test]
+fn a_scenario_whose_models_do_not_fit_stops_before_it_starts() {
+    // The Scenario's check is the one place these rules live; the run says which model is at fault.
+    use contend_engine::noise::{Noise, Phase};
+    use contend_engine::sim::Stopped;
+    let c = Collective::new(Pattern::Dissemination, 4, 8, 0, 0).unwrap();
+    let noise = Noise::periodic(1000 * NS, 10 * NS, Phase::Independent, 0).unwrap();
+    let with_noise = Scenario { memory: Some(offload()), noise: Some(noise), ..Scenario::new(params()) };
+    let stopped = simulate(&c, &with_noise, &Options::default(), |_| true).err();
+    assert_eq!(stopped, Some(Stopped::Invalid("memory: the memory model does not combine with noise yet (give one or the other)".into())));
+    let no_ranks = Scenario { memory: Some(MemoryModel { ranks_per_node: 0, ..offload() }), ..Scenario::new(params()) };
+    let stopped = simulate(&c, &no_ranks, &Options::default(), |_| true).err();
+    assert_eq!(stopped, Some(Stopped::Invalid("memory ranks_per_node must be at least 1".into())));
 }

@@ -6,7 +6,7 @@ use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate_with_progress, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
 /// 1 GB/s = 1e-3 bytes per picosecond.
@@ -34,8 +34,7 @@ fn spec(topology: TopologySpec, hop_latency: u64, packet: u64, sharing: Sharing)
 }
 
 fn run<P: contend_engine::schedule::Program>(prog: &P, net: &NetworkSpec, records: bool) -> SimResult {
-    let network = Network::new(net, prog.num_ranks()).unwrap();
-    let r = simulate_with_progress(prog, &params(), &Options { records, timeline: false, ..Options::default() }, Some(network), |_| true).unwrap();
+    let r = simulate(prog, &Scenario::new(params()).with_network(net.clone()), &Options { records, timeline: false, ..Options::default() }, |_| true).unwrap();
     assert!(r.deadlock.is_none());
     r
 }
@@ -216,8 +215,7 @@ fn packet_and_flow_models_agree_on_dense_traffic_and_lose_nothing() {
                 let c = Collective::new(pattern, nodes, 16384, 0, 7).unwrap();
                 // Endpoint costs small beside the links, so the comparison is about the links.
                 let par = Params { o: NS, g: NS / 2, ..params() };
-                let network = Network::new(&net, c.num_ranks()).unwrap();
-                let r = simulate_with_progress(&c, &par, &Options { records: true, timeline: false, ..Options::default() }, Some(network), |_| true).unwrap();
+                let r = simulate(&c, &Scenario::new(par).with_network(net.clone()), &Options { records: true, timeline: false, ..Options::default() }, |_| true).unwrap();
                 assert!(r.deadlock.is_none());
                 let rec = r.records.as_ref().unwrap();
                 let sent: u64 = rec.bytes.iter().sum();

@@ -9,7 +9,7 @@ use contend_engine::record::Records;
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate, simulate_with_node, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
 
@@ -28,7 +28,7 @@ fn curves(concurrency: &[(f64, f64)], outstanding: &[(f64, f64)]) -> NicCurves {
 
 fn run<P: Program>(prog: &P, par: &Params, model: Option<&NodeModel>) -> SimResult {
     let opts = Options { records: true, timeline: false, ..Options::default() };
-    let r = simulate_with_node(prog, par, &opts, None, None, model, |_| true).unwrap();
+    let r = simulate(prog, &Scenario { node: model.cloned(), ..Scenario::new(*par) }, &opts, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "deadlock: {:?}", r.deadlock);
     r
 }
@@ -78,7 +78,7 @@ fn without_curves_or_policy_nothing_changes() {
     let empty = NodeModel { ranks_per_node: 4, nic: None, policy: None };
     for (pattern, ranks, size) in [(Pattern::AlltoallLinear, 16, 1024), (Pattern::RandomPairs, 32, 100_000), (Pattern::BinomialBcast, 64, 8)] {
         let c = Collective::new(pattern, ranks, size, 0, 1).unwrap();
-        let plain = simulate(&c, &params(1500 * NS), &Options { records: true, timeline: false, ..Options::default() });
+        let plain = simulate(&c, &Scenario::new(params(1500 * NS)), &Options { records: true, timeline: false, ..Options::default() }, |_| true).unwrap();
         let with = run(&c, &params(1500 * NS), Some(&empty));
         assert_eq!((with.finish, with.events), (plain.finish, plain.events), "{pattern:?}");
         assert_eq!(with.records.unwrap().completed, plain.records.unwrap().completed);

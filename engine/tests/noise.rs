@@ -10,7 +10,7 @@ use contend_engine::record::Records;
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate, simulate_with_noise, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
 
@@ -20,7 +20,7 @@ fn params() -> Params {
 
 fn noisy<P: Program>(prog: &P, par: &Params, noise: &Noise, records: bool) -> SimResult {
     let opts = Options { records, timeline: false, ..Options::default() };
-    let r = simulate_with_noise(prog, par, &opts, None, Some(noise), |_| true).unwrap();
+    let r = simulate(prog, &Scenario::new(*par).with_noise(noise.clone()), &opts, |_| true).unwrap();
     assert!(r.deadlock.is_none());
     r
 }
@@ -51,7 +51,7 @@ fn detour_free_noise_changes_nothing() {
         (Pattern::BinomialBcast, 16, 65_536),
     ] {
         let c = collective(pattern, ranks, bytes);
-        let quiet = simulate(&c, &params(), &Options { records: true, timeline: false, ..Options::default() });
+        let quiet = simulate(&c, &Scenario::new(params()), &Options { records: true, timeline: false, ..Options::default() }, |_| true).unwrap();
         let r = noisy(&c, &params(), &silent, true);
         assert_eq!((r.finish.clone(), r.events, r.noise), (quiet.finish.clone(), quiet.events, 0), "{pattern:?}");
         let (a, b) = (r.records.unwrap(), quiet.records.unwrap());

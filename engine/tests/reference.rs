@@ -4,7 +4,7 @@
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::writer::write_goal;
-use contend_engine::sim::{simulate, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
 
@@ -14,14 +14,14 @@ fn params() -> Params {
 
 fn run(pattern: Pattern, ranks: u32, bytes: u64) -> SimResult {
     let c = Collective::new(pattern, ranks, bytes, 0, 0).unwrap();
-    let r = simulate(&c, &params(), &Options::default());
+    let r = simulate(&c, &Scenario::new(params()), &Options::default(), |_| true).unwrap();
     assert!(r.deadlock.is_none(), "{pattern:?} P={ranks} deadlocked: {:?}", r.deadlock);
     // The same schedule through GOAL text gives the same times on every rank.
     if ranks <= 1024 {
         let mut text = Vec::new();
         write_goal(&c, &mut text).unwrap();
         let g = parse_goal(&text[..], "generated.goal").unwrap();
-        let r2 = simulate(&g, &params(), &Options::default());
+        let r2 = simulate(&g, &Scenario::new(params()), &Options::default(), |_| true).unwrap();
         assert_eq!(r.finish, r2.finish, "{pattern:?} P={ranks} via GOAL");
         assert_eq!(r.events, r2.events);
     }

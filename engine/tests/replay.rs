@@ -5,7 +5,7 @@ use contend_engine::replay::emit::{convert, Options};
 use contend_engine::replay::event::{Call, Event, Rma, RmaOp, RmaSync, WORLD};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::CONTEXT_TAGS;
-use contend_engine::sim::{simulate, Options as SimOptions, Params};
+use contend_engine::sim::{simulate, Options as SimOptions, Params, Scenario};
 
 fn call(start: u64, end: u64, event: Event) -> Call {
     Call { start, end, line: 0, event }
@@ -24,7 +24,7 @@ fn run(calls: Vec<Vec<Call>>) -> (String, Vec<u64>) {
     convert(&calls, &Options::default(), &mut out, &mut |_, _| true).unwrap();
     let text = String::from_utf8(out).unwrap();
     let prog = parse_goal(text.as_bytes(), "converted").unwrap();
-    let r = simulate(&prog, &PAR, &SimOptions::default());
+    let r = simulate(&prog, &Scenario::new(PAR), &SimOptions::default(), |_| true).unwrap();
     assert!(r.deadlock.is_none(), "{text}");
     (text, r.finish)
 }

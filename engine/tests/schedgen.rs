@@ -4,7 +4,7 @@
 
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
-use contend_engine::sim::{simulate, Options, Params};
+use contend_engine::sim::{simulate, Options, Params, Scenario};
 
 fn schedgen_binomial_bcast_p5(s: u64) -> String {
     format!(
@@ -76,8 +76,8 @@ fn check(text: &str, pattern: Pattern, ranks: u32, bytes: u64, rng: &mut Rng) {
             unit: 1000,
             rendezvous: None,
         };
-        let a = simulate(&schedgen, &par, &Options::default());
-        let b = simulate(&generated, &par, &Options::default());
+        let a = simulate(&schedgen, &Scenario::new(par), &Options::default(), |_| true).unwrap();
+        let b = simulate(&generated, &Scenario::new(par), &Options::default(), |_| true).unwrap();
         assert!(a.deadlock.is_none() && b.deadlock.is_none());
         assert_eq!(a.finish, b.finish, "{pattern:?} P={ranks} s={bytes} {par:?}");
     }

@@ -14,7 +14,7 @@ use contend_engine::noise::{Noise, Phase};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::Program;
-use contend_engine::sim::{simulate_with_noise, Execution, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Execution, Options, Params, Scenario, SimResult, Stopped};
 
 const NS: u64 = 1000;
 
@@ -24,7 +24,7 @@ fn run<P: Program>(prog: &P, par: &Params, noise: Option<&Noise>, execution: Exe
 
 fn run_on<P: Program>(prog: &P, par: &Params, noise: Option<&Noise>, execution: Execution, threads: usize) -> SimResult {
     let opts = Options { execution, threads, ..Options::default() };
-    simulate_with_noise(prog, par, &opts, None, noise, |_| true).unwrap()
+    simulate(prog, &Scenario { noise: noise.cloned(), ..Scenario::new(*par) }, &opts, |_| true).unwrap()
 }
 
 fn same<P: Program>(prog: &P, par: &Params, noise: Option<&Noise>, what: &str) {
@@ -189,12 +189,12 @@ fn a_run_shared_by_threads_stops_when_progress_says_so() {
     let c = Collective::new(Pattern::Dissemination, 4096, 1, 0, 0).unwrap();
     let opts = Options { threads: 2, ..Options::default() };
     let mut calls = 0;
-    let stopped = simulate_with_noise(&c, &params(3000, 1500, 1000, 0), &opts, None, Some(&noise), |_| {
+    let stopped = simulate(&c, &Scenario::new(params(3000, 1500, 1000, 0)).with_noise(noise.clone()), &opts, |_| {
         calls += 1;
         calls < 3
     });
-    assert!(stopped.is_none());
+    assert_eq!(stopped.err(), Some(Stopped::Cancelled));
     assert_eq!(calls, 3);
-    let done = simulate_with_noise(&c, &params(3000, 1500, 1000, 0), &opts, None, Some(&noise), |_| true).unwrap();
+    let done = simulate(&c, &Scenario::new(params(3000, 1500, 1000, 0)).with_noise(noise.clone()), &opts, |_| true).unwrap();
     assert_eq!(done.threads, 2);
 }

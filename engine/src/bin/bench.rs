@@ -23,13 +23,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use contend_engine::schedule::collectives::{Collective, Pattern};
-use contend_engine::schedule::Program;
 use contend_engine::schedule::cache::read_goal_cached;
 use contend_engine::schedule::writer::write_goal_file;
-use contend_engine::net::{Network, NetworkSpec, Placement, Sharing};
+use contend_engine::net::{NetworkSpec, Placement, Sharing};
 use contend_engine::noise::spec::NoiseSpec;
 use contend_engine::noise::Noise;
-use contend_engine::sim::{simulate_with_noise, simulate_with_progress, Execution, Options, Params, SimResult};
+use contend_engine::sim::{simulate, Execution, Options, Params, Scenario, SimResult};
 
 fn peak_rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -96,7 +95,8 @@ fn main() {
             };
             let threads = std::env::var("CONTEND_THREADS").map_or(0, |t| t.parse().unwrap_or_else(|_| fail("CONTEND_THREADS must be an integer")));
             let opts = Options { execution, threads, ..Options::default() };
-            let r = simulate_with_noise(&c, &par, &opts, None, noise.as_ref(), |_| true).expect("not cancelled");
+            let scenario = Scenario { noise, ..Scenario::new(par) };
+            let r = simulate(&c, &scenario, &opts, |_| true).unwrap_or_else(|e| fail(&e.to_string()));
             let secs = t0.elapsed().as_secs_f64();
             println!(
                 "{{\"source\": \"generated\", \"pattern\": \"{}\", \"noise\": \"{}\", {}, \"noise_charged_ps\": {}, \"peak_rss_bytes\": {}}}",
@@ -116,7 +116,7 @@ fn main() {
             let parse = t0.elapsed().as_secs_f64();
             let rss_after_parse = peak_rss_bytes();
             let t1 = Instant::now();
-            let r = simulate_with_noise(&prog, &params(), &Options::default(), None, None, |_| true).expect("not cancelled");
+            let r = simulate(&prog, &Scenario::new(params()), &Options::default(), |_| true).unwrap_or_else(|e| fail(&e.to_string()));
             let secs = t1.elapsed().as_secs_f64();
             println!(
                 "{{\"source\": \"goal\", \"file_bytes\": {file_bytes}, \"ops\": {}, \"parse_seconds\": {parse:.4}, \"parse_mb_per_second\": {:.1}, \"store_bytes_per_op\": {:.1}, \"peak_rss_after_parse_bytes\": {rss_after_parse}, {}, \"peak_rss_bytes\": {}}}",
@@ -143,8 +143,8 @@ fn main() {
                 sharing: Sharing::parse(&args[5]).unwrap_or_else(|e| fail(&e)),
             };
             let t0 = Instant::now();
-            let net = Network::new(&spec, c.num_ranks()).unwrap_or_else(|e| fail(&e));
-            let r = simulate_with_progress(&c, &params(), &Options::default(), Some(net), |_| true).expect("not cancelled");
+            let scenario = Scenario::new(params()).with_network(spec.clone());
+            let r = simulate(&c, &scenario, &Options::default(), |_| true).unwrap_or_else(|e| fail(&e.to_string()));
             let secs = t0.elapsed().as_secs_f64();
             println!("{{\"source\": \"network\", \"pattern\": \"{}\", \"topology\": \"{}\", \"sharing\": \"{}\", \"packet_bytes\": {}, \"bytes\": {}, \"packet_events\": {}, {}, \"peak_rss_bytes\": {}}}", args[1], args[4], args[5], spec.packet_bytes, args[3], r.packet_events, sim_json(&r, secs), peak_rss_bytes());
         }

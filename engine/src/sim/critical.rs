@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::schedule::Program;
 use crate::sim::cpu_scale::CpuScale;
-use crate::sim::loggops::Params;
+use crate::sim::params::Params;
 use crate::time::Time;
 
 /// What a time came from: a kind in the top bits and the global index of an operation (for

@@ -9,187 +9,46 @@
 //! became ready. This stable rule is where `contend` departs from v1, whose unstable sort scrambles
 //! more than 16 simultaneously ready operations.
 
+mod deadlock;
+mod flows;
+mod memory;
+mod node;
+mod waits;
+
 use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::{Mutex, RwLock};
 
-use crate::net::flow::{FlowId, LinkStats};
+use crate::net::flow::FlowId;
 use crate::net::Network;
-use crate::nic::{stretched, NicCurves, NicQueues};
-use crate::node::memory::{MemoryModel, MemorySim, MemoryStats};
+use crate::node::memory::MemorySim;
 use crate::node::NodeModel;
-use crate::policy::proxy::Proxy;
-use crate::policy::rate::RateLimiter;
-use crate::policy::tokens::TokenPool;
-use crate::policy::PolicySpec;
 use crate::noise::random::LastWindow;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
 use crate::sim::cpu_scale::CpuScale;
 use crate::sim::critical::{Cause, CriticalPath, Tracer};
-use crate::sim::handoff::{Handoff, StopOnDrop};
-use crate::sim::hosts::{Clock, Hosts, NO_WAITS};
+use crate::sim::params::{Execution, Options, Params};
+use crate::sim::result::SimResult;
+use crate::sim::scenario::{Scenario, Stopped};
+use crate::sim::hosts::{Clock, Hosts};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::prefetch::prefetch;
 use crate::sim::queue::{Entry, EventQueue, AHEAD};
-use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH, MAX_WORKERS};
+use crate::sim::parallel::{merge, run_in_parallel, workers};
+use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
-/// The per-message costs of the LogGOPS model, in picoseconds (G and O per byte).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct Costs {
-    pub L: Time,
-    pub o: Time,
-    pub g: Time,
-    pub G: Time,
-    pub O: Time,
-}
-
-/// LogGOPS parameters in picoseconds (G and O per byte) and the schedule's time unit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(non_snake_case)]
-pub struct Params {
-    pub L: Time,
-    pub o: Time,
-    pub g: Time,
-    pub G: Time,
-    pub O: Time,
-    /// Eager/rendezvous threshold: messages of at most S bytes are eager.
-    pub S: u64,
-    /// Picoseconds per schedule time unit (calc durations): 1000 for nanoseconds.
-    pub unit: Time,
-    /// Costs of rendezvous messages (more than S bytes) where they differ from the eager ones, as a
-    /// real MPI's do when it switches protocol (a fitted machine file has them). `None`: LogGOPSim's
-    /// single set of parameters for every message.
-    pub rendezvous: Option<Costs>,
-}
-
-impl Params {
-    /// LogGOPSim's defaults: L=2500 o=1500 g=1000 G=6 O=0 (ns), S=65535.
-    pub fn loggopsim_defaults() -> Params {
-        Params { L: 2_500_000, o: 1_500_000, g: 1_000_000, G: 6_000, O: 0, S: 65535, unit: 1_000, rendezvous: None }
-    }
-
-    /// The costs that apply to a message of `size` bytes.
-    #[inline]
-    pub fn costs(&self, size: u64) -> Costs {
-        match self.rendezvous {
-            Some(r) if size > self.S => r,
-            _ => Costs { L: self.L, o: self.o, g: self.g, G: self.G, O: self.O },
-        }
-    }
-}
-
-/// What to collect besides finish times.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    pub records: bool,
-    pub timeline: bool,
-    /// Which event loop runs; the results are the same either way.
-    pub execution: Execution,
-    /// Threads that share windowed execution, each taking the events of a block of ranks
-    /// (`run_in_parallel`); 0: the machine's cores, where the ranks are many enough to pay for it.
-    /// The results are the same for any number.
-    pub threads: usize,
-    /// Calc durations multiplied by this factor (a faster or slower CPU).
-    pub cpu_scale: CpuScale,
-    /// Trace the critical path and split the makespan along it (`SimResult::critical_path`);
-    /// O(operations) memory, and the run goes in time order.
-    pub critical_path: bool,
-}
-
-/// The event loop of a simulation: time order, or windows (`crate::sim::window`), which give the
-/// same results where they apply.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Execution {
-    /// Windows where they are exact and the ranks are scattered (independent noise); else time
-    /// order, which is faster for ranks in step.
-    #[default]
-    Chosen,
-    /// Always time order (to check the windows against).
-    TimeOrdered,
-    /// Windows wherever they are exact, with or without noise (to check and measure them on
-    /// ranks in step too).
-    Windowed,
-}
-
-/// One operation or message left over when the simulation ran out of events.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
-    pub rank: u32,
-    pub op: u32,
-    pub kind: OpKind,
-    pub peer: u32,
-    pub tag: u32,
-    pub bytes: u64,
-    pub line: Option<u32>,
-}
-
-/// A schedule that cannot finish: receives never matched, messages never received, operations
-/// whose dependencies never completed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Deadlock {
-    pub unmatched_recvs: Vec<Pending>,
-    pub unmatched_sends: Vec<Pending>,
-    pub never_started: Vec<Pending>,
-    /// Totals (the lists above are capped at [`Deadlock::LIST_CAP`] entries each).
-    pub unmatched_recv_count: u64,
-    pub unmatched_send_count: u64,
-    pub never_started_count: u64,
-}
-
-impl Deadlock {
-    pub const LIST_CAP: usize = 100;
-
-    pub fn count(&self) -> u64 {
-        self.unmatched_recv_count + self.unmatched_send_count + self.never_started_count
-    }
-}
-
-#[derive(Debug)]
-pub struct SimResult {
-    pub num_ranks: u32,
-    /// Finishing time of each rank: max over its CPUs of the time the CPU became free.
-    pub finish: Vec<Time>,
-    pub makespan: Time,
-    pub ops: u64,
-    pub messages: u64,
-    /// ops + messages, the event count LogGOPSim reports.
-    pub events: u64,
-    /// Link events of the packet model (one per packet and link crossed, plus wake-ups); not in
-    /// `events`, which counts what LogGOPSim counts.
-    pub packet_events: u64,
-    /// Times an event had to wait for a busy CPU or NIC and was queued again.
-    pub requeues: u64,
-    pub peak_queue: usize,
-    /// Whether the events ran window by window (`crate::sim::window`) rather than in time order:
-    /// the results are the same, only the engine's speed (and `peak_queue`) differ.
-    pub windowed: bool,
-    /// Threads that shared the windows (1 for a single loop).
-    pub threads: usize,
-    pub deadlock: Option<Deadlock>,
-    pub records: Option<Records>,
-    pub timeline: Option<Timeline>,
-    /// Per-link statistics when a network was simulated.
-    pub links: Option<LinkStats>,
-    /// Detour time charged to CPU work, summed over all ranks (0 without noise).
-    pub noise: Time,
-    /// Sends that waited for admission (token tickets, a rate gap); 0 without a policy.
-    pub admission_waits: u64,
-    /// What the memory model did (bytes written per node, calc delay); None without one.
-    pub memory: Option<MemoryStats>,
-    /// Where the time went, when asked for (`Options::critical_path`) and the run finished.
-    pub critical_path: Option<CriticalPath>,
-}
+use flows::NetMessage;
+use node::{Admission, NodeSim};
+use waits::WaitList;
 
 /// A message in flight or waiting in an unexpected queue: what every model reads, in 32 bytes (two
 /// to a cache line, aligned so that one never straddles two).
 #[derive(Clone, Copy, Default)]
 #[repr(align(32))]
-struct Message {
+pub(super) struct Message {
     src: u32,
     dst: u32,
     send_op: u32,
@@ -220,30 +79,6 @@ struct MessageDetails {
     injector: u32,
 }
 
-/// The network side of a message (kept apart so the LogGOPS-only path moves less memory): its flow,
-/// the version of its pending completion event, when the flow started, the time its first packet
-/// needs to cross the path and the time its bytes would take alone. Indexed like `msgs`; an entry
-/// outlives its message, so a reused slot keeps counting versions and a stale completion event of
-/// the slot's previous message never matches.
-#[derive(Clone, Copy, Default)]
-struct NetMessage {
-    flow: FlowId,
-    version: u32,
-    flow_start: Time,
-    head: Time,
-    alone: Time,
-}
-
-/// What admission control says to a send that leaves its node.
-enum Admission {
-    /// Go now, holding this many tokens.
-    Now(u64),
-    /// Try again at this time (rate).
-    At(Time),
-    /// Wait in line: the pool re-issues the send when its tokens come back.
-    Parked,
-}
-
 const MSG_FLAG: u32 = 1 << 31;
 /// Kinds of message events, in the top bits of `Entry::host`; the low bits carry a version.
 const ARRIVAL: u32 = 0;
@@ -270,20 +105,7 @@ const PREFETCH_MESSAGE: usize = AHEAD - 1;
 const PREFETCH_HOST: usize = AHEAD * 2 / 3;
 const PREFETCH_MATCH: usize = AHEAD / 3;
 
-/// Message arrivals waiting for the same receiving CPU and NIC. LogGOPSim v1 re-queues every one of
-/// them at each instant the receiver frees, where the smallest key wins and the others are re-queued
-/// again: O(n²) for an n-message incast. They all wait for the same free time, so only the one with
-/// the smallest key needs to be in the event queue (`first`); the others wait here in key order and
-/// the next one is queued when the first has been handled. Same order, same times, O(n log n).
-#[derive(Default)]
-struct WaitList {
-    /// Key and data of the arrival in the event queue (None: just made), and its entry's version.
-    first: Option<(u64, u32)>,
-    version: u32,
-    rest: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-}
-
-struct Sim<'p, P: Program> {
+pub(super) struct Sim<'p, P: Program> {
     prog: &'p P,
     par: Params,
     cpu_scale: CpuScale,
@@ -302,13 +124,13 @@ struct Sim<'p, P: Program> {
     waiting: U64Map<u32>,
     queue: EventQueue,
     /// Windowed execution instead of `queue` when it applies (see `windowed_width`).
-    windows: Option<Windows>,
-    next_key: u64,
+    pub(super) windows: Option<Windows>,
+    pub(super) next_key: u64,
     /// Operations that became ready during the current event, in the order they did.
     ready: Vec<(u32, u32)>,
     issue: Vec<(u32, OpKind, u32, Op)>,
     deps: Vec<u32>,
-    ops_started: u64,
+    pub(super) ops_started: u64,
     messages: u64,
     requeues: u64,
     records: Option<Records>,
@@ -344,62 +166,14 @@ struct Sim<'p, P: Program> {
     /// The ranks whose events this simulator handles: all of them, or a worker's block (of
     /// `block` ranks) in a parallel run, which hands arrivals for other blocks to `outbox`, one
     /// list per worker, and keeps the earliest time among them in `earliest_out`.
-    owned: Range<u32>,
+    pub(super) owned: Range<u32>,
     block: u32,
-    outbox: Vec<Vec<Mail>>,
-    earliest_out: Time,
+    pub(super) outbox: Vec<Vec<Mail>>,
+    pub(super) earliest_out: Time,
 }
 
 /// An arrival that changes workers: its time, key and message.
-type Mail = (Time, u64, Message);
-
-/// The node models' state during a run.
-struct NodeSim {
-    node_of: Vec<u32>,
-    curves: Option<NicCurves>,
-    nic: NicQueues,
-    tokens: Option<TokenPool<Entry>>,
-    rate: Option<RateLimiter>,
-    proxy: Option<(Proxy, u32)>,
-    /// Sends granted their tokens after waiting, by rank << 32 | op: the tokens they hold.
-    admitted: U64Map<u64>,
-    /// Tokens to give back at a RELEASE event: (rank, tokens), slots reused through `free_releases`.
-    releases: Vec<(u32, u64)>,
-    free_releases: Vec<u32>,
-    granted: Vec<(Entry, u64)>,
-    waits: u64,
-}
-
-impl NodeSim {
-    fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
-        let ranks = node_of.len();
-        let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
-        let (mut tokens, mut rate, mut proxy) = (None, None, None);
-        match &model.policy {
-            Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
-            Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
-            Some(PolicySpec::Proxy { servers, tokens: behind }) => {
-                proxy = Some((Proxy::new(*servers, &node_of), *servers));
-                tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
-            }
-            None => {}
-        }
-        let servers = proxy.as_ref().map_or(0, |p| p.1 as usize);
-        NodeSim {
-            curves: model.nic.clone(),
-            nic: NicQueues::new(nodes, ranks + nodes * servers),
-            node_of,
-            tokens,
-            rate,
-            proxy,
-            admitted: U64Map::default(),
-            releases: Vec::new(),
-            free_releases: Vec::new(),
-            granted: Vec::new(),
-            waits: 0,
-        }
-    }
-}
+pub(super) type Mail = (Time, u64, Message);
 
 /// The window width of windowed execution (`crate::sim::window`), if it applies: plain eager
 /// LogGOPS (no network, node or memory model, no records or timeline, every message at most S
@@ -425,88 +199,37 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
     (plain && scattered && width > 0 && eager()).then_some(width)
 }
 
-/// Simulates `prog` to completion (or until nothing can happen: a deadlock, reported in the result).
-pub fn simulate<P: Program>(prog: &P, par: &Params, opts: &Options) -> SimResult {
-    simulate_with_progress(prog, par, opts, None, |_| true).expect("never cancelled")
-}
-
 /// Events processed between two calls of the progress callback.
 pub const PROGRESS_EVERY: u64 = 1 << 22;
 
-/// As [`simulate`], over `network` if given (its links replace L and G between nodes, see
-/// docs/models.md), calling `progress(operations started so far)` every [`PROGRESS_EVERY`] events;
-/// the run stops and returns `None` as soon as the callback returns false (e.g. on Ctrl-C).
-pub fn simulate_with_progress<P: Program, F: FnMut(u64) -> bool>(
-    prog: &P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    progress: F,
-) -> Option<SimResult> {
-    simulate_with_noise(prog, par, opts, network, None, progress)
-}
-
-/// As [`simulate_with_progress`], with `noise` stretching the CPU work of every rank.
-pub fn simulate_with_noise<'p, P: Program, F: FnMut(u64) -> bool>(
-    prog: &'p P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    noise: Option<&'p Noise>,
-    progress: F,
-) -> Option<SimResult> {
-    simulate_with_node(prog, par, opts, network, noise, None, progress)
-}
-
-/// As [`simulate_with_noise`], with the node model (NIC congestion, admission control) if given.
-/// Panics if `node` does not pass [`NodeModel::validate`].
-pub fn simulate_with_node<'p, P: Program, F: FnMut(u64) -> bool>(
-    prog: &'p P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    noise: Option<&'p Noise>,
-    node: Option<&NodeModel>,
-    progress: F,
-) -> Option<SimResult> {
-    simulate_with_memory(prog, par, opts, network, noise, node, None, progress)
-}
-
-/// As [`simulate_with_node`], with the memory model (memory bandwidth shared with incoming network
-/// traffic, docs/models.md "Memory contention (NiMC)") if given. Panics if `memory` does not pass
-/// [`MemoryModel::validate`] or comes with noise (not supported together).
-#[allow(clippy::too_many_arguments)]
-pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
-    prog: &'p P,
-    par: &Params,
-    opts: &Options,
-    network: Option<Network>,
-    noise: Option<&'p Noise>,
-    node: Option<&NodeModel>,
-    memory: Option<&MemoryModel>,
-    mut progress: F,
-) -> Option<SimResult> {
+/// Simulates `prog` under `scenario` to completion (or until nothing can happen: a deadlock,
+/// reported in the result), calling `progress(operations started so far)` every
+/// [`PROGRESS_EVERY`] events. Stops with [`Stopped::Cancelled`] as soon as the callback returns
+/// false (e.g. on Ctrl-C), and with [`Stopped::Invalid`] before it starts if the scenario's models
+/// do not fit the program or each other.
+pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario, opts: &Options, mut progress: F) -> Result<SimResult, Stopped> {
+    let network = scenario.check(prog.num_ranks()).map_err(Stopped::Invalid)?;
+    let (par, noise) = (&scenario.params, scenario.noise.as_ref());
     let n = prog.num_ranks() as usize;
     // --- memory contention (NiMC): its own node map, from the network's placement if any ---
-    assert!(memory.is_none() || noise.is_none(), "the memory model does not combine with noise");
-    let memory = memory.map(|model| {
+    let memory = scenario.memory.as_ref().map(|model| {
         let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
         MemorySim::new(model, node_of)
     });
-    let mut sim = Sim::new(prog, par, opts, network, noise, node, memory);
+    let mut sim = Sim::new(prog, par, opts, network, noise, scenario.node.as_ref(), memory);
     let Some(width) = windowed_width(prog, par, opts, &sim) else {
         sim.queue_roots();
-        return sim.run(&mut progress).then(|| sim.finish());
+        return sim.run(&mut progress).then(|| sim.finish()).ok_or(Stopped::Cancelled);
     };
     let workers = workers(opts.threads, n);
     if workers == 1 {
         sim.windows = Some(Windows::new(width, n));
         sim.queue_roots();
-        return sim.run(&mut progress).then(|| sim.finish());
+        return sim.run(&mut progress).then(|| sim.finish()).ok_or(Stopped::Cancelled);
     }
     // Windowed runs have no network, node or memory model: every worker is a plain simulator.
     let block = n.div_ceil(workers) as u32;
-    let mut sims: Vec<Sim<'p, P>> = (0..workers)
+    let mut sims: Vec<Sim<'_, P>> = (0..workers)
         .map(|k| {
             let mut s = Sim::new(prog, par, opts, None, noise, None, None);
             s.owned = (k as u32 * block).min(n as u32)..((k as u32 + 1) * block).min(n as u32);
@@ -517,123 +240,7 @@ pub fn simulate_with_memory<'p, P: Program, F: FnMut(u64) -> bool>(
             s
         })
         .collect();
-    run_in_parallel(&mut sims, width, &mut progress).then(|| merge(sims))
-}
-
-/// How many workers share a windowed run of `ranks` ranks with `threads` asked for (0: the cores
-/// of the machine, each with a block of at least [`MIN_BLOCK`] ranks, since the workers meet at
-/// the end of every window and small blocks would spend their time waiting).
-fn workers(threads: usize, ranks: usize) -> usize {
-    let wanted = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()).min(ranks / MIN_BLOCK),
-        k => k.min(ranks),
-    };
-    wanted.clamp(1, MAX_WORKERS)
-}
-
-/// The smallest block of ranks a worker takes when the number of threads is chosen.
-const MIN_BLOCK: usize = 1 << 14;
-
-/// Windowed execution (windows of `width`) shared by workers, each handling the events of its
-/// block of ranks: inside a window no host affects another (see `crate::sim::window`), so the
-/// workers run a window at once, worker 0 on this thread and the others on helper threads. Between
-/// windows this thread replays the keys of all workers together, as one window of the single
-/// loop's; then, in parallel again, each worker gives its queued events their final keys, takes the
-/// arrivals other workers sent its ranks, and runs the next window.
-fn run_in_parallel<P: Program>(sims: &mut [Sim<'_, P>], width: Time, progress: &mut impl FnMut(u64) -> bool) -> bool {
-    let mut next_key = sims[0].next_key;
-    let helpers = sims.len() - 1;
-    // mail[from][to]: the arrivals of the last window that change workers.
-    let mail = sims.iter().map(|s| vec![Vec::new(); s.outbox.len()]).collect();
-    // Each worker behind a lock that only one thread at a time wants (the phases keep them apart).
-    let cells: Vec<Mutex<&mut Sim<'_, P>>> = sims.iter_mut().map(Mutex::new).collect();
-    let shared = RwLock::new(WindowShare { window: 0, finals: FinalKeys::default(), mail });
-    let handoff = Handoff::default();
-    std::thread::scope(|scope| {
-        for cell in &cells[1..] {
-            let (shared, handoff) = (&shared, &handoff);
-            scope.spawn(move || {
-                let mut seen = 0;
-                while handoff.next(&mut seen) {
-                    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let phase = shared.read().expect("no writer panicked");
-                        cell.lock().expect("no worker panicked").step(phase.window, &phase.finals, &phase.mail);
-                    }))
-                    .is_err();
-                    handoff.done(failed);
-                }
-            });
-        }
-        let _stop = StopOnDrop(&handoff);
-        loop {
-            {
-                let phase = &mut *shared.write().expect("no reader panicked");
-                let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
-                phase.mail.iter_mut().flatten().for_each(Vec::clear);
-                let earliest_mail = sims.iter().map(|s| s.earliest_out).min().filter(|&t| t != Time::MAX);
-                for (k, s) in sims.iter_mut().enumerate() {
-                    std::mem::swap(&mut phase.mail[k], &mut s.outbox);
-                    s.earliest_out = Time::MAX;
-                }
-                let queued = sims.iter().filter_map(|s| s.windows.as_ref().expect("windowed").next_window());
-                match queued.chain(earliest_mail.map(|t| t / width)).min() {
-                    Some(window) => phase.window = window,
-                    None => return true,
-                }
-            }
-            handoff.start();
-            {
-                let phase = shared.read().expect("no writer panicked");
-                cells[0].lock().expect("no worker panicked").step(phase.window, &phase.finals, &phase.mail);
-            }
-            handoff.wait_for(helpers);
-            let phase = &mut *shared.write().expect("no reader panicked");
-            let mut sims: Vec<_> = cells.iter().map(|c| c.lock().expect("no worker panicked")).collect();
-            let mut windows: Vec<&mut Windows> = sims.iter_mut().map(|s| s.windows.as_mut().expect("windowed")).collect();
-            Windows::finish_joint(&mut windows, &mut next_key, &mut phase.finals);
-            if !progress(sims.iter().map(|s| s.ops_started).sum()) {
-                return false;
-            }
-        }
-    })
-}
-
-/// What the workers of a parallel run share in a window: which it is, the final keys of the last
-/// one, and the arrivals that changed workers in it.
-struct WindowShare {
-    window: u64,
-    finals: FinalKeys,
-    mail: Vec<Vec<Vec<Mail>>>,
-}
-
-/// The result of a parallel run: each rank's from the worker that handled it.
-fn merge<P: Program>(sims: Vec<Sim<'_, P>>) -> SimResult {
-    let blocks: Vec<Range<u32>> = sims.iter().map(|s| s.owned.clone()).collect();
-    let mut parts = sims.into_iter().map(Sim::finish);
-    let mut all = parts.next().expect("workers");
-    for (part, block) in parts.zip(blocks.iter().skip(1).cloned()) {
-        for r in block {
-            all.finish[r as usize] = part.finish[r as usize];
-        }
-        all.ops += part.ops;
-        all.messages += part.messages;
-        all.events += part.events;
-        all.requeues += part.requeues;
-        all.peak_queue += part.peak_queue;
-        all.noise += part.noise;
-        if let Some(more) = part.deadlock {
-            let d = all.deadlock.get_or_insert_with(Deadlock::default);
-            for (list, extra) in [(&mut d.unmatched_recvs, more.unmatched_recvs), (&mut d.unmatched_sends, more.unmatched_sends), (&mut d.never_started, more.never_started)] {
-                list.extend(extra.into_iter().take(Deadlock::LIST_CAP.saturating_sub(list.len())));
-            }
-            d.unmatched_recv_count += more.unmatched_recv_count;
-            d.unmatched_send_count += more.unmatched_send_count;
-            d.never_started_count += more.never_started_count;
-        }
-    }
-    all.makespan = all.finish.iter().copied().max().unwrap_or(0);
-    all.threads = blocks.len();
-    all
+    run_in_parallel(&mut sims, width, &mut progress).then(|| merge(sims)).ok_or(Stopped::Cancelled)
 }
 
 impl<'p, P: Program> Sim<'p, P> {
@@ -643,7 +250,6 @@ impl<'p, P: Program> Sim<'p, P> {
         let cpus = prog.num_cpus().max(1) as usize;
         let nics = prog.num_nics().max(1) as usize;
         let node = node.map(|model| {
-            model.validate(network.is_some()).expect("a valid node model");
             let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
             NodeSim::new(model, node_of)
         });
@@ -753,7 +359,7 @@ impl<P: Program> Sim<'_, P> {
 
     /// One window of a parallel run for this worker: the final keys of the last window's, the
     /// arrivals other workers sent its ranks then (`mail[from][to]`), and its events in `window`.
-    fn step(&mut self, window: u64, finals: &FinalKeys, mail: &[Vec<Vec<Mail>>]) {
+    pub(super) fn step(&mut self, window: u64, finals: &FinalKeys, mail: &[Vec<Vec<Mail>>]) {
         let me = (self.owned.start / self.block) as usize;
         self.windows.as_mut().expect("windowed").patch(finals);
         for &(time, key, m) in mail.iter().flat_map(|boxes| &boxes[me]) {
@@ -993,8 +599,8 @@ impl<P: Program> Sim<'_, P> {
                 let (mut nic_path, mut proxied) = (false, false);
                 let mut held = 0;
                 if let Some(ns) = &self.node {
-                    if ns.node_of[h as usize] != ns.node_of[op.peer as usize] {
-                        (nic_path, proxied) = (ns.curves.is_some(), ns.proxy.is_some());
+                    if ns.between_nodes(h, op.peer) {
+                        (nic_path, proxied) = (ns.nic_path(), ns.proxied());
                         match self.admit(t, e, op.size) {
                             Admission::Now(tokens) => held = tokens,
                             Admission::At(later) => {
@@ -1045,13 +651,12 @@ impl<P: Program> Sim<'_, P> {
                 if self.noise.is_some() && self.records.is_some() {
                     self.msg_noise.insert(id as u64, (sent - t - k.o, 0));
                 }
-                let key = self.new_key();
                 if nic_path || proxied {
-                    self.push_event(sent, Entry { key, host: NIC_ENQUEUE, data: MSG_FLAG | id });
+                    self.schedule(sent, NIC_ENQUEUE, id);
                 } else if networked {
-                    self.push_event(sent, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
+                    self.schedule(sent, FLOW_START, id);
                 } else {
-                    self.push_event(sent + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+                    self.schedule(sent + k.L, ARRIVAL, id);
                 }
                 if eager && held > 0 && !nic_path && !proxied {
                     // Its tokens come back when the LogGOPS NIC is done with it.
@@ -1090,7 +695,7 @@ impl<P: Program> Sim<'_, P> {
         let free = self.hosts[c].max(self.hosts[n]);
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
-        if first && self.wait_slot(list).map(|w| &self.waits[w as usize]).is_none_or(|w| w.first.is_none_or(|(key, _)| key != e.key) || w.version != e.host & VERSION_MASK) {
+        if first && self.superseded(e, list) {
             return; // a copy superseded by an arrival with a smaller key
         }
         if !first && self.memory.is_some() {
@@ -1137,101 +742,6 @@ impl<P: Program> Sim<'_, P> {
         }
     }
 
-    // --- memory contention (NiMC) ---
-    /// Message `m` reaches its destination at `t`: between nodes, the destination node's NIC
-    /// writes its payload into memory, and the node's running calcs that this slows end later.
-    fn memory_write(&mut self, t: Time, m: &Message) {
-        let mem = self.memory.as_mut().expect("called with a memory model");
-        if mem.node_of(m.src) == mem.node_of(m.dst) {
-            return;
-        }
-        mem.incoming(t, m.dst, m.size);
-        let extended = mem.take_extended();
-        for x in &extended {
-            let c = self.o_slot(x.rank, x.cpu);
-            self.hosts[c] = x.end;
-            if let (Some(tl), Some(span)) = (&mut self.timeline, x.span) {
-                tl.end[span as usize] = x.end;
-            }
-        }
-        self.memory.as_mut().expect("just used").give_back(extended);
-    }
-    // --- end of memory contention ---
-
-    /// Arrival `e` finds its receiver busy until `free`: it joins the receiver's wait list, and is
-    /// queued at `free` only if it is (or becomes) the list's first.
-    fn wait_for_receiver(&mut self, free: Time, e: Entry, list: u64, first: bool) {
-        if first {
-            return self.requeue(free, e);
-        }
-        self.requeues += 1;
-        let slot = match self.wait_slot(list) {
-            Some(slot) => slot,
-            None => {
-                let slot = self.free_waits.pop().unwrap_or_else(|| {
-                    self.waits.push(WaitList::default());
-                    self.waits.len() as u32 - 1
-                });
-                self.set_wait_slot(list, Some(slot));
-                slot
-            }
-        };
-        let waiting = &mut self.waits[slot as usize];
-        match waiting.first {
-            Some(first) if first.0 < e.key => {
-                waiting.rest.push(std::cmp::Reverse((e.key, e.data)));
-                return;
-            }
-            // A smaller key than the first's: the first steps back into the list.
-            Some(first) => waiting.rest.push(std::cmp::Reverse(first)),
-            None => {}
-        }
-        self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
-        let version = self.wait_versions;
-        let waiting = &mut self.waits[slot as usize];
-        waiting.first = Some((e.key, e.data));
-        waiting.version = version;
-        self.push_event(free, Entry { key: e.key, host: ARRIVAL | WAITER | version, data: e.data });
-    }
-
-    /// Where the wait list of `list` (host << 16 | cpu << 8 | nic) is in `waits`, if it has one.
-    #[inline]
-    fn wait_slot(&self, list: u64) -> Option<u32> {
-        let slot = if list & 0xffff == 0 { self.hosts.get((list >> 16) as u32).waiting } else { *self.other_waits.get(&list)? };
-        (slot != NO_WAITS).then_some(slot)
-    }
-
-    #[inline]
-    fn set_wait_slot(&mut self, list: u64, slot: Option<u32>) {
-        let slot = slot.unwrap_or(NO_WAITS);
-        if list & 0xffff == 0 {
-            self.hosts.get_mut((list >> 16) as u32).waiting = slot;
-        } else if slot == NO_WAITS {
-            self.other_waits.remove(&list);
-        } else {
-            self.other_waits.insert(list, slot);
-        }
-    }
-
-    /// The first of a wait list has been handled: the next one (smallest key) is queued at `free`.
-    fn next_waiter(&mut self, list: u64, free: Time) {
-        let slot = self.wait_slot(list).expect("a first has its list");
-        let waiting = &mut self.waits[slot as usize];
-        match waiting.rest.pop() {
-            Some(std::cmp::Reverse(next)) => {
-                self.wait_versions = (self.wait_versions + 1) & VERSION_MASK;
-                waiting.first = Some(next);
-                waiting.version = self.wait_versions;
-                let version = waiting.version;
-                self.push_event(free, Entry { key: next.0, host: ARRIVAL | WAITER | version, data: next.1 });
-            }
-            None => {
-                waiting.first = None; // empty again, ready for reuse
-                self.free_waits.push(slot);
-                self.set_wait_slot(list, None);
-            }
-        }
-    }
 
     /// A message meets its receive at time `t`: completes a rendezvous send, records the message
     /// and frees it. `matched` is when the match happened.
@@ -1278,270 +788,24 @@ impl<P: Program> Sim<'_, P> {
         self.free_msgs.push(id);
     }
 
-    /// A message enters the network (its sender's overhead is paid).
-    fn flow_start(&mut self, t: Time, id: u32) {
-        let net = self.net.as_mut().expect("flow events need a network");
-        let m = &self.msgs[id as usize];
-        let started = net.start(t, m.src, m.dst, m.size);
-        self.net_dirty = net.is_fluid();
-        if self.net_msgs.len() <= id as usize {
-            self.net_msgs.resize(id as usize + 1, NetMessage::default());
-        }
-        let nm = &mut self.net_msgs[id as usize];
-        nm.flow = started.flow;
-        nm.flow_start = started.at;
-        nm.head = started.head;
-        nm.alone = started.alone;
-        if self.flow_msg.len() <= started.flow as usize {
-            self.flow_msg.resize(started.flow as usize + 1, 0);
-        }
-        self.flow_msg[started.flow as usize] = id;
-    }
-
-    /// Packet model: one link event; a message whose last packet it delivered arrives.
-    fn packet_event(&mut self) {
-        let net = self.net.as_mut().expect("packet events need a network");
-        if let Some((flow, arrival)) = net.packet_step() {
-            self.arrive_from_network(self.flow_msg[flow as usize], arrival);
-        }
-    }
-
-    /// The last byte of message `id` reaches its destination at `arrival`.
-    fn arrive_from_network(&mut self, id: u32, arrival: Time) {
-        if self.keep_details {
-            let nm = self.net_msgs[id as usize];
-            let d = &mut self.details[id as usize];
-            d.arrived = arrival;
-            // Contention is whatever the message took beyond crossing the path alone.
-            d.link_delay = (arrival - nm.flow_start).saturating_sub(nm.head + nm.alone);
-        }
+    // --- the handle through which the optional models (flows, node, memory) act on the core ---
+    /// Schedules message event `kind` (ARRIVAL, FLOW_START, NIC_DONE, ...; the low bits may carry
+    /// a version) about `slot` (of `msgs`, or of `NodeSim::releases` for RELEASE) at `at`, keyed
+    /// after every event created so far.
+    #[inline]
+    fn schedule(&mut self, at: Time, kind: u32, slot: u32) {
         let key = self.new_key();
-        self.push_event(arrival, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
+        self.push_event(at, Entry { key, host: kind, data: MSG_FLAG | slot });
     }
 
-    /// A flow's last byte left (if the event is still current): the message arrives `head` later.
-    fn flow_done(&mut self, t: Time, e: Entry) {
-        let id = e.data & !MSG_FLAG;
-        let nm = self.net_msgs[id as usize];
-        if e.host & !KIND_MASK != nm.version {
-            return; // superseded by a later reallocation
-        }
-        self.net.as_mut().expect("flow events need a network").finish(t, nm.flow);
-        self.net_dirty = true;
-        self.arrive_from_network(id, t + nm.head);
+    /// Queues at `at` an operation a model held back (admission control), with its old key, so
+    /// that it keeps its place among the events of that instant.
+    #[inline]
+    fn resume(&mut self, at: Time, e: Entry) {
+        self.push_event(at, e);
     }
 
-    /// New fair rates after the flow starts and ends of one instant; each flow whose completion
-    /// moved gets a new completion event (the old one becomes stale through its version).
-    fn reschedule_flows(&mut self) {
-        self.net_dirty = false;
-        let mut moved = std::mem::take(&mut self.rescheduled);
-        moved.clear();
-        self.net.as_mut().expect("dirty only with a network").reallocate(&mut moved);
-        for &(flow, done) in &moved {
-            let id = self.flow_msg[flow as usize];
-            let nm = &mut self.net_msgs[id as usize];
-            nm.version = (nm.version + 1) & !KIND_MASK;
-            let version = nm.version;
-            let key = self.new_key();
-            self.push_event(done, Entry { key, host: FLOW_DONE | version, data: MSG_FLAG | id });
-        }
-        self.rescheduled = moved;
-    }
-
-    /// Admission control of a send leaving its node (a send granted after waiting brings its
-    /// tokens; the proxy admits at its servers instead).
-    fn admit(&mut self, t: Time, e: Entry, size: u64) -> Admission {
-        let ns = self.node.as_mut().expect("admission needs the node model");
-        if let Some(tokens) = ns.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
-            return Admission::Now(tokens);
-        }
-        if ns.proxy.is_some() {
-            return Admission::Now(0);
-        }
-        if let Some(rate) = &mut ns.rate {
-            if let Err(at) = rate.admit(e.host, t) {
-                ns.waits += 1;
-                return Admission::At(at);
-            }
-        }
-        match &mut ns.tokens {
-            Some(pool) => match pool.request(ns.node_of[e.host as usize], e.host, size, e) {
-                Some(tokens) => Admission::Now(tokens),
-                None => Admission::Parked,
-            },
-            None => Admission::Now(0),
-        }
-    }
-
-    fn node_event(&mut self, t: Time, e: Entry) {
-        let id = e.data & !MSG_FLAG;
-        match e.host {
-            NIC_ENQUEUE => {
-                let ns = self.node.as_mut().expect("node events need the node model");
-                let m = &self.msgs[id as usize];
-                let node = ns.node_of[m.src as usize];
-                match &mut ns.proxy {
-                    Some((proxy, _)) => {
-                        proxy.push(node, m.src, id);
-                        self.proxy_dispatch(t, node);
-                    }
-                    None => self.nic_enqueue(t, id),
-                }
-            }
-            NIC_DONE => self.nic_done(t, id),
-            RELEASE => {
-                let ns = self.node.as_mut().expect("node events need the node model");
-                let (task, tokens) = ns.releases[id as usize];
-                ns.free_releases.push(id);
-                self.release(t, task, tokens);
-            }
-            _ => self.proxy_done(t, id),
-        }
-    }
-
-    /// Message `id` enters its node's NIC; its service starts now if the NIC was idle.
-    fn nic_enqueue(&mut self, t: Time, id: u32) {
-        let ns = self.node.as_mut().expect("NIC events need the node model");
-        let node = ns.node_of[self.msgs[id as usize].src as usize];
-        if ns.nic.push(node, self.details[id as usize].injector, id) {
-            self.nic_start(t, node);
-        }
-    }
-
-    /// The NIC of `node` starts injecting its oldest message at the rate its load allows now:
-    /// `(g + (s-1)G) / factor(active injectors, messages held)`.
-    fn nic_start(&mut self, t: Time, node: u32) {
-        let ns = self.node.as_ref().expect("NIC events need the node model");
-        let id = ns.nic.front(node).expect("a message to inject");
-        let (active, held) = ns.nic.load(node);
-        let m = self.msgs[id as usize];
-        let k = self.par.costs(m.size);
-        let nominal = k.g + m.size.saturating_sub(1) * k.G;
-        let factor = ns.curves.as_ref().expect("NIC queues run only with curves").factor(m.size, active, held);
-        let service = stretched(nominal, factor);
-        // Waiting for the shared NIC and its slowdown count as contention, like a busy link.
-        let d = &mut self.details[id as usize];
-        d.link_delay = (t - d.handed + service).saturating_sub(nominal);
-        let key = self.new_key();
-        self.push_event(t + service, Entry { key, host: NIC_DONE, data: MSG_FLAG | id });
-    }
-
-    /// The NIC injected message `id`: it travels L; an eager send completes and gives back its
-    /// tokens; the next message's service starts.
-    fn nic_done(&mut self, t: Time, id: u32) {
-        let m = self.msgs[id as usize];
-        let ns = self.node.as_mut().expect("NIC events need the node model");
-        let node = ns.node_of[m.src as usize];
-        let d = &mut self.details[id as usize];
-        ns.nic.pop(node, d.injector);
-        let more = ns.nic.front(node).is_some();
-        let k = self.par.costs(m.size);
-        d.arrived = t + k.L;
-        let tokens = d.tokens;
-        let key = self.new_key();
-        self.push_event(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
-        if m.size <= self.par.S {
-            self.done(m.src, m.send_op);
-            if tokens > 0 {
-                self.release(t, m.src, tokens);
-            }
-        }
-        if more {
-            self.nic_start(t, node);
-        }
-    }
-
-    /// Free servers of `node` take the waiting messages, round robin over the tasks' queues (and
-    /// take their tokens first when tokens stand behind the servers). A server is busy `g` per
-    /// message.
-    fn proxy_dispatch(&mut self, t: Time, node: u32) {
-        let ns = self.node.as_mut().expect("proxy events need the node model");
-        let ranks = ns.node_of.len() as u32;
-        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        let (msgs, details) = (&self.msgs, &mut self.details);
-        loop {
-            let mut held = 0;
-            let tokens = &mut ns.tokens;
-            let Some((server, _, id)) = proxy.dispatch(node, |task, id| match tokens {
-                None => true,
-                Some(pool) => pool.try_take(node, task, msgs[id as usize].size).map(|k| held = k).is_some(),
-            }) else {
-                break;
-            };
-            let d = &mut details[id as usize];
-            d.tokens = held;
-            d.injector = ranks + node * *servers + server;
-            let key = self.next_key;
-            self.next_key += 1;
-            self.queue.push(t + self.par.costs(msgs[id as usize].size).g, Entry { key, host: PROXY_DONE, data: MSG_FLAG | id });
-        }
-    }
-
-    /// A proxy server has injected message `id`: into the shared NIC (with curves), else on its
-    /// way as in LogGOPS; the server takes the next message.
-    fn proxy_done(&mut self, t: Time, id: u32) {
-        let m = self.msgs[id as usize];
-        let d = self.details[id as usize];
-        let ns = self.node.as_mut().expect("proxy events need the node model");
-        let node = ns.node_of[m.src as usize];
-        let ranks = ns.node_of.len() as u32;
-        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        proxy.free_server(node, d.injector - ranks - node * *servers);
-        if ns.curves.is_some() {
-            self.nic_enqueue(t, id);
-        } else {
-            let k = self.par.costs(m.size);
-            let key = self.new_key();
-            if m.networked {
-                self.push_event(t, Entry { key, host: FLOW_START, data: MSG_FLAG | id });
-            } else {
-                self.details[id as usize].arrived = t + k.L;
-                self.push_event(t + k.L, Entry { key, host: ARRIVAL, data: MSG_FLAG | id });
-            }
-            if d.tokens > 0 && m.size <= self.par.S {
-                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, d.tokens);
-            }
-        }
-        self.proxy_dispatch(t, node);
-    }
-
-    /// `task` gives back `tokens` at `at` (a RELEASE event).
-    fn schedule_release(&mut self, at: Time, task: u32, tokens: u64) {
-        let ns = self.node.as_mut().expect("tokens need the node model");
-        let slot = match ns.free_releases.pop() {
-            Some(slot) => {
-                ns.releases[slot as usize] = (task, tokens);
-                slot
-            }
-            None => {
-                ns.releases.push((task, tokens));
-                ns.releases.len() as u32 - 1
-            }
-        };
-        let key = self.new_key();
-        self.push_event(at, Entry { key, host: RELEASE, data: MSG_FLAG | slot });
-    }
-
-    /// `task`'s send completed and gives back its tokens: the waiting sends they admit are issued
-    /// now, in ticket order, keeping their keys (or the proxy's servers resume).
-    fn release(&mut self, t: Time, task: u32, tokens: u64) {
-        let ns = self.node.as_mut().expect("tokens need the node model");
-        let node = ns.node_of[task as usize];
-        let mut granted = std::mem::take(&mut ns.granted);
-        granted.clear();
-        ns.tokens.as_mut().expect("a token pool").release(node, task, tokens, &mut granted);
-        if ns.proxy.is_some() {
-            ns.granted = granted;
-            return self.proxy_dispatch(t, node);
-        }
-        for &(entry, k) in &granted {
-            ns.admitted.insert((entry.host as u64) << 32 | entry.data as u64, k);
-            self.queue.push(t, entry);
-        }
-        ns.granted = granted;
-    }
-
+    /// A new key, after every one issued so far (the time-ordered loop's counter, or the window's).
     #[inline]
     fn new_key(&mut self) -> u64 {
         if let Some(w) = &mut self.windows {
@@ -1566,7 +830,8 @@ impl<P: Program> Sim<'_, P> {
         self.deps = deps;
     }
 
-    /// Marks an operation complete: satisfies its requires dependents.
+    /// Marks an operation complete: satisfies its requires dependents (also the handle's way for
+    /// a model to complete a send it carried).
     #[inline]
     fn done(&mut self, h: u32, i: u32) {
         let mut deps = std::mem::take(&mut self.deps);
@@ -1629,7 +894,7 @@ impl<P: Program> Sim<'_, P> {
         self.issue = issue;
     }
 
-    fn finish(mut self) -> SimResult {
+    pub(super) fn finish(mut self) -> SimResult {
         let n = self.prog.num_ranks() as usize;
         let finish: Vec<Time> = (0..n as u32).map(|h| (0..self.cpus as u32).map(|index| self.hosts[Clock { host: h, index }]).max().unwrap_or(0)).collect();
         let makespan = finish.iter().copied().max().unwrap_or(0);
@@ -1653,7 +918,7 @@ impl<P: Program> Sim<'_, P> {
             timeline: self.timeline.take(),
             links: self.net.as_ref().map(|n| n.stats().clone()),
             noise: self.noise_charged,
-            admission_waits: self.node.as_ref().map_or(0, |ns| ns.waits + ns.tokens.as_ref().map_or(0, |p| p.waits)),
+            admission_waits: self.node.as_ref().map_or(0, NodeSim::admission_waits),
             memory: self.memory.take().map(MemorySim::into_stats),
             critical_path,
         }
@@ -1698,84 +963,4 @@ impl<P: Program> Sim<'_, P> {
     }
     // --- end of critical path ---
 
-    fn pending(&self, rank: u32, op: u32) -> Pending {
-        let o = self.prog.op(rank, op);
-        Pending { rank, op, kind: o.kind, peer: o.peer, tag: o.tag, bytes: o.size, line: self.prog.source_line(rank, op) }
-    }
-
-    fn find_deadlock(&self) -> Option<Deadlock> {
-        let mut d = Deadlock::default();
-        let cap = Deadlock::LIST_CAP;
-        for h in self.owned.clone() {
-            for op in self.queues.items(&self.hosts.get(h).queues, Queue::Posted) {
-                d.unmatched_recv_count += 1;
-                if d.unmatched_recvs.len() < cap {
-                    d.unmatched_recvs.push(self.pending(h, op));
-                }
-            }
-            for id in self.queues.items(&self.hosts.get(h).queues, Queue::Unexpected) {
-                let m = &self.msgs[id as usize];
-                d.unmatched_send_count += 1;
-                if d.unmatched_sends.len() < cap {
-                    d.unmatched_sends.push(self.pending(m.src, m.send_op));
-                }
-            }
-        }
-        // Rendezvous sends whose message waits unmatched never completed: (rank, op).
-        let stuck_sends: HashSet<(u32, u32)> = self
-            .owned
-            .clone()
-            .flat_map(|r| self.queues.items(&self.hosts.get(r).queues, Queue::Unexpected))
-            .map(|id| &self.msgs[id as usize])
-            .filter(|m| m.size > self.par.S)
-            .map(|m| (m.src, m.send_op))
-            .collect();
-        for h in self.owned.clone() {
-            let total = self.prog.num_ops(h);
-            let started = self.hosts.get(h).started;
-            if started < total {
-                d.never_started_count += (total - started) as u64;
-                if d.never_started.len() < cap {
-                    self.list_never_started(h, &stuck_sends, &mut d.never_started, cap);
-                }
-            }
-        }
-        (d.count() > 0).then_some(d)
-    }
-
-    /// Lists operations of `h` that never started: those not reachable by replaying the rank's
-    /// dependencies from its roots (started ops are exactly the reachable ones in a finished run,
-    /// so the replay needs no per-op state during the simulation).
-    fn list_never_started(&self, h: u32, stuck_sends: &HashSet<(u32, u32)>, out: &mut Vec<Pending>, cap: usize) {
-        let n = self.prog.num_ops(h) as usize;
-        let mut remaining: Vec<u32> = (0..n as u32).map(|i| self.prog.dep_count(h, i)).collect();
-        let mut started = vec![false; n];
-        let mut stack = Vec::new();
-        self.prog.roots(h, &mut stack);
-        let mut deps = Vec::new();
-        let posted: HashSet<u32> = self.queues.items(&self.hosts.get(h).queues, Queue::Posted).collect();
-        while let Some(i) = stack.pop() {
-            if started[i as usize] {
-                continue;
-            }
-            started[i as usize] = true;
-            deps.clear();
-            self.prog.after_start(h, i, &mut deps);
-            // An op completes unless it is a receive still posted or a rendezvous send unmatched.
-            if !(posted.contains(&i) || stuck_sends.contains(&(h, i))) {
-                self.prog.after_done(h, i, &mut deps);
-            }
-            for &a in &deps {
-                remaining[a as usize] -= 1;
-                if remaining[a as usize] == 0 {
-                    stack.push(a);
-                }
-            }
-        }
-        for i in 0..n as u32 {
-            if !started[i as usize] && out.len() < cap {
-                out.push(self.pending(h, i));
-            }
-        }
-    }
 }
