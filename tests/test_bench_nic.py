@@ -1,4 +1,4 @@
-"""The seed's microbenchmarks, real (contend-bench on the pip MPICH, 4 ranks on this host's shared memory,
+"""Luo et al. 2012's microbenchmarks, real (contend-bench on the pip MPICH, 4 ranks on this host's shared memory,
 two halves standing for two nodes): nicrate (Figure 1), outstanding (Figure 2), the all-to-all
 variants and randomaccess. Each runs at a tiny size: rows well formed and physically sane, every byte
 accounted for and checked, the sweep table tidy, bad options refused with one line and exit 2, and

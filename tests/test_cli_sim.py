@@ -14,7 +14,7 @@ from contend.cli import main
 
 REFERENCE_FLAGS = ["-L", "3000", "-o", "1500", "-g", "1000", "-G", "6", "-O", "0", "-S", "65535"]
 
-# loggops.md: (collective, ranks, bytes, makespan, per-rank finish times or None)
+# engine/tests/reference.rs: (collective, ranks, bytes, makespan, per-rank finish times or None)
 REFERENCE_ANSWERS = [
     ("binomial-bcast", 8, 1, 18000, [4500, 9000, 9000, 13500, 9000, 13500, 13500, 18000]),
     ("binomial-bcast", 8, 131072, 2377278, [1579352, 1584352, 1584352, 1589352, 2367278, 2372278, 2372278, 2377278]),

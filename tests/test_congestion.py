@@ -1,5 +1,5 @@
 """NIC congestion and admission control through the Python API and CLI (docs/models.md, "NIC
-congestion and admission control"): the seed's shapes on the presets, tuned throttling of the
+congestion and admission control"): Luo et al. 2012's shapes on the presets, tuned throttling of the
 overlapped all-to-all, tune recovering the presets' built-in thresholds, no cost below the
 thresholds, every byte delivered under every policy, and bad configuration as one clean line."""
 

@@ -76,7 +76,7 @@ def test_scale_one_changes_nothing(workload):
     plain = simulate(**workload, **LOGGOPS)
     scaled = simulate(**workload, **LOGGOPS, cpu_scale=1)
     assert np.array_equal(plain.ranks, scaled.ranks)
-    if workload["collective"] == "binomial-bcast":  # loggops.md's reference answer
+    if workload["collective"] == "binomial-bcast":  # the reference answer of engine/tests/reference.rs
         assert plain.makespan == 2377278
 
 

@@ -42,7 +42,7 @@ def test_pingpong_is_o_wire_o_each_way():
 
 
 def test_binomial_broadcast_closed_form():
-    # loggops.md: P=8, 128 KiB (eager threshold above): 3 hops of 2o + L + (s-1)G.
+    # docs/models.md, "Closed forms": P=8, 128 KiB (eager threshold above): 3 hops of 2o + L + (s-1)G.
     r = simulate(collective="binomial-bcast", ranks=8, bytes=4096, **REFERENCE, critical_path=True)
     path = assert_exact(r)
     assert path.split_ps == {"computation": 0, "overhead": 3 * 2 * 1_500_000, "wire": 3 * (3_000_000 + 4095 * 6000),

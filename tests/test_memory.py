@@ -68,16 +68,16 @@ def test_sim_cli_reports_memory_and_its_options(tmp_path, capsys):
     assert "memory" not in json.loads(capsys.readouterr().out)
 
 
-def test_presets_carry_the_seed_numbers_and_say_which_are_estimates():
+def test_presets_carry_the_papers_numbers_and_say_which_are_estimates():
     onload, offload = load_machine("sandybridge-onload"), load_machine("sandybridge-offload")
     assert onload.memory["compute_bandwidth"] == 73.4e9 and onload.memory["nic"] == "onload"
     assert offload.memory["bandwidth"] == 85.3e9 and offload.memory["nic"] == "offload"
-    # The calibration: the triad under writes at the NIC's rate is the seed's 36.1 GB/s.
+    # The calibration: the triad under writes at the NIC's rate is Groves 2016's 36.1 GB/s.
     m = onload.memory
     assert m["compute_bandwidth"] / (1 + m["pollution"] * m["nic_bandwidth"] / 1e9) == pytest.approx(36.1e9, rel=1e-4)
     for name in ("sandybridge-onload", "sandybridge-offload", "westmere-offload"):
         text = open(load_machine(name).path, encoding="utf-8").read()
-        assert "estimate" in text and "seed" in text
+        assert "estimate" in text and "Groves 2016" in text
 
 
 def test_without_memory_traffic_an_offload_model_changes_nothing():

@@ -1,4 +1,4 @@
-"""`contend reproduce congestion --quick`: every finding of the seed reappears, with the report's files."""
+"""`contend reproduce congestion --quick`: every finding of Luo et al. 2012 reappears, with the report's files."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def test_the_report_is_complete(report):
         for method in ("block", CHECKED):
             heatmap = out / f"heatmap-{pattern}-{method}-bgp-torus.png"
             assert heatmap.read_bytes()[:4] == b"\x89PNG" and heatmap.name in page
-    assert "not in its text" in page  # the seed's OpenAtom figure: no numbers to compare
+    assert "not in its text" in page  # Bhatele and Kale 2009's OpenAtom figure: no numbers to compare
     assert "what we assumed" in page and "OpenAtom-like (ours" in page
     assert not [p.name for p in out.iterdir() if ".tmp" in p.name]
 

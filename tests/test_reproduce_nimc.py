@@ -1,4 +1,4 @@
-"""`contend reproduce nimc --quick`: the seed's findings reappear in shape, with the report's files."""
+"""`contend reproduce nimc --quick`: Groves 2016's findings reappear in shape, with the report's files."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def test_quick_reproduction_shows_the_seeds_shapes(tmp_path, capsys):
     for name in ("index.html", "stream.png", "at_scale.png"):
         assert (tmp_path / name).stat().st_size > 0
 
-    # STREAM: ours beside the seed's table (offload without headroom loses the writes' bandwidth,
+    # STREAM: ours beside Groves 2016's table (offload without headroom loses the writes' bandwidth,
     # with headroom nothing, onload half).
     stream = results["stream"]
     assert abs(stream["westmere-offload"]["with"] - 9.7) < 0.05

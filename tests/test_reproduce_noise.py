@@ -53,7 +53,7 @@ def test_the_report_is_complete(report):
     for image in ("shapes-dissemination.png", "shapes-binomial-bcast.png", "network.png", "coscheduling.png",
                   "pipelining.png"):
         assert (out / image).read_bytes()[:4] == b"\x89PNG" and f'src="{image}"' in page
-    assert "Ours beside the talk" in page and "16x" in page and "32x" in page
+    assert "Ours beside Hoefler 2011" in page and "16x" in page and "32x" in page
     assert results["beckman"]["slowdown"] and results["ferreira"]["by_ranks"]
     assert not [p.name for p in out.iterdir() if ".tmp" in p.name]
 

@@ -1,4 +1,4 @@
-"""`contend reproduce topology --quick`: the seed's qualitative findings reappear, the report is whole;
+"""`contend reproduce topology --quick`: Bhatele and Kale 2009's qualitative findings reappear, the report is whole;
 the torus presets say where every number comes from."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_the_report_is_complete(report):
     for image in ("pairs.png", "hops-bgp-torus.png", "z-pairs-xt3-torus.png"):
         assert (out / image).read_bytes()[:4] == b"\x89PNG" and f'src="{image}"' in page
     assert (out / "heatmap-random-pairs-bgp-torus.png").read_bytes()[:4] == b"\x89PNG"
-    assert "Ours beside the seed" in page and "1.75x" in page and "2.25x" in page
+    assert "Ours beside Bhatele and Kale 2009" in page and "1.75x" in page and "2.25x" in page
     assert set(results["wall_seconds"]) >= {"benchmark_1", "benchmark_2", "benchmark_3", "total"}
     assert not [p.name for p in out.iterdir() if ".tmp" in p.name]
 
@@ -92,4 +92,4 @@ def test_torus_presets_cite_or_estimate_every_number(name):
         table = header.group(1) if header else table
         number = re.match(r"^\w+\s*=\s*[^#]*\d", line)  # a key whose value holds a number
         if table in ("loggops", "topology") and number:
-            assert re.search(r"#.*(published|estimate|seed)", line), line
+            assert re.search(r"#.*(published|estimate|Bhatele and Kale 2009)", line), line

@@ -1,5 +1,5 @@
 """contend whatif: each axis changes the model as docs/models.md ("What-if axes") says (closed forms where
-there are some, the same run as contend sim with that setting elsewhere), the noise seed's findings hold
+there are some, the same run as contend sim with that setting elsewhere), Hoefler 2011's findings hold
 on a generated application, and every bad axis is refused with one line before anything is written."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_cpu_axis_divides_only_the_computation(tmp_path, exchange):
 
 
 def test_faster_network_helps_a_network_bound_run_not_a_noise_bound_one(tmp_path):
-    """The seed's finding (002, "Does the network speed matter?"): on the same application, 10x the
+    """Hoefler 2011's finding ("Does the network speed matter?"): on the same application, 10x the
     network speed cuts the noiseless run by a quarter and leaves the run under heavy noise as it was."""
     path = tmp_path / "app.goal"
     path.write_text(app_goal(ranks=64, iterations=20, calc_ns=20_000, size=8))

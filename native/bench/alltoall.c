@@ -1,4 +1,4 @@
-/* Overlapped all-to-all (the seed's baseline): every rank posts a receive from every other rank,
+/* Overlapped all-to-all (Luo et al. 2012's baseline): every rank posts a receive from every other rank,
  * then sends to every other rank at once, starting with rank + 1, and waits for all of them.
  * Timing, rows and the data check: exchange.h. */
 #include "exchange.h"

@@ -1,4 +1,4 @@
-/* The MPI library's own MPI_Alltoall (the seed's "MPI" series), whatever algorithm it picks for the
+/* The MPI library's own MPI_Alltoall (Luo et al. 2012's "MPI" series), whatever algorithm it picks for the
  * size. Timing, rows, check: exchange.h. */
 #include "exchange.h"
 

@@ -1,4 +1,4 @@
-/* Pairwise-exchange all-to-all (Thakur, Rabenseifner, Gropp; the seed's "exchange-pw"): P - 1 steps;
+/* Pairwise-exchange all-to-all (Thakur, Rabenseifner, Gropp; Luo et al. 2012's "exchange-pw"): P - 1 steps;
  * in step k every rank sends its block for rank + k and receives the block of rank - k, one blocking
  * exchange at a time, so each rank has one message in flight. Timing, rows, check: exchange.h. */
 #include "exchange.h"

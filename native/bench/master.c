@@ -1,4 +1,4 @@
-/* Bhatele & Kale, Benchmark I (no contention): the master (rank 0) ping-pongs with every other rank
+/* Bhatele and Kale 2009, Benchmark I (no contention): the master (rank 0) ping-pongs with every other rank
  * in turn while the rest wait, so each rank's latency to the master is measured alone.
  * One row per size and rank; sample = half a round trip. */
 #include <stdlib.h>

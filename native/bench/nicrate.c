@@ -1,6 +1,6 @@
-/* The seed's Figure 1, concurrency congestion: a node's injection throughput and message rate as
+/* Figure 1 of Luo et al. 2012, concurrency congestion: a node's injection throughput and message rate as
  * more of its cores inject at once (--active, default 1 to all ranks of a node), per message size.
- * By default each core has one message outstanding (--windows 1), like the seed's blocking runs; the
+ * By default each core has one message outstanding (--windows 1), like Luo et al. 2012's blocking runs; the
  * streams themselves are described in nicstream.h. */
 #include "nicstream.h"
 

@@ -87,7 +87,7 @@ static void round_of(bench *b, stream *st, int64_t bytes, int w)
 
 /* The barrier that starts a round. Ranks sitting the round out wait in it asleep (polling every
  * 50 us), so that where ranks outnumber cores they leave the cores to the ranks that inject, as the
- * seed's idle cores do; the others spin, so that they leave the barrier together. */
+ * idle cores of Luo et al. 2012 do; the others spin, so that they leave the barrier together. */
 static void start_round(bench *b, int idle)
 {
     MPI_Request barrier;

@@ -1,11 +1,11 @@
-/* Streams between nodes: the engine behind the seed's Figures 1 and 2 (Luo, Panda, Ibrahim, Iancu),
+/* Streams between nodes: the engine behind Figures 1 and 2 of Luo et al. 2012 (Luo, Panda, Ibrahim, Iancu),
  * patterns nicrate (sweep the active cores) and outstanding (sweep the messages in flight per core).
  *
  * Nodes are ranks with the same processor name. On one host the two halves of the ranks stand for
  * two nodes (rows say one_host = 1), so the sweep also runs on shared memory. Every node must have
  * the same number K of ranks. Local rank i of node n sends to local rank i of node n + 1 and receives
  * from local rank i of node n - 1 (mod the nodes): all nodes inject at once, one partner per core, as
- * in the seed's two-node runs.
+ * in Luo et al. 2012's two-node runs.
  *
  * A point is (size s, A active ranks per node, W outstanding per rank). Each round starts at a
  * barrier (the ranks sitting it out wait there asleep, leaving the cores to the others); the ranks with local index < A each move M = --messages messages in batches of W: post W

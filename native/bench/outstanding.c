@@ -1,4 +1,4 @@
-/* The seed's Figure 2, rate congestion: a node's injection throughput as each core keeps more
+/* Figure 2 of Luo et al. 2012, rate congestion: a node's injection throughput as each core keeps more
  * messages in flight (--windows, default 1, 2, 4 .. 32 but at most --messages), per message size,
  * with a fixed number of active cores per node (--active, default all of them); nicstream.h
  * describes the streams. */

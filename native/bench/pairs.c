@@ -1,4 +1,4 @@
-/* Ranks in pairs, all pairs ping-ponging at once (Bhatele & Kale):
+/* Ranks in pairs, all pairs ping-ponging at once (Bhatele and Kale 2009):
  *   pairs: Benchmark II, partner a nearest neighbour (2i with 2i+1) or random (--mode random)
  *   hops:  Benchmark III, partner --hops steps away along dimension --dim of the map --dims
  * The lower rank of a pair initiates; one row per initiator and size, sample = half a round trip. */

@@ -1,9 +1,9 @@
-/* RandomAccess-like fine-grained updates (HPCC's GUPS, the seed's Section 9), one-sided.
+/* RandomAccess-like fine-grained updates (HPCC's GUPS, Section 9 of Luo et al. 2012), one-sided.
  *
  * Every rank owns T 64-bit words (--table) of a global table of P x T words, in an MPI window. Each
  * rank draws a stream of random 64-bit values; a value v names the aligned update of s / 8 words at
  * global word (v mod (P T / (s/8))) x (s/8) and is XORed into each of them with MPI_Accumulate and
- * MPI_BXOR (passive target, lock_all). Per update size s (--sizes, multiples of 8; the seed's are
+ * MPI_BXOR (passive target, lock_all). Per update size s (--sizes, multiples of 8; Luo et al. 2012's are
  * 16 B) and per number of outstanding updates W (--windows, default 1, 4, 16, 64): --warmup and
  * --iters batches of W accumulates, each batch closed by MPI_Win_flush_all. One sample = a batch's
  * time / W, so a row's msg_rate is that rank's updates per second and the rows add up to the total.

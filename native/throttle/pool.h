@@ -1,5 +1,5 @@
 /* The node's token pool: a fixed number of tokens shared by the ranks of one node, granted first come
- * first served by tickets (the seed's "ticket-based token allocation").
+ * first served by tickets (Luo et al. 2012's "ticket-based token allocation").
  *
  * It lives in shared memory (segment.h) and uses only C11 atomics, no MPI, so it is tested on its own
  * with forked processes (test/pool_fifo.c).

@@ -1,4 +1,4 @@
-"""Contention diagnosis of per-message records: the method of Tallent et al. (seed 000), docs/models.md
+"""Contention diagnosis of per-message records: the method of Tallent et al. 2014, docs/models.md
 "Diagnosis".
 
 Each message's ideal delivery comes from the LogGOPS parameters (and the network, if any); the time

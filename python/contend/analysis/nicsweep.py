@@ -1,9 +1,9 @@
-"""The seed's NIC microbenchmarks (Luo et al., seed 003, Section 4) as GOAL schedules, simulated point
+"""Luo et al. 2012's NIC microbenchmarks (Luo et al., Luo et al. 2012, Section 4) as GOAL schedules, simulated point
 by point: two nodes, every active core sends to its partner core on the other node and back.
 
 - ``concurrency``: ``cores`` cores per node active, blocking (one message in flight per core).
 - ``outstanding``: ``cores`` cores per node active, each with ``outstanding`` messages in flight: it
-  posts that many, waits for all of them, and starts the next round (the seed's Figure 2).
+  posts that many, waits for all of them, and starts the next round (Figure 2 of Luo et al. 2012).
 - ``random_access``: fine-grained updates (16 bytes) to random ranks on other nodes, ``outstanding``
   in flight per core (1: blocking), as HPC RandomAccess does.
 

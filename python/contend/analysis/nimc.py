@@ -1,6 +1,6 @@
-"""Detect network-induced memory contention and predict its cost with random forests (Groves et al.).
+"""Detect network-induced memory contention and predict its cost with random forests (Groves 2016).
 
-As in the seed: a classifier says whether NiMC is present in a sample (a triad interval), a regressor
+As in Groves 2016: a classifier says whether NiMC is present in a sample (a triad interval), a regressor
 predicts its run-time impact (the sample's slowdown against its round's baseline, %), both scored out
 of bag and with their feature importances. Unlike a single out-of-bag score over all samples, we also
 hold out whole runs: a run's samples are never both in training and in test, because samples of one
@@ -8,7 +8,7 @@ run share that run's state of the machine and would flatter the score.
 
 Samples astride the start or end of a burst of traffic (phase "edge") are left out of training and of
 the accuracy. Features are the per-sample columns ``contend bench nimc`` records (docs/formats.md, "nimc data"). This
-machine has no hardware counters, so the seed's cache-miss and stall counts are not among them; where
+machine has no hardware counters, so Groves 2016's cache-miss and stall counts are not among them; where
 a machine has them (``hw_*`` columns with values), they join the feature set.
 """
 
@@ -205,7 +205,7 @@ def train(frame: pd.DataFrame, *, feature_set: str = "node", features: Sequence[
     if fit[LABEL].astype(bool).nunique() < 2:
         raise UserError(f"{where}: the training runs hold only one class")
     x, y, target = fit[chosen].to_numpy(float), fit[LABEL].astype(bool).to_numpy(), fit[TARGET].to_numpy(float)
-    # min_samples_leaf=2 and sqrt features: the usual forest settings; oob_score as in the seed.
+    # min_samples_leaf=2 and sqrt features: the usual forest settings; oob_score as in Groves 2016.
     # With few trees some samples are in every tree's bootstrap sample: scikit-learn warns on stderr,
     # and the metrics say it instead (the command's output stays ours).
     with warnings.catch_warnings(record=True) as caught:

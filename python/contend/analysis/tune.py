@@ -1,5 +1,5 @@
-"""``contend tune``: derive the seed's congestion thresholds and a token count from NIC sweeps (the
-seed did this by hand, Section 7), and write them as a machine file's ``[throttle]`` and as a
+"""``contend tune``: derive Luo et al. 2012's congestion thresholds and a token count from NIC sweeps (which
+they found by hand, Section 7), and write them as a machine file's ``[throttle]`` and as a
 configuration of the native throttle library.
 
 The rule, with tolerance X (default 5%), for each message size s swept:

@@ -1,11 +1,11 @@
 """``contend whatif``: one schedule simulated over the cross product of what-if axes (the use cases of
-the noise seed, 002: overlap potential, a faster or slower network or CPU, noise at scale), plus link
+Hoefler 2011: overlap potential, a faster or slower network or CPU, noise at scale), plus link
 contention, placement, NIC congestion and throttling. docs/models.md ("What-if axes") says how each
 axis changes the model.
 
 Every axis is a list of values; the runs are the cross product of the axes in the order given (the
 first axis varies slowest), and the first run (every axis at its first value) is the reference the
-others are compared with. The cross product, not one axis at a time, because the seed's findings are
+others are compared with. The cross product, not one axis at a time, because Hoefler 2011's findings are
 interactions: a faster network helps a network-bound run and not a noise-bound one.
 """
 
@@ -159,7 +159,7 @@ def _factor(label: str, where: str, *, zero: bool = False) -> float:
 
 
 def _overhead(label: str, where: str) -> float | str:
-    """A factor on o and O (0: full overlap), or ``g``: o = g and O = G (no overlap), as in the seed."""
+    """A factor on o and O (0: full overlap), or ``g``: o = g and O = G (no overlap), as in Hoefler 2011."""
     if label == "g":
         return "g"
     try:

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "nimc", help="detect network-induced memory contention with random forests (train, detect)",
         description="Random-forest classifier (is NiMC present) and regressor (slowdown) on per-sample features "
-                    "recorded by `contend bench nimc`, as in Groves et al. (docs/measure.md).")
+                    "recorded by `contend bench nimc`, as in Groves 2016 (docs/measure.md).")
     actions = parser.add_subparsers(dest="nimc_command", metavar="ACTION")
     actions.required = True
 

@@ -1,4 +1,4 @@
-"""``contend reproduce PAPER``: re-run a seed paper's experiments in the simulator and report ours beside
+"""``contend reproduce PAPER``: re-run a paper's experiments in the simulator and report ours beside
 theirs (plots, results.json, an HTML page and terminal tables)."""
 
 from __future__ import annotations
@@ -10,22 +10,22 @@ import time
 from contend.atomic import atomic_path, output_directory
 
 PAPERS = {
-    "topology": "Bhatele and Kale, 'Effects of Contention on Message Latencies in Large Supercomputers': "
+    "topology": "Bhatele and Kale 2009, 'Effects of Contention on Message Latencies in Large Supercomputers': "
                 "latency by hops, nearest-neighbour vs random pairs, controlled contention, on BG/P-like "
                 "and XT3-like tori",
-    "noise": "Hoefler, 'Characterizing the Influence of System Noise on Large-Scale Parallel Applications': "
+    "noise": "Hoefler 2011, 'Characterizing the Influence of System Noise on Large-Scale Parallel Applications': "
              "noise shape vs intensity from 2^4 to 2^20 ranks, network speed, co-scheduling, the pipelining "
              "error of looped broadcasts, and Beckman's and Ferreira's injection results",
     "congestion": "Luo, Panda, Ibrahim, Iancu, 'Congestion Avoidance on Manycore HPC Systems': concurrency and rate "
                   "congestion (Figures 1, 2), thresholds tuned, all-to-all and RandomAccess with token and proxy "
                   "throttling, on InfiniBand-like and Gemini-like presets",
-    "diagnose": "Tallent et al., 'Diagnosing Network Bottlenecks: One-sided Message Contention': diagnose against "
+    "diagnose": "Tallent et al. 2014, 'Diagnosing Network Bottlenecks: One-sided Message Contention': diagnose against "
                 "the engine's truth on a moving hot spot, an incast and a control, and the Global-Arrays case "
                 "study in miniature (blocked vs block-cyclic gets)",
     "nimc": "Groves, Grant, Arnold, 'NiMC: network-induced memory contention': STREAM under RDMA writes on offload "
             "and onload nodes, a LAMMPS-like stencil with uncoordinated in-memory checkpoints against process count, "
             "throttling and core reservation",
-    "mapping": "Bhatele and Kale's remedy for contention, topology-aware mapping: a 3D stencil, an OpenAtom-like "
+    "mapping": "Bhatele and Kale 2009's remedy for contention, topology-aware mapping: a 3D stencil, an OpenAtom-like "
                "pattern, a 2D transpose and random pairs on the BG/P-like and XT3-like tori, under block, random "
                "and mapped placements (hop-bytes, link loads, simulated time)",
 }
@@ -40,7 +40,7 @@ INTRODUCTIONS = {
              "stretches CPU work (calc and o) as docs/models.md ('Noise') defines; periodic detours, each rank at a "
              "seeded phase unless co-scheduled.",
     "congestion": "Two nodes; a node's throughput is its bytes sent over the makespan. The presets' NIC curves are shaped "
-                  "after the seed's Figures 1 and 2 (docs/models.md, 'NIC congestion and admission control'), so Figures 1 "
+                  "after Figures 1 and 2 of Luo et al. 2012 (docs/models.md, 'NIC congestion and admission control'), so Figures 1 "
                   "and 2 check that the engine carries the shapes through; the all-to-all, RandomAccess and tuning are the "
                   "consequences.",
     "diagnose": "Gets are emulated as a request to the owner's data server and the data reply (the engine is "
@@ -49,7 +49,7 @@ INTRODUCTIONS = {
                 "G 0.1 ns/B, no network.",
     "nimc": "A node's memory bandwidth is shared between its ranks' calcs and the payload its NIC writes into memory "
             "(docs/models.md, 'Memory contention (NiMC)'); the presets westmere-offload, sandybridge-offload and "
-            "sandybridge-onload carry the seed's Table I and STREAM numbers, and say which values are estimates.",
+            "sandybridge-onload carry Table I of Groves 2016 and STREAM numbers, and say which values are estimates.",
     "mapping": "A placement puts rank r on a node; block (rank r on node r) is the default. Hop-bytes: each "
                "message's bytes times the network links of its route under the machine's routing, summed. The "
                "patterns' assumptions (the OpenAtom-like one is ours, derived from the poster's description) are in "
@@ -59,8 +59,8 @@ INTRODUCTIONS = {
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "reproduce", help="reproduce a seed paper's experiments in the simulator",
-        description="Re-run a seed paper's experiments on the presets and write plots, results.json and "
+        "reproduce", help="reproduce a paper's experiments in the simulator",
+        description="Re-run a paper's experiments on the presets and write plots, results.json and "
         "DIR/index.html with our numbers beside the paper's. Papers: "
         + "; ".join(f"{name}: {text}" for name, text in PAPERS.items()) + ". Exit code 1 if a qualitative "
         "finding of the paper does not reappear.",

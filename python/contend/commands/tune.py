@@ -16,7 +16,7 @@ from contend.errors import UserError
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "tune", help="derive congestion thresholds and token counts from NIC sweeps",
-        description="Run the seed's NIC sweeps (active cores x size, outstanding messages per core) on a machine "
+        description="Run Luo et al. 2012's NIC sweeps (active cores x size, outstanding messages per core) on a machine "
         "file's engine model, derive CCT, NRCT, CRCT and a token count (docs/models.md, 'NIC congestion and "
         "admission control'), and write DIR/machine.toml (the machine with a [throttle] table), DIR/throttle.conf "
         "(for libcontend-throttle.so), DIR/sweep.csv and DIR/tune.json. Under mpiexec the sweep points are shared "

@@ -1,1 +1,1 @@
-"""Experiments behind ``contend demo`` (and, in later issues, ``contend reproduce``): one module per tour or paper."""
+"""Experiments behind ``contend demo`` and ``contend reproduce``: one module per tour or paper."""

@@ -1,5 +1,5 @@
-"""Luo, Panda, Ibrahim and Iancu's NIC congestion study (seed 003), simulated on the InfiniBand-like and
-Gemini-like presets (``ib-congestion``, ``gemini-congestion``; their curves are shaped after the seed's
+"""Luo, Panda, Ibrahim and Iancu's NIC congestion study (Luo et al. 2012), simulated on the InfiniBand-like and
+Gemini-like presets (``ib-congestion``, ``gemini-congestion``; their curves are shaped after Luo et al. 2012's
 Figures 1 and 2, docs/models.md "NIC congestion and admission control"):
 
 - Figure 1: node throughput by active cores (blocking), and the gain of C cores in N/C rounds.
@@ -100,13 +100,13 @@ def figure_1(out, tables, scale, results) -> list[Finding]:
                     xlabel="active cores per node", ylabel="GB/s per node", logx=False, logy=False)
     return [
         Finding("figure1", "Figure 1(a): concurrency congestion",
-                "Seed: throughput rises with cores, then drops when more than about 20 of 32 (InfiniBand) or 40 of 48 "
+                "Luo et al. 2012: throughput rises with cores, then drops when more than about 20 of 32 (InfiniBand) or 40 of 48 "
                 "(Gemini) cores inject; best and all-cores 'Proc' differ by roughly 2x on InfiniBand. Ours: the best "
                 "core count and the loss with all cores, from the presets' curves through the engine.",
                 ["machine", "size (B)", "best cores", "best GB/s", "all cores GB/s", "best / all"], rows, ok,
                 "figure1.png"),
         Finding("figure1b", "Figure 1(b): half the cores in two rounds",
-                "Seed (InfiniBand): 16 cores sending two rounds of 16 messages is up to 37% faster than 32 cores at once. "
+                "Luo et al. 2012 (InfiniBand): 16 cores sending two rounds of 16 messages is up to 37% faster than 32 cores at once. "
                 "Ours: 1 - T(all)/T(half) from the same sweep.",
                 ["machine", "size (B)", "cores per round", "gain"], gain_rows, gain_ok),
     ]
@@ -129,7 +129,7 @@ def figure_2(out, tables, scale, results) -> Finding:
                     xlabel="outstanding messages per core (all cores active)", ylabel="throughput / blocking",
                     logy=False)
     return Finding("figure2", "Figure 2: rate congestion",
-                   "Seed: on InfiniBand two outstanding messages per core give half the throughput of blocking and "
+                   "Luo et al. 2012: on InfiniBand two outstanding messages per core give half the throughput of blocking and "
                    "asymptotically up to 4x less; on Gemini one and two are alike and more lose up to 2x. Ours: "
                    "throughput at 2 per core relative to blocking, and blocking over the worst.",
                    ["machine", "size (B)", "2 per core / blocking", "blocking / worst"], rows, ok, "figure2.png")
@@ -147,7 +147,7 @@ def tuning(tuned, scale, results) -> Finding:
                          " ".join(f"[{c},{d}]" for c, d in t.crct[size]), t.tokens])
             ok &= abs(t.cct[size] - built_cct) <= scale.tune.core_step and built_nrct / 2 <= t.nrct[size] <= 2 * built_nrct
     return Finding("tune", "Thresholds tuned automatically",
-                   "Seed: CCT, NRCT, CRCT found by hand from the sweeps ('very labor intensive'). Ours: contend tune's rule "
+                   "Luo et al. 2012: CCT, NRCT, CRCT found by hand from the sweeps ('very labor intensive'). Ours: contend tune's rule "
                    "(the largest setting within 5% of the best throughput), against the knees built into the presets "
                    "(in parentheses); ok within one sweep step.",
                    ["machine", "size (B)", "CCT (built in)", "NRCT (built in)", "CRCT [cores, per core]", "tokens"],
@@ -180,7 +180,7 @@ def alltoall(out, tuned, scale, results) -> Finding:
     plots.line_plot(out / "alltoall.png", series, title="All-to-all on two nodes: speedup over overlapped",
                     xlabel="bytes per message", ylabel="speedup", logy=False)
     return Finding("alltoall", "All-to-all with congestion avoidance",
-                   "Seed (Section 8): token throttling and the proxy under the overlapped all-to-all beat it by up to 1.7x "
+                   "Luo et al. 2012 (Section 8): token throttling and the proxy under the overlapped all-to-all beat it by up to 1.7x "
                    "(tuned proxy: 90% on two nodes, 170% on 1,024 cores) on InfiniBand and 4x on Gemini. Ours: speedups "
                    "over the unthrottled overlapped all-to-all on two full nodes, tuned tokens from contend tune; ok when "
                    "ITT reaches 1.7x on the InfiniBand-like preset.",
@@ -202,7 +202,7 @@ def random_access(tuned, scale, results) -> Finding:
         rows.append([label] + [f"{rate[k] / base:.2f}" for k in runs])
         ok &= rate["overlapped + ITT"] >= 0.97 * rate["overlapped (8 per core)"]
     return Finding("random_access", "RandomAccess: fine-grained updates",
-                   "Seed (Figure 9, 1,024 cores InfiniBand): overlapping the 16-byte updates gains up to 40% over blocking, "
+                   "Luo et al. 2012 (Figure 9, 1,024 cores InfiniBand): overlapping the 16-byte updates gains up to 40% over blocking, "
                    "congestion avoidance on top up to 60%; on Gemini small messages do not congest. Ours: update rate "
                    "relative to blocking on two nodes; ok when ITT does not lose against plain overlap.",
                    ["machine", "blocking", "overlapped", "overlapped + ITT"], rows, ok)

@@ -1,12 +1,12 @@
-"""Tallent et al.'s contention diagnosis (seed 000) in the simulator: ``contend reproduce diagnose``.
+"""The contention diagnosis of Tallent et al. 2014 in the simulator: ``contend reproduce diagnose``.
 
 - Truth: diagnose on workloads with known contention (a moving hot spot read with gets, an incast, a
   fan-out, both ends at once, an uncontended control; experiments/onesided.py) against the engine's own
   per-message split.
-- The seed's case study in miniature: Global-Arrays-like gets from a distributed array while all ranks
+- Tallent et al. 2014's case study in miniature: Global-Arrays-like gets from a distributed array while all ranks
   sweep the same region, blocked distribution against block-cyclic with chunks of 1, 2, 4, 8 blocks;
   diagnose names the get call site and the reduction in contention and run time is reported.
-- Ours beside the seed's numbers.
+- Ours beside Tallent et al. 2014's numbers.
 
 ``run_reproduction`` returns the findings and the raw numbers (results.json).
 """
@@ -142,8 +142,8 @@ def _case_plot(layouts: dict[str, dict[str, Any]], path: Path) -> None:
              label="contention / blocked")
     axes.bar([p + width / 2 for p in positions], [layouts[n]["run_time_ratio"] for n in names], width,
              label="run time / blocked")
-    axes.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="seed: contention about 50% lower")
-    axes.axhline(0.8, color="grey", linestyle=":", linewidth=1, label="seed: run time up to 20% lower")
+    axes.axhline(0.5, color="grey", linestyle="--", linewidth=1, label="Tallent et al. 2014: contention about 50% lower")
+    axes.axhline(0.8, color="grey", linestyle=":", linewidth=1, label="Tallent et al. 2014: run time up to 20% lower")
     axes.set_xticks(list(positions), names)
     axes.set_ylabel("ratio to the blocked distribution")
     axes.set_title("Global-Arrays-like gets: blocked vs block-cyclic")
@@ -163,14 +163,14 @@ def _case_finding(layouts: dict[str, dict[str, Any]], scale: Scale) -> Finding:
              f"{v['contention_ratio']:.2f}", f"{v['run_time_ratio']:.2f}"] for name, v in layouts.items()]
     best = min(cyclic, key=lambda name: layouts[name]["contention_ratio"])
     return Finding(
-        "case-study", "The seed's case study in miniature: blocked vs block-cyclic",
+        "case-study", "Tallent et al. 2014's case study in miniature: blocked vs block-cyclic",
         f"{scale.ranks} compute ranks (and {scale.ranks} data servers) sweep a distributed array of "
         f"{scale.ranks}x{scale.ranks} blocks of {scale.size // 1024} KiB: at step k all ranks get each block of "
         "region k in their own random order, computing 1 us after each get. Under the blocked distribution "
         "region k lies on one owner, a hot target that moves as the sweep moves; block-cyclic with chunks of c "
         "blocks spreads it over ranks / c owners. Diagnose names the get call site as the source "
         f"({onesided.GA_SITE}, {blocked['top_site_share']:.0%} of the contention under blocked, "
-        f"{blocked['target_share']:.0%} of it at the target) and its advice is the seed's: a block-cyclic "
+        f"{blocked['target_share']:.0%} of it at the target) and its advice is Tallent et al. 2014's: a block-cyclic "
         f"distribution. Block-cyclic lowers contention to {layouts[best]['contention_ratio']:.2f}x of blocked "
         f"({best}) and the run time to {layouts[best]['run_time_ratio']:.2f}x; larger chunks leave more. Mean "
         f"over {scale.seeds} access order(s). Records of the blocked run: ga-blocked.parquet "
@@ -203,11 +203,11 @@ def _comparison(layouts: dict[str, dict[str, Any]]) -> Finding:
          "contend trace)"],
     ]
     return Finding(
-        "comparison", "Ours beside the seed's (Tallent et al., 'Diagnosing Network Bottlenecks')",
-        "The seed is a poster on NWChem's Carbon 240 benchmark; its numbers are quoted from its text. Ours are "
+        "comparison", "Ours beside Tallent et al. 2014 ('Diagnosing Network Bottlenecks')",
+        "Tallent et al. 2014 is a poster on NWChem's Carbon 240 benchmark; its numbers are quoted from its text. Ours are "
         "a miniature on a LogGOPS machine without a network (contention at the NICs' in and out links only, "
-        "as the seed defines network contention). The seed could not use the optimal block size; our chunk "
+        "as Tallent et al. 2014 defines network contention). Tallent et al. 2014 could not use the optimal block size; our chunk "
         "sweep shows how much the block size matters: a perfect spread (chunk 1) removes most contention, "
         "large chunks little.",
-        ["seed's finding", "seed", "ours"], rows, ok=True,
+        ["finding (Tallent et al. 2014)", "theirs", "ours"], rows, ok=True,
     )

@@ -29,7 +29,7 @@ from contend.experiments import native_twins
 from contend.experiments.fabric_machine import Calibration, calibrate, machine_toml
 from contend.machine.file import parse_machine
 
-TOLERANCE = 0.15  # the bound on |simulated / measured - 1|
+TOLERANCE = 0.15  # the bound we hold |simulated / measured - 1| to
 KiB, MiB = 1024, 1024 * 1024
 
 

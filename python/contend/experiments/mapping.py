@@ -1,8 +1,8 @@
-"""What Bhatele and Kale's poster (seed 001) says to do about link contention, tried in the simulator:
+"""What the poster of Bhatele and Kale 2009 says to do about link contention, tried in the simulator:
 "map communicating objects topologically on physically nearby processors".
 
 Four patterns (``contend.mapping.patterns``: a 3D stencil, an OpenAtom-like pattern, a 2D FFT-like
-transpose, random pairs) on the seed's machines (the presets ``bgp-torus`` and ``xt3-torus`` cut to one
+transpose, random pairs) on Bhatele and Kale 2009's machines (the presets ``bgp-torus`` and ``xt3-torus`` cut to one
 8x8x8 midplane; 4x4x8 with ``--quick``), each under the default placement (block: rank r on node r), a
 random placement and the mapped ones (``contend.mapping.methods``: METIS, the topology-aware bisection
 with refinement, Scotch's architecture mapping where it is installed). Per case: hop-bytes, hops per
@@ -12,7 +12,7 @@ simulated makespan of the schedule.
 The checks (exit code 1 when one fails): the topology-aware mapping never has more hop-bytes than block;
 on the stencil whose process grid has the torus's shape it reaches the optimum (every neighbour one hop
 away: hop-bytes = bytes); and the OpenAtom-like pattern and the transpose run faster mapped than under
-block on both tori, where the seed says mapping pays, unless block already runs at the contention-free
+block on both tori, where Bhatele and Kale 2009 says mapping pays, unless block already runs at the contention-free
 bound (network links FREE_LINKS times faster), which no placement can beat. Random pairs are the control.
 """
 
@@ -42,7 +42,7 @@ from contend.report.heatmap import link_heatmap
 BASELINES = ("block", "random")
 MAPPED = ("metis", "topo")
 CHECKED = "topo"  # the method the checks hold to: contend's topology-aware mapping
-# The patterns where the seed says mapping pays in time (OpenAtom; a transpose is its FFT phase).
+# The patterns where Bhatele and Kale 2009 says mapping pays in time (OpenAtom; a transpose is its FFT phase).
 MUST_GAIN = ("openatom", "transpose")
 HEATMAP_MACHINE = "bgp-torus"  # both presets have the same torus and routing: the same bytes per link
 
@@ -205,7 +205,7 @@ def _comparison(by_case, bound, graphs, tori, checks) -> Finding:
                        f"{_gain(block['makespan_ns'], mapped['makespan_ns'])}{limited}")
         rows.append(row)
     return Finding(
-        "comparison", "Ours beside the seed's (Bhatele and Kale: map communicating objects on nearby processors)",
+        "comparison", "Ours beside Bhatele and Kale 2009 (map communicating objects on nearby processors)",
         "The poster argues from its contention benchmarks that communicating objects must be mapped on "
         "physically nearby processors, and shows it on OpenAtom on Blue Gene/P and Cray XT3; its OpenAtom "
         "figure's values are not in its text, so there is no number of theirs to put beside ours. Ours: the "
@@ -214,7 +214,7 @@ def _comparison(by_case, bound, graphs, tori, checks) -> Finding:
         "per byte; the OpenAtom-like pattern and the transpose are faster mapped on both tori, unless block "
         f"already runs within {BOUND_SLACK - 1:.0%} of the contention-free bound (network links {FREE_LINKS}x "
         "faster: the nodes' injection and overheads bind, and no placement can gain; marked so).",
-        ["pattern", "seed", *(f"ours: {m}" for m in tori)], rows, ok=all(checks.values()),
+        ["pattern", "theirs", *(f"ours: {m}" for m in tori)], rows, ok=all(checks.values()),
     )
 
 

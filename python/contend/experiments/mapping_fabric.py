@@ -6,7 +6,7 @@ exchanges its two halos with rank r + P/2 only. Block placement (rank r on node 
 P/2 router links away, and on a line all P/2 pairs cross the middle link in both directions: that link
 carries P/2 flows each way while the others idle. Placing each pair on two neighbouring nodes makes every
 message one router link long and gives every pair its own link, so the bytes that shared one link now
-flow in parallel: the communication should take about P/2 times less. It is the case the seed names
+flow in parallel: the communication should take about P/2 times less. It is the case Bhatele and Kale 2009 names
 (partners placed far apart by a default that does not know the pattern), and one the fabric can show:
 each link is a tbf-shaped veth, so sharing a link is sharing its rate.
 

@@ -1,11 +1,11 @@
-"""Groves, Grant and Arnold's network-induced memory contention (NiMC, seed 004), simulated with the
-memory model (docs/models.md, "Memory contention (NiMC)") on the seed's nodes (presets
+"""Groves, Grant and Arnold's network-induced memory contention (NiMC, Groves 2016), simulated with the
+memory model (docs/models.md, "Memory contention (NiMC)") on Groves 2016's nodes (presets
 ``westmere-offload``, ``sandybridge-offload``, ``sandybridge-onload``):
 
-- STREAM under RDMA writes: the seed's triad table, ours beside it, and the triad's loss against the
+- STREAM under RDMA writes: Groves 2016's triad table, ours beside it, and the triad's loss against the
   injected rate on an offload node without headroom (proportional to the RDMA volume).
 - At scale: a LAMMPS-like stencil (3-D halo exchange, a calc with memory traffic per step) while
-  uncoordinated in-memory checkpoints write into a small fraction of the nodes (the seed's Table V:
+  uncoordinated in-memory checkpoints write into a small fraction of the nodes (Table V of Groves 2016:
   0.2% of the processes, and Daly's counts), slowdown against process count for offload and onload
   nodes, and the two mitigations: throttling the incoming write rate, reserving a core per node.
 
@@ -28,10 +28,10 @@ from contend.machine.memory import with_mitigations
 from contend.report import plots
 from contend.simulation.simulate import simulate
 
-# The seed's STREAM table: triad GB/s without and with RDMA writes.
+# Groves 2016's STREAM table: triad GB/s without and with RDMA writes.
 SEED_TRIAD = {"westmere-offload": (12.9, 9.7), "sandybridge-offload": (77.8, 77.6),
               "sandybridge-onload": (73.4, 36.1)}
-# The seed's Table V: concurrent RDMA writes by application process count (0.2% and Daly, QDR-onload).
+# Table V of Groves 2016: concurrent RDMA writes by application process count (0.2% and Daly, QDR-onload).
 SEED_WRITERS = {64: (0, 0), 512: (1, 1), 1024: (2, 2), 2048: (4, 5), 4096: (8, 15), 8192: (16, 42)}
 # Our variants of the at-scale run: (label, preset, throttle, reserve core, checkpoint volume fixed).
 VARIANTS = (
@@ -57,7 +57,7 @@ class Scale:
 
 # A LAMMPS-like step: 8 ms of CPU and 24 MB of memory traffic per process (5.2 ms at a sixteenth
 # of the onload node's 73.4 GB/s), 80 KB halos per direction. Checkpoint windows are 200 ms, five
-# times shorter than the seed's 1 s, with the steps scaled alike (about 20 steps per window; --quick:
+# times shorter than Groves 2016's 1 s, with the steps scaled alike (about 20 steps per window; --quick:
 # 60 ms windows).
 FULL = Scale(processes=(64, 512, 1024, 2048, 4096, 8192), steps=60, calc_ns=8_000_000, mem_bytes=24_000_000,
              halo_bytes=80_000, window_ns=200_000_000, daly=True, rates=(0.4e9, 0.8e9, 1.6e9, 2.4e9, 3.2e9))
@@ -75,7 +75,7 @@ def run_reproduction(out: Path, quick: bool = False,
 
     timed = stopwatch(results["wall_seconds"])
 
-    progress("STREAM triad under RDMA writes (the seed's table)")
+    progress("STREAM triad under RDMA writes (Groves 2016's table)")
     findings += timed("stream", lambda: stream(out, scale, results))
     findings += timed("at_scale", lambda: at_scale(out, scale, results, progress))
     return findings, results
@@ -119,13 +119,13 @@ def stream(out: Path, scale: Scale, results: dict[str, Any]) -> list[Finding]:
     results["stream"] = ours
     table = Finding(
         "stream", "STREAM triad under RDMA writes",
-        "Seed: 6 of 8 systems lose triad bandwidth under RDMA writes; offload nodes by about the writes' own "
+        "Groves 2016: 6 of 8 systems lose triad bandwidth under RDMA writes; offload nodes by about the writes' own "
         "bandwidth when their cores already draw all the memory gives (Westmere), not at all with headroom "
         "(Sandy Bridge FDR offload), onload nodes far more (Sandy Bridge onload: -51%). Ours: the presets "
-        "(bandwidths from the seed's Table I and triad numbers, write rates estimated, the onload node's "
+        "(bandwidths from Table I of Groves 2016 and triad numbers, write rates estimated, the onload node's "
         "pollution calibrated to its triad) through the engine: a node's ranks each move 100 ms of memory "
         "traffic while another node writes into it.",
-        ["node", "seed triad GB/s", "seed with RDMA", "seed change", "ours", "ours with RDMA", "our change"],
+        ["node", "their triad GB/s", "theirs with RDMA", "their change", "ours", "ours with RDMA", "our change"],
         rows, ok)
 
     # Offload, no headroom: the triad loses exactly the injected rate (bytes in = bytes not moved).
@@ -149,7 +149,7 @@ def stream(out: Path, scale: Scale, results: dict[str, Any]) -> list[Finding]:
                     xlabel="incoming write rate (GB/s)", ylabel="triad GB/s per node", logx=False, logy=False)
     proportional = Finding(
         "stream_rate", "Offload: the loss is proportional to the RDMA volume",
-        "Seed: 'offload systems see a reduction proportionate to the volume of RDMA writes'. Ours: the Westmere "
+        "Groves 2016: 'offload systems see a reduction proportionate to the volume of RDMA writes'. Ours: the Westmere "
         "offload node's triad loses exactly the injected rate; the onload node loses far more at every rate "
         "(cache pollution, 1 + pollution x rate).",
         ["injected GB/s", "Westmere offload triad", "loss GB/s", "Sandy Bridge onload triad"], loss_rows,
@@ -248,21 +248,21 @@ def at_scale(out: Path, scale: Scale, results: dict[str, Any], progress) -> list
     columns = ["processes", "writes at once (0.2%)"] + [label for label, *_ in VARIANTS]
     findings = [
         Finding("at_scale", "At scale: NiMC slowdown against process count",
-                "Seed: on the Sandy Bridge onload system LAMMPS ran up to 3x slower at 8k processes with 0.2% of the "
+                "Groves 2016: on the Sandy Bridge onload system LAMMPS ran up to 3x slower at 8k processes with 0.2% of the "
                 "nodes receiving RDMA writes (1 s each, uncoordinated), and the offload FDR system hardly at all. "
                 f"Ours: a LAMMPS-like stencil ({scale.steps} steps of {scale.calc_ns / 1e6:g} ms CPU and "
                 f"{scale.mem_bytes / 1e6:g} MB of memory traffic per process, {scale.halo_bytes / 1e3:g} KB halos per "
                 f"direction), 16 processes per node, checkpoint windows of {scale.window_ns / 1e6:g} ms at the NIC's "
-                "write rate between random nodes, as many at once on average as the seed's Table V (0.2%); "
+                "write rate between random nodes, as many at once on average as Table V of Groves 2016 (0.2%); "
                 "slowdown = makespan over the same configuration without checkpoints.",
                 columns, rows, ok, "at_scale.png"),
         Finding("mitigations", "Mitigations: throttling and core reservation, against the plain node",
-                "Seed: a reserved core costs a near constant overhead (about 6%) and removes the NiMC impact; "
+                "Groves 2016: a reserved core costs a near constant overhead (about 6%) and removes the NiMC impact; "
                 "throttling the RDMA bandwidth reduces it. Ours, as makespan over the plain node's run without "
                 "checkpoints (so each mitigation's own cost is included): the reserved core spreads the work over 15 "
                 "of 16 cores (6.7% on the CPU part) but also takes the onload processing of the halo traffic off the "
                 "application's cores, so its total stays flat; throttling to 1 GB/s with windows of the same length "
-                "(the seed's setup: writes of a fixed duration) lowers pollution and volume (1/3.2 of the data, "
+                "(Groves 2016's setup: writes of a fixed duration) lowers pollution and volume (1/3.2 of the data, "
                 "checkpoint_bytes in results.json). With the volume kept ('same volume') each write lasts 3.2x longer: "
                 "a lone calc loses more per byte at a lower rate (pollution / (1 + pollution x rate), docs/models.md), "
                 "but at scale the gentler slowdown of the written node is partly hidden in the time its neighbours "
@@ -272,7 +272,7 @@ def at_scale(out: Path, scale: Scale, results: dict[str, Any], progress) -> list
     if daly_rows:
         findings.append(Finding(
             "daly", "More writers: Daly's checkpoint interval",
-            "Seed, Table V: with Daly's optimal interval up to 42 writes at once at 8192 processes (QDR onload). Ours: "
+            "Groves 2016, Table V: with Daly's optimal interval up to 42 writes at once at 8192 processes (QDR onload). Ours: "
             "the onload node with those counts, over its run without checkpoints.",
             ["processes", "writes at once (Daly)", "onload slowdown"], daly_rows, True))
     return findings

@@ -1,4 +1,4 @@
-"""Hoefler's noise experiments (seed 002: "Characterizing the Influence of System Noise on Large-Scale
+"""The noise experiments of Hoefler 2011 ("Characterizing the Influence of System Noise on Large-Scale
 Parallel Applications", the talk on LogGOPSim's noise injection), simulated in the engine:
 
 - shape, not intensity: a 1-byte dissemination barrier and binomial broadcast under noise of the same
@@ -409,7 +409,7 @@ def _comparison(findings, shapes, network, cosched, loops, beckman, ferreira, sc
     ]
     checks = ["shapes-dissemination", "network", "coscheduling", "pipelining", "beckman"]
     return Finding(
-        "comparison", "Ours beside the talk's (Hoefler, 'Characterizing the Influence of System Noise')",
+        "comparison", "Ours beside Hoefler 2011 ('Characterizing the Influence of System Noise')",
         "The talk's figures and statements, and what contend's engine gives on the presets with the parameters "
         "listed (python/contend/machine/presets/; the talk does not list its BG/L or XT parameters or which of Beckman's "
         "detour settings gave 16x, so we show the whole grid). Our checks: the qualitative findings reappear ("

@@ -6,7 +6,7 @@ schedules generated here (docs/reproductions.md, "diagnose"):
 - ``fan_out``: rank 0 gets from every other rank at once (initiator contention); ``mixed``: that and a
   moving hot spot at the same time, from two call sites;
 - ``control``: pairs of ranks, each even rank reading from its odd partner: no two operations meet;
-- ``global_array``: the seed's case study in miniature, gets from a distributed array under a blocked or a
+- ``global_array``: Tallent et al. 2014's case study in miniature, gets from a distributed array under a blocked or a
   block-cyclic distribution while all ranks sweep over the same region at the same time.
 
 The engine has only two-sided messages, so a get is emulated: a small request (tag T) from the
@@ -173,7 +173,7 @@ def owner(block: int, blocks: int, ranks: int, layout: str, chunk: int = 1) -> i
 
 def global_array(ranks: int = 8, layout: str = "blocked", chunk: int = 1, size: int = 4096,
                  compute_ns: int = 1000, seed: int = 0) -> Workload:
-    """The seed's case study in miniature: ``ranks`` steps; at step k every rank reads (get, then
+    """Tallent et al. 2014's case study in miniature: ``ranks`` steps; at step k every rank reads (get, then
     computes with) each of the ``ranks`` blocks of region k, in its own random order (seeded; as tasks
     handed out together read neighbouring patches). Under ``blocked`` region k lies on rank k: a hot
     target that moves as the sweep moves; block-cyclic spreads each region over ranks / chunk ranks."""

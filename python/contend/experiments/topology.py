@@ -1,6 +1,6 @@
-"""Bhatele and Kale's three contention benchmarks (seed 001), simulated on the BG/P-like and XT3-like tori.
+"""The three contention benchmarks of Bhatele and Kale 2009, simulated on the BG/P-like and XT3-like tori.
 
-The seed measured them with MPI on ANL's Blue Gene/P and PSC's XT3; here the same schedules run on the
+Bhatele and Kale 2009 measured them with MPI on ANL's Blue Gene/P and PSC's XT3; here the same schedules run on the
 presets ``bgp-torus`` and ``xt3-torus`` (flow-level link contention, docs/models.md "Links"):
 
 - I, no contention: a master sends to every other rank in turn and gets a reply; latency against the
@@ -35,7 +35,7 @@ from contend.report.heatmap import link_heatmap
 from contend.simulation.simulate import simulate
 
 MACHINES = {"bgp-torus": "BG/P-like", "xt3-torus": "XT3-like"}
-Z = 2  # the torus dimension Benchmark III sends along (the seed's Z)
+Z = 2  # the torus dimension Benchmark III sends along (Bhatele and Kale 2009's Z)
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ FULL = Scale(sizes=tuple(4**k for k in range(1, 11)), hop_sizes=(8, 1024, 65536)
 QUICK = Scale(sizes=(16, 1024, 65536, 2**20), hop_sizes=(8, 65536), distances=(1, 2, 4, 8), seeds=(0,),
               dims=(4, 4, 16))
 
-# What the seed (a one-page poster) says, in its words where it gives a number.
-SEED = {
+# What Bhatele and Kale 2009 (a one-page poster) says, in its words where it gives a number.
+PAPER = {
     "hops": ("latency grows with hops for small messages, without contention", "Benchmark I, findings 1 and 3",
              "yes; no number given"),
     "diameter": ("the effect is larger on larger tori (larger diameter)", "Benchmark I, finding 2",
@@ -274,7 +274,7 @@ def _hops_finding(out: Path, name: str, t: Torus, by_size: dict[int, dict[int, f
         f"hops-{name}", f"Benchmark I on {name} ({MACHINES[name]}, {_shape(t.layout)}): latency by hops, no contention",
         f"The master (rank 0) sends to every other rank in turn and waits for the reply, so one message is in "
         f"the network at a time. Small messages take longer the farther they go: each hop adds the router "
-        f"delay and one packet's time on the link (the seed's (Lf/B)*D). For large messages the hops are lost "
+        f"delay and one packet's time on the link (Bhatele and Kale 2009's (Lf/B)*D). For large messages the hops are lost "
         f"in the transfer time. {format_bytes(sizes[0])}: {small[hops[0]] / 1000:.3f} us at {hops[0]} hop(s), "
         f"{small[hops[-1]] / 1000:.3f} us at {hops[-1]}.",
         ["hops"] + [f"{format_bytes(s)} (us)" for s in sizes], rows, ok=grows, plot=plot,
@@ -336,10 +336,10 @@ def _controlled_finding(out: Path, name: str, runs: dict[int, dict[str, Any]], s
 
 
 def _comparison(one, diameter, two, three, scale: Scale, tori, smaller) -> tuple[Finding, dict[str, bool]]:
-    """The seed's findings beside ours, and the qualitative checks."""
+    """Bhatele and Kale 2009's findings beside ours, and the qualitative checks."""
     small = scale.hop_sizes[0]
     checks: dict[str, bool] = {}
-    ours: dict[str, dict[str, str]] = {key: {} for key in SEED}
+    ours: dict[str, dict[str, str]] = {key: {} for key in PAPER}
     for name in MACHINES:
         by_hops = one[name][small]
         first, last = min(by_hops), max(by_hops)
@@ -362,16 +362,16 @@ def _comparison(one, diameter, two, three, scale: Scale, tori, smaller) -> tuple
         f"{format_bytes(scale.sizes[k])}: {two['xt3-torus']['neighbour-pairs'][k] / 1000:.3g} vs "
         f"{two['bgp-torus']['neighbour-pairs'][k] / 1000:.3g} us" for k in (0, -1))}
     rows = []
-    for key, (claim, where, seed) in SEED.items():
-        rows.append([claim, where, seed] + [ours[key].get(name, "") for name in MACHINES])
+    for key, (claim, where, theirs) in PAPER.items():
+        rows.append([claim, where, theirs] + [ours[key].get(name, "") for name in MACHINES])
     finding = Finding(
-        "comparison", "Ours beside the seed's (Bhatele and Kale, 'Effects of Contention on Message Latencies')",
-        "The seed is a one-page poster: its findings are quoted with the section they are in; where it gives no "
+        "comparison", "Ours beside Bhatele and Kale 2009 ('Effects of Contention on Message Latencies')",
+        "Bhatele and Kale 2009 is a one-page poster: its findings are quoted with the section they are in; where it gives no "
         "number we say so. Ours are simulated on the presets (their numbers are published figures or marked "
         "estimates, see python/contend/machine/presets/). Qualitative checks: small-message latency grows with hops; "
         "random pairs are slower than NN for large messages; 8 hops are slower than 1 hop, more so for larger "
         "messages.",
-        ["seed's finding", "where (poster)", "seed", *(f"ours: {name}" for name in MACHINES)], rows,
+        ["finding (Bhatele and Kale 2009)", "where (poster)", "theirs", *(f"ours: {name}" for name in MACHINES)], rows,
         ok=all(checks.values()),
     )
     return finding, checks

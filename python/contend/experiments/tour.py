@@ -24,7 +24,7 @@ from contend.simulation.simulate import simulate
 REFERENCE_MACHINE = "loggops-reference"
 
 
-# The reference answers measured on LogGOPSim v1 (loggops.md), L=3000 o=1500 g=1000 G=6 O=0 S=65535:
+# The reference answers measured on LogGOPSim v1 (engine/tests/reference.rs), L=3000 o=1500 g=1000 G=6 O=0 S=65535:
 # (collective, ranks, bytes, makespan, per-rank finish times or None).
 REFERENCE_CASES = (
     ("binomial-bcast", 8, 1, 18000, [4500, 9000, 9000, 13500, 9000, 13500, 13500, 18000]),
@@ -146,7 +146,7 @@ def incast_delay_split(out: Path, machine: str = "qdr-ib-fattree", ranks: int = 
 
 
 def contention_diagnosed(out: Path, ranks: int = 8, size: int = 16384) -> Finding:
-    """Tallent et al.'s case in miniature: gets from a Global-Arrays-like array, blocked vs block-cyclic."""
+    """Tallent et al. 2014's case in miniature: gets from a Global-Arrays-like array, blocked vs block-cyclic."""
     from contend.experiments import onesided
 
     rows = []
@@ -239,7 +239,7 @@ def deadlock_caught(out: Path) -> Finding:
     )
 
 
-# LogGOPSim v1's wrong answers for 1-byte binomial broadcasts (loggops.md), where it reported them.
+# LogGOPSim v1's wrong answers for 1-byte binomial broadcasts, where it reported them (docs/models.md, "The tie rule").
 V1_WRONG = {2**20: 181500, 2**23: 250500}
 
 

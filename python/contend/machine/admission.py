@@ -3,7 +3,7 @@
 the native throttle library (docs/formats.md), which ``contend tune`` writes.
 
 Keys shared with the native library's configuration keep its names and meaning (policy, tokens,
-size_per_token, gap_ns, stall_ms); the engine adds the proxy's servers and the seed's Algorithm 1
+size_per_token, gap_ns, stall_ms); the engine adds the proxy's servers and Algorithm 1 of Luo et al. 2012
 thresholds::
 
     [throttle]

@@ -10,7 +10,7 @@ so how an application numbers its ranks decides how good the default is.
   C order (the last coordinate fastest, as MPI_Cart_create numbers them), while the engine numbers the
   torus's nodes x fastest: the default lays the grid's last dimension along x (on a cube that only
   exchanges axes, and block is optimal).
-- ``openatom``: after OpenAtom as Bhatele and Kale's poster describes it ("multiple object graphs which
+- ``openatom``: after OpenAtom as Bhatele and Kale 2009's poster describes it ("multiple object graphs which
   communicate with each other along orthogonal dimensions"); the poster gives no structure or sizes
   beyond that sentence, so the rest is ours (the array names are OpenAtom's). Assumed: one object per rank; a 2D array of ``states x
   planes`` objects (wave-function planes, OpenAtom's GSpace/RealSpace) numbered state-major (a state's

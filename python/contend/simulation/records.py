@@ -1,6 +1,6 @@
 """Per-message records and CPU timelines: pandas views and the Parquet file of ``contend sim --records``.
 
-One record per message (DESIGN.md: "records are the contract between simulation and analysis"):
+One record per message (records are the contract between simulation and analysis; docs/formats.md, "Records"):
 
 - who and what: ``src``, ``dst``, ``bytes``, ``tag``, ``send_op``, ``recv_op`` (op index in the sender's /
   receiver's program), ``protocol`` (0 eager, 1 rendezvous);

@@ -92,7 +92,7 @@ def simulate(
     Bad input raises ``contend.errors.UserError`` with a one-line message. A deadlocked schedule is
     not an error: ``result.deadlock`` names the blocked ranks and ops.
 
-    The binomial broadcast of the reference table (loggops.md):
+    The binomial broadcast of the reference table (engine/tests/reference.rs):
 
     >>> r = simulate(collective="binomial-bcast", ranks=8, bytes=1, L=3000, o=1500, g=1000, G=6)
     >>> r.makespan

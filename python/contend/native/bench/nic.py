@@ -1,4 +1,4 @@
-"""The NIC sweeps (patterns ``nicrate`` and ``outstanding``, the seed's Figures 1 and 2) as one tidy table.
+"""The NIC sweeps (patterns ``nicrate`` and ``outstanding``, Figures 1 and 2 of Luo et al. 2012) as one tidy table.
 
 ``sweep_table`` is what ``contend tune`` derives throttling thresholds from, whether the sweep was
 measured (here, ``source = "real"``) or simulated. Its columns, in this order (docs/formats.md):

@@ -1,4 +1,4 @@
-"""Network-induced memory contention measured here (Groves et al.): runs of the native ``nimc`` pattern,
+"""Network-induced memory contention measured here (Groves 2016): runs of the native ``nimc`` pattern,
 interleaved sweeps of sources and rates, per-interval features and labels, slowdown tables.
 
 One run: a triad pinned to one core, sampled every ``interval`` seconds, while the other core injects

@@ -26,7 +26,7 @@ def _sweep_label(size: int, other: str, value: int, others: int) -> str:
 
 
 def plot_nic(run: RunResult, path: str | os.PathLike) -> Path:
-    """The seed's Figure 1 or 2 from a nicrate or outstanding run: node injection throughput (top) and
+    """Figure 1 of Luo et al. 2012 or 2 from a nicrate or outstanding run: node injection throughput (top) and
     message rate (bottom) against active cores or messages in flight per core, one line per size."""
     from contend.native.bench.nic import node_points
 

@@ -11,7 +11,7 @@ from contend.errors import UserError
 
 KiB, MiB = 1024, 1024 * 1024
 POWERS_OF_4 = tuple(4**k for k in range(11))  # 1 B .. 1 MiB
-NIC_SIZES = (8, 256, 8 * KiB, 256 * KiB)  # the seed sweeps 8 B .. 512 KiB; four sizes keep a sweep short
+NIC_SIZES = (8, 256, 8 * KiB, 256 * KiB)  # Luo et al. 2012 sweeps 8 B .. 512 KiB; four sizes keep a sweep short
 NIC_OPTIONS = ("active", "windows", "messages", "mode")
 
 # Harness options a benchmark may take besides sizes/iterations (CLI name -> harness flag).
@@ -108,9 +108,9 @@ _ALL = (
               4, (8, 1 * KiB, 64 * KiB), "alltoall"),
     Benchmark("alltoall-mpi", "the MPI library's MPI_Alltoall", 2, False, 4, (8, 1 * KiB, 64 * KiB),
               "alltoall"),
-    Benchmark("nicrate", "node injection throughput vs active cores per node x size (seed Fig. 1)", 2, False,
+    Benchmark("nicrate", "node injection throughput vs active cores per node x size (Luo et al. 2012, Fig. 1)", 2, False,
               4, NIC_SIZES, "concurrency", NIC_OPTIONS, ("send", "put")),
-    Benchmark("outstanding", "node injection throughput vs messages in flight per core x size (seed Fig. 2)",
+    Benchmark("outstanding", "node injection throughput vs messages in flight per core x size (Luo et al. 2012, Fig. 2)",
               2, False, 4, NIC_SIZES, "outstanding", NIC_OPTIONS, ("send", "put")),
     Benchmark("randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, False,
               4, (8, 16), "updates", ("windows", "table", "seed")),
