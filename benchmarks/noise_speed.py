@@ -49,7 +49,7 @@ SHORT_PAIRS = 5
 
 
 def synthetic_trace(path: Path, seed: int = 1) -> Path:
-    """One second of noise like this VM's (docs/measure.md): ~700 detours/s of ~28 us, 1% of 1-8 ms."""
+    """One second of noise like this VM's (docs/measurements.md, "OS noise"): ~700 detours/s of ~28 us, 1% of 1-8 ms."""
     rng = np.random.default_rng(seed)
     starts = np.sort(rng.uniform(0, 1e9, 700))
     lengths = np.where(rng.uniform(size=starts.size) < 0.01, rng.uniform(1e6, 8e6, starts.size),

@@ -1,5 +1,6 @@
 """Prediction against reality on this host: real MPI programs traced, converted, simulated and compared
-with their measured time between MPI_Init and MPI_Finalize (docs/measure.md, "Prediction against reality").
+with their measured time between MPI_Init and MPI_Finalize (docs/measure.md says how; docs/measurements.md,
+"Prediction against reality", what it measured).
 
     python benchmarks/predict.py --machine shm.toml [--runs 5] [--ranks 2,4] [--programs halo,...]
         [--fabric | --fabric-only] [--fabric-machine FILE] [--fifo] [--timeout S] [--out DIR]

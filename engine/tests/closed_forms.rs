@@ -1,5 +1,5 @@
 //! Property tests: for hundreds of random (P, s, L, o, g, G, O), the engine equals the closed
-//! forms of the LogGOPS model for eager messages (shared/reference/loggops.md):
+//! forms of the LogGOPS model for eager messages (docs/models.md, "Closed forms"):
 //!   hop = 2o + L + (s-1)max(O,G),  gap = max(o + (s-1)O, g + (s-1)G)
 //!   binomial broadcast: max over 0<v<P of popcount(v)*hop + (bitlen(v)-popcount(v))*gap
 //!   linear scatter:     (P-2)*gap + hop

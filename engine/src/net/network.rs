@@ -4,8 +4,8 @@
 //! crosses its path (injection link, network links, ejection link) under one of two sharing models:
 //! - [`Sharing::Flow`]: a fluid flow at its max-min fair rate ([`super::flow`]); its last byte
 //!   reaches the destination `head` later, where `head = Σ over the path's links (hop_latency +
-//!   min(packet, s) / bandwidth)` is the time the first packet needs to cross the path (the seed's
-//!   `(Lf/B)·D`, plus router and wire delay). Uncontended: `head + s / min bandwidth on the path`.
+//!   min(packet, s) / bandwidth)` is the time the first packet needs to cross the path (Bhatele and Kale
+//!   2009's `(Lf/B)·D`, plus router and wire delay). Uncontended: `head + s / min bandwidth on the path`.
 //! - [`Sharing::Packet`]: packets forwarded store-and-forward with round-robin service at every link
 //!   ([`super::packet`]). Uncontended: one packet time less than the flow model (the last packet
 //!   does not wait for itself).

@@ -1,4 +1,4 @@
-//! Memory contention caused by network traffic (NiMC, seed 004): the memory bandwidth of a node is
+//! Memory contention caused by network traffic (NiMC, Groves 2016): the memory bandwidth of a node is
 //! shared between the ranks' computation and the payload its NIC writes into memory
 //! (docs/models.md, "Memory contention (NiMC)").
 //!

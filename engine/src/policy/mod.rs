@@ -1,7 +1,7 @@
 //! Admission control: when a task may inject a message into its node's NIC (docs/models.md, "NIC
 //! congestion and admission control"). Only messages that leave the node are controlled.
 //!
-//! - [`tokens`]: a count-based pool per node with FIFO tickets, and the seed's Algorithm 1
+//! - [`tokens`]: a count-based pool per node with FIFO tickets, and Luo et al. 2012's Algorithm 1
 //!   thresholds (CCT, NRCT, CRCT) as a count-based predictor.
 //! - [`rate`]: a least gap between two injections of a task.
 //! - [`proxy`]: servers per node that inject on behalf of the tasks, round robin over their queues.

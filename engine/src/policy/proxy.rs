@@ -1,7 +1,7 @@
 //! Proxy admission control: each node has `servers` communication servers; a task puts its message
 //! in its own queue and a free server injects it. Servers serve the queues in round robin, one
 //! message per turn, so no task waits behind another's burst. Only the servers inject, so at most
-//! `servers` cores of a node are active at the NIC (the seed's Proxy).
+//! `servers` cores of a node are active at the NIC (Luo et al. 2012's Proxy).
 
 use std::collections::VecDeque;
 

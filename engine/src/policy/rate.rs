@@ -1,5 +1,5 @@
-//! Inline rate throttling: a task injects at most once per `gap`, whatever the others do (the
-//! seed's IRT: task-local knowledge only).
+//! Inline rate throttling: a task injects at most once per `gap`, whatever the others do (Luo
+//! et al. 2012's IRT: task-local knowledge only).
 
 use crate::time::Time;
 

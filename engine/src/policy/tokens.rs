@@ -3,7 +3,7 @@
 //! Requests that cannot be served wait in a FIFO of tickets: the head is served first, always, so
 //! no task starves (a later small request never overtakes an earlier large one).
 //!
-//! The seed's Algorithm 1 thresholds act as a count-based predictor on the same tickets: a message
+//! Luo et al. 2012's Algorithm 1 thresholds act as a count-based predictor on the same tickets: a message
 //! is admitted only while a new core would not make CCT[size] or more cores active, fewer than
 //! NRCT[size] messages are in flight on the node, and its task has fewer than
 //! CRCT[active cores][size] in flight.
