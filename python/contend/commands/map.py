@@ -264,7 +264,7 @@ def table(summary: dict, out: Path):
         makespan = score.get("makespan_ns")
         rows.append([
             result["method"] + (" *" if result["method"] == summary["best"] else ""),
-            _short(score["hop_bytes"]), f"{score['hops_per_byte']:.3g}", _short(score["max_link_load"]),
+            _short(score["hop_bytes"]), f"{score['hops_per_byte']:.3f}", _short(score["max_link_load"]),
             _short(score["mean_link_load"]),
             "-" if makespan is None else format_time(makespan).split(" (")[-1].rstrip(")"),
             f"{result['seconds']:.2f}",
