@@ -5,9 +5,9 @@ The package, grouped by what it does (each folder's ``__init__`` says more):
     contend/
       cli.py, commands/     the ``contend`` command: one module per verb, each importing what it needs when
                             it runs (``contend --help`` loads no heavy library: tests/test_startup.py)
-      errors.py, atomic.py, cachedir.py, parallel.py, engine.py
+      errors.py, atomic.py, cachedir.py, parallel.py, engine.py, lazy.py
                             shared by all: UserError, whole-or-nothing outputs, the cache, worker pools,
-                            the loaded Rust engine (``_engine``, where maturin puts it)
+                            the loaded Rust engine (``_engine``, where maturin puts it), names loaded on use
       machine/              the machine file and its tables, read once and checked with file:line:
                             file.py (Machine, load_machine, presets/), tomlfile.py, quantities.py,
                             size_classes.py, topology.py [topology], nic.py [nic], admission.py [throttle]
@@ -34,7 +34,7 @@ report/ imports no experiment; commands/ is imported by cli.py only, lazily.
 
 from __future__ import annotations
 
-import importlib
+from contend.lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -51,15 +51,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'contend' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
-
+__getattr__ = lazy_names(__name__, _PUBLIC)

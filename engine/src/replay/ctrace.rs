@@ -444,9 +444,28 @@ impl RankReader {
         let sizes = read_sizes(path, &mut file, &header)?;
         file.seek(SeekFrom::Start(HEADER_BYTES))
             .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
-        Ok(RankReader {
+        Ok(RankReader::start(name, Box::new(BufReader::with_capacity(1 << 16, file)), header, comms, sizes))
+    }
+
+    fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
+        let records = m.records.len() as u64 / RECORD_BYTES;
+        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
+        let comms = parse_comms(&m.name, &m.comm_words, ranks)?;
+        let input = Box::new(std::io::Cursor::new(SharedBytes(m.records.clone())));
+        Ok(RankReader::start(m.name.clone(), input, header, comms, Sizes::new()))
+    }
+
+    /// A reader at its first record, whichever the records come from (a file or memory).
+    fn start(
+        name: String,
+        input: Box<dyn Read + std::marker::Send>,
+        header: Header,
+        comms: HashMap<CommId, Vec<u32>>,
+        sizes: Sizes,
+    ) -> RankReader {
+        RankReader {
             name,
-            input: Box::new(BufReader::with_capacity(1 << 16, file)),
+            input,
             header,
             comms,
             sizes,
@@ -457,26 +476,7 @@ impl RankReader {
             pending: HashMap::new(),
             queued: Default::default(),
             failed: false,
-        })
-    }
-
-    fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
-        let records = m.records.len() as u64 / RECORD_BYTES;
-        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
-        Ok(RankReader {
-            name: m.name.clone(),
-            input: Box::new(std::io::Cursor::new(SharedBytes(m.records.clone()))),
-            header,
-            comms: parse_comms(&m.name, &m.comm_words, ranks)?,
-            sizes: Sizes::new(),
-            announced: HashSet::new(),
-            window_announced: false,
-            next: 0,
-            ahead: None,
-            pending: HashMap::new(),
-            queued: Default::default(),
-            failed: false,
-        })
+        }
     }
 
     fn ns(&self, stamp: i64) -> u64 {

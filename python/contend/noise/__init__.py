@@ -3,7 +3,7 @@ selfish-detour measurement behind ``contend noise measure`` (``measure``)."""
 
 from __future__ import annotations
 
-import importlib
+from contend.lazy import lazy_names
 
 # Loaded on first use (PEP 562): the machine files need the settings, not the traces' pandas.
 _PUBLIC = {
@@ -18,8 +18,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'contend.noise' has no attribute {name!r}")
-    return getattr(importlib.import_module(_PUBLIC[name]), name)
+__getattr__ = lazy_names(__name__, _PUBLIC)
