@@ -109,7 +109,7 @@ def parse_sources(text: str) -> list[str]:
     ['none', 'put']
     >>> parse_sources("rdma")
     Traceback (most recent call last):
-    contend.errors.UserError: --sources: unknown source 'rdma' (choose from none, spin, memcpy, put, tcp)
+    contend.errors.UserError: --sources: unknown source 'rdma' (choose from none, spin, memcpy, put, tcp, rma)
     """
     sources = [s.strip() for s in text.split(",") if s.strip()]
     for s in sources:
