@@ -210,6 +210,13 @@ def test_tune_derives_thresholds_from_real_sweeps(tmp_path):
     assert 1 <= tuned["tokens"] <= tuned["nrct"]["1024"]
     assert f"tokens = {tuned['tokens']}" in (out / "machine.toml").read_text()
     assert (out / "throttle.conf").read_text().count("tokens") >= 1
+    # the configuration runs as written: contend throttle --config, on the same two halves as nodes
+    stats, stress = out / "counters.jsonl", mpi.build_dir(mpi.find_mpi()) / "throttle-stress"
+    assert main(["throttle", "--config", str(out / "throttle.conf"), "--ranks-per-node", "2", "--stall", "10s",
+                 "--stats", str(stats), "--", "mpiexec", "-n", "4", str(stress), "--messages", "50", "--ops", "50"]) == 0
+    rows = libthrottle.read_stats(stats)
+    assert {row["pool_tokens"] for row in rows} == {tuned["tokens"]} and all(row["tokens"] > 0 for row in rows)
+    assert max(row["max_in_use"] for row in rows) <= tuned["tokens"] and sum(row["escapes"] for row in rows) == 0
 
 
 @pytest.mark.parametrize("args, message", [
