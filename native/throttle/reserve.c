@@ -101,6 +101,10 @@ void reserve_cpu_list(char *out, size_t len)
         int last = cpu;
         while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set))
             last++;
-        n += (size_t)snprintf(out + n, len - n, last > cpu ? "%s%d-%d" : "%s%d", n ? "," : "", cpu, last);
+        const char *comma = n ? "," : "";
+        if (last > cpu)
+            n += (size_t)snprintf(out + n, len - n, "%s%d-%d", comma, cpu, last);
+        else
+            n += (size_t)snprintf(out + n, len - n, "%s%d", comma, cpu);
     }
 }
