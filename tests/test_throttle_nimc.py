@@ -116,3 +116,18 @@ def test_bad_mitigation_values_are_one_line_before_the_launch(built, tmp_path, m
     assert main(["throttle", *args, "--", "mpiexec", "-n", "2", "./no-such-program"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("contend: error: ") and message in err, err
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="reserving a core needs two CPUs")
+def test_contend_throttle_says_what_the_mitigations_did(built, tmp_path, capsys):
+    program = str(mpi.build_dir(built) / "throttle-nimc")
+    assert main(["throttle", "--policy", "none", "--memory-throttle", "20MB/s", "--reserve-core", "--ranks-per-node",
+                 "2", "--stats", str(tmp_path / "s.jsonl"), "--", "mpiexec", "-n", "4", program, "--into-node", "1",
+                 "--ops", "50"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the lines as the terminal may wrap them
+    rows = libthrottle.read_stats(tmp_path / "s.jsonl")
+    paced = sum(row["target_ops"] for row in rows)
+    assert paced == 100 and f"{paced} one-sided ops, {sum(row['target_bytes'] for row in rows)} bytes paced" in out
+    assert "memory throttle: 0.02 GB/s into each node (0.02 GB/s from each other node)" in out
+    reserved = max(os.sched_getaffinity(0))
+    assert f"reserve core: CPU {reserved} left for communication" in out
