@@ -419,6 +419,47 @@ def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk:
     return label(pd.concat(frames, ignore_index=True), summaries), summaries
 
 
+# `contend tune --real --nimc`: the rates of rma traffic it tries, and how it runs them
+TUNE_RATES = (0.5e9, 1e9, 2e9, 4e9, 8e9, MAX_RATE)
+TUNE_RUN = {"duration_s": 2.0, "interval_s": 0.1, "chunk": 1 << 20, "region": 256 << 20, "nice": -20,
+            "period_s": 1.0, "on_s": 0.5}
+
+
+def largest_tolerated_rate(table: pd.DataFrame, tolerance: float) -> float | None:
+    """The largest rate of unmitigated ``rma`` traffic at which the triad's slowdown inside bursts against
+    its own samples between them (the median over rounds) stays within ``tolerance``, for that rate and
+    every slower one; ``MAX_RATE`` when unpaced traffic stays within it too; None when even the slowest
+    does not.
+
+    >>> t = pd.DataFrame({"source": "rma", "mitigation": "none", "rate_target": ["1GB/s", "2GB/s", "max"],
+    ...                   "paired_pct": [1.0, 4.0, 30.0]})
+    >>> largest_tolerated_rate(t, 0.05), largest_tolerated_rate(t, 0.5), largest_tolerated_rate(t, 0.001)
+    (2000000000.0, -1.0, None)
+    """
+    rows = table[(table["source"] == "rma") & (table["mitigation"] == "none")]
+    by_rate = {_rate_of(text): pct for text, pct in zip(rows["rate_target"], rows["paired_pct"])}
+    best = None
+    for rate in sorted(by_rate, key=lambda r: np.inf if r < 0 else r):
+        if not by_rate[rate] <= 100 * tolerance:  # NaN (no bursts) counts as not tolerated
+            break
+        best = rate
+    return best
+
+
+def _rate_of(text: str) -> float:
+    return MAX_RATE if text == "max" else parse_rates(text.removesuffix("/s"))[0]
+
+
+def tune_memory_throttle(repeats: int, tolerance: float, seed: int = 1,
+                         progress: Callable[[int, int, Plan], None] | None = None) -> tuple[float | None, pd.DataFrame]:
+    """Measure rma traffic at ``TUNE_RATES`` against the spin control, in bursts, ``repeats`` rounds; the
+    largest tolerated rate (``largest_tolerated_rate``) and the slowdown table."""
+    plans = plan_sweep(["spin", "rma"], TUNE_RATES, repeats, seed)
+    _, summaries = sweep(plans, **TUNE_RUN, progress=progress)
+    table = slowdown_table(summaries)
+    return largest_tolerated_rate(table, tolerance), table
+
+
 def _write_parquet(frame: pd.DataFrame, path: Path, meta: dict[str, Any]) -> None:
     table = pa.Table.from_pandas(frame, preserve_index=False)
     metadata = {**(table.schema.metadata or {}), _META_KEY: json.dumps(meta).encode()}
