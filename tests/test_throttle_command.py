@@ -105,7 +105,7 @@ def test_settings_options_and_a_config_file_are_one_configuration(built, tmp_pat
     assert code == 0, capsys.readouterr().err
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert report["settings"] == {"policy": "token", "tokens": 2, "size_per_token": 0, "stall_ms": 10000,
-                                  "gap_ns": 0, "ranks_per_node": 1}
+                                  "gap_ns": 0, "ranks_per_node": 1, "memory_throttle": 0, "reserve_core": 0}
     assert [row["node"].rsplit("#", 1)[1] for row in report["ranks"]] == ["0", "1"]  # a pool each
     assert report["total"]["ops"] == sum(row["ops"] for row in report["ranks"]) > 0
 

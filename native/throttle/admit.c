@@ -44,7 +44,7 @@ static void note_grant(const pool_grant *g, int32_t n)
 
 /* Keep MPI progressing while this task waits: its own operations first (that frees tokens), and
  * when it holds none, a probe, so others' messages to it and one-sided ops on its memory still move. */
-static void progress(void)
+void progress(void)
 {
     throttle.stats.polls++;
     if (held.live > 0)

@@ -19,6 +19,9 @@ int32_t admit(int64_t count, MPI_Datatype datatype);
  * op outside a passive-target epoch) gives them back at once. */
 void injected(int32_t tokens, int rc, MPI_Request req, MPI_Win win, int target);
 
+/* One turn of MPI progress for a task that waits: its own token-holding operations, else a probe. */
+void progress(void);
+
 /* Give tokens back to the node's pool. */
 void give_back(int32_t tokens);
 

@@ -26,7 +26,7 @@ typedef struct {
 } setting;
 
 enum { S_POLICY, S_TOKENS, S_SIZE_PER_TOKEN, S_STALL_MS, S_GAP_NS, S_NODE, S_RANKS_PER_NODE, S_JOB,
-       S_STATS, S_COUNT };
+       S_STATS, S_MEMORY_THROTTLE, S_RESERVE_CORE, S_COUNT };
 
 static const setting settings[S_COUNT] = {
     [S_POLICY] = {"policy", "CONTEND_THROTTLE_POLICY", KIND_POLICY, 0, 0, ANY},
@@ -39,6 +39,10 @@ static const setting settings[S_COUNT] = {
     [S_RANKS_PER_NODE] = {NULL, "CONTEND_THROTTLE_RANKS_PER_NODE", KIND_INT, 1, 1000000, ANY},
     [S_JOB] = {NULL, "CONTEND_THROTTLE_JOB", KIND_JOB, 0, 0, ANY},
     [S_STATS] = {NULL, "CONTEND_THROTTLE_STATS", KIND_PATH, 0, 0, ANY},
+    /* the NiMC mitigations: apart from the admission policy, as in the engine's [memory] table */
+    [S_MEMORY_THROTTLE] = {"memory_throttle", "CONTEND_THROTTLE_MEMORY_THROTTLE", KIND_INT, 1,
+                           INT64_C(10000000000000), ANY},
+    [S_RESERVE_CORE] = {"reserve_core", "CONTEND_THROTTLE_RESERVE_CORE", KIND_INT, 0, 1, ANY},
 };
 
 #define FILE_VARIABLE "CONTEND_THROTTLE_CONFIG"
@@ -134,7 +138,7 @@ static int read_file(const char *path, raw_value *raw, char *why, size_t len)
         int i = known_key(key);
         if (i < 0)
             rc = fail(why, len, "%s:%d: unknown key '%s' (known: policy, tokens, size_per_token, "
-                      "stall_ms, gap_ns)", where, line, text_shown);
+                      "stall_ms, gap_ns, memory_throttle, reserve_core)", where, line, text_shown);
         else if (raw[i].given)
             rc = fail(why, len, "%s:%d: %s given twice (first on line %d)", where, line, key,
                       raw[i].line);
@@ -274,11 +278,13 @@ int config_load(throttle_config *c, char *why, size_t why_len)
                     "policy in " FILE_VARIABLE ")");
     if (parse_policy(&raw[S_POLICY], &c->policy, why, why_len))
         return -1;
-    int64_t tokens = 0;
+    int64_t tokens = 0, reserve_core = 0;
     c->stall_ms = DEFAULT_STALL_MS;
     int64_t *ints[S_COUNT] = {[S_TOKENS] = &tokens, [S_SIZE_PER_TOKEN] = &c->size_per_token,
                               [S_STALL_MS] = &c->stall_ms, [S_GAP_NS] = &c->gap_ns,
-                              [S_RANKS_PER_NODE] = &c->ranks_per_node};
+                              [S_RANKS_PER_NODE] = &c->ranks_per_node,
+                              [S_MEMORY_THROTTLE] = &c->memory_throttle,
+                              [S_RESERVE_CORE] = &reserve_core};
     for (int i = 0; i < S_COUNT; i++) {
         if (!raw[i].given || settings[i].kind != KIND_INT)
             continue;
@@ -286,6 +292,7 @@ int config_load(throttle_config *c, char *why, size_t why_len)
             return -1;
     }
     c->tokens = (int32_t)tokens;
+    c->reserve_core = (int)reserve_core;
     if (raw[S_NODE].given &&
         parse_text(&raw[S_NODE], KIND_NAME, c->node, sizeof c->node, why, why_len))
         return -1;

@@ -7,10 +7,14 @@
 #include "admit.h"
 #include "clock.h"
 #include "held.h"
+#include "reserve.h"
 #include "stats.h"
+#include "target_rate.h"
 #include "throttle.h"
 
-throttle_state throttle = {.phase = PHASE_BEFORE_INIT, .stats = {.min_gap_ns = -1}};
+throttle_state throttle = {.phase = PHASE_BEFORE_INIT,
+                           .stats = {.min_gap_ns = -1, .target_min_gap_ns = -1,
+                                     .target_min_slack_ns = INT64_MIN, .reserved_cpu = -1}};
 
 void refuse_before_init(void)
 {
@@ -87,6 +91,8 @@ static void start(void)
     stop_if_any_failed(failed, why, created); /* also: every rank has attached when it returns */
     if (created)
         segment_unlink(throttle.job, throttle.node);
+    stop_if_any_failed(target_rate_start(why, sizeof why) != 0, why, 0); /* the NiMC mitigations */
+    stop_if_any_failed(reserve_core_start(why, sizeof why) != 0, why, 0);
     throttle.phase = throttle.cfg.policy == POLICY_NONE ? PHASE_OFF : PHASE_ON;
 }
 
@@ -111,6 +117,7 @@ int MPI_Finalize(void)
     if (throttle.seg) /* operations the program never completed: their tokens go back */
         give_back(held_release_all());
     stats_report();
+    target_rate_stop();
     throttle.phase = PHASE_FINISHED;
     int rc = PMPI_Finalize();
     if (throttle.seg)

@@ -30,6 +30,12 @@ typedef struct {
     uint32_t max_ahead;     /* the most tasks in line before this one when it joined */
     uint32_t max_served_meanwhile; /* the most grants to others while this task waited in line */
     int64_t min_gap_ns;     /* rate: the shortest time between two injections (-1: fewer than 2) */
+    /* memory_throttle (target_rate.h): one-sided ops and bytes paced into other nodes, waits, and of
+     * each paced start, the least time since the previous start into the same node from this node
+     * (-1: none) and the least of that time minus the previous op's bytes / share (INT64_MIN: none) */
+    int64_t target_ops, target_bytes, target_waits, target_wait_ns;
+    int64_t target_min_gap_ns, target_min_slack_ns;
+    int reserved_cpu;       /* reserve_core (reserve.h): the CPU left for communication (-1: none) */
 } throttle_stats;
 
 typedef struct {

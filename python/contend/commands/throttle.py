@@ -4,6 +4,7 @@ did from its counters.
     contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog
     contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog
     contend throttle --config throttle.conf --stats counters.jsonl -- mpiexec -n 4 ./prog
+    contend throttle --policy none --memory-throttle 1GB/s --reserve-core -- mpiexec -n 4 ./prog
 
 The configuration is checked before anything is launched, by the library's own rules (``throttle-check``,
 built from native/throttle/config.c). The library goes into the ranks only (``env LD_PRELOAD=...``
@@ -27,7 +28,8 @@ from contend.errors import UserError
 
 # option -> the library's variable suffix (docs/formats.md, "Throttle configuration")
 OPTIONS = {"--policy": "POLICY", "--tokens": "TOKENS", "--gap": "GAP_NS", "--size-per-token": "SIZE_PER_TOKEN",
-           "--stall": "STALL_MS", "--ranks-per-node": "RANKS_PER_NODE", "--config": "CONFIG", "--stats": "STATS"}
+           "--stall": "STALL_MS", "--ranks-per-node": "RANKS_PER_NODE", "--config": "CONFIG", "--stats": "STATS",
+           "--memory-throttle": "MEMORY_THROTTLE", "--reserve-core": "RESERVE_CORE"}
 PS_PER = {"GAP_NS": 1000, "STALL_MS": 10**9}  # times are parsed in ps; the library keeps ns and ms
 UNIT = {"GAP_NS": "ns", "STALL_MS": "ms"}
 STATS = "CONTEND_THROTTLE_STATS"
@@ -56,6 +58,11 @@ def register(subparsers) -> None:
                         "after this long without one coming back (default 100ms)")
     parser.add_argument("--ranks-per-node", metavar="K", help="emulate nodes: ranks r with the same r / K "
                         "share a pool (default: one pool per host)")
+    parser.add_argument("--memory-throttle", metavar="BW", help="NiMC mitigation (a), any policy: one-sided "
+                        "traffic into each node at most BW (e.g. 1GB/s), split evenly among the other nodes, "
+                        "shared by each node's ranks (docs/measure.md)")
+    parser.add_argument("--reserve-core", action="store_const", const="1", help="NiMC mitigation (b), any "
+                        "policy: pin the ranks away from one CPU of each host, left for MPI's progress")
     parser.add_argument("--config", metavar="FILE", help="the library's configuration file (docs/formats.md)")
     parser.add_argument("--stats", metavar="FILE", help="keep the per-rank counters (JSON lines) in FILE "
                         "(replaced); default: a temporary file")
@@ -109,7 +116,7 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
     """The library's variables for the options given, in its units (the ranges are its to check)."""
     from contend.native import libthrottle
     from contend.engine import engine, user_errors
-    from contend.machine.quantities import parse_bytes, parse_count
+    from contend.machine.quantities import parse_bandwidth, parse_bytes, parse_count
 
     out = {}
     for suffix, (option, text) in given.items():
@@ -123,6 +130,11 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
             value = str(parse_count(text, option))
         elif suffix == "SIZE_PER_TOKEN":
             value = str(parse_bytes(text, option))
+        elif suffix == "MEMORY_THROTTLE":
+            bandwidth = parse_bandwidth(text, option)
+            if bandwidth != int(bandwidth):
+                raise UserError(f"{option} {text}: the library counts whole bytes per second")
+            value = str(int(bandwidth))
         elif suffix in ("CONFIG", "STATS"):
             value = str(Path(text).absolute())  # the ranks may start elsewhere (-wdir)
         else:
@@ -272,6 +284,28 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
     if total["escapes"]:
         table.caption = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
     Console().print(table)
+    for line in _mitigations(settings, rows):
+        Console().print(escape(line))
+
+
+def _mitigations(settings: dict, rows: list[dict]) -> list[str]:
+    """What the NiMC mitigations did, one line each (none when not configured)."""
+    lines = []
+    if settings.get("memory_throttle"):
+        paced = sum(row["target_ops"] for row in rows)
+        moved = sum(row["target_bytes"] for row in rows)
+        gaps = [row["target_min_slack_ns"] for row in rows if row["target_min_slack_ns"] is not None]
+        lines.append(f"memory throttle: {settings['memory_throttle'] / 1e9:g} GB/s into each node "
+                     f"({rows[0]['target_share_Bps'] / 1e9:g} GB/s from each other node); {paced} one-sided ops, "
+                     f"{moved} bytes paced, {sum(row['target_waits'] for row in rows)} waits, "
+                     f"{_duration(sum(row['target_wait_ns'] for row in rows))} waited"
+                     + (f"; least slack between paced starts {_duration(min(gaps))}" if gaps else ""))
+    if settings.get("reserve_core"):
+        reserved = sorted({row["reserved_cpu"] for row in rows})
+        cpus = sorted({row["cpus"] for row in rows})
+        lines.append(f"reserve core: CPU {', '.join(map(str, reserved))} left for communication; the ranks ran "
+                     f"on CPUs {'; '.join(cpus)}")
+    return lines
 
 
 def _cells(rows: list[dict]) -> list[str]:

@@ -136,12 +136,15 @@ def parse_spec(spec: str) -> dict[str, Any] | None:
     raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
 
 
-def native_config(tokens: int, size_per_token: int = 0, comment: str = "") -> str:
-    """The text of a native throttle configuration (docs/formats.md) for the token policy."""
+def native_config(tokens: int, size_per_token: int = 0, comment: str = "", memory_throttle: int = 0) -> str:
+    """The text of a native throttle configuration (docs/formats.md) for the token policy, with the NiMC
+    cap (bytes/s into each node) when given."""
     lines = ["# contend throttle configuration"] + [f"# {line}" for line in comment.splitlines()]
     lines += ["policy = token", f"tokens = {tokens}"]
     if size_per_token:
         lines.append(f"size_per_token = {size_per_token}")
+    if memory_throttle:
+        lines.append(f"memory_throttle = {memory_throttle}")
     return "\n".join(lines) + "\n"
 
 
