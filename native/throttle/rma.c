@@ -3,10 +3,13 @@
  * target or all) and unlock (one or all) give back the tokens of the ops they cover. Lock calls are
  * followed so the library knows where it may flush on its own (epochs.h); freeing a window forgets it.
  * An op on MPI_PROC_NULL moves nothing and is not throttled. Requests of MPI_Rput and MPI_Rget also
- * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. */
+ * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. Under the proxy
+ * policy a Put or Get may be queued for a server of the node instead, and every completing call waits
+ * for this task's queued operations first (proxy.c). */
 #include "admit.h"
 #include "epochs.h"
 #include "held.h"
+#include "proxy.h"
 #include "throttle.h"
 
 static int32_t admit_one_sided(int64_t count, MPI_Datatype datatype)
@@ -26,6 +29,10 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
+    int proxied = proxy_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0) /* queued for a server of the node (proxy.c) */
+        return proxied;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                       target_count, target_datatype, win);
@@ -39,6 +46,10 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, i
     if (!throttling() || target_rank == MPI_PROC_NULL)
         return PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
+    int proxied = proxy_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0) /* queued for a server of the node (proxy.c) */
+        return proxied;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                       target_count, target_datatype, win);
@@ -97,6 +108,10 @@ int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype orig
         return PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
     throttle.stats.ops_large_count++;
+    int proxied = proxy_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0)
+        return proxied;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
@@ -112,6 +127,10 @@ int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_dat
         return PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
     throttle.stats.ops_large_count++;
+    int proxied = proxy_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0)
+        return proxied;
     int32_t tokens = admit_one_sided(origin_count, origin_datatype);
     int rc = PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
@@ -167,6 +186,8 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
 
 int MPI_Win_flush(int rank, MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush(rank, win);
     if (holding_tokens())
         give_back(held_complete_window(win, rank));
@@ -175,6 +196,8 @@ int MPI_Win_flush(int rank, MPI_Win win)
 
 int MPI_Win_flush_all(MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush_all(win);
     if (holding_tokens())
         give_back(held_complete_window(win, MPI_ANY_SOURCE));
@@ -183,6 +206,8 @@ int MPI_Win_flush_all(MPI_Win win)
 
 int MPI_Win_flush_local(int rank, MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush_local(rank, win);
     if (holding_tokens())
         give_back(held_complete_window(win, rank));
@@ -191,6 +216,8 @@ int MPI_Win_flush_local(int rank, MPI_Win win)
 
 int MPI_Win_flush_local_all(MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush_local_all(win);
     if (holding_tokens())
         give_back(held_complete_window(win, MPI_ANY_SOURCE));
@@ -202,6 +229,8 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
     int rc = PMPI_Win_lock(lock_type, rank, assert, win);
     if (rc == MPI_SUCCESS && holding_tokens())
         epochs_lock(win, rank);
+    if (rc == MPI_SUCCESS && proxying())
+        proxy_lock(win, rank, assert);
     return rc;
 }
 
@@ -210,26 +239,36 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
     int rc = PMPI_Win_lock_all(assert, win);
     if (rc == MPI_SUCCESS && holding_tokens())
         epochs_lock_all(win);
+    if (rc == MPI_SUCCESS && proxying())
+        proxy_lock_all(win, assert);
     return rc;
 }
 
 int MPI_Win_unlock(int rank, MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_unlock(rank, win);
     if (holding_tokens()) {
         give_back(held_complete_window(win, rank));
         epochs_unlock(win, rank);
     }
+    if (proxying())
+        proxy_unlock(win, rank);
     return rc;
 }
 
 int MPI_Win_unlock_all(MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_unlock_all(win);
     if (holding_tokens()) {
         give_back(held_complete_window(win, MPI_ANY_SOURCE));
         epochs_unlock_all(win);
     }
+    if (proxying())
+        proxy_unlock_all(win);
     return rc;
 }
 
@@ -239,5 +278,7 @@ int MPI_Win_free(MPI_Win *win)
         give_back(held_complete_window(*win, MPI_ANY_SOURCE));
         epochs_forget(*win);
     }
+    if (proxying()) /* its queued operations, then its shadow (collective, like this call) */
+        proxy_window_free(*win);
     return PMPI_Win_free(win);
 }
