@@ -253,6 +253,10 @@ BAD = [
     (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token or "
                                                       "proxy policy, not to rate"),
     (libthrottle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
+    (libthrottle.settings("proxy"), "the proxy policy needs CONTEND_THROTTLE_SERVERS"),
+    (libthrottle.settings("proxy", servers=65), "CONTEND_THROTTLE_SERVERS=65: out of range, expected 1 to 64"),
+    (libthrottle.settings("token", tokens=2, servers=2), "CONTEND_THROTTLE_SERVERS=2: applies to the proxy policy, "
+                                                      "not to token"),
     (libthrottle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
     (libthrottle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
                                                                        "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
