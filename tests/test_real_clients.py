@@ -1,8 +1,9 @@
 """Real clients under the native libraries: mpi4py's own test suite (from its sdist, for the mpi4py
 installed here) on 1, 2 and 4 ranks, with no library, under `contend trace` (libcontend-trace.so) and
 under `contend throttle` (libcontend-throttle.so; token policy with 1 and with 2 tokens, rate policy, proxy
-policy with 2 servers, with and without 2 tokens behind them). Every test that passes on a rank without
-a library passes on that rank with it; no run hangs (each is bounded); the throttle's counters prove it was loaded in every rank and saw the suite's operations, the tracer's
+policy with 2 servers, with and without 2 tokens behind). Every test that
+passes on a rank without a library passes on that rank with it; no run hangs (each is bounded); the
+throttle's counters prove it was loaded in every rank and saw the suite's operations, the tracer's
 records that every traced message was received. And a real benchmark, OSU's bandwidth test as mpi4py's
 sdist ships it (demo/osu_bw.py), bare and under each library: every size measured, and the tracer's
 records and the throttle's counters hold exactly the Isends the benchmark's loops make.
