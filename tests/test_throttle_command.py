@@ -56,7 +56,7 @@ def summary_row(out: str) -> list[str]:
 
 def test_the_readme_examples_throttle(built, tmp_path, capsys):
     commands = readme_commands()
-    assert len(commands) == 2 and {c[c.index("--policy") + 1] for c in commands} == {"token", "rate"}
+    assert len(commands) == 3 and {c[c.index("--policy") + 1] for c in commands} == {"token", "rate", "proxy"}
     app(tmp_path / "app", built)
     for argv in commands:
         assert main(argv) == 0, capsys.readouterr().err
