@@ -125,7 +125,7 @@ static struct {
     uint64_t stage_head, stage_tail; /* own staging ring, as running byte counts */
     void *get_to[QUEUE];            /* a Get's buffer */
     uint64_t stage_end[QUEUE];      /* stage_head after each descriptor */
-    desc *ticket;                   /* the ticket whose slot this task holds while it injects */
+    desc *ticket;                   /* this task's ticket, from queued until its injection returns */
     int64_t proxied, inline_ops, served, served_others, handed, queued, queue_wait_ns,
         max_queue_wait_ns, staged_bytes, copy_ns, escapes;
 } px = {.node = MPI_COMM_NULL};
@@ -596,11 +596,17 @@ static void issue(desc *d, int owner, int slot)
     atomic_store_explicit(&d->state, D_DONE, memory_order_release);
 }
 
-/* A turn as server on slot: returns 1 if the slot went to a ticket (it stays taken), else 0. */
+static int own_ticket_granted(void)
+{
+    return px.ticket && atomic_load_explicit(&px.ticket->state, memory_order_acquire) == D_GRANTED;
+}
+
+/* A turn as server on slot: returns 1 if the slot went to a ticket (it stays taken), else 0. The turn
+ * ends early when another server has handed this task's own ticket a slot. */
 static int serve(int slot)
 {
     for (int turn = 0; turn < TURN; turn++) {
-        if (atomic_load_explicit(&px.head->pending, memory_order_acquire) == 0)
+        if (atomic_load_explicit(&px.head->pending, memory_order_acquire) == 0 || own_ticket_granted())
             break;
         int owner = -1;
         lock_node();
@@ -639,10 +645,10 @@ void proxy_admit(void)
     desc *d = reserve();
     d->kind = K_TICKET;
     uint64_t index = publish(d);
+    px.ticket = d;
     if (!ticket_granted(index))
         wait_until(ticket_granted, index, index);
     note_wait(now_ns() - d->queued_ns);
-    px.ticket = d;
     px.inline_ops++;
     start_injecting();
 }
