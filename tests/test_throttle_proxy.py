@@ -142,3 +142,56 @@ def test_a_send_cycle_under_the_proxy_finishes_through_the_stall_escape(built, t
     assert summary["sends"] == RANKS * 3
     assert sum(row["escapes"] + row["proxy"]["escapes"] for row in rows) > 0
     assert "ended by the stall escape" in stderr
+
+
+WINDOWS = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+half = world.Split(world.rank % 2, world.rank)  # {0, 2} and {1, 3}: half the node may serve each window
+SLOTS = 64
+errors = expected = 0
+def value(origin, target, k):
+    return origin * 100000 + target * 1000 + k
+for comm in (half, world, MPI.COMM_SELF):
+    n, me = comm.size, comm.rank
+    win = MPI.Win.Allocate(4 * SLOTS * n, disp_unit=4, comm=comm)  # the shadow keeps each rank's unit
+    memory = np.frombuffer(win.tomemory(), dtype=np.int32)
+    memory[:] = -1
+    comm.Barrier()
+    win.Lock_all(MPI.MODE_NOCHECK)
+    for k in range(SLOTS):
+        for target in range(n):
+            win.Put(np.array([value(me, target, k)], np.int32), target, target=me * SLOTS + k)
+        if k % 16 == 15:
+            win.Flush_all()
+    win.Flush_all()
+    comm.Barrier()  # every Put is complete at its target
+    reads = [(origin, target, k) for origin in range(n) for target in range(n) for k in (3, SLOTS - 1)]
+    got = [np.zeros(1, np.int32) for _ in reads]
+    for (origin, target, k), out in zip(reads, got):
+        win.Get(out, target, target=origin * SLOTS + k)
+    win.Unlock_all()
+    errors += sum(int(out[0]) != value(o, t, k) for (o, t, k), out in zip(reads, got))
+    comm.Barrier()
+    win.Lock(me, MPI.LOCK_SHARED)
+    errors += sum(int(memory[o * SLOTS + k]) != value(o, me, k) for o in range(n) for k in range(SLOTS))
+    win.Unlock(me)
+    win.Free()
+    expected += SLOTS * n + len(reads)
+errors = world.allreduce(errors)
+expected = world.allreduce(expected)
+if world.rank == 0:  # one line: the ranks' output would interleave
+    print(json.dumps({"verified": errors == 0, "errors": errors, "proxied": expected}))
+"""
+
+
+def test_windows_on_part_of_the_node_are_served_by_their_members(built, tmp_path):
+    """Windows on half the node, on all of it and on one rank, with a displacement unit of 4: every
+    NOCHECK Put and Get goes by a server (a member of its window: the others cannot issue on it), and
+    every value is where it belongs."""
+    variables = libthrottle.settings("proxy", servers=2, stall_ms=NO_ESCAPE_MS)
+    summary, rows, _ = stress(built, tmp_path, variables, [sys.executable, "-c", WINDOWS])
+    check_proxy(rows, 2)
+    assert sum(row["proxy"]["proxied"] for row in rows) == summary["proxied"]
