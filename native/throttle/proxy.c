@@ -42,8 +42,10 @@
  *   (queuing, waiting for a slot, completing): a task that finds a slot free takes it and serves the
  *   queues round robin from where the last dispatch left off, one operation per queue per turn, at
  *   most TURN operations, then lets the slot go; when the next queue's head is a ticket it hands its
- *   slot to that ticket's owner. A server issues only for windows it is a member of; the owner always
- *   is, so its queue never waits for a server that cannot come.
+ *   slot to that ticket's owner. The node's last server to let go while operations still wait serves
+ *   on, so a queued Put does not wait for a task to enter the library again. A server issues only for
+ *   windows it is a member of; the owner always is, so its queue never waits for a server that cannot
+ *   come (at the latest, the owner issues it in its next completing call).
  * - Tokens behind the servers (optional): whoever injects (the server, or the owner holding the slot
  *   handed to it) takes the operation's tokens from the node's pool before injecting, first come first
  *   served, holding the slot meanwhile (the servers wait, as in the engine); a proxied operation gives
@@ -210,12 +212,15 @@ static int take_slot(void)
     return -1;
 }
 
-static void give_slot(int s)
+/* Returns 1 if no other slot was taken (this was the node's last server). */
+static int give_slot(int s)
 {
     if (s < 0)
-        return;
-    atomic_fetch_and_explicit(&px.head->busy, ~(UINT64_C(1) << s), memory_order_release);
+        return 0;
+    uint64_t mine = UINT64_C(1) << s;
+    uint64_t before = atomic_fetch_and_explicit(&px.head->busy, ~mine, memory_order_release);
     atomic_fetch_add_explicit(&px.head->releases, 1, memory_order_relaxed);
+    return before == mine;
 }
 
 static void start_injecting(void)
@@ -601,27 +606,35 @@ static int own_ticket_granted(void)
     return px.ticket && atomic_load_explicit(&px.ticket->state, memory_order_acquire) == D_GRANTED;
 }
 
-/* A turn as server on slot: returns 1 if the slot went to a ticket (it stays taken), else 0. The turn
- * ends early when another server has handed this task's own ticket a slot. */
+/* Turns as server on slot: returns 1 if the slot went to a ticket (it stays taken), else 0. A turn
+ * ends after TURN operations, or early when another server has handed this task's own ticket a slot.
+ * The node's last server to let go while operations wait takes another turn (if it could serve one in
+ * this turn): queued Puts and Gets must not wait for a task to enter the library again. */
 static int serve(int slot)
 {
-    for (int turn = 0; turn < TURN; turn++) {
-        if (atomic_load_explicit(&px.head->pending, memory_order_acquire) == 0 || own_ticket_granted())
-            break;
-        int owner = -1;
-        lock_node();
-        desc *d = take_next(slot, &owner);
-        unlock_node();
-        if (!d)
-            break;
-        if (d->kind == K_TICKET) {
-            px.handed += owner != px.local;
-            return 1;
+    for (;;) {
+        int issued = 0;
+        for (int turn = 0; turn < TURN; turn++) {
+            if (atomic_load_explicit(&px.head->pending, memory_order_acquire) == 0 || own_ticket_granted())
+                break;
+            int owner = -1;
+            lock_node();
+            desc *d = take_next(slot, &owner);
+            unlock_node();
+            if (!d)
+                break;
+            if (d->kind == K_TICKET) {
+                px.handed += owner != px.local;
+                return 1;
+            }
+            issue(d, owner, slot);
+            issued++;
         }
-        issue(d, owner, slot);
+        if (!give_slot(slot) || issued < TURN ||
+            atomic_load_explicit(&px.head->pending, memory_order_acquire) == 0 || own_ticket_granted() ||
+            (slot = take_slot()) < 0)
+            return 0;
     }
-    give_slot(slot);
-    return 0;
 }
 
 static int serve_if_free(void)
