@@ -195,3 +195,21 @@ def test_windows_on_part_of_the_node_are_served_by_their_members(built, tmp_path
     summary, rows, _ = stress(built, tmp_path, variables, [sys.executable, "-c", WINDOWS])
     check_proxy(rows, 2)
     assert sum(row["proxy"]["proxied"] for row in rows) == summary["proxied"]
+
+
+def test_the_command_reports_each_nodes_servers():
+    """`contend throttle` under the proxy: per node, its slots' dispatches (the node's view, not summed
+    over its ranks), the most injecting, and its ranks' proxied and queued operations summed."""
+    from contend.commands.throttle import _proxy_lines
+
+    def row(node, proxied, inline, escapes=0):
+        return {"node": node, "proxy": {"servers": 2, "node_max_injecting": 2, "node_dispatches": [7, 5],
+                                        "proxied": proxied, "inline": inline, "queue_wait_ns": 2_000_000,
+                                        "escapes": escapes}}
+    lines = _proxy_lines([row("a", 3, 3), row("a", 1, 5, escapes=2), row("b", 0, 12)])
+    assert lines == [
+        "proxy on a: 2 servers, at most 2 injecting at once; operations per server: 7, 5",
+        "  4 of 12 issued by a server for their owner, the rest inline; queue wait 4.00 ms in all; 2 stall "
+        "escapes past the servers",
+        "proxy on b: 2 servers, at most 2 injecting at once; operations per server: 7, 5",
+        "  0 of 12 issued by a server for their owner, the rest inline; queue wait 2.00 ms in all"]

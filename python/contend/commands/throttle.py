@@ -303,12 +303,12 @@ def _proxy_lines(rows: list[dict]) -> list[str]:
         members = [row["proxy"] for row in rows if row["node"] == node]
         first = members[0]
         proxied, ops = sum(p["proxied"] for p in members), sum(p["proxied"] + p["inline"] for p in members)
-        lines.append(f"proxy on {node}: operations per server {', '.join(map(str, first['node_dispatches']))}; "
-                     f"at most {first['node_max_injecting']} of {first['servers']} injecting at once; "
-                     f"{proxied} of {ops} issued by a server for their owner; queue wait "
-                     f"{_duration(sum(p['queue_wait_ns'] for p in members))} in all"
-                     + (f"; {escapes} stall escapes past the servers" if (escapes := sum(p["escapes"] for p in members))
-                        else ""))
+        escapes = sum(p["escapes"] for p in members)
+        lines += [f"proxy on {node}: {first['servers']} servers, at most {first['node_max_injecting']} injecting at "
+                  f"once; operations per server: {', '.join(map(str, first['node_dispatches']))}",
+                  f"  {proxied} of {ops} issued by a server for their owner, the rest inline; queue wait "
+                  f"{_duration(sum(p['queue_wait_ns'] for p in members))} in all"
+                  + (f"; {escapes} stall escapes past the servers" if escapes else "")]
     return lines
 
 
