@@ -1,6 +1,7 @@
 """Real clients under the native libraries: mpi4py's own test suite (from its sdist, for the mpi4py
 installed here) on 1, 2 and 4 ranks, with no library, under `contend trace` (libcontend-trace.so) and
-under `contend throttle` (libcontend-throttle.so; token policy with 1 and with 2 tokens, rate policy). Every test that
+under `contend throttle` (libcontend-throttle.so; token policy with 1 and with 2 tokens, rate policy, proxy
+policy with 2 servers, with and without 2 tokens behind). Every test that
 passes on a rank without a library passes on that rank with it; no run hangs (each is bounded); the
 throttle's counters prove it was loaded in every rank and saw the suite's operations, the tracer's
 records that every traced message was received. And a real benchmark, OSU's bandwidth test as mpi4py's
@@ -52,6 +53,8 @@ LIBRARIES = {  # name -> the options of `contend throttle` (None: the tracer)
     "token1": ["--policy", "token", "--tokens", "1", "--stall", f"{STALL_MS}ms"],
     "token2": ["--policy", "token", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
     "rate": ["--policy", "rate", "--gap", "2us"],
+    "proxy": ["--policy", "proxy", "--servers", "2", "--stall", f"{STALL_MS}ms"],
+    "proxy_tokens": ["--policy", "proxy", "--servers", "2", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
 }
 
 
@@ -186,6 +189,11 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
         tokens = int(LIBRARIES[config][LIBRARIES[config].index("--tokens") + 1])
         assert all(row["policy"] == "token" and row["pool_tokens"] == tokens for row in rows), rows
         assert all(row["tokens"] == row["ops"] for row in rows), rows  # one token per operation
+    elif config.startswith("proxy"):  # every operation through its task's queue, dispatched by a slot
+        assert all(row["policy"] == "proxy" and row["proxy"]["servers"] == 2 for row in rows), rows
+        assert all(row["ops"] == row["proxy"]["proxied"] + row["proxy"]["inline"] for row in rows), rows
+        if not any(row["escapes"] or row["proxy"]["escapes"] for row in rows):
+            assert sum(rows[0]["proxy"]["node_dispatches"]) == sum(row["ops"] for row in rows), rows
     else:
         assert all(row["policy"] == "rate" and row["tokens"] == 0 for row in rows), rows
 

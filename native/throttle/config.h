@@ -1,10 +1,12 @@
 /* The throttle's configuration: environment variables, optionally over a file (docs/formats.md).
  *
  *   CONTEND_THROTTLE_CONFIG          a file of `key = value` lines (policy, tokens, size_per_token,
- *                                    gap_ns, stall_ms, memory_throttle, reserve_core); each variable
- *                                    below overrides its key
- *   CONTEND_THROTTLE_POLICY          token | rate | none (required, here or in the file)
- *   CONTEND_THROTTLE_TOKENS          token: tokens in each node's pool, 1..1000000 (required)
+ *                                    gap_ns, stall_ms, servers, memory_throttle, reserve_core); each
+ *                                    variable below overrides its key
+ *   CONTEND_THROTTLE_POLICY          token | rate | proxy | none (required, here or in the file)
+ *   CONTEND_THROTTLE_SERVERS         proxy: server slots per node, 1..64 (required; proxy.h)
+ *   CONTEND_THROTTLE_TOKENS          token: tokens in each node's pool, 1..1000000 (required);
+ *                                    proxy: tokens behind the servers (optional)
  *   CONTEND_THROTTLE_SIZE_PER_TOKEN  token: bytes per token (size-proportional); 0 or unset: one
  *                                    token per message
  *   CONTEND_THROTTLE_STALL_MS        token: how long the head of the line waits while no token comes
@@ -29,11 +31,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { POLICY_NONE, POLICY_TOKEN, POLICY_RATE } policy_kind;
+typedef enum { POLICY_NONE, POLICY_TOKEN, POLICY_RATE, POLICY_PROXY } policy_kind;
 
 typedef struct {
     policy_kind policy;
-    int32_t tokens;
+    int32_t tokens;          /* proxy: 0 when no tokens stand behind the servers */
+    int32_t servers;         /* proxy */
     int64_t size_per_token;  /* 0: one token per message */
     int64_t stall_ms;
     int64_t gap_ns;

@@ -11,7 +11,7 @@
 
 typedef enum {
     PHASE_BEFORE_INIT, /* no MPI_Init seen: a throttled call now is refused (admit.c) */
-    PHASE_ON,          /* token or rate policy in force */
+    PHASE_ON,          /* token, rate or proxy policy in force */
     PHASE_OFF,         /* policy none: every call passes straight through */
     PHASE_FINISHED,    /* after MPI_Finalize */
 } throttle_phase;
@@ -44,7 +44,7 @@ typedef struct {
     int rank;
     char node[SEGMENT_NODE_MAX];
     char job[SEGMENT_JOB_MAX];
-    segment *seg;            /* token policy: the node's pool */
+    segment *seg;            /* token and proxy policies: the node's pool (and the proxy's queues) */
     int64_t last_injection_ns; /* rate policy */
     throttle_stats stats;
 } throttle_state;
@@ -62,10 +62,17 @@ static inline int throttling(void)
     return throttle.phase == PHASE_ON;
 }
 
-/* Whether operations hold tokens until completion (the token policy is in force). */
+/* Whether operations hold tokens until completion (the token policy, or tokens behind the proxy). */
 static inline int holding_tokens(void)
 {
-    return throttle.phase == PHASE_ON && throttle.cfg.policy == POLICY_TOKEN;
+    return throttle.phase == PHASE_ON &&
+           (throttle.cfg.policy == POLICY_TOKEN || (throttle.cfg.policy == POLICY_PROXY && throttle.cfg.tokens > 0));
+}
+
+/* Whether the proxy policy is in force (proxy.h). */
+static inline int proxying(void)
+{
+    return throttle.phase == PHASE_ON && throttle.cfg.policy == POLICY_PROXY;
 }
 
 #endif
