@@ -13,6 +13,7 @@
 
 #include "admit.h"
 #include "held.h"
+#include "sends.h"
 #include "throttle.h"
 
 /* Whether a Wait should poll instead of blocking in MPI. */
@@ -56,6 +57,8 @@ static void settle(snapshot *s, int n, const MPI_Request *after)
     for (int i = 0; i < n; i++)
         if (s->before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
             tokens += held_complete_request(s->before[i]);
+        else if (after[i] != MPI_REQUEST_NULL) /* a completed persistent send is left inactive */
+            tokens += persistent_settle(after[i]);
     give_back(tokens);
     if (s->before != s->stack)
         free(s->before);

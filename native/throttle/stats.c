@@ -31,7 +31,7 @@ static void write_line(void)
     const throttle_stats *s = &throttle.stats;
     const throttle_config *c = &throttle.cfg;
     char node[6 * sizeof throttle.node + 1], job[6 * sizeof throttle.job + 1];
-    char line[sizeof node + sizeof job + 1024]; /* the rest is keys and at most 19 numbers */
+    char line[sizeof node + sizeof job + 1024]; /* the rest is keys and at most 22 numbers */
     int world_size = 0;
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size); /* so a reader knows how many lines to expect */
     int n = snprintf(line, sizeof line,
@@ -39,6 +39,7 @@ static void write_line(void)
         "\"ranks_on_node\":%d,"
         "\"pool_tokens\":%d,\"size_per_token\":%lld,\"gap_ns\":%lld,\"stall_ms\":%lld,"
         "\"ops\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
+        "\"ops_blocking\":%lld,\"ops_persistent\":%lld,\"collectives\":%lld,"
         "\"waits\":%lld,\"wait_ns\":%lld,"
         "\"escapes\":%lld,\"polls\":%lld,\"max_in_use\":%d,\"max_ahead\":%u,"
         "\"max_served_meanwhile\":%u,\"min_gap_ns\":%lld}\n",
@@ -48,7 +49,8 @@ static void write_line(void)
         throttle.seg ? (int)throttle.seg->pool.capacity : 0, (long long)c->size_per_token,
         (long long)c->gap_ns, c->policy == POLICY_TOKEN ? (long long)c->stall_ms : 0LL,
         (long long)s->ops, (long long)s->ops_one_sided, (long long)s->ops_large_count,
-        (long long)s->tokens, (long long)s->waits,
+        (long long)s->tokens, (long long)s->ops_blocking, (long long)s->ops_persistent,
+        (long long)s->collectives, (long long)s->waits,
         (long long)s->wait_ns, (long long)s->escapes, (long long)s->polls, (int)s->max_in_use,
         s->max_ahead, s->max_served_meanwhile, (long long)s->min_gap_ns);
     int fd = open(c->stats, O_WRONLY | O_APPEND | O_CREAT, 0644);
