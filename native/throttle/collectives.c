@@ -2,7 +2,8 @@
  * (classic and large count) on intracommunicators. The library cannot see inside MPI's collectives, so
  * under a policy these run as the congestion paper's runtime ran all-to-all: point to point, every
  * receive posted first, then the sends in the overlapped order (to rank+1, rank+2, ...), each admitted
- * like an MPI_Isend, so the node's pool bounds the collective's traffic as it bounds the program's.
+ * like an MPI_Isend, so the node's pool bounds the collective's traffic as it bounds the program's
+ * (each after a ready notice from its receiver: see exchange).
  * Their messages go on a private duplicate of the communicator (made at its first throttled
  * collective, freed with it), so they never match the program's receives. Every datatype works: blocks
  * are addressed by extent, as MPI does, and an in-place all-to-all first packs the blocks it sends.
@@ -102,7 +103,15 @@ static int wait_all(int n, MPI_Request *requests)
 }
 
 /* Every task sends count_of(s, j) elements at displ_of(s, j) of sendbuf to task j and receives task
- * j's block into recvbuf as r says. own_in_place: this task's block is already where it belongs. */
+ * j's block into recvbuf as r says. own_in_place: this task's block is already where it belongs.
+ *
+ * A task sends its data to a peer only after that peer has said, with an empty message, that its
+ * receives of this call are posted. Without that, a task that finished call k could hold the node's
+ * tokens for a send of call k+1 to a peer still in call k, waiting for those very tokens before it
+ * can post call k+1's receives: with messages above MPI's eager limit only the stall escape would end
+ * that. So a send that holds tokens always has its receive waiting for it. */
+enum { DATA_TAG, READY_TAG };
+
 static int exchange(int large, const void *sendbuf, const layout *s, MPI_Datatype sendtype,
                     void *recvbuf, const layout *r, MPI_Datatype recvtype, MPI_Comm comm,
                     int own_in_place)
@@ -116,23 +125,30 @@ static int exchange(int large, const void *sendbuf, const layout *s, MPI_Datatyp
     MPI_Aint lb, sext, rext;
     PMPI_Type_get_extent(sendtype, &lb, &sext);
     PMPI_Type_get_extent(recvtype, &lb, &rext);
-    MPI_Request *requests = need(sizeof(MPI_Request) * 2 * (size_t)p);
+    MPI_Request *requests = need(sizeof(MPI_Request) * 3 * (size_t)p);
+    MPI_Request *ready = need(sizeof(MPI_Request) * (size_t)p); /* ready[k]: from me + k */
     MPI_Request *sends = need(sizeof(MPI_Request) * (size_t)p); /* to find their tokens afterwards */
     throttle.stats.collectives++;
+    for (int k = 1; k < p && rc == MPI_SUCCESS; k++)
+        rc = PMPI_Irecv(NULL, 0, MPI_BYTE, (me + k) % p, READY_TAG, peers, &ready[k]);
     for (int k = own_in_place; k < p && rc == MPI_SUCCESS; k++) {
         int from = (me - k + p) % p;
         rc = PMPI_Irecv_c(block(recvbuf, displ_of(r, from), rext), count_of(r, from), recvtype, from,
-                          0, peers, &requests[n++]);
+                          DATA_TAG, peers, &requests[n++]);
     }
+    for (int k = 1; k < p && rc == MPI_SUCCESS; k++) /* tiny, and needed before any data: not throttled */
+        rc = PMPI_Isend(NULL, 0, MPI_BYTE, (me - k + p) % p, READY_TAG, peers, &requests[n++]);
     if (!own_in_place && rc == MPI_SUCCESS) /* to itself: nothing leaves the task */
-        rc = PMPI_Isend_c(block(sendbuf, displ_of(s, me), sext), count_of(s, me), sendtype, me, 0,
-                          peers, &requests[n++]);
+        rc = PMPI_Isend_c(block(sendbuf, displ_of(s, me), sext), count_of(s, me), sendtype, me,
+                          DATA_TAG, peers, &requests[n++]);
     int nsends = 0;
     for (int k = 1; k < p && rc == MPI_SUCCESS; k++) {
         int to = (me + k) % p;
+        if ((rc = wait_polling(&ready[k], MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+            break;
         throttle.stats.ops_large_count += large;
         rc = throttled_start(SEND_STANDARD, block(sendbuf, displ_of(s, to), sext), count_of(s, to),
-                             sendtype, to, 0, peers, &requests[n]);
+                             sendtype, to, DATA_TAG, peers, &requests[n]);
         if (rc == MPI_SUCCESS)
             sends[nsends++] = requests[n++];
     }
@@ -142,8 +158,7 @@ static int exchange(int large, const void *sendbuf, const layout *s, MPI_Datatyp
     for (int i = 0; i < nsends && held.live > 0; i++)
         tokens += held_complete_request(sends[i]);
     give_back(tokens);
-    free(requests);
-    free(sends);
+    free(requests), free(ready), free(sends);
     return rc;
 }
 
