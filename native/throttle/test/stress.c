@@ -1,15 +1,23 @@
 /* Stress test of the throttling library (run under mpiexec, with or without LD_PRELOAD): thousands of
- * nonblocking sends and one-sided ops between random peers, of random sizes, and every byte checked.
+ * operations of every kind it wraps between random peers, of random sizes, and every byte checked.
  *
  * Every rank derives every rank's plan from the seed, so each knows what it will receive, from whom,
  * of which size, and what each byte must be.
- *  1. Point to point: every rank posts all its receives, then its sends (MPI_Isend, MPI_Issend and,
- *     with MPI 4, MPI_Isend_c), completing sends as it goes with a random one of Wait, Waitall,
- *     Waitany, Waitsome, Test, Testall, Testany, Testsome; then receives with Waitany and Testsome.
- *  2. One-sided, passive target (lock_all): MPI_Put, MPI_Rput, MPI_Accumulate (and the _c forms) into
- *     slots only the origin writes, with random flushes (flush, flush_local, of one target or all);
- *     then MPI_Get and MPI_Rget of what was written.
- *  3. One-sided, fence epochs: a few puts per rank between two fences.
+ *  1. Nonblocking: every rank posts all its receives, then its sends (MPI_Isend, MPI_Issend,
+ *     MPI_Ibsend, MPI_Irsend and, with MPI 4, their _c forms), completing sends as it goes with a
+ *     random one of Wait, Waitall, Waitany, Waitsome, Test, Testall, Testany, Testsome; then receives
+ *     with Waitany and Testsome.
+ *  2. Blocking: receives posted, then MPI_Send, Ssend, Bsend, Rsend (and _c) one after the other;
+ *     then rounds of MPI_Sendrecv / Sendrecv_replace (and _c) with a random shift.
+ *  3. Persistent: 16 persistent sends per rank (Send_init, Ssend_init, Bsend_init, Rsend_init, _c),
+ *     matched by persistent receives, started again and again with Start or Startall.
+ *  4. Collectives: MPI_Alltoall, Alltoallv, Allgather, Allgatherv (and _c), a third in place, on the
+ *     world and on a reordered communicator, with derived datatypes that leave gaps.
+ *  5. One-sided, passive target (lock_all): MPI_Put, MPI_Rput, MPI_Accumulate, MPI_Raccumulate (and
+ *     the _c forms) into slots only the origin writes, with random flushes (flush, flush_local, of one
+ *     target or all); then MPI_Get and MPI_Rget of what was written.
+ *  6. One-sided, fence epochs: a few puts per rank between two fences.
+ * Buffered sends are at most BSEND_MAX bytes, from an attached buffer that holds them all.
  * Mode "cycle" instead makes pairs of ranks MPI_Issend to each other before either posts a receive:
  * with a node pool smaller than their sends this needs the library's stall escape to finish.
  *
@@ -919,7 +927,7 @@ static long cycle(const options *o, int64_t *moved)
 
 static int parse(int argc, char **argv, options *o)
 {
-    *o = (options){.messages = 1000, .ops = 1000, .blocking = 1000, .rounds = 60, .collectives = 200,
+    *o = (options){.messages = 1000, .ops = 1000, .blocking = -1, .rounds = -1, .collectives = -1,
                    .coll_max = 512, .max_bytes = 200000, .seed = 1, .cycle = 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -949,6 +957,10 @@ static int parse(int argc, char **argv, options *o)
             return -1;
         i++;
     }
+    /* Unless given, the other phases scale with --messages. */
+    o->blocking = o->blocking == -1 ? o->messages : o->blocking;
+    o->rounds = o->rounds == -1 ? (o->messages + PERSISTENT - 1) / PERSISTENT : o->rounds;
+    o->collectives = o->collectives == -1 ? o->messages / 5 : o->collectives;
     return o->messages < 1 || o->messages > 30000 || o->ops < 1 || o->ops > 100000 ||
                    o->blocking < 0 || o->blocking > 30000 || o->rounds < 0 || o->rounds > 100000 ||
                    o->collectives < 0 || o->collectives > 100000 || o->coll_max < 0 ||
