@@ -77,6 +77,10 @@ static int private_comm(MPI_Comm comm, MPI_Comm *peers)
     if ((rc = PMPI_Comm_get_attr(comm, private_key, &cached, &found)) != MPI_SUCCESS)
         return rc;
     if (!found) {
+        /* MPI_Comm_dup blocks until every task is in it: finished operations must not keep tokens a
+         * task of the node needs to get there. */
+        if (held.live > 0)
+            give_back(held_poll());
         cached = need(sizeof *cached);
         if ((rc = PMPI_Comm_dup(comm, cached)) != MPI_SUCCESS ||
             (rc = PMPI_Comm_set_attr(comm, private_key, cached)) != MPI_SUCCESS)

@@ -1,6 +1,7 @@
 /* The completion calls, Wait and Test families: a request that holds tokens gives them back when MPI
  * completes it for the program. MPI sets a completed (non-persistent) request to MPI_REQUEST_NULL, so
- * the rule is the same for all eight calls: compare the requests before and after. When this task
+ * the rule is the same for all eight calls: compare the requests before and after (a persistent send
+ * is left inactive instead: persistent.c is asked about those left in place). When this task
  * holds no tokens (always so under the rate policy) the calls pass straight through.
  *
  * While this task holds tokens, a Wait is done as a loop of the matching Test, and whenever another

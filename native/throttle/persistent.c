@@ -108,7 +108,7 @@ int32_t persistent_settle(MPI_Request req)
     return done ? held_complete_request(req) : 0;
 }
 
-/* After a successful *_init: remember a send the library throttles. */
+/* After a *_init (rc: its result): remember a send the library throttles. */
 static int created(int rc, MPI_Count count, MPI_Datatype datatype, int dest, MPI_Comm comm,
                    const MPI_Request *request, int large)
 {
@@ -161,42 +161,60 @@ int MPI_Startall(int count, MPI_Request requests[])
     return rc;
 }
 
-#define INIT(CALL, LARGE)                                                                             \
-    {                                                                                                 \
-        int rc = CALL;                                                                                \
-        return created(rc, count, datatype, dest, comm, request, LARGE);                              \
-    }
-
 int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                   MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Send_init(buf, count, datatype, dest, tag, comm, request), 0)
+{
+    int rc = PMPI_Send_init(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 0);
+}
 
 int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Ssend_init(buf, count, datatype, dest, tag, comm, request), 0)
+{
+    int rc = PMPI_Ssend_init(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 0);
+}
 
 int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Bsend_init(buf, count, datatype, dest, tag, comm, request), 0)
+{
+    int rc = PMPI_Bsend_init(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 0);
+}
 
 int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
                    MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Rsend_init(buf, count, datatype, dest, tag, comm, request), 0)
+{
+    int rc = PMPI_Rsend_init(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 0);
+}
 
 #if MPI_VERSION >= 4
 int MPI_Send_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                     MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Send_init_c(buf, count, datatype, dest, tag, comm, request), 1)
+{
+    int rc = PMPI_Send_init_c(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 1);
+}
 
 int MPI_Ssend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                      MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Ssend_init_c(buf, count, datatype, dest, tag, comm, request), 1)
+{
+    int rc = PMPI_Ssend_init_c(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 1);
+}
 
 int MPI_Bsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                      MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Bsend_init_c(buf, count, datatype, dest, tag, comm, request), 1)
+{
+    int rc = PMPI_Bsend_init_c(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 1);
+}
 
 int MPI_Rsend_init_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                      MPI_Comm comm, MPI_Request *request)
-INIT(PMPI_Rsend_init_c(buf, count, datatype, dest, tag, comm, request), 1)
+{
+    int rc = PMPI_Rsend_init_c(buf, count, datatype, dest, tag, comm, request);
+    return created(rc, count, datatype, dest, comm, request, 1);
+}
 #endif

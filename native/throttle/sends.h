@@ -3,6 +3,7 @@
 #define CONTEND_THROTTLE_SENDS_H
 
 #include <mpi.h>
+#include <stdint.h>
 
 /* Whether a send to dest on comm is throttled: a policy is in force and the send leaves the task (not
  * to MPI_PROC_NULL, not to the task itself: see send.c). */
