@@ -210,6 +210,42 @@ def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends
     assert sum(row["waits"] for row in rows) > 0  # one rank did wait for the other's token
 
 
+BLOCKING_WHILE_HOLDING = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+other, n, ok = 1 - world.rank, 1 << 18, []  # 2 MiB of float64: above the eager limit
+for k in range(5):
+    bufs = [np.zeros(n) for _ in range(2)]
+    recvs = [world.Irecv(bufs[t], source=other, tag=t) for t in range(2)]
+    world.Barrier()
+    first = world.Isend(np.full(n, 10.0 * k + world.rank), dest=other, tag=0)  # holds the one token
+    world.Send(np.full(n, 100.0 * k + world.rank), dest=other, tag=1)  # MPI_Send_c, while first holds it
+    MPI.Request.Waitall(recvs)
+    first.Wait()
+    ok.append(bool((bufs[0] == 10.0 * k + other).all() and (bufs[1] == 100.0 * k + other).all()))
+errors = world.allreduce(ok.count(False))
+if world.rank == 0:
+    print(json.dumps({"verified": errors == 0, "errors": errors}))
+"""
+
+
+def test_a_blocking_send_while_the_task_holds_tokens_needs_no_escape(built, tmp_path):
+    """Each rank Isends 2 MiB to the other, then MPI_Send's 2 MiB more while the first send holds the
+    node's one token: the blocking send waits in line polling the task's own operations (the first send
+    completes as its receive was posted) and holds its token only until it returns, while the other
+    rank, waiting for that token, still progresses the receive it needs. No stall escape, every byte."""
+    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    summary, rows, stderr = stress(built, tmp_path, variables,
+                                   program=[sys.executable, "-c", BLOCKING_WHILE_HOLDING], ranks=2)
+    assert "stall escape" not in stderr
+    for row in rows:  # 5 Isends and 5 Sends, and the blocking sends of mpi4py's pickled allreduce
+        assert row["ops"] == 5 + row["ops_blocking"] and row["ops_blocking"] >= 5, row
+        assert row["escapes"] == 0 and row["max_in_use"] <= 1, row
+    assert sum(row["waits"] for row in rows) > 0
+
+
 def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
     """Pairs MPI_Issend to each other before either posts a receive: with one token per node the
     second sender can only start if the first's token is given back, which needs that receive. The
