@@ -1,7 +1,8 @@
-"""libcontend-throttle.so under real MPI (4 ranks on this host): every byte arrives under the token
-policy with 1-2 tokens per node (so ranks queue and the progress path runs), with size-proportional
-tokens, with emulated nodes, and under the rate policy; from C and from mpi4py (the large-count entry
-points); the node's pool grants in FIFO order; a dependency cycle ends through the stall escape; bad
+"""libcontend-throttle.so under real MPI (4 ranks on this host): every byte of every wrapped kind of
+operation (nonblocking, blocking and persistent sends, one-sided ops, the throttled collectives) arrives
+under the token policy with 1-2 tokens per node (so ranks queue and the progress path runs), with
+size-proportional tokens, with emulated nodes, and under the rate policy; from C and from mpi4py (the
+large-count entry points); the node's pool grants in FIFO order; a dependency cycle ends through the stall escape; bad
 configuration stops every rank before the program runs. Counters come from the library itself
 (CONTEND_THROTTLE_STATS), so "throttled" is measured, not assumed. No timing is asserted."""
 
