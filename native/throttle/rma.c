@@ -98,6 +98,21 @@ int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origi
     return rc;
 }
 
+/* MPI_Raccumulate: as MPI_Accumulate; its request also gives the tokens back (complete.c). */
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    if (!acting_on(target_rank))
+        return PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                                target_count, target_datatype, op, win, request);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int rc = PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                              target_count, target_datatype, op, win, request);
+    injected(tokens, rc, made(rc, request), win, target_rank);
+    return rc;
+}
+
 int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
              MPI_Win win, MPI_Request *request)
@@ -179,6 +194,22 @@ int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Dataty
     int rc = PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                target_count, target_datatype, op, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
+                      MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                      MPI_Request *request)
+{
+    if (!acting_on(target_rank))
+        return PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
+                                  target_disp, target_count, target_datatype, op, win, request);
+    throttle.stats.ops_large_count++;
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int rc = PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
+                                target_disp, target_count, target_datatype, op, win, request);
+    injected(tokens, rc, made(rc, request), win, target_rank);
     return rc;
 }
 

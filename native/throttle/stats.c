@@ -55,7 +55,7 @@ static void write_line(void)
     char node[6 * sizeof throttle.node + 1], job[6 * sizeof throttle.job + 1];
     char proxy[4096], nimc[1024];
     proxy_stats_json(proxy, sizeof proxy);
-    char line[sizeof node + sizeof job + sizeof proxy + sizeof nimc + 1024]; /* the rest: keys, 19 numbers */
+    char line[sizeof node + sizeof job + sizeof proxy + sizeof nimc + 1024]; /* the rest: keys, 22 numbers */
     int world_size = 0;
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size); /* so a reader knows how many lines to expect */
     int n = snprintf(line, sizeof line,
@@ -63,6 +63,7 @@ static void write_line(void)
         "\"ranks_on_node\":%d,"
         "\"pool_tokens\":%d,\"size_per_token\":%lld,\"gap_ns\":%lld,\"stall_ms\":%lld,"
         "\"ops\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
+        "\"ops_blocking\":%lld,\"ops_persistent\":%lld,\"collectives\":%lld,"
         "\"waits\":%lld,\"wait_ns\":%lld,"
         "\"escapes\":%lld,\"polls\":%lld,\"max_in_use\":%d,\"max_ahead\":%u,"
         "\"max_served_meanwhile\":%u,\"min_gap_ns\":%lld%s%s}\n",
@@ -73,7 +74,8 @@ static void write_line(void)
         (long long)c->gap_ns,
         c->policy == POLICY_TOKEN || c->policy == POLICY_PROXY ? (long long)c->stall_ms : 0LL,
         (long long)s->ops, (long long)s->ops_one_sided, (long long)s->ops_large_count,
-        (long long)s->tokens, (long long)s->waits,
+        (long long)s->tokens, (long long)s->ops_blocking, (long long)s->ops_persistent,
+        (long long)s->collectives, (long long)s->waits,
         (long long)s->wait_ns, (long long)s->escapes, (long long)s->polls, (int)s->max_in_use,
         s->max_ahead, s->max_served_meanwhile, (long long)s->min_gap_ns, nimc_fields(nimc, sizeof nimc), proxy);
     int fd = open(c->stats, O_WRONLY | O_APPEND | O_CREAT, 0644);

@@ -21,6 +21,9 @@ typedef struct {
     int64_t ops;            /* throttled operations injected */
     int64_t ops_one_sided;
     int64_t ops_large_count; /* of those, through the MPI 4 `_c` entry points (mpi4py on MPICH) */
+    int64_t ops_blocking;   /* of those, blocking sends (blocking_send.c) */
+    int64_t ops_persistent; /* of those, starts of persistent sends (persistent.c) */
+    int64_t collectives;    /* collective calls done by the throttled implementations (collectives.c) */
     int64_t tokens;         /* tokens taken */
     int64_t waits;          /* injections that had to wait (token: joined the line; rate: gap) */
     int64_t wait_ns;
