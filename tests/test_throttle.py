@@ -104,10 +104,24 @@ def test_c_stress_under_the_rate_policy(built, tmp_path):
         assert row["min_gap_ns"] >= gap_ns and row["waits"] > 100, row
 
 
+def test_c_stress_under_the_adaptive_policy(built, tmp_path):
+    # A ceiling of 6 tokens for 4 ranks: the limit starts at 4 (one per rank) and may go from 1 to 6.
+    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("adaptive", tokens=6, stall_ms=NO_ESCAPE_MS))
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["policy"] == "adaptive" and row["pool_tokens"] == 6 and row["ranks_on_node"] == RANKS, row
+        assert row["escapes"] == 0 and row["max_in_use"] <= 6, row  # never more in use than the pool
+        assert 1 <= row["limit_min"] <= row["limit_final"] <= row["limit_max"] <= 6, row
+        assert row["limit_adjustments"] > 0 and row["limit_min"] < row["limit_max"], row  # the limit moved
+        assert row["tokens"] == row["ops"] and row["waits"] > 0, row  # one token per message
+        assert row["max_ahead"] <= RANKS - 1 and row["max_served_meanwhile"] <= RANKS - 1, row  # FIFO
+
+
 @pytest.mark.parametrize("variables", [
     libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
     libthrottle.settings("rate", gap_ns=20000),
-], ids=["token", "rate"])
+    libthrottle.settings("adaptive", tokens=2, stall_ms=NO_ESCAPE_MS),
+], ids=["token", "rate", "adaptive"])
 def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
     program = [sys.executable, str(MPI4PY_PROGRAM), "500", "400"]
     summary, rows, _ = stress(built, tmp_path, variables, program=program)
@@ -115,8 +129,8 @@ def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
     for row in rows:
         assert row["ops"] >= 500 + 400 and row["ops_large_count"] == row["ops"], row
         assert row["escapes"] == 0 and row["waits"] > 0, row
-        if row["policy"] == "token":
-            assert row["max_in_use"] <= 1 and row["max_served_meanwhile"] <= RANKS - 1, row
+        if row["policy"] != "rate":
+            assert row["max_in_use"] <= row["pool_tokens"] and row["max_served_meanwhile"] <= RANKS - 1, row
 
 
 SELF_SENDS = """
@@ -240,8 +254,8 @@ def write(tmp_path, text):
 
 
 BAD = [
-    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none"),
-    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate or none"),
+    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, adaptive or none"),
+    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate, adaptive or none"),
     (libthrottle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
                                            "of 0 tokens never grants one)"),
     (libthrottle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
@@ -250,9 +264,12 @@ BAD = [
     (libthrottle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
     (libthrottle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
     (libthrottle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
-    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token policy, "
+    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token and adaptive policies, "
                                                       "not to rate"),
     (libthrottle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
+    (libthrottle.settings("adaptive", size_per_token=4096), "CONTEND_THROTTLE_SIZE_PER_TOKEN=4096: applies to the "
+                                                           "token policy, not to adaptive"),
+    (libthrottle.settings("adaptive", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range"),
     (libthrottle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
     (libthrottle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
                                                                        "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
@@ -268,7 +285,7 @@ BAD = [
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\ntokens = 3\n")},
      "bad.conf:3: tokens given twice (first on line 2)"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
-     "bad.conf:3: stall_ms = 5: applies to the token policy, not to rate"),
+     "bad.conf:3: stall_ms = 5: applies to the token and adaptive policies, not to rate"),
     # input bytes are shown escaped: a refusal stays one line
     (libthrottle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},

@@ -15,7 +15,7 @@
 
 typedef enum { KIND_POLICY, KIND_INT, KIND_NAME, KIND_JOB, KIND_PATH } value_kind;
 
-enum { ANY = 0, TOKEN = 1 << POLICY_TOKEN, RATE = 1 << POLICY_RATE };
+enum { ANY = 0, TOKEN = 1 << POLICY_TOKEN, RATE = 1 << POLICY_RATE, ADAPTIVE = 1 << POLICY_ADAPTIVE };
 
 typedef struct {
     const char *key;   /* in the file; NULL: environment only */
@@ -30,10 +30,10 @@ enum { S_POLICY, S_TOKENS, S_SIZE_PER_TOKEN, S_STALL_MS, S_GAP_NS, S_NODE, S_RAN
 
 static const setting settings[S_COUNT] = {
     [S_POLICY] = {"policy", "CONTEND_THROTTLE_POLICY", KIND_POLICY, 0, 0, ANY},
-    [S_TOKENS] = {"tokens", "CONTEND_THROTTLE_TOKENS", KIND_INT, 1, POOL_MAX_TOKENS, TOKEN},
+    [S_TOKENS] = {"tokens", "CONTEND_THROTTLE_TOKENS", KIND_INT, 1, POOL_MAX_TOKENS, TOKEN | ADAPTIVE},
     [S_SIZE_PER_TOKEN] = {"size_per_token", "CONTEND_THROTTLE_SIZE_PER_TOKEN", KIND_INT, 0,
                           INT64_C(1) << 40, TOKEN},
-    [S_STALL_MS] = {"stall_ms", "CONTEND_THROTTLE_STALL_MS", KIND_INT, 1, 600000, TOKEN},
+    [S_STALL_MS] = {"stall_ms", "CONTEND_THROTTLE_STALL_MS", KIND_INT, 1, 600000, TOKEN | ADAPTIVE},
     [S_GAP_NS] = {"gap_ns", "CONTEND_THROTTLE_GAP_NS", KIND_INT, 1, 1000000000, RATE},
     [S_NODE] = {NULL, "CONTEND_THROTTLE_NODE", KIND_NAME, 0, 0, ANY},
     [S_RANKS_PER_NODE] = {NULL, "CONTEND_THROTTLE_RANKS_PER_NODE", KIND_INT, 1, 1000000, ANY},
@@ -82,7 +82,7 @@ static const char *shown(const char *text, char *out, size_t len)
 
 const char *policy_name(policy_kind p)
 {
-    return p == POLICY_TOKEN ? "token" : p == POLICY_RATE ? "rate" : "none";
+    return p == POLICY_TOKEN ? "token" : p == POLICY_RATE ? "rate" : p == POLICY_ADAPTIVE ? "adaptive" : "none";
 }
 
 static char *trim(char *s)
@@ -185,13 +185,13 @@ static int parse_int(const raw_value *r, const setting *s, int64_t *out, char *w
 
 static int parse_policy(const raw_value *r, policy_kind *out, char *why, size_t len)
 {
-    static const policy_kind all[] = {POLICY_TOKEN, POLICY_RATE, POLICY_NONE};
+    static const policy_kind all[] = {POLICY_TOKEN, POLICY_RATE, POLICY_ADAPTIVE, POLICY_NONE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(r->value, policy_name(all[i]))) {
             *out = all[i];
             return 0;
         }
-    return fail(why, len, "%s: unknown policy, expected token, rate or none", r->origin);
+    return fail(why, len, "%s: unknown policy, expected token, rate, adaptive or none", r->origin);
 }
 
 static int parse_text(const raw_value *r, value_kind kind, char *out, size_t out_len, char *why,
@@ -252,8 +252,9 @@ static int check_policy_fit(const raw_value *raw, policy_kind p, char *why, size
                         policy_name(p), settings[needed[i][1]].env, settings[needed[i][1]].key);
     for (int i = 0; i < S_COUNT; i++)
         if (raw[i].given && settings[i].policies != ANY && !(settings[i].policies & (1 << p)))
-            return fail(why, len, "%s: applies to the %s policy, not to %s", raw[i].origin,
-                        settings[i].policies == TOKEN ? "token" : "rate", policy_name(p));
+            return fail(why, len, "%s: applies to the %s, not to %s", raw[i].origin,
+                        settings[i].policies == RATE ? "rate policy" : settings[i].policies == TOKEN
+                        ? "token policy" : "token and adaptive policies", policy_name(p));
     if (raw[S_NODE].given && raw[S_RANKS_PER_NODE].given)
         return fail(why, len, "%s and %s are both set: name the node or emulate nodes, not both",
                     settings[S_NODE].env, settings[S_RANKS_PER_NODE].env);
@@ -270,7 +271,7 @@ int config_load(throttle_config *c, char *why, size_t why_len)
         return -1;
     read_environment(raw);
     if (!raw[S_POLICY].given)
-        return fail(why, why_len, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none (or "
+        return fail(why, why_len, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, adaptive or none (or "
                     "policy in " FILE_VARIABLE ")");
     if (parse_policy(&raw[S_POLICY], &c->policy, why, why_len))
         return -1;
@@ -285,7 +286,7 @@ int config_load(throttle_config *c, char *why, size_t why_len)
         if (parse_int(&raw[i], &settings[i], ints[i], why, why_len))
             return -1;
     }
-    c->tokens = (int32_t)tokens;
+    c->tokens = (int32_t)(c->policy == POLICY_ADAPTIVE && !raw[S_TOKENS].given ? POOL_MAX_TOKENS : tokens);
     if (raw[S_NODE].given &&
         parse_text(&raw[S_NODE], KIND_NAME, c->node, sizeof c->node, why, why_len))
         return -1;

@@ -79,7 +79,7 @@ static void start(void)
     agree_on_job();
     failed = name_node(why, sizeof why) != 0;
     int created = 0;
-    if (!failed && throttle.cfg.policy == POLICY_TOKEN) {
+    if (!failed && (throttle.cfg.policy == POLICY_TOKEN || throttle.cfg.policy == POLICY_ADAPTIVE)) {
         throttle.seg = segment_open(throttle.job, throttle.node, throttle.cfg.tokens, &created, why,
                                     sizeof why);
         failed = throttle.seg == NULL;
@@ -87,6 +87,12 @@ static void start(void)
     stop_if_any_failed(failed, why, created); /* also: every rank has attached when it returns */
     if (created)
         segment_unlink(throttle.job, throttle.node);
+    if (throttle.cfg.policy == POLICY_ADAPTIVE) { /* every rank has attached: one token per rank */
+        if (created)
+            adaptive_init(&throttle.seg->adaptive, &throttle.seg->pool,
+                          atomic_load(&throttle.seg->attached));
+        PMPI_Barrier(MPI_COMM_WORLD);
+    }
     throttle.phase = throttle.cfg.policy == POLICY_NONE ? PHASE_OFF : PHASE_ON;
 }
 

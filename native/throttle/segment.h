@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adaptive.h"
 #include "pool.h"
 
 #define SEGMENT_JOB_MAX 80
@@ -22,7 +23,8 @@ typedef struct {
     char job[SEGMENT_JOB_MAX];    /* to tell a hash collision from our own segment */
     char node[SEGMENT_NODE_MAX];
     _Atomic int32_t attached;     /* ranks of the node attached */
-    _Alignas(64) token_pool pool; /* on its own cache line: the only field written while running */
+    _Alignas(64) token_pool pool; /* on its own cache line: written by every admission */
+    _Alignas(64) adaptive_state adaptive; /* the adaptive policy's controller of pool's limit */
 } segment;
 
 /* Create or attach the segment of (job, node) with a pool of `tokens`. Sets *created when this task

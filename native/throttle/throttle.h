@@ -11,7 +11,7 @@
 
 typedef enum {
     PHASE_BEFORE_INIT, /* no MPI_Init seen: a throttled call now is refused (admit.c) */
-    PHASE_ON,          /* token or rate policy in force */
+    PHASE_ON,          /* token, rate or adaptive policy in force */
     PHASE_OFF,         /* policy none: every call passes straight through */
     PHASE_FINISHED,    /* after MPI_Finalize */
 } throttle_phase;
@@ -38,7 +38,7 @@ typedef struct {
     int rank;
     char node[SEGMENT_NODE_MAX];
     char job[SEGMENT_JOB_MAX];
-    segment *seg;            /* token policy: the node's pool */
+    segment *seg;            /* token and adaptive policies: the node's pool */
     int64_t last_injection_ns; /* rate policy */
     throttle_stats stats;
 } throttle_state;
@@ -59,7 +59,8 @@ static inline int throttling(void)
 /* Whether operations hold tokens until completion (the token policy is in force). */
 static inline int holding_tokens(void)
 {
-    return throttle.phase == PHASE_ON && throttle.cfg.policy == POLICY_TOKEN;
+    return throttle.phase == PHASE_ON &&
+           (throttle.cfg.policy == POLICY_TOKEN || throttle.cfg.policy == POLICY_ADAPTIVE);
 }
 
 #endif
