@@ -117,12 +117,12 @@ impl Adaptive {
     pub fn completed(&mut self, node: u32, t: Time, waiting: bool) -> Option<u64> {
         let s = &self.spec;
         let n = &mut self.nodes[node as usize];
+        n.binding |= waiting;
         let Some(start) = n.start else {
             n.start = Some(t); // the first completion starts the first round
             return None;
         };
         n.done += 1;
-        n.binding |= waiting;
         if n.done < n.length {
             return None;
         }
