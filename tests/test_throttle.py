@@ -235,6 +235,20 @@ def test_the_node_pool_grants_first_come_first_served(built):
     assert greedy["mode"] == "greedy" and greedy["max_in_use"] <= 4
 
 
+def test_the_library_s_adaptive_rule_gives_the_engine_s_answer(built):
+    """The known case of engine/src/policy/adaptive.rs (doubles_then_halves_at_the_knee_then_grows_by_one):
+    the library's controller, on a made-up clock, moves the limit exactly as the engine's does."""
+    import subprocess
+
+    done = subprocess.run([str(mpi.build_dir(built) / "throttle-adaptive-check")], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["limits"] == [1, 2, 4, 8, 16, 32, 16, 16, 17, 18]
+    assert (out["min"], out["max"], out["adjustments"]) == (1, 32, 8)
+    assert out["free"] == out["limit"] == 18  # nothing in use: the free count is the limit
+
+
 def test_a_configuration_file_with_environment_overrides(built, tmp_path):
     config = tmp_path / "throttle.conf"
     config.write_text("# written by hand\npolicy = token\ntokens = 2   # per node\nsize_per_token = 0\n")
