@@ -105,6 +105,17 @@ def test_an_adaptive_ceiling_of_one_token_is_a_pool_of_one():
     assert one.deadlock is None and one.makespan == token.makespan and one.admission_waits == token.admission_waits > 0
 
 
+def test_a_machine_file_s_adaptive_table_is_the_throttle_option(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(BASE + '[throttle]\nranks_per_node = 4\npolicy = "adaptive"\ntokens = 3\n')
+    machine = load_machine(path)
+    assert machine.node["policy"] == parse_spec("adaptive:3") == {"kind": "adaptive", "tokens": 3}
+    run = lambda **kw: simulate(collective="alltoall-linear", ranks=8, bytes=64, **kw)
+    throttled = run(machine=path)
+    assert throttled.makespan == run(machine=path, throttle="adaptive:3").makespan
+    assert throttled.admission_waits > 0 and run(machine=path, throttle="none").admission_waits == 0
+
+
 @pytest.mark.parametrize("throttle", ["none", "token:4", "token:6:2KiB", "rate:2us", "proxy:2", "proxy:3:5", "adaptive",
                                       "adaptive:3"])
 @pytest.mark.parametrize("collective,size", [("alltoall-linear", 1024), ("random-pairs", 20000), ("incast", 64)])
