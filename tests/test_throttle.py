@@ -113,11 +113,25 @@ def test_c_stress_under_the_rate_policy(built, tmp_path):
         assert row["min_gap_ns"] >= gap_ns and row["waits"] > 100, row
 
 
+def test_c_stress_under_the_adaptive_policy(built, tmp_path):
+    # A ceiling of 6 tokens for 4 ranks: the limit starts at 4 (one per rank) and may go from 1 to 6.
+    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("adaptive", tokens=6, stall_ms=NO_ESCAPE_MS))
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["policy"] == "adaptive" and row["pool_tokens"] == 6 and row["ranks_on_node"] == RANKS, row
+        assert row["escapes"] == 0 and row["max_in_use"] <= 6, row  # never more in use than the pool
+        assert 1 <= row["limit_min"] <= row["limit_final"] <= row["limit_max"] <= 6, row
+        assert row["limit_adjustments"] > 0 and row["limit_min"] < row["limit_max"], row  # the limit moved
+        assert row["tokens"] == row["ops"] and row["waits"] > 0, row  # one token per message
+        assert row["max_ahead"] <= RANKS - 1 and row["max_served_meanwhile"] <= RANKS - 1, row  # FIFO
+
+
 @pytest.mark.parametrize("variables", [
     libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
     libthrottle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS),
     libthrottle.settings("rate", gap_ns=20000),
-], ids=["token1", "token2", "rate"])
+    libthrottle.settings("adaptive", tokens=2, stall_ms=NO_ESCAPE_MS),
+], ids=["token1", "token2", "rate", "adaptive"])
 def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
     # 500 nonblocking sends, 200 blocking sends and 100 Sendrecv rounds, 16 persistent sends started 10
     # times, 60 collective calls and 400 one-sided writes per rank
@@ -132,7 +146,7 @@ def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
         # the 60 calls, and the two each that mpi4py's pickled alltoall and allgather make
         assert row["collectives"] == 60 + 4, row
         assert row["escapes"] == 0 and row["waits"] > 0, row
-        if row["policy"] == "token":
+        if row["policy"] != "rate":
             assert row["max_in_use"] <= row["pool_tokens"] and row["max_served_meanwhile"] <= RANKS - 1, row
 
 
@@ -274,6 +288,20 @@ def test_the_node_pool_grants_first_come_first_served(built):
     assert greedy["mode"] == "greedy" and greedy["max_in_use"] <= 4
 
 
+def test_the_library_s_adaptive_rule_gives_the_engine_s_answer(built):
+    """The known case of engine/src/policy/adaptive.rs (doubles_then_halves_at_the_knee_then_grows_by_one):
+    the library's controller, on a made-up clock, moves the limit exactly as the engine's does."""
+    import subprocess
+
+    done = subprocess.run([str(mpi.build_dir(built) / "throttle-adaptive-check")], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["limits"] == [1, 2, 4, 8, 16, 32, 16, 16, 17, 18]
+    assert (out["min"], out["max"], out["adjustments"]) == (1, 32, 8)
+    assert out["free"] == out["limit"] == 18  # nothing in use: the free count is the limit
+
+
 def test_a_configuration_file_with_environment_overrides(built, tmp_path):
     config = tmp_path / "throttle.conf"
     config.write_text("# written by hand\npolicy = token\ntokens = 2   # per node\nsize_per_token = 0\n")
@@ -293,8 +321,8 @@ def write(tmp_path, text):
 
 
 BAD = [
-    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy or none"),
-    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate, proxy or none"),
+    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy, adaptive or none"),
+    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate, proxy, adaptive or none"),
     (libthrottle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
                                            "of 0 tokens never grants one)"),
     (libthrottle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
@@ -303,13 +331,16 @@ BAD = [
     (libthrottle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
     (libthrottle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
     (libthrottle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
-    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token or "
-                                                      "proxy policy, not to rate"),
+    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token, proxy or "
+                                                      "adaptive policy, not to rate"),
     (libthrottle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
     (libthrottle.settings("proxy"), "the proxy policy needs CONTEND_THROTTLE_SERVERS"),
     (libthrottle.settings("proxy", servers=65), "CONTEND_THROTTLE_SERVERS=65: out of range, expected 1 to 64"),
     (libthrottle.settings("token", tokens=2, servers=2), "CONTEND_THROTTLE_SERVERS=2: applies to the proxy policy, "
                                                       "not to token"),
+    (libthrottle.settings("adaptive", size_per_token=4096), "CONTEND_THROTTLE_SIZE_PER_TOKEN=4096: applies to the "
+                                                           "token or proxy policy, not to adaptive"),
+    (libthrottle.settings("adaptive", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range"),
     (libthrottle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
     (libthrottle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
                                                                        "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
@@ -325,7 +356,7 @@ BAD = [
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\ntokens = 3\n")},
      "bad.conf:3: tokens given twice (first on line 2)"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
-     "bad.conf:3: stall_ms = 5: applies to the token or proxy policy, not to rate"),
+     "bad.conf:3: stall_ms = 5: applies to the token, proxy or adaptive policy, not to rate"),
     # input bytes are shown escaped: a refusal stays one line
     (libthrottle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},

@@ -12,8 +12,11 @@
 
 void give_back(int32_t tokens)
 {
-    if (tokens > 0)
-        pool_release(&throttle.seg->pool, tokens);
+    if (tokens <= 0)
+        return;
+    pool_release(&throttle.seg->pool, tokens);
+    if (throttle.cfg.policy == POLICY_ADAPTIVE) /* one token per message: tokens completions */
+        adaptive_completed(&throttle.seg->adaptive, &throttle.seg->pool, tokens);
 }
 
 static int32_t tokens_for(int64_t count, MPI_Datatype datatype)

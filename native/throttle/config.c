@@ -16,7 +16,8 @@
 
 typedef enum { KIND_POLICY, KIND_INT, KIND_NAME, KIND_JOB, KIND_PATH } value_kind;
 
-enum { ANY = 0, TOKEN = 1 << POLICY_TOKEN, RATE = 1 << POLICY_RATE, PROXY = 1 << POLICY_PROXY };
+enum { ANY = 0, TOKEN = 1 << POLICY_TOKEN, RATE = 1 << POLICY_RATE, PROXY = 1 << POLICY_PROXY,
+       ADAPTIVE = 1 << POLICY_ADAPTIVE };
 
 typedef struct {
     const char *key;   /* in the file; NULL: environment only */
@@ -31,10 +32,10 @@ enum { S_POLICY, S_TOKENS, S_SIZE_PER_TOKEN, S_STALL_MS, S_GAP_NS, S_NODE, S_RAN
 
 static const setting settings[S_COUNT] = {
     [S_POLICY] = {"policy", "CONTEND_THROTTLE_POLICY", KIND_POLICY, 0, 0, ANY},
-    [S_TOKENS] = {"tokens", "CONTEND_THROTTLE_TOKENS", KIND_INT, 1, POOL_MAX_TOKENS, TOKEN | PROXY},
+    [S_TOKENS] = {"tokens", "CONTEND_THROTTLE_TOKENS", KIND_INT, 1, POOL_MAX_TOKENS, TOKEN | PROXY | ADAPTIVE},
     [S_SIZE_PER_TOKEN] = {"size_per_token", "CONTEND_THROTTLE_SIZE_PER_TOKEN", KIND_INT, 0,
                           INT64_C(1) << 40, TOKEN | PROXY},
-    [S_STALL_MS] = {"stall_ms", "CONTEND_THROTTLE_STALL_MS", KIND_INT, 1, 600000, TOKEN | PROXY},
+    [S_STALL_MS] = {"stall_ms", "CONTEND_THROTTLE_STALL_MS", KIND_INT, 1, 600000, TOKEN | PROXY | ADAPTIVE},
     [S_GAP_NS] = {"gap_ns", "CONTEND_THROTTLE_GAP_NS", KIND_INT, 1, 1000000000, RATE},
     [S_NODE] = {NULL, "CONTEND_THROTTLE_NODE", KIND_NAME, 0, 0, ANY},
     [S_RANKS_PER_NODE] = {NULL, "CONTEND_THROTTLE_RANKS_PER_NODE", KIND_INT, 1, 1000000, ANY},
@@ -88,7 +89,8 @@ static const char *shown(const char *text, char *out, size_t len)
 
 const char *policy_name(policy_kind p)
 {
-    return p == POLICY_TOKEN ? "token" : p == POLICY_RATE ? "rate" : p == POLICY_PROXY ? "proxy" : "none";
+    return p == POLICY_TOKEN ? "token" : p == POLICY_RATE ? "rate" : p == POLICY_PROXY ? "proxy"
+           : p == POLICY_ADAPTIVE ? "adaptive" : "none";
 }
 
 static char *trim(char *s)
@@ -191,13 +193,13 @@ static int parse_int(const raw_value *r, const setting *s, int64_t *out, char *w
 
 static int parse_policy(const raw_value *r, policy_kind *out, char *why, size_t len)
 {
-    static const policy_kind all[] = {POLICY_TOKEN, POLICY_RATE, POLICY_PROXY, POLICY_NONE};
+    static const policy_kind all[] = {POLICY_TOKEN, POLICY_RATE, POLICY_PROXY, POLICY_ADAPTIVE, POLICY_NONE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(r->value, policy_name(all[i]))) {
             *out = all[i];
             return 0;
         }
-    return fail(why, len, "%s: unknown policy, expected token, rate, proxy or none", r->origin);
+    return fail(why, len, "%s: unknown policy, expected token, rate, proxy, adaptive or none", r->origin);
 }
 
 static int parse_text(const raw_value *r, value_kind kind, char *out, size_t out_len, char *why,
@@ -252,8 +254,13 @@ static int check_stats_path(const raw_value *r, const char *path, char *why, siz
 /* The policies a setting applies to, in words. */
 static const char *applies_to(int policies)
 {
-    return policies == (TOKEN | PROXY) ? "token or proxy" : policies == TOKEN ? "token"
-           : policies == PROXY ? "proxy" : "rate";
+    switch (policies) {
+    case TOKEN | PROXY | ADAPTIVE: return "token, proxy or adaptive";
+    case TOKEN | PROXY: return "token or proxy";
+    case TOKEN: return "token";
+    case PROXY: return "proxy";
+    default: return "rate";
+    }
 }
 
 static int check_policy_fit(const raw_value *raw, policy_kind p, char *why, size_t len)
@@ -284,7 +291,7 @@ int config_load(throttle_config *c, char *why, size_t why_len)
         return -1;
     read_environment(raw);
     if (!raw[S_POLICY].given)
-        return fail(why, why_len, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy or none (or "
+        return fail(why, why_len, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy, adaptive or none (or "
                     "policy in " FILE_VARIABLE ")");
     if (parse_policy(&raw[S_POLICY], &c->policy, why, why_len))
         return -1;
@@ -303,7 +310,7 @@ int config_load(throttle_config *c, char *why, size_t why_len)
         if (parse_int(&raw[i], &settings[i], ints[i], why, why_len))
             return -1;
     }
-    c->tokens = (int32_t)tokens;
+    c->tokens = (int32_t)(c->policy == POLICY_ADAPTIVE && !raw[S_TOKENS].given ? POOL_MAX_TOKENS : tokens);
     c->reserve_core = (int)reserve_core;
     c->servers = (int32_t)servers;
     if (raw[S_NODE].given &&

@@ -3,13 +3,14 @@
  *   CONTEND_THROTTLE_CONFIG          a file of `key = value` lines (policy, tokens, size_per_token,
  *                                    gap_ns, stall_ms, servers, memory_throttle, reserve_core); each
  *                                    variable below overrides its key
- *   CONTEND_THROTTLE_POLICY          token | rate | proxy | none (required, here or in the file)
+ *   CONTEND_THROTTLE_POLICY          token | rate | proxy | adaptive | none (required, here or in the file)
  *   CONTEND_THROTTLE_SERVERS         proxy: server slots per node, 1..64 (required; proxy.h)
  *   CONTEND_THROTTLE_TOKENS          token: tokens in each node's pool, 1..1000000 (required);
- *                                    proxy: tokens behind the servers (optional)
+ *                                    proxy: tokens behind the servers (optional);
+ *                                    adaptive: the most its limit may reach (default 1000000)
  *   CONTEND_THROTTLE_SIZE_PER_TOKEN  token: bytes per token (size-proportional); 0 or unset: one
  *                                    token per message
- *   CONTEND_THROTTLE_STALL_MS        token: how long the head of the line waits while no token comes
+ *   CONTEND_THROTTLE_STALL_MS        token, adaptive: how long the head of the line waits while no token comes
  *                                    back before it takes its tokens anyway (default 100)
  *   CONTEND_THROTTLE_GAP_NS          rate: least time between two injections of a task (required)
  *   CONTEND_THROTTLE_MEMORY_THROTTLE any policy: bytes per second of one-sided traffic into each node
@@ -31,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { POLICY_NONE, POLICY_TOKEN, POLICY_RATE, POLICY_PROXY } policy_kind;
+typedef enum { POLICY_NONE, POLICY_TOKEN, POLICY_RATE, POLICY_PROXY, POLICY_ADAPTIVE } policy_kind;
 
 typedef struct {
     policy_kind policy;

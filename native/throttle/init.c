@@ -85,7 +85,7 @@ static void start(void)
     failed = name_node(why, sizeof why) != 0;
     int created = 0, proxy = throttle.cfg.policy == POLICY_PROXY;
     size_t extra = proxy ? proxy_prepare() : 0; /* collective: on every rank, even one that failed */
-    if (!failed && (throttle.cfg.policy == POLICY_TOKEN || proxy)) {
+    if (!failed && (throttle.cfg.policy == POLICY_TOKEN || throttle.cfg.policy == POLICY_ADAPTIVE || proxy)) {
         throttle.seg = segment_open(throttle.job, throttle.node, throttle.cfg.tokens, extra, &created,
                                     why, sizeof why);
         failed = throttle.seg == NULL;
@@ -95,6 +95,12 @@ static void start(void)
         proxy_attach();
     if (created)
         segment_unlink(throttle.job, throttle.node);
+    if (throttle.cfg.policy == POLICY_ADAPTIVE) { /* every rank has attached: one token per rank */
+        if (created)
+            adaptive_init(&throttle.seg->adaptive, &throttle.seg->pool,
+                          atomic_load(&throttle.seg->attached));
+        PMPI_Barrier(MPI_COMM_WORLD);
+    }
     stop_if_any_failed(target_rate_start(why, sizeof why) != 0, why, 0); /* the NiMC mitigations */
     stop_if_any_failed(reserve_core_start(why, sizeof why) != 0, why, 0);
     throttle.phase = throttle.cfg.policy == POLICY_NONE ? PHASE_OFF : PHASE_ON;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adaptive.h"
 #include "pool.h"
 
 #define SEGMENT_JOB_MAX 80
@@ -23,7 +24,8 @@ typedef struct {
     char node[SEGMENT_NODE_MAX];
     _Atomic int32_t attached;     /* ranks of the node attached */
     uint64_t bytes;               /* the mapping: this header and the proxy's area behind it (proxy.h) */
-    _Alignas(64) token_pool pool; /* on its own cache line: the only field written while running */
+    _Alignas(64) token_pool pool; /* on its own cache line: written by every admission */
+    _Alignas(64) adaptive_state adaptive; /* the adaptive policy's controller of pool's limit */
 } segment;
 
 /* Create or attach the segment of (job, node) with a pool of `tokens` and `extra` bytes behind the

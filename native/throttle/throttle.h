@@ -11,7 +11,7 @@
 
 typedef enum {
     PHASE_BEFORE_INIT, /* no MPI_Init seen: a throttled call now is refused (admit.c) */
-    PHASE_ON,          /* token, rate or proxy policy in force */
+    PHASE_ON,          /* token, rate, proxy or adaptive policy in force */
     PHASE_OFF,         /* policy none: every call passes straight through */
     PHASE_FINISHED,    /* after MPI_Finalize */
 } throttle_phase;
@@ -47,7 +47,7 @@ typedef struct {
     int rank;
     char node[SEGMENT_NODE_MAX];
     char job[SEGMENT_JOB_MAX];
-    segment *seg;            /* token and proxy policies: the node's pool (and the proxy's queues) */
+    segment *seg;            /* token, proxy and adaptive policies: the node's pool (and the proxy's queues) */
     int64_t last_injection_ns; /* rate policy */
     throttle_stats stats;
 } throttle_state;
@@ -69,7 +69,8 @@ static inline int throttling(void)
 static inline int holding_tokens(void)
 {
     return throttle.phase == PHASE_ON &&
-           (throttle.cfg.policy == POLICY_TOKEN || (throttle.cfg.policy == POLICY_PROXY && throttle.cfg.tokens > 0));
+           (throttle.cfg.policy == POLICY_TOKEN || throttle.cfg.policy == POLICY_ADAPTIVE ||
+            (throttle.cfg.policy == POLICY_PROXY && throttle.cfg.tokens > 0));
 }
 
 /* Whether the proxy policy is in force (proxy.h). */

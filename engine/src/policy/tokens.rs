@@ -79,6 +79,8 @@ struct Ticket<T> {
 /// The pools and ticket lines of all nodes, and what is in flight per node and per task.
 pub struct TokenPool<T> {
     spec: TokenSpec,
+    /// Tokens each node may have in use: the pool, or less under the adaptive policy.
+    limit: Vec<u64>,
     used: Vec<u64>,
     in_flight: Vec<u32>,
     active: Vec<u32>,
@@ -91,6 +93,7 @@ pub struct TokenPool<T> {
 impl<T> TokenPool<T> {
     pub fn new(spec: TokenSpec, nodes: usize, tasks: usize) -> TokenPool<T> {
         TokenPool {
+            limit: vec![spec.tokens.unwrap_or(u64::MAX); nodes],
             spec,
             used: vec![0; nodes],
             in_flight: vec![0; nodes],
@@ -111,7 +114,7 @@ impl<T> TokenPool<T> {
 
     fn fits(&self, node: u32, task: u32, size: u64, need: u64) -> bool {
         let n = node as usize;
-        if self.spec.tokens.is_some_and(|pool| self.used[n] + need > pool) {
+        if self.used[n] + need > self.limit[n] {
             return false;
         }
         if self.spec.thresholds.is_empty() {
@@ -175,6 +178,16 @@ impl<T> TokenPool<T> {
             self.take(node, t.task, t.need);
             granted.push((t.payload, t.need));
         }
+    }
+
+    /// Sets the tokens `node` may have in use (at most the pool); those in use above it stay until released.
+    pub fn set_limit(&mut self, node: u32, limit: u64) {
+        self.limit[node as usize] = limit.min(self.spec.tokens.unwrap_or(u64::MAX));
+    }
+
+    /// Whether some request of `node` waits for its tokens.
+    pub fn waiting(&self, node: u32) -> bool {
+        !self.tickets[node as usize].is_empty()
     }
 
     /// Messages in flight on `node` (admitted, not yet released).

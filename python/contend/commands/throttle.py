@@ -4,6 +4,7 @@ did from its counters.
     contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog
     contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog
     contend throttle --policy proxy --servers 8 --tokens 16 -- mpiexec -n 4 ./prog
+    contend throttle --policy adaptive -- mpiexec -n 4 ./prog
     contend throttle --config throttle.conf --stats counters.jsonl -- mpiexec -n 4 ./prog
     contend throttle --policy none --memory-throttle 1GB/s --reserve-core -- mpiexec -n 4 ./prog
 
@@ -47,22 +48,24 @@ def register(subparsers) -> None:
         "  contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog\n"
         "  contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog\n"
         "  contend throttle --policy proxy --servers 8 --tokens 16 -- mpiexec -n 4 ./prog\n"
+        "  contend throttle --policy adaptive -- mpiexec -n 4 ./prog\n"
         "  contend throttle --config throttle.conf -- mpiexec -n 4 ./prog\n\n"
         "Options override the --config file's keys. Exit code: the program's if it failed; 2 for a bad "
         "configuration or when the library did not run in every rank.")
-    parser.add_argument("--policy", metavar="token|rate|proxy|none", help="token: a pool of tokens per node; rate: "
-                        "a least gap between a task's injections; proxy: server slots per node drain the tasks' "
-                        "queues round robin; none: loaded, not throttling")
+    parser.add_argument("--policy", metavar="token|rate|proxy|adaptive|none", help="token: a pool of tokens per "
+                        "node; rate: a least gap between a task's injections; proxy: server slots per node drain the "
+                        "tasks' queues round robin; adaptive: a pool whose limit follows the node's completion rate "
+                        "(docs/models.md \"Adaptive limit\"); none: loaded, not throttling")
     parser.add_argument("--tokens", metavar="N", help="token: tokens in each node's pool; proxy: tokens behind the "
-                        "servers (default none)")
+                        "servers (default none); adaptive: the most its limit may reach (default 1000000)")
     parser.add_argument("--servers", metavar="K", help="proxy: server slots per node, so at most K operations "
                         "of a node inject at once")
     parser.add_argument("--gap", metavar="T", help="rate: least time between two injections of a task "
                         "(e.g. 2us; a bare number is ns)")
     parser.add_argument("--size-per-token", metavar="BYTES", help="token, proxy: a message takes ceil(bytes / "
                         "BYTES) tokens (default: one per message)")
-    parser.add_argument("--stall", metavar="T", help="token, proxy: the head of the line takes its tokens (or "
-                        "a slot) anyway after this long without one coming back (default 100ms)")
+    parser.add_argument("--stall", metavar="T", help="token, proxy, adaptive: the head of the line takes its tokens "
+                        "(or a slot) anyway after this long without one coming back (default 100ms)")
     parser.add_argument("--ranks-per-node", metavar="K", help="emulate nodes: ranks r with the same r / K "
                         "share a pool (default: one pool per host)")
     parser.add_argument("--memory-throttle", metavar="BW", help="NiMC mitigation (a), any policy: one-sided "
@@ -275,7 +278,7 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
     title = {"token": f"token policy, {settings['tokens']} tokens per node",
              "rate": f"rate policy, at least {_duration(settings['gap_ns'])} between injections",
              "proxy": f"proxy policy, {settings.get('servers')} servers per node{behind}",
-             "none": "policy none (loaded, not throttling)"}[settings["policy"]]
+             "none": "policy none (loaded, not throttling)"}.get(settings["policy"]) or _adaptive_title(rows)
     nodes = list(dict.fromkeys(row["node"] for row in rows))
     per_node = len(rows) > 16
     groups: dict[str, list[dict]] = {}
@@ -323,7 +326,7 @@ def _cells(rows: list[dict]) -> list[str]:
     ops, tokens, waits, wait_ns, escapes = (sum(row[key] for row in rows) for key in COUNTERS)
     in_use = max(row["max_in_use"] for row in rows)
     # tokens and the pool mean nothing under the other policies
-    token = rows[0]["policy"] == "token" or (rows[0]["policy"] == "proxy" and rows[0]["pool_tokens"] > 0)
+    token = rows[0]["policy"] in ("token", "adaptive") or (rows[0]["policy"] == "proxy" and rows[0]["pool_tokens"] > 0)
     return [str(ops), str(tokens) if token else "-", str(waits), _duration(wait_ns), str(escapes),
             str(in_use) if token else "-"]
 
@@ -343,6 +346,15 @@ def _proxy_lines(rows: list[dict]) -> list[str]:
                   f"{_duration(sum(p['queue_wait_ns'] for p in members))} in all"
                   + (f"; {escapes} stall escapes past the servers" if escapes else "")]
     return lines
+
+
+def _adaptive_title(rows: list[dict]) -> str:
+    """The nodes' limits: where they went (each rank reports its node's controller)."""
+    nodes = {row["node"]: row for row in rows}.values()
+    low, high = min(r["limit_min"] for r in nodes), max(r["limit_max"] for r in nodes)
+    final = sorted({r["limit_final"] for r in nodes})
+    return (f"adaptive policy, the node's limit from {low} to {high} tokens, "
+            f"{sum(r['limit_adjustments'] for r in nodes)} adjustments, final {', '.join(map(str, final))}")
 
 
 def _duration(ns: int) -> str:

@@ -5,6 +5,7 @@
 
 use crate::nic::{stretched, NicCurves, NicQueues};
 use crate::node::NodeModel;
+use crate::policy::adaptive::Adaptive;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
@@ -24,6 +25,8 @@ pub(super) struct NodeSim {
     tokens: Option<TokenPool<Entry>>,
     rate: Option<RateLimiter>,
     proxy: Option<(Proxy, u32)>,
+    /// The adaptive policy's limits (on `tokens`).
+    adaptive: Option<Adaptive>,
     /// Sends granted their tokens after waiting, by rank << 32 | op: the tokens they hold.
     admitted: U64Map<u64>,
     /// Tokens to give back at a RELEASE event: (rank, tokens), slots reused through `free_releases`.
@@ -37,13 +40,18 @@ impl NodeSim {
     pub(super) fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
         let ranks = node_of.len();
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
-        let (mut tokens, mut rate, mut proxy) = (None, None, None);
+        let (mut tokens, mut rate, mut proxy, mut adaptive) = (None, None, None, None);
         match &model.policy {
             Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
             Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
             Some(PolicySpec::Proxy { servers, tokens: behind }) => {
                 proxy = Some((Proxy::new(*servers, &node_of), *servers));
                 tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
+            }
+            Some(PolicySpec::Adaptive(spec)) => {
+                let limits = Adaptive::new(spec.clone(), &node_of);
+                tokens = Some(limits.pool(ranks));
+                adaptive = Some(limits);
             }
             None => {}
         }
@@ -55,6 +63,7 @@ impl NodeSim {
             tokens,
             rate,
             proxy,
+            adaptive,
             admitted: U64Map::default(),
             releases: Vec::new(),
             free_releases: Vec::new(),
@@ -275,7 +284,12 @@ impl<P: Program> Sim<'_, P> {
         let node = ns.node_of[task as usize];
         let mut granted = std::mem::take(&mut ns.granted);
         granted.clear();
-        ns.tokens.as_mut().expect("a token pool").release(node, task, tokens, &mut granted);
+        let pool = ns.tokens.as_mut().expect("a token pool");
+        // Adaptive policy: the completion may move the node's limit before it grants the line.
+        if let Some(limit) = ns.adaptive.as_mut().and_then(|a| a.completed(node, t, pool.waiting(node))) {
+            pool.set_limit(node, limit);
+        }
+        pool.release(node, task, tokens, &mut granted);
         if ns.proxy.is_some() {
             ns.granted = granted;
             return self.proxy_dispatch(t, node);
