@@ -62,3 +62,27 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
         assert all(row["escapes"] == 0 for run in got["runs"] for row in run), got["runs"]
     else:
         assert engine["max_in_use"] == library["max_in_use"] == 0, seen
+
+
+def engine_counters(tmp_path, goal: str, throttle: dict, ranks_per_node: int):
+    from contend.simulation.simulate import simulate
+
+    path = tmp_path / "case.goal"
+    path.write_text(goal)
+    r = simulate(path, ranks_per_node=ranks_per_node, throttle=throttle)
+    return r.admission_grants, r.admission_waits, r.admission_max_in_use
+
+
+def test_the_engine_counts_each_send_once(tmp_path):
+    # Rank 0 posts 4 sends to rank 1 (another node) at once, under a gap far above every cost: sends 2-4
+    # each wait (once, though 3 and 4 are held again while the ones before them go).
+    burst = "num_ranks 2\nrank 0 {\n" + "".join(f"s{i}: send 8b to 1\n" for i in range(4)) + "}\n" \
+        "rank 1 {\n" + "".join(f"r{i}: recv 8b from 0\n" for i in range(4)) + "}\n"
+    assert engine_counters(tmp_path, burst, {"kind": "rate", "gap": 10**9}, 1) == (4, 3, 0)
+    # Ranks 0 and 1 of node 0 each send one message to node 1 at once, one token per node: one waits.
+    pair = "num_ranks 4\nrank 0 {\ns: send 8b to 2\n}\nrank 1 {\ns: send 8b to 3\n}\n" \
+        "rank 2 {\nr: recv 8b from 0\n}\nrank 3 {\nr: recv 8b from 1\n}\n"
+    assert engine_counters(tmp_path, pair, {"kind": "token", "tokens": 1}, 2) == (2, 1, 1)
+    assert engine_counters(tmp_path, pair, {"kind": "token", "tokens": 2}, 2) == (2, 0, 2)
+    # Without a policy nothing is admitted, so nothing is counted.
+    assert engine_counters(tmp_path, pair, None, 2) == (0, 0, 0)
