@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import pytest
 
-from contend.experiments.throttle_agreement import POLICIES, RANKS_PER_NODE, SCENARIOS, compare
+from contend.experiments.throttle_agreement import POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS, compare
 
 ROUNDS = 4
 
 
 def in_flight_per_node(scenario, engine: bool) -> int:
     """The most sends a node can have in flight at once in the scenario (as each side counts them)."""
-    if scenario.pattern == "alltoall":  # each rank posts all its sends at once
-        peers = RANKS_PER_NODE if engine else 2 * RANKS_PER_NODE - 1
+    if scenario.pattern == "alltoall":  # each rank posts all its sends at once (engine: off the node)
+        peers = RANKS - RANKS_PER_NODE if engine else RANKS - 1
         return RANKS_PER_NODE * peers
     return RANKS_PER_NODE * scenario.window
 
