@@ -1,9 +1,10 @@
 """Real clients under the native libraries: mpi4py's own test suite (from its sdist, for the mpi4py
 installed here) on 1, 2 and 4 ranks, with no library, under `contend trace` (libcontend-trace.so) and
 under `contend throttle` (libcontend-throttle.so; policy none, token policy with 1 and with 2 tokens,
-rate policy: LIBRARIES, one line each). Every test that passes on a rank without a library passes on
-that rank with it; no run hangs (each is bounded); the throttle's counters prove it was loaded in
-every rank and saw the suite's operations (none: passed them through), the tracer's
+rate policy, proxy policy with 2 servers, with and without 2 tokens behind: LIBRARIES, one line each).
+Every test that passes on a rank without a library passes on that rank with it; no run hangs (each is
+bounded); the throttle's counters prove it was loaded in every rank and saw the suite's operations
+(none: passed them through), the tracer's
 records that every traced message was received. And a real benchmark, OSU's bandwidth test as mpi4py's
 sdist ships it (demo/osu_bw.py), bare and under each library: every size measured, and the tracer's
 records and the throttle's counters hold exactly the Isends the benchmark's loops make.
@@ -54,6 +55,8 @@ LIBRARIES = {  # name -> the options of `contend throttle` (None: the tracer); a
     "token1": ["--policy", "token", "--tokens", "1", "--stall", f"{STALL_MS}ms"],
     "token2": ["--policy", "token", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
     "rate": ["--policy", "rate", "--gap", "2us"],
+    "proxy": ["--policy", "proxy", "--servers", "2", "--stall", f"{STALL_MS}ms"],
+    "proxy_tokens": ["--policy", "proxy", "--servers", "2", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
 }
 
 
@@ -199,10 +202,15 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
     if option(config, "--tokens") is not None:
         pool = int(option(config, "--tokens"))
         assert all(row["pool_tokens"] == pool for row in rows), rows
-        escaped = any(row["escapes"] > 0 for row in rows)
+        escaped = any(row["escapes"] > 0 or row.get("proxy", {}).get("escapes", 0) > 0 for row in rows)
         assert escaped or all(row["max_in_use"] <= pool for row in rows), rows
     if policy == "token":
         assert all(row["tokens"] == row["ops"] for row in rows), rows  # one token per operation
+    if policy == "proxy":  # every operation through its task's queue, dispatched by a slot
+        assert all(row["proxy"]["servers"] == 2 for row in rows), rows
+        assert all(row["ops"] == row["proxy"]["proxied"] + row["proxy"]["inline"] for row in rows), rows
+        if not any(row["escapes"] or row["proxy"]["escapes"] for row in rows):
+            assert sum(rows[0]["proxy"]["node_dispatches"]) == sum(row["ops"] for row in rows), rows
     if policy in ("none", "rate"):
         assert all(row["tokens"] == 0 for row in rows), rows
 

@@ -240,8 +240,8 @@ def write(tmp_path, text):
 
 
 BAD = [
-    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none"),
-    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate or none"),
+    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy or none"),
+    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate, proxy or none"),
     (libthrottle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
                                            "of 0 tokens never grants one)"),
     (libthrottle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
@@ -250,9 +250,13 @@ BAD = [
     (libthrottle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
     (libthrottle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
     (libthrottle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
-    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token policy, "
-                                                      "not to rate"),
+    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token or "
+                                                      "proxy policy, not to rate"),
     (libthrottle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
+    (libthrottle.settings("proxy"), "the proxy policy needs CONTEND_THROTTLE_SERVERS"),
+    (libthrottle.settings("proxy", servers=65), "CONTEND_THROTTLE_SERVERS=65: out of range, expected 1 to 64"),
+    (libthrottle.settings("token", tokens=2, servers=2), "CONTEND_THROTTLE_SERVERS=2: applies to the proxy policy, "
+                                                      "not to token"),
     (libthrottle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
     (libthrottle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
                                                                        "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
@@ -268,7 +272,7 @@ BAD = [
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\ntokens = 3\n")},
      "bad.conf:3: tokens given twice (first on line 2)"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
-     "bad.conf:3: stall_ms = 5: applies to the token policy, not to rate"),
+     "bad.conf:3: stall_ms = 5: applies to the token or proxy policy, not to rate"),
     # input bytes are shown escaped: a refusal stays one line
     (libthrottle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},

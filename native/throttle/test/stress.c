@@ -10,6 +10,8 @@
  *     slots only the origin writes, with random flushes (flush, flush_local, of one target or all);
  *     then MPI_Get and MPI_Rget of what was written.
  *  3. One-sided, fence epochs: a few puts per rank between two fences.
+ * --nocheck opens the lock_all epochs with MPI_MODE_NOCHECK (the program asserts no conflicting lock),
+ * where the proxy policy's servers issue the Puts and Gets for their owners.
  * Mode "cycle" instead makes pairs of ranks MPI_Issend to each other before either posts a receive:
  * with a node pool smaller than their sends this needs the library's stall escape to finish.
  *
@@ -26,6 +28,7 @@ typedef struct {
     int64_t max_bytes;/* largest message */
     uint64_t seed;
     int cycle;
+    int nocheck;      /* passive epochs opened with MPI_MODE_NOCHECK (the proxy's servers issue there) */
 } options;
 
 typedef struct {
@@ -333,7 +336,7 @@ static void read_back(const options *o, MPI_Win win, MPI_Aint region, one_sided_
     unsigned char *buf = malloc((size_t)reads * SLOT);
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)reads);
     int *origin = malloc(sizeof(int) * (size_t)reads), *index = malloc(sizeof(int) * (size_t)reads);
-    MPI_Win_lock_all(0, win);
+    MPI_Win_lock_all(o->nocheck ? MPI_MODE_NOCHECK : 0, win);
     for (int i = 0; i < reads; i++) {
         int found = 0;
         while (!found) { /* a write of any origin to any target, not an accumulate */
@@ -396,7 +399,7 @@ static long one_sided(const options *o)
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)o->ops);
     uint64_t state = mix(o->seed + 99 * (uint64_t)rank);
 
-    MPI_Win_lock_all(0, win);
+    MPI_Win_lock_all(o->nocheck ? MPI_MODE_NOCHECK : 0, win);
     for (int k = 0; k < o->ops; k++) {
         one_sided_op *op = &mine[k];
         unsigned char *from = src + (size_t)k * SLOT; /* stays untouched until the final unlock */
@@ -491,8 +494,8 @@ static int parse(int argc, char **argv, options *o)
     *o = (options){.messages = 1000, .ops = 1000, .max_bytes = 200000, .seed = 1, .cycle = 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--cycle")) {
-            o->cycle = 1;
+        if (!strcmp(a, "--cycle") || !strcmp(a, "--nocheck")) {
+            *(a[2] == 'c' ? &o->cycle : &o->nocheck) = 1;
             continue;
         }
         if (!v)
@@ -522,7 +525,7 @@ int main(int argc, char **argv)
     if (parse(argc, argv, &o) || size < 2) {
         if (rank == 0)
             fprintf(stderr, "usage: mpiexec -n P>=2 throttle-stress [--messages N] [--ops N] "
-                    "[--max-bytes B] [--seed S] [--cycle]\n");
+                    "[--max-bytes B] [--seed S] [--cycle] [--nocheck]\n");
         MPI_Finalize();
         return 2;
     }

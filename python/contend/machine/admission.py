@@ -3,7 +3,7 @@
 the native throttle library (docs/formats.md), which ``contend tune`` writes.
 
 Keys shared with the native library's configuration keep its names and meaning (policy, tokens,
-size_per_token, gap_ns, stall_ms); the engine adds the proxy's servers and Algorithm 1 of Luo et al. 2012
+size_per_token, gap_ns, stall_ms, servers); the engine adds Algorithm 1 of Luo et al. 2012
 thresholds::
 
     [throttle]
@@ -12,7 +12,7 @@ thresholds::
     size_per_token = 0      # a message takes ceil(bytes / size_per_token) tokens; 0: one per message
     gap_ns = 2000           # rate: least time between two injections of a task
     servers = 8             # proxy: servers per node
-    stall_ms = 100          # native library only (the engine has no stall escape)
+    stall_ms = 100          # token, proxy: native library only (the engine has no stall escape)
     ranks_per_node = 32     # when neither [topology] nor [nic] gives it
 
     [[throttle.class]]      # Algorithm 1 thresholds for messages of at most up_to bytes (the last
@@ -37,7 +37,7 @@ from contend.machine.tomlfile import Where, did_you_mean, reject_unknown_keys
 POLICIES = ("token", "rate", "proxy", "none")
 KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
 APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {"gap_ns"},
-           "proxy": {"servers", "tokens", "size_per_token", "class"}, "none": set()}
+           "proxy": {"servers", "tokens", "size_per_token", "stall_ms", "class"}, "none": set()}
 CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
 
 
@@ -136,12 +136,15 @@ def parse_spec(spec: str) -> dict[str, Any] | None:
     raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
 
 
-def native_config(tokens: int, size_per_token: int = 0, comment: str = "") -> str:
-    """The text of a native throttle configuration (docs/formats.md) for the token policy."""
+def native_config(tokens: int, size_per_token: int = 0, comment: str = "", memory_throttle: int = 0) -> str:
+    """The text of a native throttle configuration (docs/formats.md) for the token policy, with the NiMC
+    cap (bytes/s into each node) when given."""
     lines = ["# contend throttle configuration"] + [f"# {line}" for line in comment.splitlines()]
     lines += ["policy = token", f"tokens = {tokens}"]
     if size_per_token:
         lines.append(f"size_per_token = {size_per_token}")
+    if memory_throttle:
+        lines.append(f"memory_throttle = {memory_throttle}")
     return "\n".join(lines) + "\n"
 
 
