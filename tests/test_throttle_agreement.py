@@ -1,6 +1,7 @@
 """Engine vs libcontend-throttle on the same scenarios (contend.experiments.throttle_agreement: Luo et al.
 2012's Figure 1 and Figure 2 microbenchmarks and the overlapped all-to-all, 4 ranks as two nodes of 2
-on this host), per policy: the counters that the policy's rules fix agree exactly.
+on this host), per policy (token 1, token 2, rate, proxy with one server per node): the counters that
+the policy's rules fix agree exactly.
 
 - Grants: every send the scenario makes is admitted once, whatever the timing. The engine admits the
   sends that leave their node; the library every send but one to the task itself, so in the

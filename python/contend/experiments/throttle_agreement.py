@@ -42,6 +42,7 @@ POLICIES: dict[str, dict[str, Any]] = {
     "token1": {"policy": "token", "tokens": 1},
     "token2": {"policy": "token", "tokens": 2},
     "rate": {"policy": "rate", "gap_ns": 20000},
+    "proxy": {"policy": "proxy", "servers": 1},
 }
 
 
