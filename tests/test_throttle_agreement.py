@@ -8,11 +8,12 @@ the policy's rules fix agree exactly.
   all-to-all it also admits each rank's node-local send (one of three).
 - Tokens in use: never more than the pool on either side; exactly the pool when a node offers at least
   that many sends at once (both ranks of a node send at once; with a window, one rank alone fills it).
-- Waits: timing decides them (whether a send's tokens came back before the next request: the engine's
-  model returns them a gap g after injection, MPICH on shared memory completes an eager send within
-  the call), so the library's vary from run to run several-fold (docs/measurements.md, "Engine vs
-  library"). What the rules fix: none where the pool covers every send a node can have in flight;
-  otherwise at most one per send on each side.
+- Waits: timing decides them (whether a send's tokens came back, or the gap passed, before it asked:
+  the engine's model returns a task's tokens exactly when its next send may start, MPICH on shared
+  memory completes an eager send within the call, and real rounds pause at barriers and for the
+  scheduler), so the library's vary from run to run several-fold and the engine's lie outside that
+  range (docs/measurements.md, "Engine vs library"). What the rules fix: none where the pool covers
+  every send a node can have in flight; otherwise at most one per send on each side.
 
 A run of MPI per side is a second or two; each case runs the benchmark twice (the difference takes
 away the harness's own messages).
