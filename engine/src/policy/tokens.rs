@@ -88,6 +88,9 @@ pub struct TokenPool<T> {
     tickets: Vec<VecDeque<Ticket<T>>>,
     /// Requests that had to wait for their tokens.
     pub waits: u64,
+    /// The most tokens in use on any node, right after a grant (what the library reports as
+    /// max_in_use: compared in tests/test_throttle_agreement.py).
+    pub max_used: u64,
 }
 
 impl<T> TokenPool<T> {
@@ -101,6 +104,7 @@ impl<T> TokenPool<T> {
             per_task: vec![0; tasks],
             tickets: (0..nodes).map(|_| VecDeque::new()).collect(),
             waits: 0,
+            max_used: 0,
         }
     }
 
@@ -130,6 +134,7 @@ impl<T> TokenPool<T> {
     fn take(&mut self, node: u32, task: u32, need: u64) {
         let n = node as usize;
         self.used[n] += need;
+        self.max_used = self.max_used.max(self.used[n]);
         self.in_flight[n] += 1;
         self.per_task[task as usize] += 1;
         if self.per_task[task as usize] == 1 {

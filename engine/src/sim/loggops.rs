@@ -919,6 +919,8 @@ impl<P: Program> Sim<'_, P> {
             links: self.net.as_ref().map(|n| n.stats().clone()),
             noise: self.noise_charged,
             admission_waits: self.node.as_ref().map_or(0, NodeSim::admission_waits),
+            admission_grants: self.node.as_ref().map_or(0, NodeSim::admission_grants),
+            admission_max_in_use: self.node.as_ref().map_or(0, NodeSim::admission_max_in_use),
             memory: self.memory.take().map(MemorySim::into_stats),
             critical_path,
         }

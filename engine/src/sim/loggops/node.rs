@@ -34,6 +34,11 @@ pub(super) struct NodeSim {
     free_releases: Vec<u32>,
     granted: Vec<(Entry, u64)>,
     waits: u64,
+    /// Sends leaving their node that admission let go (once each, after any wait).
+    grants: u64,
+    /// Sends held back by the rate, by rank << 32 | op: a send the gap holds again (others of its
+    /// task went first) still counts as one wait, as in the library.
+    rate_held: U64Map<()>,
 }
 
 impl NodeSim {
@@ -69,6 +74,8 @@ impl NodeSim {
             free_releases: Vec::new(),
             granted: Vec::new(),
             waits: 0,
+            grants: 0,
+            rate_held: U64Map::default(),
         }
     }
 
@@ -92,6 +99,16 @@ impl NodeSim {
     pub(super) fn admission_waits(&self) -> u64 {
         self.waits + self.tokens.as_ref().map_or(0, |p| p.waits)
     }
+
+    /// Sends leaving their node that admission let go.
+    pub(super) fn admission_grants(&self) -> u64 {
+        self.grants
+    }
+
+    /// The most tokens in use on a node (0 without a token pool).
+    pub(super) fn admission_max_in_use(&self) -> u64 {
+        self.tokens.as_ref().map_or(0, |p| p.max_used)
+    }
 }
 
 /// What admission control says to a send that leaves its node.
@@ -108,6 +125,15 @@ impl<P: Program> Sim<'_, P> {
     /// Admission control of a send leaving its node (a send granted after waiting brings its
     /// tokens; the proxy admits at its servers instead).
     pub(super) fn admit(&mut self, t: Time, e: Entry, size: u64) -> Admission {
+        let admission = self.admission(t, e, size);
+        let ns = self.node.as_mut().expect("admission needs the node model");
+        if matches!(admission, Admission::Now(_)) && (ns.tokens.is_some() || ns.rate.is_some() || ns.proxy.is_some()) {
+            ns.grants += 1;
+        }
+        admission
+    }
+
+    fn admission(&mut self, t: Time, e: Entry, size: u64) -> Admission {
         let ns = self.node.as_mut().expect("admission needs the node model");
         if let Some(tokens) = ns.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
             return Admission::Now(tokens);
@@ -116,10 +142,12 @@ impl<P: Program> Sim<'_, P> {
             return Admission::Now(0);
         }
         if let Some(rate) = &mut ns.rate {
+            let key = (e.host as u64) << 32 | e.data as u64;
             if let Err(at) = rate.admit(e.host, t) {
-                ns.waits += 1;
+                ns.waits += ns.rate_held.insert(key, ()).is_none() as u64;
                 return Admission::At(at);
             }
+            ns.rate_held.remove(&key);
         }
         match &mut ns.tokens {
             Some(pool) => match pool.request(ns.node_of[e.host as usize], e.host, size, e) {
