@@ -59,8 +59,14 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
             offered = in_flight_per_node(s, engine=side == "engine")
             expected = min(pool, offered)
             assert counters["max_in_use"] == expected, f"{side}: {seen}"
-            if offered <= pool:  # a send never finds the pool short
+            if offered <= pool and side == "engine":  # a send never finds the pool short
                 assert counters["waits"] == 0, f"{side}: {seen}"
+            elif offered <= pool:
+                # The benchmark's sends never wait, but the harness's own messages (blocking sends and
+                # collectives, throttled too) may wait in one run and not the other: the difference is
+                # at most the short run's operations beyond the measured rounds.
+                outside = sum(row["ops"] for row in got["runs"][0]) - every
+                assert abs(counters["waits"]) <= outside, f"{side}: {seen}, {outside} outside the rounds"
         assert all(row["escapes"] == 0 for run in got["runs"] for row in run), got["runs"]
     else:
         assert engine["max_in_use"] == library["max_in_use"] == 0, seen
