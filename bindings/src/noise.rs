@@ -195,6 +195,7 @@ fn noise_stretch(py: Python<'_>, params: &Bound<'_, PyDict>, rank: u32, t: u64, 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NoiseTraceError", m.py().get_type::<NoiseTraceError>())?;
     m.add("NoiseSpecError", m.py().get_type::<NoiseSpecError>())?;
+    m.add("DEFAULT_NOISE_DISTRIBUTION", spec::DEFAULT_DISTRIBUTION)?;
     m.add_function(wrap_pyfunction!(parse_noise, m)?)?;
     m.add_function(wrap_pyfunction!(check_noise, m)?)?;
     m.add_function(wrap_pyfunction!(parse_frequency, m)?)?;

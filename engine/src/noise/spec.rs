@@ -73,6 +73,9 @@ impl fmt::Display for BuildError {
     }
 }
 
+/// The distribution of random detours' lengths when a spec (compact or a `[noise]` table) names none.
+pub const DEFAULT_DISTRIBUTION: &str = "exponential";
+
 const HINT: &str = "periodic:FREQ:DURATION, random:RATE:DURATION[:fixed|:exponential], random:RATE:MIN-MAX, trace:FILE or none";
 
 impl NoiseSpec {
@@ -115,7 +118,7 @@ impl NoiseSpec {
             }
             ("random", [rate, duration, rest @ ..]) if rest.len() <= 1 => {
                 let mean = duration_of(duration, "duration")?;
-                let durations = match rest.first().copied().unwrap_or("exponential") {
+                let durations = match rest.first().copied().unwrap_or(DEFAULT_DISTRIBUTION) {
                     "exponential" => Durations::Exponential { mean },
                     "fixed" => Durations::Fixed(mean),
                     other => return Err(SpecError::new("distribution", format!("expected one of fixed, exponential, uniform, got '{other}'"))),

@@ -56,7 +56,7 @@ class NoiseSettings:
     period: int | None = None
     duration: int | None = None
     rate: float | None = None
-    distribution: str = "fixed"
+    distribution: str | None = None  # kind "random" only
     minimum: int | None = None
     maximum: int | None = None
     files: tuple[str, ...] = ()
@@ -266,7 +266,7 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
         return checked(NoiseSettings("periodic", period=period, duration=duration, **common), where)
     if kind == "random":
         rate = parse_frequency(required("rate"), where("rate"))
-        distribution = table.get("distribution", "exponential")
+        distribution = table.get("distribution", engine().DEFAULT_NOISE_DISTRIBUTION)
         if distribution not in DISTRIBUTIONS:
             raise UserError(f"{where('distribution')}: expected one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
         if distribution == "uniform":
