@@ -197,8 +197,8 @@ def checked(settings: NoiseSettings, where: Callable[[str], str]) -> NoiseSettin
     engine/src/noise; ``where(key)`` names the place a key came from in errors."""
     try:
         engine().check_noise(settings.engine_params())
-    except engine().NoiseSpecError as exc:
-        raise UserError(f"{where(exc.key)}: {exc.problem}") from None
+    except engine().SpecError as exc:  # its key is the [noise] table's: noise.<key>
+        raise UserError(f"{where(exc.key.partition('.')[2])}: {exc.problem}") from None
     return settings
 
 
@@ -306,8 +306,9 @@ def parse_spec(spec: str, where: str = "--noise") -> NoiseSettings | None:
     """
     try:
         params = engine().parse_noise(spec)
-    except engine().NoiseSpecError as exc:
-        raise UserError(f"{where} ({exc.key}): {exc.problem}" if exc.key else f"{where}: {exc.problem}") from None
+    except engine().SpecError as exc:
+        key = exc.key.partition(".")[2]
+        raise UserError(f"{where} ({key}): {exc.problem}" if key else f"{where}: {exc.problem}") from None
     if params is None:
         return None
     settings = NoiseSettings.from_engine(params)
