@@ -35,7 +35,7 @@ impl AdaptiveSpec {
     /// The rule's parameters, checked: `initial` None starts at the node's ranks.
     pub fn new(max_tokens: u64, initial: Option<u64>, decrease: f64, tolerance: f64) -> Result<AdaptiveSpec, SpecError> {
         if max_tokens == 0 {
-            return Err(SpecError::new("throttle.tokens", "the most the adaptive limit may reach must be at least 1"));
+            return Err(SpecError::new("throttle.tokens", "expected an integer >= 1, got 0 (the most the adaptive limit may reach)"));
         }
         if initial.is_some_and(|i| i == 0 || i > max_tokens) {
             return Err(SpecError::new("throttle.initial", format!("must be from 1 to tokens ({max_tokens})")));
