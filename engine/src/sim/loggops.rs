@@ -752,6 +752,15 @@ impl<P: Program> Sim<'_, P> {
     /// the network's links if it crosses them.
     #[inline]
     fn route(&mut self, t: Time, e: Entry, op: &Op) -> Option<Route> {
+        if self.node.is_none() && self.flows.is_none() {
+            return Some(Route { nic_path: false, proxied: false, networked: false, held: 0 });
+        }
+        self.route_through_models(t, e, op)
+    }
+
+    /// `route` with the node models or a network (out of line: the plain path stays small).
+    #[inline(never)]
+    fn route_through_models(&mut self, t: Time, e: Entry, op: &Op) -> Option<Route> {
         let (h, i) = (e.host, e.data);
         let mut route = Route { nic_path: false, proxied: false, networked: false, held: 0 };
         if let Some(ns) = &mut self.node {
