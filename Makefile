@@ -63,6 +63,7 @@ bench: build
 	$(ACT) python benchmarks/diagnose_speed.py --ranks 384
 	$(ACT) python benchmarks/replay_speed.py
 	$(ACT) python benchmarks/mapping.py
+	$(ACT) python benchmarks/throttle_overhead.py
 
 clean:
 	rm -rf target $(VENV) demo-report native/build

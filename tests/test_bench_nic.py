@@ -197,9 +197,10 @@ def test_nicrate_between_two_emulated_nodes(nic_fabric):
 
 
 def test_tune_derives_thresholds_from_real_sweeps(tmp_path):
-    """contend tune --real: the sweeps measured here (4 ranks: 2 per half), thresholds derived from them."""
+    """contend tune --real: the sweeps measured here (4 ranks: 2 per half), thresholds derived from them;
+    with --nimc also the NiMC cap from a measured rma sweep; the configuration runs under contend throttle."""
     out = tmp_path / "tuned"
-    assert main(["tune", "--machine", "ib-congestion", "--real", "4", "--quick", "-o", str(out)]) == 0
+    assert main(["tune", "--machine", "ib-congestion", "--real", "4", "--quick", "--nimc", "-o", str(out)]) == 0
     table = pd.read_csv(out / "sweep.csv")
     assert set(table["source"]) == {"real"} and set(table["experiment"]) == {"concurrency", "outstanding"}
     assert (table["throughput_Bps"] > 0).all()
@@ -210,11 +211,30 @@ def test_tune_derives_thresholds_from_real_sweeps(tmp_path):
     assert 1 <= tuned["tokens"] <= tuned["nrct"]["1024"]
     assert f"tokens = {tuned['tokens']}" in (out / "machine.toml").read_text()
     assert (out / "throttle.conf").read_text().count("tokens") >= 1
+    # the NiMC sweep: every rate measured and checked; the cap is the rule's answer on its own table
+    from contend.native.bench import nimc
+
+    swept = pd.DataFrame(tuned["nimc"]["slowdown"])
+    rma = swept[swept["source"] == "rma"]
+    assert len(rma) == len(nimc.TUNE_RATES) and swept["verified"].all()
+    tolerated = nimc.largest_tolerated_rate(swept, tuned["tolerance"])
+    assert tuned["nimc"]["tolerated_Bps"] == tolerated
+    cap = int(tolerated) if tolerated is not None and tolerated > 0 else 0
+    assert tuned["nimc"]["memory_throttle_Bps"] == cap
+    assert (f"memory_throttle = {cap}" in (out / "throttle.conf").read_text()) == (cap > 0)
+    # the configuration runs as written: contend throttle --config, on the same two halves as nodes
+    stats, stress = out / "counters.jsonl", mpi.build_dir(mpi.find_mpi()) / "throttle-stress"
+    assert main(["throttle", "--config", str(out / "throttle.conf"), "--ranks-per-node", "2", "--stall", "10s",
+                 "--stats", str(stats), "--", "mpiexec", "-n", "4", str(stress), "--messages", "50", "--ops", "50"]) == 0
+    rows = libthrottle.read_stats(stats)
+    assert {row["pool_tokens"] for row in rows} == {tuned["tokens"]} and all(row["tokens"] > 0 for row in rows)
+    assert max(row["max_in_use"] for row in rows) <= tuned["tokens"] and sum(row["escapes"] for row in rows) == 0
 
 
 @pytest.mark.parametrize("args, message", [
     (["--real", "3"], "NP must be even"),
     (["--real", "4", "--ranks-per-node", "2"], "give one of the two"),
+    (["--nimc"], "--nimc: the NiMC sweep is measured on this host; give --real NP too"),
 ])
 def test_tune_real_refuses_bad_arguments(tmp_path, capsys, args, message):
     assert main(["tune", "--machine", "ib-congestion", *args, "-o", str(tmp_path / "t")]) == 2

@@ -73,7 +73,51 @@ def test_throttling_costs_at_most_a_few_percent_below_the_thresholds(tuned, poin
     assert throttled["throughput_Bps"] >= 0.97 * free["throughput_Bps"]
 
 
-@pytest.mark.parametrize("throttle", ["none", "token:4", "token:6:2KiB", "rate:2us", "proxy:2", "proxy:3:5"])
+@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("size", [256, 1024, 4096])
+def test_adaptive_reaches_within_10_percent_of_tuned_without_the_thresholds(tuned, name, size):
+    rpn = PRESETS[name]
+    run = lambda throttle: simulate(collective="alltoall-linear", ranks=2 * rpn, bytes=size, machine=name,
+                                    throttle=throttle, records=True)
+    free, best, adaptive = run(None), run(tuned[name].engine_policy()), run("adaptive")
+    assert adaptive.makespan <= 1.1 * best.makespan
+    assert adaptive.makespan < 0.75 * free.makespan  # it did throttle: congestion costs at least 1.3x here
+    assert adaptive.admission_waits > 0
+    assert len(adaptive.records) == 2 * rpn * (2 * rpn - 1) and int(adaptive.records["bytes"].sum()) == len(adaptive.records) * size
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("experiment,cores,outstanding,size", [("concurrency", 0.5, 1, 1024), ("outstanding", 0.25, 2, 1024),
+                                                               ("concurrency", 0.125, 1, 64), ("concurrency", 0.625, 1, 1024)])
+def test_adaptive_costs_at_most_2_percent_below_the_thresholds(name, experiment, cores, outstanding, size):
+    rpn = PRESETS[name]
+    point = Point(experiment, rpn, int(cores * rpn), outstanding, size, 16)
+    free = run_point(name, point)
+    adaptive = run_point(name, Point(**{**vars(point), "throttle": "adaptive"}))
+    assert adaptive["throughput_Bps"] >= 0.98 * free["throughput_Bps"]
+
+
+def test_an_adaptive_ceiling_of_one_token_is_a_pool_of_one():
+    # The limit can move nowhere: the run is exactly the token policy's with one token.
+    run = lambda throttle: simulate(collective="alltoall-linear", ranks=16, bytes=1024, machine="ib-congestion",
+                                    ranks_per_node=8, throttle=throttle)
+    one, token = run("adaptive:1"), run("token:1")
+    assert one.deadlock is None and one.makespan == token.makespan and one.admission_waits == token.admission_waits > 0
+
+
+def test_a_machine_file_s_adaptive_table_is_the_throttle_option(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text(BASE + '[throttle]\nranks_per_node = 4\npolicy = "adaptive"\ntokens = 3\n')
+    machine = load_machine(path)
+    assert machine.node["policy"] == parse_spec("adaptive:3") == {"kind": "adaptive", "tokens": 3}
+    run = lambda **kw: simulate(collective="alltoall-linear", ranks=8, bytes=64, **kw)
+    throttled = run(machine=path)
+    assert throttled.makespan == run(machine=path, throttle="adaptive:3").makespan
+    assert throttled.admission_waits > 0 and run(machine=path, throttle="none").admission_waits == 0
+
+
+@pytest.mark.parametrize("throttle", ["none", "token:4", "token:6:2KiB", "rate:2us", "proxy:2", "proxy:3:5", "adaptive",
+                                      "adaptive:3"])
 @pytest.mark.parametrize("collective,size", [("alltoall-linear", 1024), ("random-pairs", 20000), ("incast", 64)])
 def test_every_policy_delivers_every_message(throttle, collective, size):
     r = simulate(collective=collective, ranks=16, bytes=size, machine="ib-congestion", ranks_per_node=4,
@@ -100,6 +144,8 @@ BASE = '[machine]\nname = "x"\n[loggops]\nL = 1\no = 1\ng = 1\nG = 1\nO = 0\nS =
     ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\ntokens = 0\n", r":13: \[throttle\] tokens: expected an integer >= 1"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"rate\"\ntokens = 3\n", r":13: \[throttle\] tokens: tokens does not apply"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"proxy\"\n", r":10: \[throttle\]: policy 'proxy' needs servers"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"adaptive\"\ngap_ns = 3\n", r":13: \[throttle\] gap_ns: gap_ns does not apply"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"adaptive\"\ntokens = 0\n", r":13: \[throttle\] tokens: expected an integer >= 1"),
     ("[nic]\nranks_per_node = 2\nspeed = 3\n", r":12: \[nic\] speed: unknown key; known: ranks_per_node"),
     ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\nbogus = 1\n", r":14: \[\[nic\.class\]\] #1 bogus: unknown key; known"),
     ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\n[[nic.class]]\nup_to = 64\n",
@@ -118,7 +164,7 @@ def test_bad_configuration_is_one_line_naming_file_and_line(tmp_path, capsys, ex
     assert re.search(re.escape(str(path)) + pattern, err), err
 
 
-@pytest.mark.parametrize("spec", ["token:0", "proxy:0", "rate:0", "bogus:3", "token"])
+@pytest.mark.parametrize("spec", ["token:0", "proxy:0", "rate:0", "bogus:3", "token", "adaptive:0", "adaptive:2:3"])
 def test_bad_throttle_options_exit_2(capsys, spec):
     code = main(["sim", "--machine", "ib-congestion", "--collective", "incast", "--ranks", "4", "--bytes", "8",
                  "--throttle", spec])

@@ -357,6 +357,7 @@ THROTTLE_TEXTS = [
     "size_per_token = 65536\nstall_ms = 100\n",
     "policy = rate\ngap_ns = 2000\n",
     "policy = none\n",
+    "policy = none\nmemory_throttle = 1000000000   # bytes/s into each node\nreserve_core = 0\n",
 ]
 
 

@@ -117,6 +117,31 @@ def test_small_chunks_lapping_a_small_region_all_land(tmp_path):
         assert run["sent_bytes"] > 4 * (1 << 20), source  # lapped the region: the stamp check saw wrap-around
 
 
+def test_the_mitigations_act_on_the_rma_source_through_the_library(tmp_path):
+    """rma runs under libcontend-throttle.so: unmitigated every byte lands unpaced; with throttle the
+    library paced every chunk and the bytes that landed are within the cap (the cap's own bound: at most
+    cap x duration, plus the chunk in flight); with reserve-core both ranks ran on the CPUs left, which
+    leave out the reserved one. Every chunk checked where it landed."""
+    out, cap, duration, chunk = tmp_path / "mitigated", 50_000_000, 1.0, 1 << 20
+    assert main(["bench", "nimc", "--sources", "rma", "--rates", "max", "--repeats", "1", "--duration", str(duration),
+                 "--period", "0", "--region", "64MiB", "--mitigations", "none,throttle,reserve-core",
+                 "--memory-throttle", "50MB/s", "-o", str(out)]) == 0
+    runs = {run["mitigation"]: run for run in json.loads((out / "summary.json").read_text())["runs"]
+            if run["source"] == "rma"}
+    for run in runs.values():
+        assert run["verified"] and run["sent_bytes"] == run["received_bytes"] > 0, run
+    assert runs["none"]["library_paced_ops"] == 0 and runs["none"]["library_reserved_cpu"] == -1
+    throttled = runs["throttle"]
+    assert throttled["memory_throttle_Bps"] == cap and throttled["library_paced_bytes"] == throttled["sent_bytes"]
+    assert throttled["library_min_slack_ns"] is None or throttled["library_min_slack_ns"] >= 0
+    assert throttled["sent_bytes"] <= cap * (duration + 0.05) + chunk  # + the 50 ms common start
+    reserved = runs["reserve-core"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        cpu = reserved["library_reserved_cpu"]
+        assert cpu == max(os.sched_getaffinity(0)) and str(cpu) not in ",".join(reserved["library_cpus"]).split(",")
+        assert reserved["triad_cpu"] != cpu and reserved["interferer_cpu"] != cpu
+
+
 def test_bench_run_points_nimc_to_its_own_action(capsys):
     assert main(["bench", "run", "nimc"]) == 2
     assert "contend bench nimc" in capsys.readouterr().err
@@ -130,6 +155,12 @@ def test_bench_run_points_nimc_to_its_own_action(capsys):
     (["--repeats", "0"], "--repeats"),
     (["--period", "1", "--on", "2"], "--on (2 s) is longer than --period (1 s)"),
     (["--period", "0.1"], "--period (0.1 s) must hold at least two samples"),
+    (["--sources", "rma", "--mitigations", "offload"], "--mitigations: unknown mitigation 'offload'"),
+    (["--sources", "put", "--mitigations", "reserve-core"], "--mitigations: they act on the rma source only"),
+    (["--sources", "rma", "--mitigations", "throttle"], "--memory-throttle: give it with the throttle mitigation"),
+    (["--sources", "rma", "--memory-throttle", "1GB/s"], "--memory-throttle: give it with the throttle mitigation"),
+    (["--sources", "rma", "--mitigations", "throttle", "--memory-throttle", "0B/s"],
+     "--memory-throttle: a bandwidth must be positive"),
 ])
 def test_bench_nimc_rejects_bad_arguments(capsys, tmp_path, argv, message):
     assert main(["bench", "nimc", "-o", str(tmp_path / "x")] + argv) == 2

@@ -16,3 +16,7 @@ def test_quick_reproduction_writes_its_report(tmp_path, capsys):
     ib = results["alltoall"]["ib-congestion"]["1024"]
     assert ib["overlapped"] / ib["overlapped + ITT (tuned)"] >= 1.7
     assert results["tune"]["ib-congestion"]["cct"]["1024"] == 20
+    for name in ("ib-congestion", "gemini-congestion"):
+        loop = results["closed_loop"][name]["1024"]
+        assert loop["adaptive_ns"] <= 1.1 * loop["tuned_ns"] < loop["untuned_ns"]
+    assert "Closed loop" in (tmp_path / "index.html").read_text()

@@ -19,8 +19,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r}))
 """
 
 
-def loaded(action: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(action=action, heavy=HEAVY)],
+def loaded(action: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(action=action, heavy=heavy)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stderr.strip().splitlines()[-1])
@@ -28,6 +28,11 @@ def loaded(action: str) -> list[str]:
 
 def test_the_parser_of_every_command_loads_no_heavy_library():
     assert loaded("build_parser()") == []
+
+
+def test_the_parser_of_every_command_loads_no_numpy():
+    # numpy alone is half of `contend --help`'s start-up; only running a command needs it
+    assert loaded("build_parser()", ("numpy",)) == []
 
 
 def test_a_goal_simulation_loads_no_heavy_library():

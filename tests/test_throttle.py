@@ -1,7 +1,8 @@
-"""libcontend-throttle.so under real MPI (4 ranks on this host): every byte arrives under the token
-policy with 1-2 tokens per node (so ranks queue and the progress path runs), with size-proportional
-tokens, with emulated nodes, and under the rate policy; from C and from mpi4py (the large-count entry
-points); the node's pool grants in FIFO order; a dependency cycle ends through the stall escape; bad
+"""libcontend-throttle.so under real MPI (4 ranks on this host): every byte of every wrapped kind of
+operation (nonblocking, blocking and persistent sends, one-sided ops, the throttled collectives) arrives
+under the token policy with 1-2 tokens per node (so ranks queue and the progress path runs), with
+size-proportional tokens, with emulated nodes, and under the rate policy; from C and from mpi4py (the
+large-count entry points); the node's pool grants in FIFO order; a dependency cycle ends through the stall escape; bad
 configuration stops every rank before the program runs. Counters come from the library itself
 (CONTEND_THROTTLE_STATS), so "throttled" is measured, not assumed. No timing is asserted."""
 
@@ -58,14 +59,22 @@ def stress(library, tmp_path, variables, *args, program=None, ranks=RANKS):
     return summary, rows, stderr
 
 
-def c_stress(library, tmp_path, variables, messages=1000, ops=1000):
-    summary, rows, stderr = stress(library, tmp_path, variables, "--messages", str(messages), "--ops", str(ops))
-    # Every send and one-sided op went through the library: 1000 sends, then 1000 writes, 16 fence
-    # puts and 251 reads per rank.
+def c_stress(library, tmp_path, variables, messages=1000, ops=1000, blocking=400, rounds=30, collectives=150):
+    summary, rows, stderr = stress(library, tmp_path, variables, "--messages", str(messages), "--ops", str(ops),
+                                   "--blocking", str(blocking), "--rounds", str(rounds),
+                                   "--collectives", str(collectives))
+    # Every send and one-sided op went through the library, per rank: the nonblocking sends; the blocking
+    # sends and blocking // 2 Sendrecv rounds; 16 persistent sends started `rounds` times; RANKS - 1 sends
+    # per collective call; then the one-sided writes, 16 fence puts and ops // 4 + 1 reads.
     one_sided = ops + 16 + ops // 4 + 1
-    assert summary["sends"] == RANKS * messages and summary["one_sided"] == RANKS * one_sided
+    counted = {"sends": messages, "blocking": blocking, "sendrecvs": blocking // 2, "persistent": 16 * rounds,
+               "collectives": collectives, "one_sided": one_sided}
+    assert {key: summary[key] for key in counted} == {key: RANKS * n for key, n in counted.items()}, summary
     for row in rows:
-        assert row["ops"] == messages + one_sided and row["ops_one_sided"] == one_sided, row
+        assert row["ops"] == (messages + blocking + blocking // 2 + 16 * rounds + collectives * (RANKS - 1)
+                              + one_sided), row
+        assert row["ops_one_sided"] == one_sided and row["ops_blocking"] == blocking + blocking // 2, row
+        assert row["ops_persistent"] == 16 * rounds and row["collectives"] == collectives, row
         assert row["ops_large_count"] > 0  # MPI_Isend_c, MPI_Put_c, ... from C too
     return rows, stderr
 
@@ -87,7 +96,7 @@ def test_c_stress_under_a_tiny_node_pool(built, tmp_path, tokens):
 def test_c_stress_with_size_proportional_tokens_and_emulated_nodes(built, tmp_path):
     variables = libthrottle.settings("token", tokens=4, size_per_token=16384, ranks_per_node=2,
                                   stall_ms=NO_ESCAPE_MS)
-    rows, _ = c_stress(built, tmp_path, variables, messages=600, ops=600)
+    rows, _ = c_stress(built, tmp_path, variables, messages=600, ops=600, blocking=200, rounds=10, collectives=60)
     assert [row["node"].rsplit("#", 1)[1] for row in rows] == ["0", "0", "1", "1"]
     assert len({row["node"] for row in rows}) == 2
     for row in rows:
@@ -104,19 +113,41 @@ def test_c_stress_under_the_rate_policy(built, tmp_path):
         assert row["min_gap_ns"] >= gap_ns and row["waits"] > 100, row
 
 
+def test_c_stress_under_the_adaptive_policy(built, tmp_path):
+    # A ceiling of 6 tokens for 4 ranks: the limit starts at 4 (one per rank) and may go from 1 to 6.
+    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("adaptive", tokens=6, stall_ms=NO_ESCAPE_MS))
+    assert "stall escape" not in stderr
+    for row in rows:
+        assert row["policy"] == "adaptive" and row["pool_tokens"] == 6 and row["ranks_on_node"] == RANKS, row
+        assert row["escapes"] == 0 and row["max_in_use"] <= 6, row  # never more in use than the pool
+        assert 1 <= row["limit_min"] <= row["limit_final"] <= row["limit_max"] <= 6, row
+        assert row["limit_adjustments"] > 0 and row["limit_min"] < row["limit_max"], row  # the limit moved
+        assert row["tokens"] == row["ops"] and row["waits"] > 0, row  # one token per message
+        assert row["max_ahead"] <= RANKS - 1 and row["max_served_meanwhile"] <= RANKS - 1, row  # FIFO
+
+
 @pytest.mark.parametrize("variables", [
     libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
+    libthrottle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS),
     libthrottle.settings("rate", gap_ns=20000),
-], ids=["token", "rate"])
+    libthrottle.settings("adaptive", tokens=2, stall_ms=NO_ESCAPE_MS),
+], ids=["token1", "token2", "rate", "adaptive"])
 def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
-    program = [sys.executable, str(MPI4PY_PROGRAM), "500", "400"]
+    # 500 nonblocking sends, 200 blocking sends and 100 Sendrecv rounds, 16 persistent sends started 10
+    # times, 60 collective calls and 400 one-sided writes per rank
+    program = [sys.executable, str(MPI4PY_PROGRAM), "500", "400", "100000", "1", "200", "10", "60"]
     summary, rows, _ = stress(built, tmp_path, variables, program=program)
     assert summary["messages"] == RANKS * 500 and summary["one_sided"] == RANKS * 400
+    assert summary["blocking"] == RANKS * 200 and summary["persistent"] == RANKS * 160
     for row in rows:
-        assert row["ops"] >= 500 + 400 and row["ops_large_count"] == row["ops"], row
+        assert row["ops"] >= 500 + 300 + 160 + 60 * (RANKS - 1) + 400 and row["ops_large_count"] == row["ops"], row
+        # mpi4py's own blocking sends (its pickled allreduce at the end) count too
+        assert row["ops_blocking"] >= 300 and row["ops_persistent"] == 160, row
+        # the 60 calls, and the two each that mpi4py's pickled alltoall and allgather make
+        assert row["collectives"] == 60 + 4, row
         assert row["escapes"] == 0 and row["waits"] > 0, row
-        if row["policy"] == "token":
-            assert row["max_in_use"] <= 1 and row["max_served_meanwhile"] <= RANKS - 1, row
+        if row["policy"] != "rate":
+            assert row["max_in_use"] <= row["pool_tokens"] and row["max_served_meanwhile"] <= RANKS - 1, row
 
 
 SELF_SENDS = """
@@ -151,8 +182,8 @@ def test_sends_to_the_task_itself_are_not_throttled(built, tmp_path):
     summary, rows, stderr = stress(built, tmp_path, variables, program=[sys.executable, "-c", SELF_SENDS],
                                    ranks=2)
     assert "stall escape" not in stderr
-    for row in rows:
-        assert row["ops"] == 1 and row["tokens"] == 1 and row["escapes"] == 0, row
+    for row in rows:  # and the blocking sends of mpi4py's pickled world.allreduce
+        assert row["ops"] == 1 + row["ops_blocking"] and row["tokens"] == row["ops"] and row["escapes"] == 0, row
 
 
 SEND_THEN_RECEIVE = """
@@ -190,8 +221,44 @@ def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends
                                    program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2)
     assert "stall escape" not in stderr
     for row in rows:
-        assert row["ops"] == 9 and row["tokens"] == 9 and row["escapes"] == 0, row
+        assert row["ops"] == 9 + row["ops_blocking"] and row["tokens"] == row["ops"] and row["escapes"] == 0, row
     assert sum(row["waits"] for row in rows) > 0  # one rank did wait for the other's token
+
+
+BLOCKING_WHILE_HOLDING = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+other, n, ok = 1 - world.rank, 1 << 18, []  # 2 MiB of float64: above the eager limit
+for k in range(5):
+    bufs = [np.zeros(n) for _ in range(2)]
+    recvs = [world.Irecv(bufs[t], source=other, tag=t) for t in range(2)]
+    world.Barrier()
+    first = world.Isend(np.full(n, 10.0 * k + world.rank), dest=other, tag=0)  # holds the one token
+    world.Send(np.full(n, 100.0 * k + world.rank), dest=other, tag=1)  # MPI_Send_c, while first holds it
+    MPI.Request.Waitall(recvs)
+    first.Wait()
+    ok.append(bool((bufs[0] == 10.0 * k + other).all() and (bufs[1] == 100.0 * k + other).all()))
+errors = world.allreduce(ok.count(False))
+if world.rank == 0:
+    print(json.dumps({"verified": errors == 0, "errors": errors}))
+"""
+
+
+def test_a_blocking_send_while_the_task_holds_tokens_needs_no_escape(built, tmp_path):
+    """Each rank Isends 2 MiB to the other, then MPI_Send's 2 MiB more while the first send holds the
+    node's one token: the blocking send waits in line polling the task's own operations (the first send
+    completes as its receive was posted) and holds its token only until it returns, while the other
+    rank, waiting for that token, still progresses the receive it needs. No stall escape, every byte."""
+    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    summary, rows, stderr = stress(built, tmp_path, variables,
+                                   program=[sys.executable, "-c", BLOCKING_WHILE_HOLDING], ranks=2)
+    assert "stall escape" not in stderr
+    for row in rows:  # 5 Isends and 5 Sends, and the blocking sends of mpi4py's pickled allreduce
+        assert row["ops"] == 5 + row["ops_blocking"] and row["ops_blocking"] >= 5, row
+        assert row["escapes"] == 0 and row["max_in_use"] <= 1, row
+    assert sum(row["waits"] for row in rows) > 0
 
 
 def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
@@ -221,6 +288,20 @@ def test_the_node_pool_grants_first_come_first_served(built):
     assert greedy["mode"] == "greedy" and greedy["max_in_use"] <= 4
 
 
+def test_the_library_s_adaptive_rule_gives_the_engine_s_answer(built):
+    """The known case of engine/src/policy/adaptive.rs (doubles_then_halves_at_the_knee_then_grows_by_one):
+    the library's controller, on a made-up clock, moves the limit exactly as the engine's does."""
+    import subprocess
+
+    done = subprocess.run([str(mpi.build_dir(built) / "throttle-adaptive-check")], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["limits"] == [1, 2, 4, 8, 16, 32, 16, 16, 17, 18]
+    assert (out["min"], out["max"], out["adjustments"]) == (1, 32, 8)
+    assert out["free"] == out["limit"] == 18  # nothing in use: the free count is the limit
+
+
 def test_a_configuration_file_with_environment_overrides(built, tmp_path):
     config = tmp_path / "throttle.conf"
     config.write_text("# written by hand\npolicy = token\ntokens = 2   # per node\nsize_per_token = 0\n")
@@ -240,8 +321,8 @@ def write(tmp_path, text):
 
 
 BAD = [
-    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none"),
-    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate or none"),
+    ({}, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy, adaptive or none"),
+    ({"CONTEND_THROTTLE_POLICY": "fast"}, "CONTEND_THROTTLE_POLICY=fast: unknown policy, expected token, rate, proxy, adaptive or none"),
     (libthrottle.settings("token", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range, expected 1 to 1000000 (a pool "
                                            "of 0 tokens never grants one)"),
     (libthrottle.settings("token", tokens="8k"), "CONTEND_THROTTLE_TOKENS=8k: expected a whole number from 1 to"),
@@ -250,9 +331,16 @@ BAD = [
     (libthrottle.settings("token"), "the token policy needs CONTEND_THROTTLE_TOKENS"),
     (libthrottle.settings("rate"), "the rate policy needs CONTEND_THROTTLE_GAP_NS"),
     (libthrottle.settings("rate", gap_ns="1.5"), "CONTEND_THROTTLE_GAP_NS=1.5: expected a whole number"),
-    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token policy, "
-                                                      "not to rate"),
+    (libthrottle.settings("rate", gap_ns=100, tokens=4), "CONTEND_THROTTLE_TOKENS=4: applies to the token, proxy or "
+                                                      "adaptive policy, not to rate"),
     (libthrottle.settings("none", gap_ns=100), "CONTEND_THROTTLE_GAP_NS=100: applies to the rate policy, not to none"),
+    (libthrottle.settings("proxy"), "the proxy policy needs CONTEND_THROTTLE_SERVERS"),
+    (libthrottle.settings("proxy", servers=65), "CONTEND_THROTTLE_SERVERS=65: out of range, expected 1 to 64"),
+    (libthrottle.settings("token", tokens=2, servers=2), "CONTEND_THROTTLE_SERVERS=2: applies to the proxy policy, "
+                                                      "not to token"),
+    (libthrottle.settings("adaptive", size_per_token=4096), "CONTEND_THROTTLE_SIZE_PER_TOKEN=4096: applies to the "
+                                                           "token or proxy policy, not to adaptive"),
+    (libthrottle.settings("adaptive", tokens=0), "CONTEND_THROTTLE_TOKENS=0: out of range"),
     (libthrottle.settings("token", tokens=2, stall_ms=0), "CONTEND_THROTTLE_STALL_MS=0: out of range"),
     (libthrottle.settings("token", tokens=2, node="n1", ranks_per_node=2), "CONTEND_THROTTLE_NODE and "
                                                                        "CONTEND_THROTTLE_RANKS_PER_NODE are both set"),
@@ -268,7 +356,7 @@ BAD = [
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\ntokens = 3\n")},
      "bad.conf:3: tokens given twice (first on line 2)"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = rate\ngap_ns = 100\nstall_ms = 5\n")},
-     "bad.conf:3: stall_ms = 5: applies to the token policy, not to rate"),
+     "bad.conf:3: stall_ms = 5: applies to the token, proxy or adaptive policy, not to rate"),
     # input bytes are shown escaped: a refusal stays one line
     (libthrottle.settings("token", tokens="1\n2"), "CONTEND_THROTTLE_TOKENS=1\\n2: expected a whole number"),
     ({"CONTEND_THROTTLE_CONFIG": lambda d: write(d, "policy = token\ntokens = 2\x1b\n")},
@@ -360,8 +448,10 @@ def test_open_mpi_build_throttles_too(monkeypatch, tmp_path):
     library = mpi.find_mpi()
     mpi.build_native(library)
     variables = libthrottle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS)
-    summary, rows, _ = stress(library, tmp_path, variables, "--messages", "300", "--ops", "300")
+    summary, rows, _ = stress(library, tmp_path, variables, "--messages", "300", "--ops", "300", "--blocking", "100",
+                              "--rounds", "10", "--collectives", "20")
     assert summary["sends"] == RANKS * 300
-    for row in rows:
-        assert row["ops"] == 300 + 300 + 16 + 76 and row["ops_large_count"] == 0, row
+    for row in rows:  # MPI 3: the collectives are Open MPI's own (collectives.c needs MPI 4)
+        assert row["ops"] == 300 + 100 + 50 + 160 + 300 + 16 + 76 and row["ops_large_count"] == 0, row
+        assert row["collectives"] == 0 and row["ops_persistent"] == 160, row
         assert row["max_in_use"] <= 2 and row["escapes"] == 0 and row["waits"] > 0, row

@@ -56,7 +56,7 @@ def summary_row(out: str) -> list[str]:
 
 def test_the_readme_examples_throttle(built, tmp_path, capsys):
     commands = readme_commands()
-    assert len(commands) == 2 and {c[c.index("--policy") + 1] for c in commands} == {"token", "rate"}
+    assert len(commands) == 3 and {c[c.index("--policy") + 1] for c in commands} == {"token", "rate", "proxy"}
     app(tmp_path / "app", built)
     for argv in commands:
         assert main(argv) == 0, capsys.readouterr().err
@@ -105,9 +105,23 @@ def test_settings_options_and_a_config_file_are_one_configuration(built, tmp_pat
     assert code == 0, capsys.readouterr().err
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert report["settings"] == {"policy": "token", "tokens": 2, "size_per_token": 0, "stall_ms": 10000,
-                                  "gap_ns": 0, "ranks_per_node": 1}
+                                  "gap_ns": 0, "ranks_per_node": 1, "servers": 0, "memory_throttle": 0,
+                                  "reserve_core": 0}
     assert [row["node"].rsplit("#", 1)[1] for row in report["ranks"]] == ["0", "1"]  # a pool each
     assert report["total"]["ops"] == sum(row["ops"] for row in report["ranks"]) > 0
+
+
+def test_the_adaptive_policy_reports_where_the_nodes_limit_went(built, tmp_path, capsys):
+    app(tmp_path / "app", built)
+    assert main(["throttle", "--policy", "adaptive", "--tokens", "8", "--stats", "counters.jsonl", "--",
+                 "mpiexec", "-n", "4", "./app"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    rows = libthrottle.read_stats(tmp_path / "counters.jsonl")
+    low, high = min(r["limit_min"] for r in rows), max(r["limit_max"] for r in rows)
+    assert re.search(rf"adaptive policy, the node's limit from {low} to {high} tokens, \d+ adjustments, final", " ".join(out.split())), out
+    assert 1 <= low <= high <= 8 and all(row["max_in_use"] <= 8 and row["tokens"] == row["ops"] for row in rows), rows
+    _, ops, tokens, *_ = summary_row(out)
+    assert int(ops) == int(tokens) == sum(row["ops"] for row in rows) > 0
 
 
 def test_mpmd_parts_each_get_the_library(built, tmp_path, capsys):
@@ -126,16 +140,16 @@ def one_line_error(capsys) -> str:
 
 
 BAD = [
-    (["--policy", "fast"], "--policy fast: unknown policy, expected token, rate or none"),
+    (["--policy", "fast"], "--policy fast: unknown policy, expected token, rate, proxy, adaptive or none"),
     (["--policy", "token"], "the token policy needs --tokens (or tokens in --config)"),
     (["--policy", "token", "--tokens", "0"], "--tokens 0: out of range, expected 1 to 1000000"),
     (["--policy", "token", "--tokens", "8k"], "--tokens: expected a non-negative integer"),
     (["--policy", "rate", "--gap", "2us", "--tokens", "2"],
-     "--tokens 2: applies to the token policy, not to rate"),
+     "--tokens 2: applies to the token, proxy or adaptive policy, not to rate"),
     (["--policy", "rate", "--gap", "0"], "--gap 0: out of range"),
     (["--policy", "rate", "--gap", "1.5ns"], "--gap 1.5ns: the library counts whole ns"),
-    (["--policy", "none", "--stall", "1s"], "--stall 1s: applies to the token policy, not to none"),
-    ([], "no policy: set --policy to token, rate or none (or policy in --config)"),
+    (["--policy", "none", "--stall", "1s"], "--stall 1s: applies to the token, proxy or adaptive policy, not to none"),
+    ([], "no policy: set --policy to token, rate, proxy, adaptive or none (or policy in --config)"),
     (["--config", "missing.conf"], "--config missing.conf: cannot read it: No such file or directory"),
     (["--config", "bad.conf"], "error: bad.conf:2: tokens = 2\\x1b: expected a whole number from 1 to 1000000"),
     (["--policy", "token", "--tokens", "2", "--stats", "no/such/dir/s.jsonl"],

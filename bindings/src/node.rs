@@ -6,7 +6,7 @@ use pyo3::types::PyDict;
 
 use contend_engine::nic::{Curve, NicCurves, SizeClass};
 use contend_engine::node::NodeModel;
-use contend_engine::policy::{PolicySpec, Thresholds, TokenSpec};
+use contend_engine::policy::{AdaptiveSpec, PolicySpec, Thresholds, TokenSpec};
 
 use crate::simulate::optional_dict;
 
@@ -17,7 +17,7 @@ fn pairs<T: Copy>(v: Vec<Vec<T>>) -> Option<Vec<(T, T)>> {
 
 /// Reads the optional "node" entry of the parameters (built by contend.nic and contend.admission):
 /// "ranks_per_node", "nic" (None or a list of size classes {up_to, concurrency, outstanding} with
-/// curves as [[x, factor], ...]) and "policy" (None or {kind: token | rate | proxy, ...}).
+/// curves as [[x, factor], ...]) and "policy" (None or {kind: token | rate | proxy | adaptive, ...}).
 pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
     let Some(n) = optional_dict(d, "node")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("{k}: {what}"));
@@ -75,7 +75,18 @@ pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeModel>> {
                     servers: item(p, "servers")?.ok_or_else(|| err("servers", "missing"))?.extract().map_err(|_| err("servers", "must be an integer"))?,
                     tokens: if item(p, "tokens")?.is_some() || item(p, "thresholds")?.is_some() { Some(tokens_of(p)?) } else { None },
                 },
-                other => return Err(err("policy", &format!("unknown kind '{other}' (token, rate, proxy)"))),
+                "adaptive" => {
+                    let d = AdaptiveSpec::default();
+                    let int = |k: &str, default: u64| -> PyResult<u64> { item(p, k)?.map_or(Ok(default), |v| v.extract().map_err(|_| err(k, "must be a positive integer"))) };
+                    let frac = |k: &str, default: f64| -> PyResult<f64> { item(p, k)?.map_or(Ok(default), |v| v.extract().map_err(|_| err(k, "must be a number"))) };
+                    PolicySpec::Adaptive(AdaptiveSpec {
+                        max_tokens: int("tokens", d.max_tokens)?,
+                        initial: item(p, "initial")?.map(|v| v.extract().map_err(|_| err("initial", "must be a positive integer"))).transpose()?,
+                        decrease: frac("decrease", d.decrease)?,
+                        tolerance: frac("tolerance", d.tolerance)?,
+                    })
+                }
+                other => return Err(err("policy", &format!("unknown kind '{other}' (token, rate, proxy, adaptive)"))),
             })
         }
     };

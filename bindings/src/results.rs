@@ -159,6 +159,8 @@ pub(crate) fn result_dict<'py>(py: Python<'py>, r: &SimResult, wall: f64) -> PyR
     d.set_item("wall_seconds", wall)?;
     d.set_item("noise_ps", r.noise)?;
     d.set_item("admission_waits", r.admission_waits)?;
+    d.set_item("admission_grants", r.admission_grants)?;
+    d.set_item("admission_max_in_use", r.admission_max_in_use)?;
     match &r.memory {
         Some(m) => {
             let mem = PyDict::new(py);

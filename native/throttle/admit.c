@@ -7,12 +7,16 @@
 #include "clock.h"
 #include "epochs.h"
 #include "held.h"
+#include "proxy.h"
 #include "throttle.h"
 
 void give_back(int32_t tokens)
 {
-    if (tokens > 0)
-        pool_release(&throttle.seg->pool, tokens);
+    if (tokens <= 0)
+        return;
+    pool_release(&throttle.seg->pool, tokens);
+    if (throttle.cfg.policy == POLICY_ADAPTIVE) /* one token per message: tokens completions */
+        adaptive_completed(&throttle.seg->adaptive, &throttle.seg->pool, tokens);
 }
 
 static int32_t tokens_for(int64_t count, MPI_Datatype datatype)
@@ -44,7 +48,7 @@ static void note_grant(const pool_grant *g, int32_t n)
 
 /* Keep MPI progressing while this task waits: its own operations first (that frees tokens), and
  * when it holds none, a probe, so others' messages to it and one-sided ops on its memory still move. */
-static void progress(void)
+void progress(void)
 {
     throttle.stats.polls++;
     if (held.live > 0)
@@ -145,11 +149,28 @@ int32_t admit(int64_t count, MPI_Datatype datatype)
         keep_gap();
         return 0;
     }
+    if (throttle.cfg.policy == POLICY_PROXY) { /* a server slot, then the tokens behind it, if any */
+        proxy_admit();
+        return throttle.cfg.tokens ? take_tokens(tokens_for(count, datatype)) : 0;
+    }
     return take_tokens(tokens_for(count, datatype));
+}
+
+int32_t admit_tokens(int64_t count, MPI_Datatype datatype)
+{
+    return take_tokens(tokens_for(count, datatype));
+}
+
+void waiting_turn(int64_t waited_ns)
+{
+    progress();
+    back_off(waited_ns);
 }
 
 void injected(int32_t tokens, int rc, MPI_Request req, MPI_Win win, int target)
 {
+    if (throttle.cfg.policy == POLICY_PROXY)
+        proxy_injected(); /* the slot goes back once the injecting call has returned */
     if (tokens == 0)
         return;
     if (rc != MPI_SUCCESS || (win != MPI_WIN_NULL && !epochs_passive(win, target))) {

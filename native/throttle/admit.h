@@ -19,6 +19,17 @@ int32_t admit(int64_t count, MPI_Datatype datatype);
  * op outside a passive-target epoch) gives them back at once. */
 void injected(int32_t tokens, int rc, MPI_Request req, MPI_Win win, int target);
 
+/* One turn of MPI progress for a task that waits: its own token-holding operations, else a probe. */
+void progress(void);
+
+/* Take the tokens of an operation of count elements of datatype from the node's pool, waiting in line
+ * as admit does (for a proxy server injecting for another task). Returns them. */
+int32_t admit_tokens(int64_t count, MPI_Datatype datatype);
+
+/* One turn of a wait for the library's shared state (the proxy's queues): progress as a task waiting
+ * for tokens makes, then back off (spin, later nap) by how long it has waited. */
+void waiting_turn(int64_t waited_ns);
+
 /* Give tokens back to the node's pool. */
 void give_back(int32_t tokens);
 

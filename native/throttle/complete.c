@@ -1,6 +1,7 @@
 /* The completion calls, Wait and Test families: a request that holds tokens gives them back when MPI
  * completes it for the program. MPI sets a completed (non-persistent) request to MPI_REQUEST_NULL, so
- * the rule is the same for all eight calls: compare the requests before and after. When this task
+ * the rule is the same for all eight calls: compare the requests before and after (a persistent send
+ * is left inactive instead: persistent.c is asked about those left in place). When this task
  * holds no tokens (always so under the rate policy) the calls pass straight through.
  *
  * While this task holds tokens, a Wait is done as a loop of the matching Test, and whenever another
@@ -13,6 +14,7 @@
 
 #include "admit.h"
 #include "held.h"
+#include "sends.h"
 #include "throttle.h"
 
 /* Whether a Wait should poll instead of blocking in MPI. */
@@ -56,6 +58,8 @@ static void settle(snapshot *s, int n, const MPI_Request *after)
     for (int i = 0; i < n; i++)
         if (s->before[i] != MPI_REQUEST_NULL && after[i] == MPI_REQUEST_NULL)
             tokens += held_complete_request(s->before[i]);
+        else if (after[i] != MPI_REQUEST_NULL) /* a completed persistent send is left inactive */
+            tokens += persistent_settle(after[i]);
     give_back(tokens);
     if (s->before != s->stack)
         free(s->before);

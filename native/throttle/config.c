@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include "pool.h"
+#include "proxy.h"
 
 typedef enum { KIND_POLICY, KIND_INT, KIND_NAME, KIND_JOB, KIND_PATH } value_kind;
 
-enum { ANY = 0, TOKEN = 1 << POLICY_TOKEN, RATE = 1 << POLICY_RATE };
+enum { ANY = 0, TOKEN = 1 << POLICY_TOKEN, RATE = 1 << POLICY_RATE, PROXY = 1 << POLICY_PROXY,
+       ADAPTIVE = 1 << POLICY_ADAPTIVE };
 
 typedef struct {
     const char *key;   /* in the file; NULL: environment only */
@@ -26,19 +28,24 @@ typedef struct {
 } setting;
 
 enum { S_POLICY, S_TOKENS, S_SIZE_PER_TOKEN, S_STALL_MS, S_GAP_NS, S_NODE, S_RANKS_PER_NODE, S_JOB,
-       S_STATS, S_COUNT };
+       S_STATS, S_SERVERS, S_MEMORY_THROTTLE, S_RESERVE_CORE, S_COUNT };
 
 static const setting settings[S_COUNT] = {
     [S_POLICY] = {"policy", "CONTEND_THROTTLE_POLICY", KIND_POLICY, 0, 0, ANY},
-    [S_TOKENS] = {"tokens", "CONTEND_THROTTLE_TOKENS", KIND_INT, 1, POOL_MAX_TOKENS, TOKEN},
+    [S_TOKENS] = {"tokens", "CONTEND_THROTTLE_TOKENS", KIND_INT, 1, POOL_MAX_TOKENS, TOKEN | PROXY | ADAPTIVE},
     [S_SIZE_PER_TOKEN] = {"size_per_token", "CONTEND_THROTTLE_SIZE_PER_TOKEN", KIND_INT, 0,
-                          INT64_C(1) << 40, TOKEN},
-    [S_STALL_MS] = {"stall_ms", "CONTEND_THROTTLE_STALL_MS", KIND_INT, 1, 600000, TOKEN},
+                          INT64_C(1) << 40, TOKEN | PROXY},
+    [S_STALL_MS] = {"stall_ms", "CONTEND_THROTTLE_STALL_MS", KIND_INT, 1, 600000, TOKEN | PROXY | ADAPTIVE},
     [S_GAP_NS] = {"gap_ns", "CONTEND_THROTTLE_GAP_NS", KIND_INT, 1, 1000000000, RATE},
     [S_NODE] = {NULL, "CONTEND_THROTTLE_NODE", KIND_NAME, 0, 0, ANY},
     [S_RANKS_PER_NODE] = {NULL, "CONTEND_THROTTLE_RANKS_PER_NODE", KIND_INT, 1, 1000000, ANY},
     [S_JOB] = {NULL, "CONTEND_THROTTLE_JOB", KIND_JOB, 0, 0, ANY},
     [S_STATS] = {NULL, "CONTEND_THROTTLE_STATS", KIND_PATH, 0, 0, ANY},
+    [S_SERVERS] = {"servers", "CONTEND_THROTTLE_SERVERS", KIND_INT, 1, PROXY_MAX_SERVERS, PROXY},
+    /* the NiMC mitigations: apart from the admission policy, as in the engine's [memory] table */
+    [S_MEMORY_THROTTLE] = {"memory_throttle", "CONTEND_THROTTLE_MEMORY_THROTTLE", KIND_INT, 1,
+                           INT64_C(10000000000000), ANY},
+    [S_RESERVE_CORE] = {"reserve_core", "CONTEND_THROTTLE_RESERVE_CORE", KIND_INT, 0, 1, ANY},
 };
 
 #define FILE_VARIABLE "CONTEND_THROTTLE_CONFIG"
@@ -82,7 +89,8 @@ static const char *shown(const char *text, char *out, size_t len)
 
 const char *policy_name(policy_kind p)
 {
-    return p == POLICY_TOKEN ? "token" : p == POLICY_RATE ? "rate" : "none";
+    return p == POLICY_TOKEN ? "token" : p == POLICY_RATE ? "rate" : p == POLICY_PROXY ? "proxy"
+           : p == POLICY_ADAPTIVE ? "adaptive" : "none";
 }
 
 static char *trim(char *s)
@@ -134,7 +142,7 @@ static int read_file(const char *path, raw_value *raw, char *why, size_t len)
         int i = known_key(key);
         if (i < 0)
             rc = fail(why, len, "%s:%d: unknown key '%s' (known: policy, tokens, size_per_token, "
-                      "stall_ms, gap_ns)", where, line, text_shown);
+                      "stall_ms, gap_ns, servers, memory_throttle, reserve_core)", where, line, text_shown);
         else if (raw[i].given)
             rc = fail(why, len, "%s:%d: %s given twice (first on line %d)", where, line, key,
                       raw[i].line);
@@ -185,13 +193,13 @@ static int parse_int(const raw_value *r, const setting *s, int64_t *out, char *w
 
 static int parse_policy(const raw_value *r, policy_kind *out, char *why, size_t len)
 {
-    static const policy_kind all[] = {POLICY_TOKEN, POLICY_RATE, POLICY_NONE};
+    static const policy_kind all[] = {POLICY_TOKEN, POLICY_RATE, POLICY_PROXY, POLICY_ADAPTIVE, POLICY_NONE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(r->value, policy_name(all[i]))) {
             *out = all[i];
             return 0;
         }
-    return fail(why, len, "%s: unknown policy, expected token, rate or none", r->origin);
+    return fail(why, len, "%s: unknown policy, expected token, rate, proxy, adaptive or none", r->origin);
 }
 
 static int parse_text(const raw_value *r, value_kind kind, char *out, size_t out_len, char *why,
@@ -243,9 +251,22 @@ static int check_stats_path(const raw_value *r, const char *path, char *why, siz
     return 0;
 }
 
+/* The policies a setting applies to, in words. */
+static const char *applies_to(int policies)
+{
+    switch (policies) {
+    case TOKEN | PROXY | ADAPTIVE: return "token, proxy or adaptive";
+    case TOKEN | PROXY: return "token or proxy";
+    case TOKEN: return "token";
+    case PROXY: return "proxy";
+    default: return "rate";
+    }
+}
+
 static int check_policy_fit(const raw_value *raw, policy_kind p, char *why, size_t len)
 {
-    static const int needed[][2] = {{POLICY_TOKEN, S_TOKENS}, {POLICY_RATE, S_GAP_NS}};
+    static const int needed[][2] = {{POLICY_TOKEN, S_TOKENS}, {POLICY_RATE, S_GAP_NS},
+                                    {POLICY_PROXY, S_SERVERS}};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
         if ((int)p == needed[i][0] && !raw[needed[i][1]].given)
             return fail(why, len, "the %s policy needs %s (or %s in " FILE_VARIABLE ")",
@@ -253,7 +274,7 @@ static int check_policy_fit(const raw_value *raw, policy_kind p, char *why, size
     for (int i = 0; i < S_COUNT; i++)
         if (raw[i].given && settings[i].policies != ANY && !(settings[i].policies & (1 << p)))
             return fail(why, len, "%s: applies to the %s policy, not to %s", raw[i].origin,
-                        settings[i].policies == TOKEN ? "token" : "rate", policy_name(p));
+                        applies_to(settings[i].policies), policy_name(p));
     if (raw[S_NODE].given && raw[S_RANKS_PER_NODE].given)
         return fail(why, len, "%s and %s are both set: name the node or emulate nodes, not both",
                     settings[S_NODE].env, settings[S_RANKS_PER_NODE].env);
@@ -270,22 +291,28 @@ int config_load(throttle_config *c, char *why, size_t why_len)
         return -1;
     read_environment(raw);
     if (!raw[S_POLICY].given)
-        return fail(why, why_len, "no policy: set CONTEND_THROTTLE_POLICY to token, rate or none (or "
+        return fail(why, why_len, "no policy: set CONTEND_THROTTLE_POLICY to token, rate, proxy, adaptive or none (or "
                     "policy in " FILE_VARIABLE ")");
     if (parse_policy(&raw[S_POLICY], &c->policy, why, why_len))
         return -1;
-    int64_t tokens = 0;
+    int64_t tokens = 0, reserve_core = 0;
     c->stall_ms = DEFAULT_STALL_MS;
     int64_t *ints[S_COUNT] = {[S_TOKENS] = &tokens, [S_SIZE_PER_TOKEN] = &c->size_per_token,
                               [S_STALL_MS] = &c->stall_ms, [S_GAP_NS] = &c->gap_ns,
-                              [S_RANKS_PER_NODE] = &c->ranks_per_node};
+                              [S_RANKS_PER_NODE] = &c->ranks_per_node,
+                              [S_MEMORY_THROTTLE] = &c->memory_throttle,
+                              [S_RESERVE_CORE] = &reserve_core};
+    int64_t servers = 0;
+    ints[S_SERVERS] = &servers;
     for (int i = 0; i < S_COUNT; i++) {
         if (!raw[i].given || settings[i].kind != KIND_INT)
             continue;
         if (parse_int(&raw[i], &settings[i], ints[i], why, why_len))
             return -1;
     }
-    c->tokens = (int32_t)tokens;
+    c->tokens = (int32_t)(c->policy == POLICY_ADAPTIVE && !raw[S_TOKENS].given ? POOL_MAX_TOKENS : tokens);
+    c->reserve_core = (int)reserve_core;
+    c->servers = (int32_t)servers;
     if (raw[S_NODE].given &&
         parse_text(&raw[S_NODE], KIND_NAME, c->node, sizeof c->node, why, why_len))
         return -1;

@@ -7,10 +7,15 @@
 #include "admit.h"
 #include "clock.h"
 #include "held.h"
+#include "proxy.h"
+#include "reserve.h"
 #include "stats.h"
+#include "target_rate.h"
 #include "throttle.h"
 
-throttle_state throttle = {.phase = PHASE_BEFORE_INIT, .stats = {.min_gap_ns = -1}};
+throttle_state throttle = {.phase = PHASE_BEFORE_INIT,
+                           .stats = {.min_gap_ns = -1, .target_min_gap_ns = -1,
+                                     .target_min_slack_ns = INT64_MIN, .reserved_cpu = -1}};
 
 void refuse_before_init(void)
 {
@@ -78,15 +83,26 @@ static void start(void)
     stop_if_any_failed(failed, why, 0);
     agree_on_job();
     failed = name_node(why, sizeof why) != 0;
-    int created = 0;
-    if (!failed && throttle.cfg.policy == POLICY_TOKEN) {
-        throttle.seg = segment_open(throttle.job, throttle.node, throttle.cfg.tokens, &created, why,
-                                    sizeof why);
+    int created = 0, proxy = throttle.cfg.policy == POLICY_PROXY;
+    size_t extra = proxy ? proxy_prepare() : 0; /* collective: on every rank, even one that failed */
+    if (!failed && (throttle.cfg.policy == POLICY_TOKEN || throttle.cfg.policy == POLICY_ADAPTIVE || proxy)) {
+        throttle.seg = segment_open(throttle.job, throttle.node, throttle.cfg.tokens, extra, &created,
+                                    why, sizeof why);
         failed = throttle.seg == NULL;
     }
     stop_if_any_failed(failed, why, created); /* also: every rank has attached when it returns */
+    if (proxy)
+        proxy_attach();
     if (created)
         segment_unlink(throttle.job, throttle.node);
+    if (throttle.cfg.policy == POLICY_ADAPTIVE) { /* every rank has attached: one token per rank */
+        if (created)
+            adaptive_init(&throttle.seg->adaptive, &throttle.seg->pool,
+                          atomic_load(&throttle.seg->attached));
+        PMPI_Barrier(MPI_COMM_WORLD);
+    }
+    stop_if_any_failed(target_rate_start(why, sizeof why) != 0, why, 0); /* the NiMC mitigations */
+    stop_if_any_failed(reserve_core_start(why, sizeof why) != 0, why, 0);
     throttle.phase = throttle.cfg.policy == POLICY_NONE ? PHASE_OFF : PHASE_ON;
 }
 
@@ -108,9 +124,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
+    if (proxying())
+        proxy_finish();
     if (throttle.seg) /* operations the program never completed: their tokens go back */
         give_back(held_release_all());
     stats_report();
+    target_rate_stop();
     throttle.phase = PHASE_FINISHED;
     int rc = PMPI_Finalize();
     if (throttle.seg)

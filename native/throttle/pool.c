@@ -26,7 +26,7 @@ static uint32_t grants_of(uint64_t s)
 static pool_grant grant_seen(const token_pool *p, uint64_t after, uint32_t grants_before)
 {
     pool_grant g;
-    g.in_use = p->capacity - (int32_t)free_of(after);
+    g.in_use = atomic_load_explicit(&p->limit, memory_order_relaxed) - (int32_t)free_of(after);
     g.served_meanwhile = (grants_of(after) - grants_before - 1) & 0xffffff;
     g.forced = free_of(after) < 0;
     return g;
@@ -35,6 +35,7 @@ static pool_grant grant_seen(const token_pool *p, uint64_t after, uint32_t grant
 void pool_init(token_pool *p, int32_t capacity)
 {
     p->capacity = capacity;
+    atomic_init(&p->limit, capacity);
     atomic_init(&p->state, FREE_BIAS + (uint64_t)capacity);
     atomic_init(&p->next_ticket, 0);
     atomic_init(&p->serving, 0);
@@ -101,4 +102,18 @@ void pool_release(token_pool *p, int32_t n)
 int32_t pool_free(token_pool *p)
 {
     return (int32_t)free_of(atomic_load_explicit(&p->state, memory_order_acquire));
+}
+
+void pool_set_limit(token_pool *p, int32_t limit)
+{
+    /* The order makes a grant that reads limit and free in between see fewer tokens in use, never more
+     * (grant_seen): lowering stores the limit first, raising adds the tokens first. */
+    int32_t old = atomic_load_explicit(&p->limit, memory_order_relaxed);
+    if (limit < old) {
+        atomic_store_explicit(&p->limit, limit, memory_order_release);
+        atomic_fetch_sub_explicit(&p->state, (uint64_t)(old - limit), memory_order_acq_rel);
+    } else if (limit > old) {
+        atomic_fetch_add_explicit(&p->state, (uint64_t)(limit - old), memory_order_acq_rel);
+        atomic_store_explicit(&p->limit, limit, memory_order_release);
+    }
 }

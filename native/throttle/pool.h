@@ -9,8 +9,9 @@
  *   (pool_try) only succeeds while nobody is in line. So a task waits for at most the tasks that were
  *   in line when it joined: no task starves, not even one asking for many tokens among many asking
  *   for one.
- * - The tokens in use never exceed the pool, except after a forced take (pool_take with force), which
- *   the caller uses only to escape a stall (see admit.c); the debt is repaid by the releases.
+ * - The tokens in use never exceed the pool's limit (its capacity unless pool_set_limit lowered it),
+ *   except after a forced take (pool_take with force), which the caller uses only to escape a stall
+ *   (see admit.c); the debt is repaid by the releases.
  * Cost: pool_try and pool_release are one atomic operation each; everything else is for waiters. */
 #ifndef CONTEND_THROTTLE_POOL_H
 #define CONTEND_THROTTLE_POOL_H
@@ -30,6 +31,7 @@ typedef struct {
     _Atomic uint64_t next_ticket; /* the ticket the next task to join gets */
     _Atomic uint64_t serving;     /* the ticket whose turn it is */
     int32_t capacity;
+    _Atomic int32_t limit;        /* tokens that may be in use: capacity, or less (adaptive.h) */
 } token_pool;
 
 /* A task's place in line. */
@@ -67,7 +69,13 @@ int pool_waiting(token_pool *p);
 /* Give back n tokens. */
 void pool_release(token_pool *p, int32_t n);
 
-/* Tokens free now (negative while a forced take is in debt). */
+/* Tokens free now (negative while a forced take is in debt, or after the limit was lowered below the
+ * tokens in use). */
 int32_t pool_free(token_pool *p);
+
+/* Let at most limit (1..capacity) tokens be in use: the difference is taken from or added to the free
+ * tokens in one atomic operation, so pool_try stays one. Tokens in use above a lowered limit stay
+ * until released. One caller at a time (the adaptive controller). */
+void pool_set_limit(token_pool *p, int32_t limit);
 
 #endif

@@ -3,16 +3,44 @@
  * target or all) and unlock (one or all) give back the tokens of the ops they cover. Lock calls are
  * followed so the library knows where it may flush on its own (epochs.h); freeing a window forgets it.
  * An op on MPI_PROC_NULL moves nothing and is not throttled. Requests of MPI_Rput and MPI_Rget also
- * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. */
+ * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. With
+ * memory_throttle, every op into another node is first paced at its target node's rate (target_rate.h),
+ * under any policy, none included. Under the proxy policy a Put or Get may then be queued for a server
+ * of the node instead, and every completing call waits for this task's queued operations first
+ * (proxy.c). */
 #include "admit.h"
 #include "epochs.h"
 #include "held.h"
+#include "proxy.h"
+#include "target_rate.h"
 #include "throttle.h"
 
-static int32_t admit_one_sided(int64_t count, MPI_Datatype datatype)
+/* Whether the library acts on a one-sided op: an admission policy, or the per-target-node rate. */
+static int acting_on(int target_rank)
 {
+    int admitting = throttling(); /* first: it refuses a call before MPI_Init */
+    return target_rank != MPI_PROC_NULL && (admitting || target_rate_on());
+}
+
+static void paced(int target_rank, MPI_Win win, int64_t count, MPI_Datatype datatype)
+{
+    if (target_rate_on())
+        target_rate_pace(target_rank, win, count, datatype);
+}
+
+static int32_t admitted(int64_t count, MPI_Datatype datatype)
+{
+    if (!throttling())
+        return 0;
     throttle.stats.ops_one_sided++;
     return admit(count, datatype);
+}
+
+/* Paced first, then admitted: tokens are not held while the op waits for its target node. */
+static int32_t admit_one_sided(int64_t count, MPI_Datatype datatype, int target_rank, MPI_Win win)
+{
+    paced(target_rank, win, count, datatype);
+    return admitted(count, datatype);
 }
 
 static MPI_Request made(int rc, const MPI_Request *request)
@@ -23,10 +51,15 @@ static MPI_Request made(int rc, const MPI_Request *request)
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    paced(target_rank, win, origin_count, origin_datatype);
+    int proxied = proxy_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0) /* queued for a server of the node (proxy.c) */
+        return proxied;
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                       target_count, target_datatype, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
@@ -36,10 +69,15 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
 int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    paced(target_rank, win, origin_count, origin_datatype);
+    int proxied = proxy_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0) /* queued for a server of the node (proxy.c) */
+        return proxied;
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                       target_count, target_datatype, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
@@ -50,13 +88,28 @@ int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origi
                    int target_rank, MPI_Aint target_disp, int target_count,
                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                target_count, target_datatype, op, win);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
     int rc = PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                              target_count, target_datatype, op, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
+/* MPI_Raccumulate: as MPI_Accumulate; its request also gives the tokens back (complete.c). */
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    if (!acting_on(target_rank))
+        return PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                                target_count, target_datatype, op, win, request);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int rc = PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                              target_count, target_datatype, op, win, request);
+    injected(tokens, rc, made(rc, request), win, target_rank);
     return rc;
 }
 
@@ -64,10 +117,10 @@ int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_data
              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
              MPI_Win win, MPI_Request *request)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Rput(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
     int rc = PMPI_Rput(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                        target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -78,10 +131,10 @@ int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, 
              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
              MPI_Request *request)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
     int rc = PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                        target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -93,11 +146,16 @@ int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype orig
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
               MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    paced(target_rank, win, origin_count, origin_datatype);
+    int proxied = proxy_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0)
+        return proxied;
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
@@ -108,11 +166,16 @@ int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_dat
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
               MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    paced(target_rank, win, origin_count, origin_datatype);
+    int proxied = proxy_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
+                            target_count, target_datatype, win);
+    if (proxied >= 0)
+        return proxied;
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
@@ -123,14 +186,30 @@ int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Dataty
                      int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
                                  target_disp, target_count, target_datatype, op, win);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
     int rc = PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                target_count, target_datatype, op, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
+                      MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+                      MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
+                      MPI_Request *request)
+{
+    if (!acting_on(target_rank))
+        return PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
+                                  target_disp, target_count, target_datatype, op, win, request);
+    throttle.stats.ops_large_count++;
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int rc = PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
+                                target_disp, target_count, target_datatype, op, win, request);
+    injected(tokens, rc, made(rc, request), win, target_rank);
     return rc;
 }
 
@@ -138,11 +217,11 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                            target_count, target_datatype, win, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
     int rc = PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -153,11 +232,11 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
-    if (!throttling() || target_rank == MPI_PROC_NULL)
+    if (!acting_on(target_rank))
         return PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                            target_count, target_datatype, win, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype);
+    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
     int rc = PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -167,6 +246,8 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
 
 int MPI_Win_flush(int rank, MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush(rank, win);
     if (holding_tokens())
         give_back(held_complete_window(win, rank));
@@ -175,6 +256,8 @@ int MPI_Win_flush(int rank, MPI_Win win)
 
 int MPI_Win_flush_all(MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush_all(win);
     if (holding_tokens())
         give_back(held_complete_window(win, MPI_ANY_SOURCE));
@@ -183,6 +266,8 @@ int MPI_Win_flush_all(MPI_Win win)
 
 int MPI_Win_flush_local(int rank, MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush_local(rank, win);
     if (holding_tokens())
         give_back(held_complete_window(win, rank));
@@ -191,6 +276,8 @@ int MPI_Win_flush_local(int rank, MPI_Win win)
 
 int MPI_Win_flush_local_all(MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_flush_local_all(win);
     if (holding_tokens())
         give_back(held_complete_window(win, MPI_ANY_SOURCE));
@@ -202,6 +289,8 @@ int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win)
     int rc = PMPI_Win_lock(lock_type, rank, assert, win);
     if (rc == MPI_SUCCESS && holding_tokens())
         epochs_lock(win, rank);
+    if (rc == MPI_SUCCESS && proxying())
+        proxy_lock(win, rank, assert);
     return rc;
 }
 
@@ -210,34 +299,47 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
     int rc = PMPI_Win_lock_all(assert, win);
     if (rc == MPI_SUCCESS && holding_tokens())
         epochs_lock_all(win);
+    if (rc == MPI_SUCCESS && proxying())
+        proxy_lock_all(win, assert);
     return rc;
 }
 
 int MPI_Win_unlock(int rank, MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_unlock(rank, win);
     if (holding_tokens()) {
         give_back(held_complete_window(win, rank));
         epochs_unlock(win, rank);
     }
+    if (proxying())
+        proxy_unlock(win, rank);
     return rc;
 }
 
 int MPI_Win_unlock_all(MPI_Win win)
 {
+    if (proxying()) /* the operations queued for servers first */
+        proxy_complete(win);
     int rc = PMPI_Win_unlock_all(win);
     if (holding_tokens()) {
         give_back(held_complete_window(win, MPI_ANY_SOURCE));
         epochs_unlock_all(win);
     }
+    if (proxying())
+        proxy_unlock_all(win);
     return rc;
 }
 
 int MPI_Win_free(MPI_Win *win)
 {
+    target_rate_forget(*win);
     if (holding_tokens()) {
         give_back(held_complete_window(*win, MPI_ANY_SOURCE));
         epochs_forget(*win);
     }
+    if (proxying()) /* its queued operations, then its shadow (collective, like this call) */
+        proxy_window_free(*win);
     return PMPI_Win_free(win);
 }

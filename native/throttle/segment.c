@@ -40,7 +40,7 @@ static void nap(void)
 }
 
 /* Another rank created the name: wait until it has sized the segment, then map it. */
-static segment *attach_existing(const char *name, char *why, size_t why_len)
+static segment *attach_existing(const char *name, size_t bytes, char *why, size_t why_len)
 {
     int fd = shm_open(name, O_RDWR, 0600);
     if (fd < 0) {
@@ -49,14 +49,14 @@ static segment *attach_existing(const char *name, char *why, size_t why_len)
     }
     int64_t deadline = clock_ns() + ATTACH_TIMEOUT_NS;
     struct stat st;
-    while (fstat(fd, &st) == 0 && (size_t)st.st_size < sizeof(segment) && clock_ns() < deadline)
+    while (fstat(fd, &st) == 0 && (size_t)st.st_size < bytes && clock_ns() < deadline)
         nap();
-    if ((size_t)st.st_size < sizeof(segment)) {
+    if ((size_t)st.st_size < bytes) {
         close(fd);
         snprintf(why, why_len, "shared memory %s was never sized by the rank that created it", name);
         return NULL;
     }
-    segment *s = mmap(NULL, sizeof(segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    segment *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (s == MAP_FAILED) {
         snprintf(why, why_len, "cannot map shared memory %s: %s", name, strerror(errno));
@@ -66,7 +66,7 @@ static segment *attach_existing(const char *name, char *why, size_t why_len)
            clock_ns() < deadline)
         nap();
     if (atomic_load_explicit(&s->ready, memory_order_acquire) != SEGMENT_READY) {
-        munmap(s, sizeof(segment));
+        munmap(s, bytes);
         snprintf(why, why_len, "shared memory %s was never initialised by the rank that created it",
                  name);
         return NULL;
@@ -75,15 +75,15 @@ static segment *attach_existing(const char *name, char *why, size_t why_len)
 }
 
 static segment *create(int fd, const char *name, const char *job, const char *node, int32_t tokens,
-                       char *why, size_t why_len)
+                       size_t bytes, char *why, size_t why_len)
 {
-    if (ftruncate(fd, sizeof(segment)) != 0) {
+    if (ftruncate(fd, (off_t)bytes) != 0) {
         snprintf(why, why_len, "cannot size shared memory %s: %s", name, strerror(errno));
         close(fd);
         shm_unlink(name);
         return NULL;
     }
-    segment *s = mmap(NULL, sizeof(segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    segment *s = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (s == MAP_FAILED) {
         snprintf(why, why_len, "cannot map shared memory %s: %s", name, strerror(errno));
@@ -91,6 +91,7 @@ static segment *create(int fd, const char *name, const char *job, const char *no
         return NULL;
     }
     s->layout = sizeof(segment);
+    s->bytes = bytes;
     snprintf(s->job, sizeof s->job, "%s", job);
     snprintf(s->node, sizeof s->node, "%s", node);
     atomic_init(&s->attached, 0);
@@ -99,18 +100,19 @@ static segment *create(int fd, const char *name, const char *job, const char *no
     return s;
 }
 
-segment *segment_open(const char *job, const char *node, int32_t tokens, int *created, char *why,
-                      size_t why_len)
+segment *segment_open(const char *job, const char *node, int32_t tokens, size_t extra, int *created,
+                      char *why, size_t why_len)
 {
+    size_t bytes = sizeof(segment) + extra;
     char name[64];
     segment_name(job, node, name, sizeof name);
     int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     segment *s;
     *created = fd >= 0;
     if (fd >= 0)
-        s = create(fd, name, job, node, tokens, why, why_len);
+        s = create(fd, name, job, node, tokens, bytes, why, why_len);
     else if (errno == EEXIST)
-        s = attach_existing(name, why, why_len);
+        s = attach_existing(name, bytes, why, why_len);
     else {
         snprintf(why, why_len, "cannot create shared memory %s: %s", name, strerror(errno));
         return NULL;
@@ -119,6 +121,12 @@ segment *segment_open(const char *job, const char *node, int32_t tokens, int *cr
         return NULL;
     if (s->layout != sizeof(segment) || strcmp(s->job, job) || strcmp(s->node, node)) {
         snprintf(why, why_len, "shared memory %s belongs to another job or library build", name);
+        segment_close(s);
+        return NULL;
+    }
+    if (s->bytes != bytes) { /* the proxy's area is sized by its servers and the node's ranks */
+        snprintf(why, why_len, "node %s: its ranks disagree on the proxy's servers or on which ranks share "
+                 "the node", node);
         segment_close(s);
         return NULL;
     }
@@ -141,5 +149,5 @@ void segment_unlink(const char *job, const char *node)
 
 void segment_close(segment *s)
 {
-    munmap(s, sizeof(segment));
+    munmap(s, s->bytes);
 }

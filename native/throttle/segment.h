@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "adaptive.h"
 #include "pool.h"
 
 #define SEGMENT_JOB_MAX 80
@@ -22,13 +23,16 @@ typedef struct {
     char job[SEGMENT_JOB_MAX];    /* to tell a hash collision from our own segment */
     char node[SEGMENT_NODE_MAX];
     _Atomic int32_t attached;     /* ranks of the node attached */
-    _Alignas(64) token_pool pool; /* on its own cache line: the only field written while running */
+    uint64_t bytes;               /* the mapping: this header and the proxy's area behind it (proxy.h) */
+    _Alignas(64) token_pool pool; /* on its own cache line: written by every admission */
+    _Alignas(64) adaptive_state adaptive; /* the adaptive policy's controller of pool's limit */
 } segment;
 
-/* Create or attach the segment of (job, node) with a pool of `tokens`. Sets *created when this task
- * created it (it then unlinks it, see segment_unlink). NULL and a message in why on failure. */
-segment *segment_open(const char *job, const char *node, int32_t tokens, int *created, char *why,
-                      size_t why_len);
+/* Create or attach the segment of (job, node) with a pool of `tokens` and `extra` bytes behind the
+ * header (zeroed; the proxy's area). Sets *created when this task created it (it then unlinks it, see
+ * segment_unlink). NULL and a message in why on failure. */
+segment *segment_open(const char *job, const char *node, int32_t tokens, size_t extra, int *created,
+                      char *why, size_t why_len);
 
 /* Remove the name (attached tasks keep their mapping). */
 void segment_unlink(const char *job, const char *node);

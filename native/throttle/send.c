@@ -1,9 +1,10 @@
 /* The throttled point-to-point calls: MPI_Isend and MPI_Issend, in the classic and (MPI 4) the
  * large-count form that mpi4py uses on MPICH; and MPI_Request_free, which can let go of a send the
  * library still counts. A send to MPI_PROC_NULL moves nothing and is not throttled, nor is a send to
- * the task itself (see to_self). */
+ * the task itself (see to_self). The other send modes: send_modes.c, blocking_send.c, persistent.c. */
 #include "admit.h"
 #include "held.h"
+#include "sends.h"
 #include "throttle.h"
 
 /* A send to the task itself never reaches the NIC, and its receive can only be posted by this task
@@ -19,6 +20,11 @@ static int to_self(int dest, MPI_Comm comm)
         return 0;
     PMPI_Comm_rank(comm, &me);
     return dest == me;
+}
+
+int throttled_send(int dest, MPI_Comm comm)
+{
+    return throttling() && dest != MPI_PROC_NULL && !to_self(dest, comm);
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
@@ -74,6 +80,7 @@ int MPI_Request_free(MPI_Request *request)
 {
     MPI_Request before = *request;
     int rc = PMPI_Request_free(request);
+    persistent_forget(before);
     if (held.live > 0)
         give_back(held_complete_request(before));
     return rc;

@@ -7,6 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proxy.h"
+#include "reserve.h"
+#include "target_rate.h"
 #include "throttle.h"
 
 /* text as the inside of a JSON string: quote and backslash escaped, control characters and bytes
@@ -26,12 +29,36 @@ static const char *json_text(const char *text, char *out, size_t len)
     return out;
 }
 
+/* The NiMC mitigations' settings and counters (target_rate.h, reserve.h), as more fields. */
+static const char *nimc_fields(char *out, size_t len)
+{
+    const throttle_stats *s = &throttle.stats;
+    char cpus[512], slack[24] = "null";
+    reserve_cpu_list(cpus, sizeof cpus);
+    if (s->target_min_slack_ns != INT64_MIN)
+        snprintf(slack, sizeof slack, "%lld", (long long)s->target_min_slack_ns);
+    snprintf(out, len,
+             ",\"memory_throttle\":%lld,\"target_share_Bps\":%lld,\"target_ops\":%lld,"
+             "\"target_bytes\":%lld,\"target_waits\":%lld,\"target_wait_ns\":%lld,"
+             "\"target_min_gap_ns\":%lld,\"target_min_slack_ns\":%s,\"reserved_cpu\":%d,"
+             "\"cpus\":\"%s\"",
+             (long long)throttle.cfg.memory_throttle, (long long)target_rate_share(),
+             (long long)s->target_ops, (long long)s->target_bytes, (long long)s->target_waits,
+             (long long)s->target_wait_ns, (long long)s->target_min_gap_ns, slack, s->reserved_cpu, cpus);
+    return out;
+}
+
 static void write_line(void)
 {
     const throttle_stats *s = &throttle.stats;
     const throttle_config *c = &throttle.cfg;
     char node[6 * sizeof throttle.node + 1], job[6 * sizeof throttle.job + 1];
-    char line[sizeof node + sizeof job + 1024]; /* the rest is keys and at most 19 numbers */
+    char proxy[4096], nimc[1024];
+    proxy_stats_json(proxy, sizeof proxy);
+    char line[sizeof node + sizeof job + sizeof proxy + sizeof nimc + 1200]; /* the rest: keys, 27 numbers */
+    int adaptive = c->policy == POLICY_ADAPTIVE && throttle.seg;
+    const adaptive_state *a = throttle.seg ? &throttle.seg->adaptive : NULL;
+    int pool_limit = throttle.seg ? (int)atomic_load(&throttle.seg->pool.limit) : 0;
     int world_size = 0;
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size); /* so a reader knows how many lines to expect */
     int n = snprintf(line, sizeof line,
@@ -39,18 +66,24 @@ static void write_line(void)
         "\"ranks_on_node\":%d,"
         "\"pool_tokens\":%d,\"size_per_token\":%lld,\"gap_ns\":%lld,\"stall_ms\":%lld,"
         "\"ops\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
+        "\"ops_blocking\":%lld,\"ops_persistent\":%lld,\"collectives\":%lld,"
         "\"waits\":%lld,\"wait_ns\":%lld,"
         "\"escapes\":%lld,\"polls\":%lld,\"max_in_use\":%d,\"max_ahead\":%u,"
-        "\"max_served_meanwhile\":%u,\"min_gap_ns\":%lld}\n",
+        "\"max_served_meanwhile\":%u,\"min_gap_ns\":%lld,"
+        "\"limit_min\":%d,\"limit_max\":%d,\"limit_final\":%d,\"limit_adjustments\":%lld%s%s}\n",
         throttle.rank, world_size, json_text(throttle.node, node, sizeof node),
         json_text(throttle.job, job, sizeof job), policy_name(c->policy),
         throttle.seg ? (int)atomic_load(&throttle.seg->attached) : 0,
         throttle.seg ? (int)throttle.seg->pool.capacity : 0, (long long)c->size_per_token,
-        (long long)c->gap_ns, c->policy == POLICY_TOKEN ? (long long)c->stall_ms : 0LL,
+        (long long)c->gap_ns, throttle.seg ? (long long)c->stall_ms : 0LL,
         (long long)s->ops, (long long)s->ops_one_sided, (long long)s->ops_large_count,
-        (long long)s->tokens, (long long)s->waits,
+        (long long)s->tokens, (long long)s->ops_blocking, (long long)s->ops_persistent,
+        (long long)s->collectives, (long long)s->waits,
         (long long)s->wait_ns, (long long)s->escapes, (long long)s->polls, (int)s->max_in_use,
-        s->max_ahead, s->max_served_meanwhile, (long long)s->min_gap_ns);
+        s->max_ahead, s->max_served_meanwhile, (long long)s->min_gap_ns,
+        /* the node's limit: the adaptive controller's record; a fixed pool's capacity otherwise */
+        adaptive ? a->min_limit : pool_limit, adaptive ? a->max_limit : pool_limit, pool_limit,
+        adaptive ? (long long)a->adjustments : 0LL, nimc_fields(nimc, sizeof nimc), proxy);
     int fd = open(c->stats, O_WRONLY | O_APPEND | O_CREAT, 0644);
     /* One write per line: appends from the ranks do not interleave. */
     if (fd < 0 || write(fd, line, (size_t)n) != n)
@@ -71,5 +104,5 @@ void stats_report(void)
                 "yet posted, or for a late receiver), so the node had more than %d tokens in use; "
                 "use more tokens, a longer CONTEND_THROTTLE_STALL_MS, or post receives first\n",
                 throttle.rank, throttle.node, (long long)s->escapes, (long long)s->waits,
-                (long long)throttle.cfg.stall_ms, (int)throttle.cfg.tokens);
+                (long long)throttle.cfg.stall_ms, (int)atomic_load(&throttle.seg->pool.limit));
 }

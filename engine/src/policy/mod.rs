@@ -5,12 +5,15 @@
 //!   thresholds (CCT, NRCT, CRCT) as a count-based predictor.
 //! - [`rate`]: a least gap between two injections of a task.
 //! - [`proxy`]: servers per node that inject on behalf of the tasks, round robin over their queues.
+//! - [`adaptive`]: a token pool whose limit follows the node's completion rate (closed loop).
 
+pub mod adaptive;
 pub mod proxy;
 pub mod rate;
 pub mod tokens;
 
 use crate::time::Time;
+pub use adaptive::AdaptiveSpec;
 pub use tokens::{Thresholds, TokenSpec};
 
 /// Which admission control a simulation applies.
@@ -22,6 +25,8 @@ pub enum PolicySpec {
     Rate { gap: Time },
     /// `servers` per node inject for the tasks; optional tokens behind the servers.
     Proxy { servers: u32, tokens: Option<TokenSpec> },
+    /// Token throttling whose limit adapts to the node's completion rate (no thresholds given).
+    Adaptive(AdaptiveSpec),
 }
 
 impl PolicySpec {
@@ -33,6 +38,7 @@ impl PolicySpec {
             PolicySpec::Rate { .. } => Ok(()),
             PolicySpec::Proxy { servers: 0, .. } => Err("proxy: at least one server per node".into()),
             PolicySpec::Proxy { tokens, .. } => tokens.as_ref().map_or(Ok(()), TokenSpec::validate),
+            PolicySpec::Adaptive(a) => a.validate(),
         }
     }
 }

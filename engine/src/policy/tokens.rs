@@ -79,6 +79,8 @@ struct Ticket<T> {
 /// The pools and ticket lines of all nodes, and what is in flight per node and per task.
 pub struct TokenPool<T> {
     spec: TokenSpec,
+    /// Tokens each node may have in use: the pool, or less under the adaptive policy.
+    limit: Vec<u64>,
     used: Vec<u64>,
     in_flight: Vec<u32>,
     active: Vec<u32>,
@@ -86,11 +88,15 @@ pub struct TokenPool<T> {
     tickets: Vec<VecDeque<Ticket<T>>>,
     /// Requests that had to wait for their tokens.
     pub waits: u64,
+    /// The most tokens in use on any node, right after a grant (what the library reports as
+    /// max_in_use: compared in tests/test_throttle_agreement.py).
+    pub max_used: u64,
 }
 
 impl<T> TokenPool<T> {
     pub fn new(spec: TokenSpec, nodes: usize, tasks: usize) -> TokenPool<T> {
         TokenPool {
+            limit: vec![spec.tokens.unwrap_or(u64::MAX); nodes],
             spec,
             used: vec![0; nodes],
             in_flight: vec![0; nodes],
@@ -98,6 +104,7 @@ impl<T> TokenPool<T> {
             per_task: vec![0; tasks],
             tickets: (0..nodes).map(|_| VecDeque::new()).collect(),
             waits: 0,
+            max_used: 0,
         }
     }
 
@@ -111,7 +118,7 @@ impl<T> TokenPool<T> {
 
     fn fits(&self, node: u32, task: u32, size: u64, need: u64) -> bool {
         let n = node as usize;
-        if self.spec.tokens.is_some_and(|pool| self.used[n] + need > pool) {
+        if self.used[n] + need > self.limit[n] {
             return false;
         }
         if self.spec.thresholds.is_empty() {
@@ -127,6 +134,7 @@ impl<T> TokenPool<T> {
     fn take(&mut self, node: u32, task: u32, need: u64) {
         let n = node as usize;
         self.used[n] += need;
+        self.max_used = self.max_used.max(self.used[n]);
         self.in_flight[n] += 1;
         self.per_task[task as usize] += 1;
         if self.per_task[task as usize] == 1 {
@@ -175,6 +183,16 @@ impl<T> TokenPool<T> {
             self.take(node, t.task, t.need);
             granted.push((t.payload, t.need));
         }
+    }
+
+    /// Sets the tokens `node` may have in use (at most the pool); those in use above it stay until released.
+    pub fn set_limit(&mut self, node: u32, limit: u64) {
+        self.limit[node as usize] = limit.min(self.spec.tokens.unwrap_or(u64::MAX));
+    }
+
+    /// Whether some request of `node` waits for its tokens.
+    pub fn waiting(&self, node: u32) -> bool {
+        !self.tickets[node as usize].is_empty()
     }
 
     /// Messages in flight on `node` (admitted, not yet released).

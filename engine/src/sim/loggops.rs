@@ -884,6 +884,8 @@ impl<P: Program> Sim<'_, P> {
             links: self.flows.as_ref().map(|f| f.net.stats().clone()),
             noise: self.noise.as_ref().map_or(0, |n| n.charged),
             admission_waits: self.node.as_ref().map_or(0, NodeSim::admission_waits),
+            admission_grants: self.node.as_ref().map_or(0, NodeSim::admission_grants),
+            admission_max_in_use: self.node.as_ref().map_or(0, NodeSim::admission_max_in_use),
             memory: self.memory.take().map(MemorySim::into_stats),
             critical_path,
         }

@@ -81,6 +81,10 @@ pub struct SimResult {
     pub noise: Time,
     /// Sends that waited for admission (token tickets, a rate gap); 0 without a policy.
     pub admission_waits: u64,
+    /// Sends leaving their node that admission let go (each once); 0 without a policy.
+    pub admission_grants: u64,
+    /// The most tokens in use on one node at once; 0 without a token pool.
+    pub admission_max_in_use: u64,
     /// What the memory model did (bytes written per node, calc delay); None without one.
     pub memory: Option<MemoryStats>,
     /// Where the time went, when asked for (`Options::critical_path`) and the run finished.

@@ -16,9 +16,10 @@ int main(void)
         return 2;
     }
     printf("{\"policy\":\"%s\",\"tokens\":%d,\"size_per_token\":%lld,\"stall_ms\":%lld,\"gap_ns\":%lld,"
-           "\"ranks_per_node\":%lld}\n",
+           "\"ranks_per_node\":%lld,\"servers\":%d,\"memory_throttle\":%lld,\"reserve_core\":%d}\n",
            policy_name(c.policy), (int)c.tokens, (long long)c.size_per_token,
-           c.policy == POLICY_TOKEN ? (long long)c.stall_ms : 0LL, (long long)c.gap_ns,
-           (long long)c.ranks_per_node);
+           c.policy == POLICY_TOKEN || c.policy == POLICY_PROXY || c.policy == POLICY_ADAPTIVE ? (long long)c.stall_ms : 0LL,
+           (long long)c.gap_ns, (long long)c.ranks_per_node, (int)c.servers, (long long)c.memory_throttle,
+           c.reserve_core);
     return 0;
 }

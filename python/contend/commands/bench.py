@@ -11,7 +11,7 @@ from contend.atomic import beside, check_writable
 from contend.native.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
 from contend.errors import UserError
 from contend.commands.options import add_fabric_prefix
-from contend.machine.quantities import bounded_number, parse_count
+from contend.machine.quantities import bounded_number, parse_bandwidth, parse_count
 
 # pandas, pyarrow, matplotlib and rich load inside the actions: `contend sim` should not wait for them.
 
@@ -89,13 +89,18 @@ def register(subparsers) -> None:
         "nimc", help="triad bandwidth while another core injects memory traffic (NiMC): sweep, table, plot, data",
         description="A STREAM-like triad pinned to one core, sampled every --interval, while the other core "
                     "injects traffic into this node's memory: stores into an MPI window on the triad's rank "
-                    "(put), loopback TCP received into a buffer (tcp), a memcpy (reference), a spin without "
+                    "(put), MPI_Put into it through libcontend-throttle.so (rma, with --mitigations), loopback TCP received into a buffer (tcp), a memcpy (reference), a spin without "
                     "memory traffic (control), nothing (baseline). Rounds of interleaved runs; slowdown against "
                     "each round's baseline; per-sample features for `contend nimc train` (docs/measure.md).")
     nimc.add_argument("--sources", default="spin,memcpy,put,tcp",
                       help="sources besides the baseline (default spin,memcpy,put,tcp)")
     nimc.add_argument("--rates", default="0,1GB,2GB,max",
                       help="bytes/s for memcpy, put, tcp: decimal units or max (default 0,1GB,2GB,max)")
+    nimc.add_argument("--mitigations", default="none", metavar="LIST",
+                      help="for the rma source, NiMC mitigations of libcontend-throttle.so to run it under, each "
+                           "once per rate: none, throttle (--memory-throttle), reserve-core (default none)")
+    nimc.add_argument("--memory-throttle", metavar="BW",
+                      help="the throttle mitigation's cap on the traffic into the triad's node (e.g. 1GB/s)")
     nimc.add_argument("--repeats", metavar="R", default="3", help="rounds (default 3)")
     nimc.add_argument("--duration", metavar="S", default="3", help="seconds per run (default 3)")
     nimc.add_argument("--interval", metavar="S", default="0.1", help="seconds per triad sample (default 0.1)")
@@ -333,6 +338,15 @@ def run_nimc(args: argparse.Namespace) -> int:
 
     sources = nimc.parse_sources(args.sources)
     rates = nimc.parse_rates(args.rates)
+    mitigations = nimc.parse_mitigations(args.mitigations)
+    if mitigations != ["none"] and "rma" not in sources:
+        raise UserError("--mitigations: they act on the rma source only; add rma to --sources")
+    if ("throttle" in mitigations) != (args.memory_throttle is not None):
+        raise UserError("--memory-throttle: give it with the throttle mitigation, and only then")
+    memory_throttle = None
+    if args.memory_throttle is not None:
+        bandwidth = parse_bandwidth(args.memory_throttle, "--memory-throttle")
+        memory_throttle = max(1, round(bandwidth))
     repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=1000)
     duration = bounded_number(args.duration, "--duration", 0.05, 3600)
     interval = bounded_number(args.interval, "--interval", 0.001, 60)
@@ -355,8 +369,9 @@ def run_nimc(args: argparse.Namespace) -> int:
     if not -20 <= nice <= 19:
         raise UserError(f"--nice: expected an integer from -20 to 19, got {args.nice!r}")
     directory = output_directory(args.output, "-o")
-    plans = nimc.plan_sweep(sources, rates, repeats, seed)
-    settings = {"sources": sources, "rates_Bps": rates, "repeats": repeats, "duration_s": duration,
+    plans = nimc.plan_sweep(sources, rates, repeats, seed, mitigations)
+    settings = {"sources": sources, "rates_Bps": rates, "mitigations": mitigations,
+                "memory_throttle_Bps": memory_throttle, "repeats": repeats, "duration_s": duration,
                 "interval_s": interval, "chunk": chunk, "region": region, "seed": seed, "nice": nice, "period_s": period, "on_s": on}
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -367,7 +382,8 @@ def run_nimc(args: argparse.Namespace) -> int:
             bar.update(task, completed=done, description=f"nimc round {plan.round + 1}/{repeats}: {plan.label}")
 
         samples, summaries = nimc.sweep(plans, duration_s=duration, interval_s=interval, chunk=chunk,
-                                        region=region, nice=nice, period_s=period, on_s=on, progress=advance)
+                                        region=region, nice=nice, period_s=period, on_s=on,
+                                        memory_throttle_Bps=memory_throttle, progress=advance)
     table = nimc.slowdown_table(summaries)
     paths = nimc.write_sweep(directory, samples, summaries, table, settings)
     plot = directory / "slowdown.png"

@@ -45,7 +45,7 @@ def register(subparsers) -> None:
     node = parser.add_argument_group("NIC congestion and admission control",
                                      "The machine's [nic] curves apply; these replace its [throttle].")
     node.add_argument("--throttle", metavar="SPEC",
-                      help="token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
+                      help="token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS], adaptive[:TOKENS] or none")
     node.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a node (its NIC and token pool)")
     memory = parser.add_argument_group("memory contention (NiMC)",
                                        "The machine's [memory] table applies; these apply its mitigations.")

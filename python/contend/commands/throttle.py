@@ -3,7 +3,10 @@ did from its counters.
 
     contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog
     contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog
+    contend throttle --policy proxy --servers 8 --tokens 16 -- mpiexec -n 4 ./prog
+    contend throttle --policy adaptive -- mpiexec -n 4 ./prog
     contend throttle --config throttle.conf --stats counters.jsonl -- mpiexec -n 4 ./prog
+    contend throttle --policy none --memory-throttle 1GB/s --reserve-core -- mpiexec -n 4 ./prog
 
 The configuration is checked before anything is launched, by the library's own rules (``throttle-check``,
 built from native/throttle/config.c). The library goes into the ranks only (``env LD_PRELOAD=...``
@@ -27,7 +30,8 @@ from contend.errors import UserError
 
 # option -> the library's variable suffix (docs/formats.md, "Throttle configuration")
 OPTIONS = {"--policy": "POLICY", "--tokens": "TOKENS", "--gap": "GAP_NS", "--size-per-token": "SIZE_PER_TOKEN",
-           "--stall": "STALL_MS", "--ranks-per-node": "RANKS_PER_NODE", "--config": "CONFIG", "--stats": "STATS"}
+           "--stall": "STALL_MS", "--ranks-per-node": "RANKS_PER_NODE", "--config": "CONFIG", "--stats": "STATS",
+           "--servers": "SERVERS", "--memory-throttle": "MEMORY_THROTTLE", "--reserve-core": "RESERVE_CORE"}
 PS_PER = {"GAP_NS": 1000, "STALL_MS": 10**9}  # times are parsed in ps; the library keeps ns and ms
 UNIT = {"GAP_NS": "ns", "STALL_MS": "ms"}
 STATS = "CONTEND_THROTTLE_STATS"
@@ -38,24 +42,37 @@ def register(subparsers) -> None:
         "throttle", help="run an MPI program under libcontend-throttle.so and report what it did",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run COMMAND with libcontend-throttle.so preloaded into every rank (node-wide token "
-        "pools or a per-task injection gap, docs/measure.md \"Throttling\"), then print its counters: "
+        "pools, a per-task injection gap, or proxy servers draining per-task queues, docs/measure.md "
+        "\"Throttling\"), then print its counters: "
         "operations, tokens granted, waits, time waited, stall escapes.\n\n"
         "  contend throttle --policy token --tokens 8 -- mpiexec -n 4 ./prog\n"
         "  contend throttle --policy rate --gap 2us -- mpiexec -n 4 ./prog\n"
+        "  contend throttle --policy proxy --servers 8 --tokens 16 -- mpiexec -n 4 ./prog\n"
+        "  contend throttle --policy adaptive -- mpiexec -n 4 ./prog\n"
         "  contend throttle --config throttle.conf -- mpiexec -n 4 ./prog\n\n"
         "Options override the --config file's keys. Exit code: the program's if it failed; 2 for a bad "
         "configuration or when the library did not run in every rank.")
-    parser.add_argument("--policy", metavar="token|rate|none", help="token: a pool of tokens per node; rate: a "
-                        "least gap between a task's injections; none: loaded, not throttling")
-    parser.add_argument("--tokens", metavar="N", help="token: tokens in each node's pool")
+    parser.add_argument("--policy", metavar="token|rate|proxy|adaptive|none", help="token: a pool of tokens per "
+                        "node; rate: a least gap between a task's injections; proxy: server slots per node drain the "
+                        "tasks' queues round robin; adaptive: a pool whose limit follows the node's completion rate "
+                        "(docs/models.md \"Adaptive limit\"); none: loaded, not throttling")
+    parser.add_argument("--tokens", metavar="N", help="token: tokens in each node's pool; proxy: tokens behind the "
+                        "servers (default none); adaptive: the most its limit may reach (default 1000000)")
+    parser.add_argument("--servers", metavar="K", help="proxy: server slots per node, so at most K operations "
+                        "of a node inject at once")
     parser.add_argument("--gap", metavar="T", help="rate: least time between two injections of a task "
                         "(e.g. 2us; a bare number is ns)")
-    parser.add_argument("--size-per-token", metavar="BYTES", help="token: a message takes ceil(bytes / "
+    parser.add_argument("--size-per-token", metavar="BYTES", help="token, proxy: a message takes ceil(bytes / "
                         "BYTES) tokens (default: one per message)")
-    parser.add_argument("--stall", metavar="T", help="token: the head of the line takes its tokens anyway "
-                        "after this long without one coming back (default 100ms)")
+    parser.add_argument("--stall", metavar="T", help="token, proxy, adaptive: the head of the line takes its tokens "
+                        "(or a slot) anyway after this long without one coming back (default 100ms)")
     parser.add_argument("--ranks-per-node", metavar="K", help="emulate nodes: ranks r with the same r / K "
                         "share a pool (default: one pool per host)")
+    parser.add_argument("--memory-throttle", metavar="BW", help="NiMC mitigation (a), any policy: one-sided "
+                        "traffic into each node at most BW (e.g. 1GB/s), split evenly among the other nodes, "
+                        "shared by each node's ranks (docs/measure.md)")
+    parser.add_argument("--reserve-core", action="store_const", const="1", help="NiMC mitigation (b), any "
+                        "policy: pin the ranks away from one CPU of each host, left for MPI's progress")
     parser.add_argument("--config", metavar="FILE", help="the library's configuration file (docs/formats.md)")
     parser.add_argument("--stats", metavar="FILE", help="keep the per-rank counters (JSON lines) in FILE "
                         "(replaced); default: a temporary file")
@@ -109,7 +126,7 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
     """The library's variables for the options given, in its units (the ranges are its to check)."""
     from contend.native import libthrottle
     from contend.engine import engine, user_errors
-    from contend.machine.quantities import parse_bytes, parse_count
+    from contend.machine.quantities import parse_bandwidth, parse_bytes, parse_count
 
     out = {}
     for suffix, (option, text) in given.items():
@@ -119,10 +136,15 @@ def _variables(given: dict[str, tuple[str, str]]) -> dict[str, str]:
             if ps % PS_PER[suffix]:
                 raise UserError(f"{option} {text}: the library counts whole {UNIT[suffix]}")
             value = str(ps // PS_PER[suffix])
-        elif suffix in ("TOKENS", "RANKS_PER_NODE"):
+        elif suffix in ("TOKENS", "RANKS_PER_NODE", "SERVERS"):
             value = str(parse_count(text, option))
         elif suffix == "SIZE_PER_TOKEN":
             value = str(parse_bytes(text, option))
+        elif suffix == "MEMORY_THROTTLE":
+            bandwidth = parse_bandwidth(text, option)
+            if bandwidth != int(bandwidth):
+                raise UserError(f"{option} {text}: the library counts whole bytes per second")
+            value = str(int(bandwidth))
         elif suffix in ("CONFIG", "STATS"):
             value = str(Path(text).absolute())  # the ranks may start elsewhere (-wdir)
         else:
@@ -252,9 +274,11 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
 
     from contend.report.terminal import Table
 
+    behind = f", {settings['tokens']} tokens behind them" if settings.get("tokens") else ""
     title = {"token": f"token policy, {settings['tokens']} tokens per node",
              "rate": f"rate policy, at least {_duration(settings['gap_ns'])} between injections",
-             "none": "policy none (loaded, not throttling)"}[settings["policy"]]
+             "proxy": f"proxy policy, {settings.get('servers')} servers per node{behind}",
+             "none": "policy none (loaded, not throttling)"}.get(settings["policy"]) or _adaptive_title(rows)
     nodes = list(dict.fromkeys(row["node"] for row in rows))
     per_node = len(rows) > 16
     groups: dict[str, list[dict]] = {}
@@ -272,14 +296,65 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
     if total["escapes"]:
         table.caption = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
     Console().print(table)
+    for line in _proxy_lines(rows):
+        print(line)
+    for line in _mitigations(settings, rows):
+        Console().print(escape(line))
+
+
+def _mitigations(settings: dict, rows: list[dict]) -> list[str]:
+    """What the NiMC mitigations did, one line each (none when not configured)."""
+    lines = []
+    if settings.get("memory_throttle"):
+        paced = sum(row["target_ops"] for row in rows)
+        moved = sum(row["target_bytes"] for row in rows)
+        gaps = [row["target_min_slack_ns"] for row in rows if row["target_min_slack_ns"] is not None]
+        lines.append(f"memory throttle: {settings['memory_throttle'] / 1e9:g} GB/s into each node "
+                     f"({rows[0]['target_share_Bps'] / 1e9:g} GB/s from each other node); {paced} one-sided ops, "
+                     f"{moved} bytes paced, {sum(row['target_waits'] for row in rows)} waits, "
+                     f"{_duration(sum(row['target_wait_ns'] for row in rows))} waited"
+                     + (f"; least slack between paced starts {_duration(min(gaps))}" if gaps else ""))
+    if settings.get("reserve_core"):
+        reserved = sorted({row["reserved_cpu"] for row in rows})
+        cpus = sorted({row["cpus"] for row in rows})
+        lines.append(f"reserve core: CPU {', '.join(map(str, reserved))} left for communication; the ranks ran "
+                     f"on CPUs {'; '.join(cpus)}")
+    return lines
 
 
 def _cells(rows: list[dict]) -> list[str]:
     ops, tokens, waits, wait_ns, escapes = (sum(row[key] for row in rows) for key in COUNTERS)
     in_use = max(row["max_in_use"] for row in rows)
-    token = rows[0]["policy"] == "token"  # tokens and the pool mean nothing under the other policies
+    # tokens and the pool mean nothing under the other policies
+    token = rows[0]["policy"] in ("token", "adaptive") or (rows[0]["policy"] == "proxy" and rows[0]["pool_tokens"] > 0)
     return [str(ops), str(tokens) if token else "-", str(waits), _duration(wait_ns), str(escapes),
             str(in_use) if token else "-"]
+
+
+def _proxy_lines(rows: list[dict]) -> list[str]:
+    """Per node, what the proxy's servers did: operations per server slot, the most injecting at once,
+    and how many a server issued for their owner (the rest were issued inline, holding a slot)."""
+    lines = []
+    for node in dict.fromkeys(row["node"] for row in rows if "proxy" in row):
+        members = [row["proxy"] for row in rows if row["node"] == node]
+        first = members[0]
+        proxied, ops = sum(p["proxied"] for p in members), sum(p["proxied"] + p["inline"] for p in members)
+        escapes = sum(p["escapes"] for p in members)
+        lines += [f"proxy on {node}: {first['servers']} servers, at most {first['node_max_injecting']} injecting at "
+                  f"once; operations per server: {', '.join(map(str, first['node_dispatches']))}",
+                  f"  {proxied} of {ops} issued by a server for their owner, the rest inline; queue wait "
+                  f"{_duration(sum(p['queue_wait_ns'] for p in members))} in all"
+                  + (f"; {escapes} stall escapes past the servers" if escapes else "")]
+    return lines
+
+
+def _adaptive_title(rows: list[dict]) -> str:
+    """The nodes' limits: where they went (each rank reports its node's controller)."""
+    nodes = {row["node"]: row for row in rows}.values()
+    low, high = min(r["limit_min"] for r in nodes), max(r["limit_max"] for r in nodes)
+    final = sorted({r["limit_final"] for r in nodes})
+    return (f"adaptive policy, the node's limit from {low} to {high} tokens, "
+            f"{sum(r['limit_adjustments'] for r in nodes)} adjustments, final {', '.join(map(str, final))}")
 
 
 def _duration(ns: int) -> str:

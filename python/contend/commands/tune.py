@@ -32,6 +32,10 @@ def register(subparsers) -> None:
                         help="measure the sweeps on this host with the native suite (contend native build) on NP "
                         "ranks, the two halves standing for two nodes, instead of simulating them; the machine "
                         "file is then only the base the [throttle] table is added to")
+    parser.add_argument("--nimc", action="store_true",
+                        help="with --real: also measure MPI_Put traffic into a triad's node at 0.5-8 GB/s and "
+                        "unpaced (contend bench nimc's rma source, in bursts), and write memory_throttle = the "
+                        "largest rate whose slowdown of the triad stays within --tolerance (NiMC mitigation a)")
     parser.add_argument("-o", "--output", metavar="DIR", default="tune-output", help="output directory")
     parser.set_defaults(func=run)
 
@@ -51,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     real_ranks = parse_count(args.real, "--real", minimum=2, maximum=64) if args.real is not None else None
     if real_ranks is not None and real_ranks % 2:
         raise UserError(f"--real: the two halves of the ranks stand for two nodes, so NP must be even, got {real_ranks}")
+    if args.nimc and real_ranks is None:
+        raise UserError("--nimc: the NiMC sweep is measured on this host; give --real NP too")
     if real_ranks is not None and args.ranks_per_node is not None:
         raise UserError("--ranks-per-node: with --real NP the ranks per node are NP / 2; give one of the two")
     if real_ranks is not None:
@@ -78,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                      sweeper=real_sweeper(real_ranks, advance) if real_ranks is not None else None)
     if not root:
         return 0
+    cap, nimc_table = _memory_throttle(args.quick, tolerance) if args.nimc else (None, None)
     source = f"measured on this host, {real_ranks} ranks" if real_ranks is not None else f"simulated on {machine.name}"
     table = Table(title=f"contend tune ({source}), {rpn} ranks per node, tolerance {tolerance:g}")
     for column in ("size (B)", "CCT (cores)", "NRCT (msgs/node)", "CRCT [cores, msgs/core]"):
@@ -86,19 +93,38 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(str(s), str(tuned.cct[s]), str(tuned.nrct[s]), " ".join(f"[{c},{d}]" for c, d in tuned.crct[s]))
     Console().print(table)
     Console().print(f"tokens per node: {tuned.tokens}")
+    if args.nimc:
+        Console().print("memory_throttle: " + ("none needed (unpaced puts stayed within the tolerance)" if cap == -1
+                        else "none: even 0.5 GB/s slowed the triad beyond the tolerance" if cap is None
+                        else f"{cap / 1e9:g} GB/s into each node"))
+    memory_throttle = int(cap) if cap is not None and cap > 0 else 0
 
     machine_text = with_throttle(Path(machine.path).read_text(encoding="utf-8"), tuned.throttle_table(), tuned)
     with atomic_directory(args.output, "-o") as out:  # the four files, or none of them
         with atomic_path(out / "machine.toml") as tmp:
             tmp.write_text(machine_text, encoding="utf-8")
         write_native_config(out / "throttle.conf", native_config(
-            tuned.tokens, comment=f"written by contend tune from {machine.name} ({rpn} ranks per node)"))
+            tuned.tokens, comment=f"written by contend tune from {machine.name} ({rpn} ranks per node)",
+            memory_throttle=memory_throttle))
         with atomic_path(out / "sweep.csv") as tmp:
             tuned.table.to_csv(tmp, index=False)
         with atomic_path(out / "tune.json") as tmp:
-            tmp.write_text(json.dumps({"machine": machine.name, **tuned.to_dict()}, indent=1), encoding="utf-8")
+            nimc = {"nimc": {"memory_throttle_Bps": memory_throttle, "tolerated_Bps": cap,
+                             "slowdown": nimc_table.to_dict(orient="records")}} if args.nimc else {}
+            tmp.write_text(json.dumps({"machine": machine.name, **tuned.to_dict(), **nimc}, indent=1, default=float),
+                           encoding="utf-8")
     Console().print(f"wrote {args.output}/machine.toml, throttle.conf, sweep.csv, tune.json")
     return 0
+
+
+def _memory_throttle(quick: bool, tolerance: float):
+    """The NiMC sweep of --nimc (contend.native.bench.nimc.tune_memory_throttle), with a progress bar."""
+    from contend.native.bench import nimc
+    from contend.report.progress import simulation_progress
+
+    with simulation_progress("NiMC sweep", unit="runs") as bar:
+        return nimc.tune_memory_throttle(2 if quick else 4, tolerance,
+                                         progress=lambda done, total, plan: bar(done, total))
 
 
 _THROTTLE_SECTION = re.compile(r"^\s*\[\[?\s*throttle(\.[A-Za-z_]+)?\s*\]\]?\s*$")

@@ -120,7 +120,7 @@ def latency_by_hops(t: Torus, size: int, workdir: Path) -> dict[int, float]:
     path.write_text(ping_each_goal(t.ranks, size), encoding="utf-8")
     records = simulate(path, machine=t.machine, records=True).records
     sent = records[records["src"] == 0]
-    hops = np.array([t.layout.hops(0, int(d)) for d in sent["dst"]])
+    hops = t.layout.hops(np.zeros(len(sent), dtype=np.int64), sent["dst"].to_numpy())
     latency = (sent["completed"] - sent["posted"]).to_numpy()
     return {int(h): float(latency[hops == h].mean()) for h in np.unique(hops)}
 
@@ -137,7 +137,7 @@ def pairs_latency(t: Torus, pattern: str, size: int, seeds: Sequence[int]) -> fl
 
 def mean_partner_hops(t: Torus, pattern: str, seed: int = 0) -> float:
     records = simulate(collective=pattern, ranks=t.ranks, bytes=1, machine=t.machine, seed=seed, records=True).records
-    return float(np.mean([t.layout.hops(int(a), int(b)) for a, b in zip(records["src"], records["dst"])]))
+    return float(np.mean(t.layout.hops(records["src"].to_numpy(), records["dst"].to_numpy())))
 
 
 # --- Benchmark III: controlled contention ---------------------------------------------------------

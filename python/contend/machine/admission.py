@@ -3,16 +3,17 @@
 the native throttle library (docs/formats.md), which ``contend tune`` writes.
 
 Keys shared with the native library's configuration keep its names and meaning (policy, tokens,
-size_per_token, gap_ns, stall_ms); the engine adds the proxy's servers and Algorithm 1 of Luo et al. 2012
+size_per_token, gap_ns, stall_ms, servers); the engine adds Algorithm 1 of Luo et al. 2012
 thresholds::
 
     [throttle]
-    policy = "token"        # token | rate | proxy | none
-    tokens = 20             # token (and proxy, behind the servers): tokens per node
+    policy = "token"        # token | rate | proxy | adaptive | none
+    tokens = 20             # token (and proxy, behind the servers): tokens per node; adaptive: the
+                            #   most the limit may reach (default 1000000)
     size_per_token = 0      # a message takes ceil(bytes / size_per_token) tokens; 0: one per message
     gap_ns = 2000           # rate: least time between two injections of a task
     servers = 8             # proxy: servers per node
-    stall_ms = 100          # native library only (the engine has no stall escape)
+    stall_ms = 100          # token, proxy: native library only (the engine has no stall escape)
     ranks_per_node = 32     # when neither [topology] nor [nic] gives it
 
     [[throttle.class]]      # Algorithm 1 thresholds for messages of at most up_to bytes (the last
@@ -34,10 +35,11 @@ from contend.machine.quantities import parse_bytes, parse_count
 from contend.machine.size_classes import MAX_BYTES, sorted_by_size
 from contend.machine.tomlfile import Where, did_you_mean, reject_unknown_keys
 
-POLICIES = ("token", "rate", "proxy", "none")
+POLICIES = ("token", "rate", "proxy", "adaptive", "none")
 KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
 APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {"gap_ns"},
-           "proxy": {"servers", "tokens", "size_per_token", "class"}, "none": set()}
+           "proxy": {"servers", "tokens", "size_per_token", "stall_ms", "class"}, "adaptive": {"tokens", "stall_ms"},
+           "none": set()}
 CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
 
 
@@ -63,6 +65,8 @@ def policy_params(table: Mapping[str, Any], where: Where) -> dict[str, Any] | No
             raise UserError(f"{where('')}: policy 'rate' needs gap_ns")
         gap = _count(table, "gap_ns", where, minimum=1)
         return {"kind": "rate", "gap": gap * 1000}
+    if policy == "adaptive":  # docs/models.md "Adaptive limit": the rule's constants need no setting
+        return {"kind": "adaptive", **({"tokens": _count(table, "tokens", where, minimum=1)} if "tokens" in table else {})}
     out: dict[str, Any] = {"kind": policy}
     if "tokens" in table:
         out["tokens"] = _count(table, "tokens", where, minimum=1)
@@ -108,10 +112,10 @@ def _thresholds(classes: Any, where: Where) -> list[dict[str, Any]]:
 
 def parse_spec(spec: str) -> dict[str, Any] | None:
     """``--throttle``: ``token:TOKENS[:SIZE_PER_TOKEN]``, ``rate:GAP`` (a time, bare numbers ns),
-    ``proxy:SERVERS[:TOKENS]`` or ``none``.
+    ``proxy:SERVERS[:TOKENS]``, ``adaptive[:TOKENS]`` (TOKENS: the most its limit may reach) or ``none``.
 
-    >>> parse_spec("token:20"), parse_spec("rate:2us"), parse_spec("proxy:8:16")
-    ({'kind': 'token', 'tokens': 20}, {'kind': 'rate', 'gap': 2000000}, {'kind': 'proxy', 'servers': 8, 'tokens': 16})
+    >>> parse_spec("token:20"), parse_spec("rate:2us"), parse_spec("proxy:8:16"), parse_spec("adaptive")
+    ({'kind': 'token', 'tokens': 20}, {'kind': 'rate', 'gap': 2000000}, {'kind': 'proxy', 'servers': 8, 'tokens': 16}, {'kind': 'adaptive'})
     """
     where = f"--throttle {spec}"
     kind, *values = spec.split(":")
@@ -133,15 +137,21 @@ def parse_spec(spec: str) -> dict[str, Any] | None:
         if len(values) == 2:
             out["tokens"] = parse_count(values[1], f"{where}: tokens", minimum=1)
         return out
-    raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS] or none")
+    if kind == "adaptive" and len(values) <= 1:
+        return {"kind": "adaptive", **({"tokens": parse_count(values[0], f"{where}: tokens", minimum=1)} if values else {})}
+    raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS], "
+                    "adaptive[:TOKENS] or none")
 
 
-def native_config(tokens: int, size_per_token: int = 0, comment: str = "") -> str:
-    """The text of a native throttle configuration (docs/formats.md) for the token policy."""
+def native_config(tokens: int, size_per_token: int = 0, comment: str = "", memory_throttle: int = 0) -> str:
+    """The text of a native throttle configuration (docs/formats.md) for the token policy, with the NiMC
+    cap (bytes/s into each node) when given."""
     lines = ["# contend throttle configuration"] + [f"# {line}" for line in comment.splitlines()]
     lines += ["policy = token", f"tokens = {tokens}"]
     if size_per_token:
         lines.append(f"size_per_token = {size_per_token}")
+    if memory_throttle:
+        lines.append(f"memory_throttle = {memory_throttle}")
     return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,7 @@ PREFIX = "CONTEND_THROTTLE_"
 
 def settings(policy: str, **values: object) -> dict[str, str]:
     """The variables for a policy and its values (keyword names are the variables' lower-case
-    suffixes: tokens, size_per_token, stall_ms, gap_ns, node, ranks_per_node, job, stats, config).
+    suffixes: tokens, size_per_token, stall_ms, gap_ns, servers, node, ranks_per_node, job, stats, config).
     None values are left out."""
     out = {f"{PREFIX}POLICY": policy}
     for key, value in values.items():

@@ -10,7 +10,14 @@ import pandas as pd
 
 from contend.report.plots import pyplot, save_figure
 
-_COLOURS = {"spin": "#7f7f7f", "memcpy": "#d95f02", "put": "#1b9e77", "tcp": "#7570b3", "none": "#000000"}
+_COLOURS = {"spin": "#7f7f7f", "memcpy": "#d95f02", "put": "#1b9e77", "tcp": "#7570b3", "none": "#000000",
+            "rma": "#e7298a", "rma+throttle": "#66a61e", "rma+reserve-core": "#e6ab02"}
+
+
+def _series(table: pd.DataFrame) -> pd.Series:
+    """A line per source and mitigation (``rma+throttle``)."""
+    mitigation = table["mitigation"] if "mitigation" in table else pd.Series("none", index=table.index)
+    return table["source"].where(mitigation == "none", table["source"] + "+" + mitigation)
 
 
 def slowdown_figure(path: str | os.PathLike, table: pd.DataFrame, title: str, paired: bool = False) -> None:
@@ -26,7 +33,7 @@ def slowdown_figure(path: str | os.PathLike, table: pd.DataFrame, title: str, pa
     for axes, (kind, rate, subtitle) in zip(axes_list[0], panels):
         column = "slowdown_pct" if kind == "slowdown" else "paired_pct"
         low, high = ("slowdown_min", "slowdown_max") if kind == "slowdown" else ("paired_min", "paired_max")
-        for source, group in table.groupby("source", sort=False):
+        for source, group in table.groupby(_series(table), sort=False):
             if source in ("none", "spin") and kind == "paired":
                 continue
             x = group[rate].fillna(0).to_numpy(float)

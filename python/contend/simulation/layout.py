@@ -3,8 +3,9 @@
 The engine numbers links densely (``engine/src/net/topology.rs``): injection links of nodes ``0..N``,
 then ejection links, then the network links of the shape. ``NetworkLayout`` holds the engine's
 description of them (``contend._engine.network_links``) as numpy columns, plus the node coordinates of a
-torus or mesh, so that a report can name a link ("router 12 -> router 13"), find its dimension and
-direction, or count the hops between two ranks without a second model of the topology.
+torus or mesh, so that a report can name a link ("router 12 -> router 13") and find its dimension and
+direction; hops between two ranks come from the engine's routes, so there is no second model of the
+topology.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class NetworkLayout:
     capacity: np.ndarray = field(repr=False)
     coordinates: np.ndarray = field(repr=False)
     node_of_rank: np.ndarray = field(repr=False)
+    params: Mapping[str, Any] = field(repr=False, compare=False)  # the engine's, for its routes
 
     @classmethod
     def of(cls, params: Mapping[str, Any], ranks: int) -> "NetworkLayout":
@@ -67,6 +69,7 @@ class NetworkLayout:
             capacity=np.frombuffer(raw["capacity"], dtype="<f8"),
             coordinates=coordinates.reshape(len(raw["coordinates"]), len(network.get("dims") or ())),
             node_of_rank=np.asarray(raw["node_of_rank"], dtype=np.int64),
+            params=dict(params),
         )
 
     @property
@@ -108,16 +111,15 @@ class NetworkLayout:
         direction[local] = np.sign(step)
         return dimension, direction
 
-    def hops(self, source_rank: int, destination_rank: int) -> int:
-        """Network links on a dimension-order route between two ranks of a torus or mesh."""
-        if not self.is_grid:
-            raise ValueError(f"hop counts are implemented for a torus or mesh, not a {self.kind}")
-        a = self.coordinates[self.node_of_rank[source_rank]]
-        b = self.coordinates[self.node_of_rank[destination_rank]]
-        apart = np.abs(a - b)
-        if self.kind == "torus":
-            apart = np.minimum(apart, np.asarray(self.dims) - apart)
-        return int(apart.sum())
+    def hops(self, source_ranks: np.ndarray, destination_ranks: np.ndarray) -> np.ndarray:
+        """Network links on the engine's route between each pair of ranks on an idle network (0 within
+        a node), for any topology: the engine's own routing, not a count of coordinates."""
+        nodes = self.node_of_rank.astype(np.uint32)
+        src = nodes[np.asarray(source_ranks, dtype=np.int64)]
+        dst = nodes[np.asarray(destination_ranks, dtype=np.int64)]
+        with user_errors("network"):
+            routed = engine().route_loads(dict(self.params), src, dst, np.zeros(len(src)))
+        return np.frombuffer(routed["hops"], dtype="<u4").astype(np.int64)
 
 
 def _vertex_name(kind: int, ident: int) -> str:

@@ -140,6 +140,8 @@ class SimulationResult:
     link_columns: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     noise_charged: int | float = 0
     admission_waits: int = 0
+    admission_grants: int = 0
+    admission_max_in_use: int = 0
     memory: Mapping[str, Any] | None = None
     windowed: bool = False
     threads: int = 1
@@ -175,6 +177,8 @@ class SimulationResult:
             link_columns=engine_link_columns(raw),
             noise_charged=ps_to_ns(raw.get("noise_ps", 0)),
             admission_waits=int(raw.get("admission_waits", 0)),
+            admission_grants=int(raw.get("admission_grants", 0)),
+            admission_max_in_use=int(raw.get("admission_max_in_use", 0)),
             memory=_memory_stats(raw.get("memory")),
             windowed=bool(raw.get("windowed", False)),
             threads=int(raw.get("threads", 1)),
@@ -244,6 +248,8 @@ class SimulationResult:
             "busiest_link": self.busiest_link(),
             "noise_charged": self.noise_charged,
             "admission_waits": self.admission_waits,
+            "admission_grants": self.admission_grants,
+            "admission_max_in_use": self.admission_max_in_use,
             "critical_path": None if self.critical_path is None else self.critical_path.to_dict(),
         }
         if self.memory is not None:

@@ -8,7 +8,7 @@ and wraps its answer in a ``SimulationResult`` in the schedule's unit (ns).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from contend.cachedir import cache_dir
 from contend.engine import engine, user_errors
@@ -16,8 +16,10 @@ from contend.errors import UserError
 from contend.machine.file import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
 from contend.noise.settings import NoiseSettings, resolve
 from contend.machine.quantities import bounded_number, parse_bytes, parse_count
-from contend.simulation.result import SimulationResult
 from contend.machine.topology import sharing_model
+
+if TYPE_CHECKING:  # the result loads numpy: the CLI's parsers import this module and need neither
+    from contend.simulation.result import SimulationResult
 
 # The largest rank count the engine accepts (collectives::MAX_RANKS, goal::MAX_RANKS).
 MAX_RANKS = 2**31 - 1
@@ -167,6 +169,8 @@ def simulate(
                 name, num_ranks, size, run_params, root=root, seed=seed, records=records, timeline=timeline,
                 progress=progress,
             )
+    from contend.simulation.result import SimulationResult
+
     return SimulationResult.from_engine(raw, params, workload)
 
 

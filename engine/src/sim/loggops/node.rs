@@ -5,6 +5,7 @@
 
 use crate::nic::{stretched, NicCurves, NicQueues};
 use crate::node::NodeModel;
+use crate::policy::adaptive::Adaptive;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
@@ -25,6 +26,8 @@ pub(super) struct NodeSim {
     tokens: Option<TokenPool<Held>>,
     rate: Option<RateLimiter>,
     proxy: Option<(Proxy, u32)>,
+    /// The adaptive policy's limits (on `tokens`).
+    adaptive: Option<Adaptive>,
     /// Sends granted their tokens after waiting, by rank << 32 | op: the tokens they hold.
     admitted: U64Map<u64>,
     /// Tokens to give back at a RELEASE event: (rank, tokens), slots reused through `free_releases`.
@@ -32,19 +35,29 @@ pub(super) struct NodeSim {
     free_releases: Vec<u32>,
     granted: Vec<(Held, u64)>,
     waits: u64,
+    /// Sends leaving their node that admission let go (once each, after any wait).
+    grants: u64,
+    /// Sends held back by the rate, by rank << 32 | op: a send the gap holds again (others of its
+    /// task went first) still counts as one wait, as in the library.
+    rate_held: U64Map<()>,
 }
 
 impl NodeSim {
     pub(super) fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
         let ranks = node_of.len();
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
-        let (mut tokens, mut rate, mut proxy) = (None, None, None);
+        let (mut tokens, mut rate, mut proxy, mut adaptive) = (None, None, None, None);
         match &model.policy {
             Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
             Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
             Some(PolicySpec::Proxy { servers, tokens: behind }) => {
                 proxy = Some((Proxy::new(*servers, &node_of), *servers));
                 tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
+            }
+            Some(PolicySpec::Adaptive(spec)) => {
+                let limits = Adaptive::new(spec.clone(), &node_of);
+                tokens = Some(limits.pool(ranks));
+                adaptive = Some(limits);
             }
             None => {}
         }
@@ -56,11 +69,14 @@ impl NodeSim {
             tokens,
             rate,
             proxy,
+            adaptive,
             admitted: U64Map::default(),
             releases: Vec::new(),
             free_releases: Vec::new(),
             granted: Vec::new(),
             waits: 0,
+            grants: 0,
+            rate_held: U64Map::default(),
         }
     }
 
@@ -84,6 +100,16 @@ impl NodeSim {
     pub(super) fn admission_waits(&self) -> u64 {
         self.waits + self.tokens.as_ref().map_or(0, |p| p.waits)
     }
+
+    /// Sends leaving their node that admission let go.
+    pub(super) fn admission_grants(&self) -> u64 {
+        self.grants
+    }
+
+    /// The most tokens in use on a node (0 without a token pool).
+    pub(super) fn admission_max_in_use(&self) -> u64 {
+        self.tokens.as_ref().map_or(0, |p| p.max_used)
+    }
 }
 
 /// What admission control says to a send that leaves its node.
@@ -100,6 +126,14 @@ impl NodeSim {
     /// Admission control of send event `e` leaving its node (a send granted after waiting brings
     /// its tokens; the proxy admits at its servers instead).
     pub(super) fn admit(&mut self, t: Time, e: Entry, size: u64) -> Admission {
+        let admission = self.admission(t, e, size);
+        if matches!(admission, Admission::Now(_)) && (self.tokens.is_some() || self.rate.is_some() || self.proxy.is_some()) {
+            self.grants += 1;
+        }
+        admission
+    }
+
+    fn admission(&mut self, t: Time, e: Entry, size: u64) -> Admission {
         if let Some(tokens) = self.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
             return Admission::Now(tokens);
         }
@@ -107,10 +141,12 @@ impl NodeSim {
             return Admission::Now(0);
         }
         if let Some(rate) = &mut self.rate {
+            let key = (e.host as u64) << 32 | e.data as u64;
             if let Err(at) = rate.admit(e.host, t) {
-                self.waits += 1;
+                self.waits += self.rate_held.insert(key, ()).is_none() as u64;
                 return Admission::At(at);
             }
+            self.rate_held.remove(&key);
         }
         match &mut self.tokens {
             Some(pool) => match pool.request(self.node_of[e.host as usize], e.host, size, Held::offered(e)) {
@@ -270,7 +306,12 @@ impl NodeSim {
         let node = self.node_of[task as usize];
         let mut granted = std::mem::take(&mut self.granted);
         granted.clear();
-        self.tokens.as_mut().expect("a token pool").release(node, task, tokens, &mut granted);
+        let pool = self.tokens.as_mut().expect("a token pool");
+        // Adaptive policy: the completion may move the node's limit before it grants the line.
+        if let Some(limit) = self.adaptive.as_mut().and_then(|a| a.completed(node, h.now(), pool.waiting(node))) {
+            pool.set_limit(node, limit);
+        }
+        pool.release(node, task, tokens, &mut granted);
         if self.proxy.is_some() {
             self.granted = granted;
             return self.proxy_dispatch(node, h);

@@ -8,6 +8,11 @@ machine spread over all of them, and each run's slowdown is taken against the ba
 the spin control when the sweep has it, else ``none``. Why the spin: on a shared machine an idle second
 core does not stay idle, other jobs take it and bring their own memory traffic (measured here: the
 ``none`` runs were the noisiest of all); a spinning rank holds the core without touching memory.
+
+The NiMC mitigations (Groves 2016) are measured on the ``rma`` source, whose bytes go through the one-sided
+calls of libcontend-throttle.so: every ``rma`` run is under the library (the two ranks emulating two nodes),
+unmitigated (policy none), with ``throttle`` (memory_throttle: the traffic into the triad's node capped) or
+with ``reserve-core`` (the ranks pinned away from one CPU: on two CPUs, both share the other one).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,10 +33,12 @@ import pyarrow.parquet as pq
 from contend.atomic import atomic_path
 from contend.errors import UserError
 
-SOURCES = ("none", "spin", "memcpy", "put", "tcp")
+SOURCES = ("none", "spin", "memcpy", "put", "tcp", "rma")
 BASELINES = ("spin", "none")  # the first one a round has is its baseline
-PACED = ("memcpy", "put", "tcp")  # the sources that take a rate
-NETWORK = ("put", "tcp")  # traffic arriving as a network would bring it: the detector's positive class
+PACED = ("memcpy", "put", "tcp", "rma")  # the sources that take a rate
+NETWORK = ("put", "tcp", "rma")  # traffic arriving as a network would bring it: the detector's positive class
+MITIGATIONS = ("none", "throttle", "reserve-core")  # applied to the sources that go through the library
+THROUGH_LIBRARY = ("rma",)
 MAX_RATE = -1.0  # bytes/s meaning "unpaced"
 
 _META_KEY = b"contend.nimc"
@@ -43,10 +51,12 @@ class Plan:
     round: int
     source: str
     rate_Bps: float  # MAX_RATE: unpaced; 0 for none and spin
+    mitigation: str = "none"
 
     @property
     def label(self) -> str:
-        return f"{self.source}@{rate_text(self.rate_Bps)}" if self.source in PACED else self.source
+        text = f"{self.source}@{rate_text(self.rate_Bps)}" if self.source in PACED else self.source
+        return text if self.mitigation == "none" else f"{text}+{self.mitigation}"
 
 
 def rate_text(rate: float) -> str:
@@ -99,7 +109,7 @@ def parse_sources(text: str) -> list[str]:
     ['none', 'put']
     >>> parse_sources("rdma")
     Traceback (most recent call last):
-    contend.errors.UserError: --sources: unknown source 'rdma' (choose from none, spin, memcpy, put, tcp)
+    contend.errors.UserError: --sources: unknown source 'rdma' (choose from none, spin, memcpy, put, tcp, rma)
     """
     sources = [s.strip() for s in text.split(",") if s.strip()]
     for s in sources:
@@ -110,17 +120,39 @@ def parse_sources(text: str) -> list[str]:
     return sources
 
 
-def plan_sweep(sources: Sequence[str], rates: Sequence[float], repeats: int, seed: int = 1) -> list[Plan]:
+def parse_mitigations(text: str) -> list[str]:
+    """The mitigations of a sweep, checked.
+
+    >>> parse_mitigations("none,throttle")
+    ['none', 'throttle']
+    >>> parse_mitigations("offload")
+    Traceback (most recent call last):
+    contend.errors.UserError: --mitigations: unknown mitigation 'offload' (choose from none, throttle, reserve-core)
+    """
+    chosen = [m.strip() for m in text.split(",") if m.strip()]
+    for m in chosen:
+        if m not in MITIGATIONS:
+            raise UserError(f"--mitigations: unknown mitigation {m!r} (choose from {', '.join(MITIGATIONS)})")
+    if not chosen:
+        raise UserError("--mitigations: none given (none alone: no mitigation)")
+    return chosen
+
+
+def plan_sweep(sources: Sequence[str], rates: Sequence[float], repeats: int, seed: int = 1,
+               mitigations: Sequence[str] = ("none",)) -> list[Plan]:
     """Rounds of runs: each round a ``none`` run, a ``spin`` run when asked for, and every paced source at
-    every rate once, all in a shuffled order.
+    every rate once (the ones through the library once per mitigation), all in a shuffled order.
 
     >>> [p.label for p in plan_sweep(["spin", "put"], [0, 1e9], 1, seed=3)]
     ['spin', 'put@0', 'none', 'put@1GB/s']
+    >>> sorted(p.label for p in plan_sweep(["rma"], [-1], 1, mitigations=["none", "throttle"]))
+    ['none', 'rma@max', 'rma@max+throttle']
     """
     shuffle = random.Random(seed)
     plans: list[Plan] = []
     for r in range(repeats):
-        others = [Plan(r, s, rate) for s in sources if s in PACED for rate in rates]
+        others = [Plan(r, s, rate, m) for s in sources if s in PACED for rate in rates
+                  for m in (mitigations if s in THROUGH_LIBRARY else ("none",))]
         others += [Plan(r, s, 0.0) for s in ("none", "spin") if s == "none" or s in sources]
         shuffle.shuffle(others)
         plans += others
@@ -195,11 +227,41 @@ def intervals_of(run, plan: Plan, period_s: float = 0.0, on_s: float = 0.0) -> p
     frame.insert(0, "source", plan.source)
     frame.insert(1, "rate_target_Bps", plan.rate_Bps)
     frame.insert(2, "round", plan.round)
+    frame.insert(3, "mitigation", plan.mitigation)
     return frame
 
 
+def library_settings(plan: Plan, memory_throttle_Bps: int | None, stats: Path) -> dict[str, str] | None:
+    """The library's variables for a run through it (None for the other sources): two emulated nodes, so
+    rank 1's puts land in another node; policy none, so the mitigation is the only thing it does."""
+    from contend.native import libthrottle
+
+    if plan.source not in THROUGH_LIBRARY:
+        return None
+    if plan.mitigation == "throttle" and not memory_throttle_Bps:
+        raise UserError("--mitigations throttle needs --memory-throttle BW")
+    return libthrottle.settings(
+        "none", ranks_per_node=1, stats=stats,
+        memory_throttle=memory_throttle_Bps if plan.mitigation == "throttle" else None,
+        reserve_core=1 if plan.mitigation == "reserve-core" else None)
+
+
+def library_summary(stats: Path) -> dict[str, Any]:
+    """What the library did in the run, from its counters (rank 1 paces; both are pinned)."""
+    from contend.native import libthrottle
+
+    rows = libthrottle.read_stats(stats)
+    if len(rows) != 2:
+        raise UserError(f"nimc: the throttle library wrote counters for {len(rows)} of 2 ranks")
+    interferer = rows[1]
+    return {"library_paced_ops": interferer["target_ops"], "library_paced_bytes": interferer["target_bytes"],
+            "library_wait_s": interferer["target_wait_ns"] / 1e9,
+            "library_min_slack_ns": interferer["target_min_slack_ns"],
+            "library_reserved_cpu": rows[0]["reserved_cpu"], "library_cpus": [row["cpus"] for row in rows]}
+
+
 def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
-            period_s: float = 0.0, on_s: float = 0.0,
+            period_s: float = 0.0, on_s: float = 0.0, memory_throttle_Bps: int | None = None,
             timeout_s: float = 300) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Run one plan: its samples and its summary (whose ``verified`` says the data checks passed).
     With bursts (``period_s`` > 0) the summary's ``paired_slowdown_pct`` compares the run's samples
@@ -210,13 +272,20 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
                "region": str(region), "nice": str(nice), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
     if period_s > 0:
         options.update(period=f"{period_s:g}", on=f"{on_s:g}")
-    run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s)
+    with tempfile.TemporaryDirectory(prefix="contend-nimc-") as scratch:
+        stats = Path(scratch) / "throttle.jsonl"
+        throttle = library_settings(plan, memory_throttle_Bps, stats)
+        run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s, throttle=throttle)
+        library = library_summary(stats) if throttle is not None else {}
     frame = intervals_of(run, plan, period_s, on_s)
     row = run.results.iloc[0]
     on_bw = frame.loc[frame["phase"] == "on", "triad_cpu_Bps"].median()
+    on_wall = frame.loc[frame["phase"] == "on", "triad_Bps"].median()
     off_bw = frame.loc[frame["phase"] == "off", "triad_cpu_Bps"].median()
     summary = {
         "label": plan.label, "source": plan.source, "round": plan.round, "rate_target_Bps": plan.rate_Bps,
+        "mitigation": plan.mitigation, "memory_throttle_Bps": memory_throttle_Bps if plan.mitigation == "throttle" else None,
+        **library,
         "started": run.meta.get("started"), "loadavg_1min": run.meta.get("loadavg_1min"),
         "samples": int(len(frame)), "sent_bytes": int(run.injected.get("sent_bytes", -1)),
         "received_bytes": int(run.injected.get("received_bytes", -2)),
@@ -231,7 +300,7 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
         "triad_cpu": run.injected.get("triad_cpu"), "interferer_cpu": run.injected.get("interferer_cpu"),
         "chunk": chunk, "region": region, "duration_s": duration_s, "interval_s": interval_s,
         "nice": nice, "nice_granted": run.injected.get("nice_granted"), "period_s": period_s, "on_s": on_s,
-        "on_cpu_Bps": float(on_bw), "off_cpu_Bps": float(off_bw),
+        "on_cpu_Bps": float(on_bw), "off_cpu_Bps": float(off_bw), "on_wall_Bps": float(on_wall),
         "paired_slowdown_pct": float(100 * (off_bw / on_bw - 1)) if period_s > 0 else float("nan"),
         "injected_on_Bps": float(frame.loc[frame["phase"] == "on", "injected_Bps"].median()),
     }
@@ -272,29 +341,40 @@ def mean_interval(values: Sequence[float], draws: int = 2000, seed: int = 1) -> 
     return float(v.mean()), float(low), float(high)
 
 
-def round_baselines(summaries: list[dict[str, Any]]) -> dict[int, float]:
-    """Per round, the median triad bandwidth (per CPU second) of its baseline run (``BASELINES``)."""
+def round_baselines(summaries: list[dict[str, Any]], key: str = "triad_cpu_Bps") -> dict[int, float]:
+    """Per round, the median triad bandwidth (per CPU second; ``key="triad_Bps"``: per wall second) of its
+    baseline run (``BASELINES``)."""
     baselines: dict[int, float] = {}
     for source in reversed(BASELINES):  # the preferred baseline overwrites the fallback
-        baselines.update({s["round"]: s["triad_cpu_Bps"] for s in summaries if s["source"] == source})
+        baselines.update({s["round"]: s[key] for s in summaries if s["source"] == source})
     return baselines
 
 
 def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
-    """Per (source, rate): the runs' median injected rate, triad bandwidth and slowdown against the
-    baseline of their round, with the spread (min, max) over runs and the load they ran under."""
+    """Per (source, mitigation, rate): the runs' median injected rate, triad bandwidth and slowdown against
+    the baseline of their round (per CPU second, and per wall second: what a program sharing its core
+    loses too), with the spread (min, max) over runs and the load they ran under."""
     runs = pd.DataFrame(summaries)
+    if "mitigation" not in runs:  # sweeps from before the mitigations
+        runs["mitigation"] = "none"
     base = pd.Series(round_baselines(summaries))
     # inside the bursts (all samples of continuous runs)
     during = runs["on_cpu_Bps"] if "on_cpu_Bps" in runs else runs["triad_cpu_Bps"]
     runs["slowdown_pct"] = 100 * (runs["round"].map(base) / during - 1)
+    if "on_wall_Bps" in runs:
+        wall_base = pd.Series(round_baselines(summaries, "triad_Bps"))
+        runs["wall_slowdown_pct"] = 100 * (runs["round"].map(wall_base) / runs["on_wall_Bps"] - 1)
+    else:
+        runs["wall_slowdown_pct"] = float("nan")
     runs["bw_loss_pct"] = 100 * (1 - during / runs["round"].map(base))
     order = {s: i for i, s in enumerate(SOURCES)}
+    mitigation_order = {m: i for i, m in enumerate(MITIGATIONS)}
     runs["rate_key"] = runs["rate_target_Bps"].where(runs["rate_target_Bps"] >= 0, np.inf)
     rows = []
-    for (source, _), group in runs.groupby(["source", "rate_key"], sort=False):
+    for (source, mitigation, _), group in runs.groupby(["source", "mitigation", "rate_key"], sort=False):
         rows.append({
-            "source": source, "rate_target": rate_text(float(group["rate_target_Bps"].iloc[0])),
+            "source": source, "mitigation": mitigation,
+            "rate_target": rate_text(float(group["rate_target_Bps"].iloc[0])),
             "runs": len(group),
             "injected_GBps": group["injected_Bps"].median() / 1e9,
             "triad_GBps": group["triad_cpu_Bps"].median() / 1e9,
@@ -302,6 +382,7 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
             "slowdown_pct": group["slowdown_pct"].median(),
             "slowdown_min": group["slowdown_pct"].min(), "slowdown_max": group["slowdown_pct"].max(),
             "bw_loss_pct": group["bw_loss_pct"].median(),
+            "wall_slowdown_pct": group["wall_slowdown_pct"].median(),
             "injected_on_GBps": group["injected_on_Bps"].median() / 1e9 if "injected_on_Bps" in group else float("nan"),
             "paired_pct": group["paired_slowdown_pct"].median() if "paired_slowdown_pct" in group else float("nan"),
             "paired_min": group["paired_slowdown_pct"].min() if "paired_slowdown_pct" in group else float("nan"),
@@ -312,21 +393,23 @@ def slowdown_table(summaries: list[dict[str, Any]]) -> pd.DataFrame:
             "cpu_share": group["cpu_share"].median(),
             "loadavg": group["loadavg_1min"].median(),
             "verified": bool(group["verified"].all()),
-            "_order": (order.get(source, 99), float(group["rate_key"].iloc[0])),
+            "_order": (order.get(source, 99), float(group["rate_key"].iloc[0]), mitigation_order.get(mitigation, 9)),
         })
     table = pd.DataFrame(rows).sort_values("_order").drop(columns="_order").reset_index(drop=True)
     return table
 
 
 def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk: int, region: int, nice: int = 0,
-          period_s: float = 0.0, on_s: float = 0.0, progress: Callable[[int, int, Plan], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+          period_s: float = 0.0, on_s: float = 0.0, memory_throttle_Bps: int | None = None,
+          progress: Callable[[int, int, Plan], None] | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Run every plan in order; all samples (labelled) and the runs' summaries."""
     frames, summaries = [], []
     for number, plan in enumerate(plans):
         if progress is not None:
             progress(number, len(plans), plan)
         frame, summary = measure(plan, duration_s=duration_s, interval_s=interval_s, chunk=chunk, region=region,
-                                 nice=nice, period_s=period_s, on_s=on_s, timeout_s=max(120.0, 10 * duration_s))
+                                 nice=nice, period_s=period_s, on_s=on_s, memory_throttle_Bps=memory_throttle_Bps,
+                                 timeout_s=max(120.0, 10 * duration_s))
         summary["run"] = number
         frame.insert(0, "run", number)
         frames.append(frame)
@@ -334,6 +417,47 @@ def sweep(plans: Sequence[Plan], *, duration_s: float, interval_s: float, chunk:
     if progress is not None:
         progress(len(plans), len(plans), plans[-1])
     return label(pd.concat(frames, ignore_index=True), summaries), summaries
+
+
+# `contend tune --real --nimc`: the rates of rma traffic it tries, and how it runs them
+TUNE_RATES = (0.5e9, 1e9, 2e9, 4e9, 8e9, MAX_RATE)
+TUNE_RUN = {"duration_s": 2.0, "interval_s": 0.1, "chunk": 1 << 20, "region": 256 << 20, "nice": -20,
+            "period_s": 1.0, "on_s": 0.5}
+
+
+def largest_tolerated_rate(table: pd.DataFrame, tolerance: float) -> float | None:
+    """The largest rate of unmitigated ``rma`` traffic at which the triad's slowdown inside bursts against
+    its own samples between them (the median over rounds) stays within ``tolerance``, for that rate and
+    every slower one; ``MAX_RATE`` when unpaced traffic stays within it too; None when even the slowest
+    does not.
+
+    >>> t = pd.DataFrame({"source": "rma", "mitigation": "none", "rate_target": ["1GB/s", "2GB/s", "max"],
+    ...                   "paired_pct": [1.0, 4.0, 30.0]})
+    >>> largest_tolerated_rate(t, 0.05), largest_tolerated_rate(t, 0.5), largest_tolerated_rate(t, 0.001)
+    (2000000000.0, -1.0, None)
+    """
+    rows = table[(table["source"] == "rma") & (table["mitigation"] == "none")]
+    by_rate = {_rate_of(text): pct for text, pct in zip(rows["rate_target"], rows["paired_pct"])}
+    best = None
+    for rate in sorted(by_rate, key=lambda r: np.inf if r < 0 else r):
+        if not by_rate[rate] <= 100 * tolerance:  # NaN (no bursts) counts as not tolerated
+            break
+        best = rate
+    return best
+
+
+def _rate_of(text: str) -> float:
+    return MAX_RATE if text == "max" else parse_rates(text.removesuffix("/s"))[0]
+
+
+def tune_memory_throttle(repeats: int, tolerance: float, seed: int = 1,
+                         progress: Callable[[int, int, Plan], None] | None = None) -> tuple[float | None, pd.DataFrame]:
+    """Measure rma traffic at ``TUNE_RATES`` against the spin control, in bursts, ``repeats`` rounds; the
+    largest tolerated rate (``largest_tolerated_rate``) and the slowdown table."""
+    plans = plan_sweep(["spin", "rma"], TUNE_RATES, repeats, seed)
+    _, summaries = sweep(plans, **TUNE_RUN, progress=progress)
+    table = slowdown_table(summaries)
+    return largest_tolerated_rate(table, tolerance), table
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path, meta: dict[str, Any]) -> None:

@@ -114,9 +114,9 @@ _ALL = (
               2, False, 4, NIC_SIZES, "outstanding", NIC_OPTIONS, ("send", "put")),
     Benchmark("randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, False,
               4, (8, 16), "updates", ("windows", "table", "seed")),
-    Benchmark("nimc", "STREAM triad on one core while another injects memory traffic (put, tcp, memcpy, spin)",
+    Benchmark("nimc", "STREAM triad on one core while another injects memory traffic (put, rma, tcp, memcpy, spin)",
               2, False, 2, (1 * MiB,), "nimc", ("mode", "duration", "rate", "interval", "region", "nice", "period", "on"),
-              ("none", "spin", "memcpy", "put", "tcp")),
+              ("none", "spin", "memcpy", "put", "tcp", "rma")),
 )
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in _ALL}

@@ -161,15 +161,19 @@ def nimc_table(table: pd.DataFrame, period: float, on: float) -> Table:
     bursts = period > 0
     shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
                         + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
-    columns = ["source", "rate", "runs", "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
-               "vs round's spin %", "min..max %"] + (["in vs between bursts %", "min..max %", "mean [95% CI]"]
-                                                 if bursts else []) + ["CPU share", "load", "checked"]
+    mitigated = "mitigation" in table and bool((table["mitigation"] != "none").any())
+    columns = ["source", *(["mitigation"] if mitigated else []), "rate", "runs",
+               "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
+               "vs round's spin %", "min..max %", *(["per wall s %"] if mitigated else [])] + (
+                   ["in vs between bursts %", "min..max %", "mean [95% CI]"] if bursts else []) + [
+                   "CPU share", "load", "checked"]
     for name in columns:
-        shown.add_column(name, justify="left" if name in ("source", "rate") else "right")
+        shown.add_column(name, justify="left" if name in ("source", "mitigation", "rate") else "right")
     for row in table.to_dict(orient="records"):
-        cells = [row["source"], row["rate_target"], str(row["runs"]),
+        cells = [row["source"], *([row["mitigation"]] if mitigated else []), row["rate_target"], str(row["runs"]),
                  f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
-                 f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}"]
+                 f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}",
+                 *([f"{row['wall_slowdown_pct']:+.1f}"] if mitigated else [])]
         if bursts:
             cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
                       f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]"]

@@ -1,0 +1,220 @@
+//! Adaptive (closed-loop) token throttling: the node's token limit follows the node's completion
+//! rate while the program runs, with no sweep beforehand. The rule, its defaults and its limits are
+//! stated once in docs/models.md ("Adaptive limit"); native/throttle/adaptive.c is the same rule in
+//! the library, so a simulation predicts what the library does.
+//!
+//! Per node: a limit W (tokens, one per message), a round of W completions, and the best completion
+//! rate seen since the last decrease. A round in which some send waited for a token ("binding")
+//! compares its rate with the best: within the tolerance the limit grows (doubling until the first
+//! decrease, then by one), below it the limit is multiplied by `decrease`. A round nobody waited in
+//! changes nothing (the limit was not what held the node back).
+
+use super::tokens::{TokenPool, TokenSpec};
+use crate::time::Time;
+
+/// The rule's parameters (defaults: docs/models.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AdaptiveSpec {
+    /// The pool's maximum: the limit never exceeds it.
+    pub max_tokens: u64,
+    /// The limit at the start; None: the node's ranks (one message per core), at most `max_tokens`.
+    pub initial: Option<u64>,
+    /// The factor a congested round multiplies the limit by (0 < decrease < 1).
+    pub decrease: f64,
+    /// A round congests when its rate is below (1 - tolerance) times the best.
+    pub tolerance: f64,
+}
+
+impl AdaptiveSpec {
+    pub const DEFAULT_MAX_TOKENS: u64 = 1_000_000;
+    pub const DEFAULT_DECREASE: f64 = 0.5;
+    pub const DEFAULT_TOLERANCE: f64 = 0.05;
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_tokens == 0 {
+            return Err("adaptive: tokens (the most the limit may reach) must be at least 1".into());
+        }
+        if self.initial.is_some_and(|i| i == 0 || i > self.max_tokens) {
+            return Err(format!("adaptive: initial must be from 1 to tokens ({})", self.max_tokens));
+        }
+        if !(self.decrease > 0.0 && self.decrease < 1.0) {
+            return Err("adaptive: decrease must be between 0 and 1 (exclusive)".into());
+        }
+        if !(0.0..1.0).contains(&self.tolerance) {
+            return Err("adaptive: tolerance must be at least 0 and below 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl Default for AdaptiveSpec {
+    fn default() -> AdaptiveSpec {
+        AdaptiveSpec {
+            max_tokens: Self::DEFAULT_MAX_TOKENS,
+            initial: None,
+            decrease: Self::DEFAULT_DECREASE,
+            tolerance: Self::DEFAULT_TOLERANCE,
+        }
+    }
+}
+
+/// One node's controller.
+#[derive(Clone, Debug)]
+struct NodeLimit {
+    limit: u64,
+    slow_start: bool,
+    /// Completions per ps of the best round since the last decrease (0: none yet).
+    best: f64,
+    /// When the round started (None before the node's first completion).
+    start: Option<Time>,
+    /// The round's length (the limit when it started) and its completions so far.
+    length: u64,
+    done: u64,
+    binding: bool,
+}
+
+/// The limits of all nodes, and what they did.
+pub struct Adaptive {
+    spec: AdaptiveSpec,
+    nodes: Vec<NodeLimit>,
+    /// Limit changes (all nodes).
+    pub adjustments: u64,
+    /// The smallest and largest limit any node had.
+    pub min_limit: u64,
+    pub max_limit: u64,
+}
+
+impl Adaptive {
+    /// `node_of[task]` places the tasks on nodes.
+    pub fn new(spec: AdaptiveSpec, node_of: &[u32]) -> Adaptive {
+        let mut ranks = vec![0u64; node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0)];
+        for &n in node_of {
+            ranks[n as usize] += 1;
+        }
+        let nodes: Vec<NodeLimit> = ranks
+            .iter()
+            .map(|&r| {
+                let limit = spec.initial.unwrap_or(r).clamp(1, spec.max_tokens);
+                NodeLimit { limit, slow_start: true, best: 0.0, start: None, length: limit, done: 0, binding: false }
+            })
+            .collect();
+        let (min_limit, max_limit) = (nodes.iter().map(|n| n.limit).min().unwrap_or(1), nodes.iter().map(|n| n.limit).max().unwrap_or(1));
+        Adaptive { nodes, adjustments: 0, min_limit, max_limit, spec }
+    }
+
+    /// The pool the limits act on: one token per message, `max_tokens` in all, each node at its
+    /// initial limit.
+    pub fn pool<T>(&self, tasks: usize) -> TokenPool<T> {
+        let mut pool = TokenPool::new(TokenSpec { tokens: Some(self.spec.max_tokens), size_per_token: 0, thresholds: vec![] }, self.nodes.len(), tasks);
+        for (node, n) in self.nodes.iter().enumerate() {
+            pool.set_limit(node as u32, n.limit);
+        }
+        pool
+    }
+
+    /// A message of `node` completed at `t` (gave back its token); `waiting`: some send of the node
+    /// waits for a token now. Returns the node's new limit when it changes.
+    pub fn completed(&mut self, node: u32, t: Time, waiting: bool) -> Option<u64> {
+        let s = &self.spec;
+        let n = &mut self.nodes[node as usize];
+        n.binding |= waiting;
+        let Some(start) = n.start else {
+            n.start = Some(t); // the first completion starts the first round
+            return None;
+        };
+        n.done += 1;
+        if n.done < n.length {
+            return None;
+        }
+        let rate = n.done as f64 / (t - start).max(1) as f64;
+        let old = n.limit;
+        if n.binding {
+            if n.best == 0.0 {
+                n.best = rate; // the first round, and the first after a decrease, only measure
+            } else if rate >= (1.0 - s.tolerance) * n.best {
+                n.best = n.best.max(rate);
+                n.limit = if n.slow_start { 2 * n.limit } else { n.limit + 1 }.min(s.max_tokens);
+            } else {
+                n.limit = ((n.limit as f64 * s.decrease) as u64).max(1);
+                n.slow_start = false;
+                n.best = 0.0;
+            }
+        }
+        n.start = Some(t);
+        n.length = n.limit;
+        n.done = 0;
+        n.binding = false;
+        (n.limit != old).then(|| {
+            self.adjustments += 1;
+            self.min_limit = self.min_limit.min(n.limit);
+            self.max_limit = self.max_limit.max(n.limit);
+            n.limit
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `rounds` binding rounds whose rate is `rate(limit)` completions per ps; the limits after each.
+    fn run(a: &mut Adaptive, rounds: usize, rate: impl Fn(u64) -> f64) -> Vec<u64> {
+        let mut t: Time = 0;
+        a.completed(0, t, true);
+        let mut limit = a.nodes[0].limit;
+        let mut out = Vec::new();
+        for _ in 0..rounds {
+            let step = (1.0 / rate(limit)).round() as Time;
+            for _ in 0..limit {
+                t += step;
+                if let Some(l) = a.completed(0, t, true) {
+                    limit = l;
+                }
+            }
+            out.push(limit);
+        }
+        out
+    }
+
+    #[test]
+    fn doubles_then_halves_at_the_knee_then_grows_by_one() {
+        let mut a = Adaptive::new(AdaptiveSpec { initial: Some(1), ..AdaptiveSpec::default() }, &[0]);
+        // Full rate up to 20 in flight, 40% less beyond (a knee as in the InfiniBand-like preset).
+        // The first round, and the first after the decrease, only measure.
+        let limits = run(&mut a, 10, |w| if w <= 20 { 1e-3 } else { 0.6e-3 });
+        assert_eq!(limits, vec![1, 2, 4, 8, 16, 32, 16, 16, 17, 18]);
+        assert_eq!((a.min_limit, a.max_limit, a.adjustments), (1, 32, 8));
+    }
+
+    #[test]
+    fn a_round_nobody_waited_in_changes_nothing() {
+        let mut a = Adaptive::new(AdaptiveSpec::default(), &[0, 1, 1, 1, 1]);
+        assert_eq!((a.nodes[0].limit, a.nodes[1].limit), (1, 4)); // one per rank of the node
+        a.completed(1, 0, false);
+        for t in 1..=4 {
+            assert_eq!(a.completed(1, t * 1000, false), None);
+        }
+        assert_eq!(a.nodes[1].limit, 4);
+        assert_eq!(a.completed(0, 0, true), None); // nodes are independent
+    }
+
+    #[test]
+    fn never_beyond_the_pool_nor_below_one() {
+        let mut a = Adaptive::new(AdaptiveSpec { max_tokens: 5, ..AdaptiveSpec::default() }, &[0; 3]);
+        assert_eq!(run(&mut a, 3, |_| 1e-3), vec![3, 5, 5]);
+        let mut b = Adaptive::new(AdaptiveSpec::default(), &[0]);
+        // Ever slower rounds: every comparison after the first congests, but the limit stays at 1.
+        let limits = run(&mut b, 6, |w| 1e-3 / (w as f64 * 4.0));
+        assert!(limits.iter().all(|&l| l >= 1), "{limits:?}");
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let bad = |s: AdaptiveSpec| s.validate().unwrap_err();
+        assert!(bad(AdaptiveSpec { max_tokens: 0, ..AdaptiveSpec::default() }).contains("tokens"));
+        assert!(bad(AdaptiveSpec { initial: Some(0), ..AdaptiveSpec::default() }).contains("initial"));
+        assert!(bad(AdaptiveSpec { decrease: 1.0, ..AdaptiveSpec::default() }).contains("decrease"));
+        assert!(bad(AdaptiveSpec { tolerance: 1.0, ..AdaptiveSpec::default() }).contains("tolerance"));
+        assert!(AdaptiveSpec::default().validate().is_ok());
+    }
+}

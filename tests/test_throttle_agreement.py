@@ -1,0 +1,90 @@
+"""Engine vs libcontend-throttle on the same scenarios (contend.experiments.throttle_agreement: Luo et al.
+2012's Figure 1 and Figure 2 microbenchmarks and the overlapped all-to-all, 4 ranks as two nodes of 2
+on this host), per policy (token 1, token 2, rate, proxy with one server per node): the counters that
+the policy's rules fix agree exactly.
+
+- Grants: every send the scenario makes is admitted once, whatever the timing. The engine admits the
+  sends that leave their node; the library every send but one to the task itself, so in the
+  all-to-all it also admits each rank's node-local send (one of three).
+- Tokens in use: never more than the pool on either side; exactly the pool when a node offers at least
+  that many sends at once (both ranks of a node send at once; with a window, one rank alone fills it).
+- Waits: timing decides them (whether a send's tokens came back, or the gap passed, before it asked:
+  the engine's model returns a task's tokens exactly when its next send may start, MPICH on shared
+  memory completes an eager send within the call, and real rounds pause at barriers and for the
+  scheduler), so the library's vary from run to run several-fold and the engine's lie outside that
+  range (docs/measurements.md, "Engine vs library"). What the rules fix: none where the pool covers
+  every send a node can have in flight; otherwise at most one per send on each side.
+
+A run of MPI per side is a second or two; each case runs the benchmark twice (the difference takes
+away the harness's own messages).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contend.experiments.throttle_agreement import POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS, compare
+
+ROUNDS = 4
+
+
+def in_flight_per_node(scenario, engine: bool) -> int:
+    """The most sends a node can have in flight at once in the scenario (as each side counts them)."""
+    if scenario.pattern == "alltoall":  # each rank posts all its sends at once (engine: off the node)
+        peers = RANKS - RANKS_PER_NODE if engine else RANKS - 1
+        return RANKS_PER_NODE * peers
+    return RANKS_PER_NODE * scenario.window
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
+    s, table = SCENARIOS[scenario], POLICIES[policy]
+    got = compare(s, table, ROUNDS, tmp_path)
+    engine, library = got["engine"], got["library"]
+    every, leaving = s.sends(ROUNDS)
+    seen = f"engine {engine}, library {library}"
+
+    assert engine["messages"] == every, seen
+    assert engine["grants"] == leaving, seen
+    assert library["grants"] == every, seen
+
+    for run in got["runs"]:
+        assert all(0 <= row["waits"] <= row["ops"] for row in run), run
+    assert 0 <= engine["waits"] <= engine["grants"], seen
+
+    if table["policy"] == "token":
+        pool = table["tokens"]
+        for side, counters in (("engine", engine), ("library", library)):
+            offered = in_flight_per_node(s, engine=side == "engine")
+            expected = min(pool, offered)
+            assert counters["max_in_use"] == expected, f"{side}: {seen}"
+            if offered <= pool:  # a send never finds the pool short
+                assert counters["waits"] == 0, f"{side}: {seen}"
+        assert all(row["escapes"] == 0 for run in got["runs"] for row in run), got["runs"]
+    else:
+        assert engine["max_in_use"] == library["max_in_use"] == 0, seen
+
+
+def engine_counters(tmp_path, goal: str, throttle: dict, ranks_per_node: int):
+    from contend.simulation.simulate import simulate
+
+    path = tmp_path / "case.goal"
+    path.write_text(goal)
+    r = simulate(path, ranks_per_node=ranks_per_node, throttle=throttle)
+    return r.admission_grants, r.admission_waits, r.admission_max_in_use
+
+
+def test_the_engine_counts_each_send_once(tmp_path):
+    # Rank 0 posts 4 sends to rank 1 (another node) at once, under a gap far above every cost: sends 2-4
+    # each wait (once, though 3 and 4 are held again while the ones before them go).
+    burst = "num_ranks 2\nrank 0 {\n" + "".join(f"s{i}: send 8b to 1\n" for i in range(4)) + "}\n" \
+        "rank 1 {\n" + "".join(f"r{i}: recv 8b from 0\n" for i in range(4)) + "}\n"
+    assert engine_counters(tmp_path, burst, {"kind": "rate", "gap": 10**9}, 1) == (4, 3, 0)
+    # Ranks 0 and 1 of node 0 each send one message to node 1 at once, one token per node: one waits.
+    pair = "num_ranks 4\nrank 0 {\ns: send 8b to 2\n}\nrank 1 {\ns: send 8b to 3\n}\n" \
+        "rank 2 {\nr: recv 8b from 0\n}\nrank 3 {\nr: recv 8b from 1\n}\n"
+    assert engine_counters(tmp_path, pair, {"kind": "token", "tokens": 1}, 2) == (2, 1, 1)
+    assert engine_counters(tmp_path, pair, {"kind": "token", "tokens": 2}, 2) == (2, 0, 2)
+    # Without a policy nothing is admitted, so nothing is counted.
+    assert engine_counters(tmp_path, pair, None, 2) == (0, 0, 0)
