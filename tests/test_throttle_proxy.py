@@ -47,13 +47,18 @@ def stress(library, tmp_path, variables, program, ranks=RANKS):
     return summary, rows, finished.stderr
 
 
-def c_stress(library, tmp_path, variables, *args, messages=1000, ops=1000):
-    program = [str(mpi.build_dir(library) / "throttle-stress"), "--messages", str(messages), "--ops", str(ops), *args]
+def c_stress(library, tmp_path, variables, *args, messages=1000, ops=1000, blocking=200, rounds=10, collectives=50):
+    program = [str(mpi.build_dir(library) / "throttle-stress"), "--messages", str(messages), "--ops", str(ops),
+               "--blocking", str(blocking), "--rounds", str(rounds), "--collectives", str(collectives), *args]
     summary, rows, stderr = stress(library, tmp_path, variables, program)
-    one_sided = ops + 16 + ops // 4 + 1  # writes, fence puts, reads (throttle/test/stress.c)
+    # per rank (throttle/test/stress.c): the nonblocking sends; the blocking sends and blocking // 2
+    # Sendrecv rounds; 16 persistent sends started `rounds` times; RANKS - 1 sends per collective call;
+    # the one-sided writes, 16 fence puts and ops // 4 + 1 reads
+    one_sided = ops + 16 + ops // 4 + 1
     assert summary["sends"] == RANKS * messages and summary["one_sided"] == RANKS * one_sided
+    sends = messages + blocking + blocking // 2 + 16 * rounds + collectives * (RANKS - 1)
     for row in rows:
-        assert row["ops"] == messages + one_sided and row["ops_one_sided"] == one_sided, row
+        assert row["ops"] == sends + one_sided and row["ops_one_sided"] == one_sided, row
     return rows, stderr
 
 
