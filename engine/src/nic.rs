@@ -74,9 +74,6 @@ pub struct NicSpec {
     classes: Vec<SizeClass>,
 }
 
-/// The name the simulator's node handlers know it by.
-pub type NicCurves = NicSpec;
-
 impl NicSpec {
     /// Classes in increasing `up_to`; at least one. Errors name `nic.class.<position>.<key>`.
     pub fn new(classes: Vec<NicClass>) -> Result<NicSpec, SpecError> {

@@ -19,9 +19,6 @@ pub struct NodeSpec {
     pub(crate) policy: Option<AdmissionSpec>,
 }
 
-/// The name the simulator's node handlers know it by.
-pub type NodeModel = NodeSpec;
-
 impl NodeSpec {
     /// `ranks_per_node` must be at least 1 (its error names `node.ranks_per_node`: the table it
     /// came from is the reader's to say).

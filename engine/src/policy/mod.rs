@@ -36,9 +36,6 @@ pub enum AdmissionSpec {
     Adaptive(AdaptiveSpec),
 }
 
-/// The name the simulator's node handlers know it by.
-pub type PolicySpec = AdmissionSpec;
-
 impl AdmissionSpec {
     pub fn token(tokens: TokenSpec) -> AdmissionSpec {
         AdmissionSpec::Token(tokens)

@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use crate::net::Network;
 use crate::node::memory::MemorySim;
-use crate::node::NodeModel;
+use crate::node::NodeSpec;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
@@ -253,7 +253,7 @@ pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario
 
 impl<'p, P: Program> Sim<'p, P> {
     /// A simulator of every rank, with the time-ordered queue (the caller may set windows).
-    fn new(prog: &'p P, par: &Params, opts: &Options, network: Option<Network>, noise: Option<&'p Noise>, node: Option<&NodeModel>, memory: Option<MemorySim>) -> Sim<'p, P> {
+    fn new(prog: &'p P, par: &Params, opts: &Options, network: Option<Network>, noise: Option<&'p Noise>, node: Option<&NodeSpec>, memory: Option<MemorySim>) -> Sim<'p, P> {
         let n = prog.num_ranks() as usize;
         let cpus = prog.num_cpus().max(1) as usize;
         let nics = prog.num_nics().max(1) as usize;

@@ -3,13 +3,13 @@
 //! they act on the core only through the handle (`super::handle`): `schedule` an event, `resume` a
 //! send they held back (with its key), `complete` a send they carried.
 
-use crate::nic::{stretched, NicCurves, NicQueues};
-use crate::node::NodeModel;
+use crate::nic::{stretched, NicSpec, NicQueues};
+use crate::node::NodeSpec;
 use crate::policy::adaptive::Adaptive;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
-use crate::policy::PolicySpec;
+use crate::policy::AdmissionSpec;
 use crate::schedule::Program;
 use crate::sim::queue::Entry;
 use crate::time::Time;
@@ -21,7 +21,7 @@ use super::{ARRIVAL, FLOW_START, MSG_FLAG, NIC_DONE, NIC_ENQUEUE, PROXY_DONE, RE
 /// The node models' state during a run.
 pub(super) struct NodeSim {
     node_of: Vec<u32>,
-    curves: Option<NicCurves>,
+    curves: Option<NicSpec>,
     nic: NicQueues,
     tokens: Option<TokenPool<Held>>,
     rate: Option<RateLimiter>,
@@ -43,18 +43,18 @@ pub(super) struct NodeSim {
 }
 
 impl NodeSim {
-    pub(super) fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
+    pub(super) fn new(model: &NodeSpec, node_of: Vec<u32>) -> NodeSim {
         let ranks = node_of.len();
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
         let (mut tokens, mut rate, mut proxy, mut adaptive) = (None, None, None, None);
         match &model.policy {
-            Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
-            Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
-            Some(PolicySpec::Proxy { servers, tokens: behind }) => {
+            Some(AdmissionSpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
+            Some(AdmissionSpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
+            Some(AdmissionSpec::Proxy { servers, tokens: behind }) => {
                 proxy = Some((Proxy::new(*servers, &node_of), *servers));
                 tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
             }
-            Some(PolicySpec::Adaptive(spec)) => {
+            Some(AdmissionSpec::Adaptive(spec)) => {
                 let limits = Adaptive::new(spec.clone(), &node_of);
                 tokens = Some(limits.pool(ranks));
                 adaptive = Some(limits);
