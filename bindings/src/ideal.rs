@@ -10,6 +10,7 @@ use contend_engine::net::{Network, Sharing};
 
 use crate::network::network_from;
 use crate::results::le_bytes;
+use crate::spec_error::spec_err;
 
 /// Per message `i` (rank `src[i]` to rank `dst[i]`, `bytes[i]` bytes), in ps, the time from its
 /// entering the network to its last byte arriving when it is alone on an idle network (the network
@@ -39,7 +40,7 @@ fn network_transfer(
     // Only flows can be ended one by one, which keeps the network idle for the next message; how
     // links are shared does not change a message's time alone.
     spec.sharing = Sharing::Flow;
-    let mut net = Network::new(&spec, ranks).map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
+    let mut net = Network::new(&spec, ranks).map_err(spec_err)?;
     let times = py.detach(|| {
         (0..src.len())
             .map(|i| {

@@ -14,6 +14,7 @@ mod node;
 mod noise;
 mod results;
 mod simulate;
+mod spec_error;
 mod units;
 
 use pyo3::prelude::*;
@@ -26,6 +27,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     network::register(m)?;
     noise::register(m)?;
     simulate::register(m)?;
+    spec_error::register(m)?;
     units::register(m)?;
     ideal::register(m)?;
     Ok(())

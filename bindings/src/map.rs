@@ -80,7 +80,7 @@ fn refine_placement(
     let (spec, routes) = routes_from(params)?;
     let nodes = routes.topology().num_nodes();
     RankMap::new(Placement::Explicit(node_of_rank.clone()), ranks, nodes, spec.ranks_per_node)
-        .map_err(|e| PyValueError::new_err(format!("placement: {e}")))?;
+        .map_err(|e| PyValueError::new_err(format!("placement: {}", e.problem)))?;
     let refined = py
         .detach(|| refine(&routes, &node_of_rank, &src, &dst, &bytes, rounds, seed))
         .map_err(PyValueError::new_err)?;

@@ -7,6 +7,7 @@ use pyo3::types::{PyBytes, PyDict};
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
 
 use crate::results::le_bytes;
+use crate::spec_error::spec_err;
 use crate::simulate::optional_dict;
 
 /// Reads the optional "network" entry of the parameters (see docs/formats.md, machine files):
@@ -70,7 +71,7 @@ pub(crate) fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec
 fn network_links(py: Python<'_>, params: &Bound<'_, PyDict>, ranks: u32) -> PyResult<Py<PyDict>> {
     use contend_engine::net::{LinkClass, Vertex};
     let spec = network_from(params)?.ok_or_else(|| PyValueError::new_err("no network in the parameters"))?;
-    let net = Network::new(&spec, ranks).map_err(|e| PyValueError::new_err(format!("network: {e}")))?;
+    let net = Network::new(&spec, ranks).map_err(spec_err)?;
     let topo = net.topology();
     let n = topo.num_links();
     let (mut class, mut from_kind, mut from_id, mut to_kind, mut to_id, mut capacity) =

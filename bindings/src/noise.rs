@@ -9,34 +9,23 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use contend_engine::noise::random::Durations;
-use contend_engine::noise::spec::{self, BuildError, NoiseKind, NoiseSpec, SpecError};
+use contend_engine::noise::spec::{self, BuildError, NoiseKind, NoiseSpec};
 use contend_engine::noise::trace::{read_trace_file, TraceError};
 use contend_engine::noise::{Noise, Phase};
 
 use crate::results::le_bytes;
 use crate::simulate::optional_dict;
+use crate::spec_error::spec_err;
 
 create_exception!(_engine, NoiseTraceError, PyValueError, "A malformed noise trace; the message starts with path:line.");
-create_exception!(_engine, NoiseSpecError, PyValueError, "A noise spec the model rejects; `key` names the spec's key, `problem` says why.");
-
 fn trace_err(e: TraceError) -> PyErr {
     NoiseTraceError::new_err(e.to_string())
-}
-
-/// The spec's error, with its key and problem apart so that Python names the place the key came from.
-fn spec_err(py: Python<'_>, e: SpecError) -> PyErr {
-    let err = NoiseSpecError::new_err(format!("noise {e}"));
-    let value = err.value(py);
-    match value.setattr("key", e.key).and_then(|_| value.setattr("problem", &e.message)) {
-        Ok(()) => err,
-        Err(failed) => failed,
-    }
 }
 
 /// The `noise` dict of the parameters (built by contend.noise.settings `engine_params`) as a spec:
 /// kind (periodic, random, trace) and its values in ps / Hz, "phase" (None: independent phases,
 /// else the co-scheduled phase in ps), "seed", "per_byte".
-fn spec_from(py: Python<'_>, n: &Bound<'_, PyDict>) -> PyResult<NoiseSpec> {
+fn spec_from(n: &Bound<'_, PyDict>) -> PyResult<NoiseSpec> {
     let err = |k: &str, what: &str| PyValueError::new_err(format!("noise {k}: {what}"));
     let get = |k: &str| -> PyResult<Bound<'_, PyAny>> { n.get_item(k)?.filter(|v| !v.is_none()).ok_or_else(|| err(k, "missing")) };
     let time = |k: &str| -> PyResult<u64> { get(k)?.extract::<u64>().map_err(|_| err(k, "must be a non-negative integer (ps)")) };
@@ -69,7 +58,7 @@ fn spec_from(py: Python<'_>, n: &Bound<'_, PyDict>) -> PyResult<NoiseSpec> {
         "trace" => NoiseKind::Trace { files: get("files")?.extract().map_err(|_| err("files", "must be a list of paths"))? },
         other => return Err(err("kind", &format!("unknown '{other}' (periodic, random, trace)"))),
     };
-    NoiseSpec::new(kind, phase, seed, per_byte).map_err(|e| spec_err(py, e))
+    NoiseSpec::new(kind, phase, seed, per_byte).map_err(spec_err)
 }
 
 /// The spec as the `noise` dict of the parameters (the inverse of `spec_from`).
@@ -111,25 +100,25 @@ fn spec_dict<'py>(py: Python<'py>, spec: &NoiseSpec) -> PyResult<Bound<'py, PyDi
 /// The optional "noise" entry of the parameters as the model, trace files read. None: no noise.
 pub(crate) fn noise_from(py: Python<'_>, d: &Bound<'_, PyDict>) -> PyResult<Option<Noise>> {
     let Some(n) = optional_dict(d, "noise")? else { return Ok(None) };
-    let spec = spec_from(py, &n)?;
+    let spec = spec_from(&n)?;
     let noise = py.detach(|| spec.build());
     noise.map(Some).map_err(|e| match e {
         BuildError::Trace(t) => trace_err(t),
-        BuildError::Spec(s) => spec_err(py, s),
+        BuildError::Spec(s) => spec_err(s),
     })
 }
 
 /// The compact form of a noise spec (`periodic:1kHz:25us`, ...; engine/src/noise/spec.rs) as the
-/// `noise` dict of the parameters, None for `none`. Raises NoiseSpecError.
+/// `noise` dict of the parameters, None for `none`. Raises SpecError (key `noise.<key>`).
 #[pyfunction]
 fn parse_noise<'py>(py: Python<'py>, text: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
-    NoiseSpec::parse(text).map_err(|e| spec_err(py, e))?.map(|spec| spec_dict(py, &spec)).transpose()
+    NoiseSpec::parse(text).map_err(spec_err)?.map(|spec| spec_dict(py, &spec)).transpose()
 }
 
-/// Checks a `noise` dict of the parameters against the model's rules. Raises NoiseSpecError.
+/// Checks a `noise` dict of the parameters against the model's rules. Raises SpecError (key `noise.<key>`).
 #[pyfunction]
-fn check_noise(py: Python<'_>, noise: &Bound<'_, PyDict>) -> PyResult<()> {
-    spec_from(py, noise).map(|_| ())
+fn check_noise(noise: &Bound<'_, PyDict>) -> PyResult<()> {
+    spec_from(noise).map(|_| ())
 }
 
 /// A frequency in Hz (`1kHz`, `1000Hz`, `2.5`).
@@ -194,7 +183,7 @@ fn noise_stretch(py: Python<'_>, params: &Bound<'_, PyDict>, rank: u32, t: u64, 
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NoiseTraceError", m.py().get_type::<NoiseTraceError>())?;
-    m.add("NoiseSpecError", m.py().get_type::<NoiseSpecError>())?;
+    m.add("DEFAULT_NOISE_DISTRIBUTION", spec::DEFAULT_DISTRIBUTION)?;
     m.add_function(wrap_pyfunction!(parse_noise, m)?)?;
     m.add_function(wrap_pyfunction!(check_noise, m)?)?;
     m.add_function(wrap_pyfunction!(parse_frequency, m)?)?;

@@ -20,6 +20,7 @@ use crate::network::network_from;
 use crate::node::node_from;
 use crate::noise::noise_from;
 use crate::results::result_dict;
+use crate::spec_error::spec_err;
 
 /// Reads {"L", "o", "g", "G", "O", "S"} (integers, ps and bytes) and an optional "rendezvous" dict
 /// of L, o, g, G, O for messages larger than S.
@@ -138,7 +139,7 @@ fn run<P: Program + Sync>(
     });
     let result = match (result, failure) {
         (_, Some(e)) => return Err(e),
-        (Err(Stopped::Invalid(why)), None) => return Err(PyValueError::new_err(why)),
+        (Err(Stopped::Invalid(why)), None) => return Err(spec_err(why)),
         (r, None) => r.expect("only a failed callback stops the run"),
     };
     if let Some(cb) = &progress {

@@ -2,12 +2,13 @@
 //! messages its NIC holds (docs/models.md, "NIC congestion and admission control").
 //!
 //! - [`Curve`]: a piecewise-linear factor of one variable, clamped at its ends.
-//! - [`NicCurves`]: the concurrency and outstanding curves, optionally per message-size class.
+//! - [`NicSpec`]: the concurrency and outstanding curves, optionally per message-size class.
 //! - [`NicQueues`]: each node's NIC as one FIFO server whose rate is fixed when a message's service
 //!   starts, by the curves at that moment.
 
 use std::collections::VecDeque;
 
+use crate::spec_error::SpecError;
 use crate::time::Time;
 
 /// A factor of one variable, given at points `(x, factor)` with x strictly increasing: linear
@@ -24,22 +25,14 @@ impl Curve {
             return Err("a curve needs at least one [x, factor] point".into());
         }
         for (i, &(x, f)) in points.iter().enumerate() {
-            if !x.is_finite() || x < 0.0 {
-                return Err(format!("point {}: x = {x} must be a finite number >= 0", i + 1));
-            }
-            if !f.is_finite() || f <= 0.0 {
-                return Err(format!("point {}: factor = {f} must be a finite number > 0", i + 1));
+            if !(x.is_finite() && x >= 0.0 && f.is_finite() && f > 0.0) {
+                return Err(format!("point {}: x must be a finite number >= 0 and the factor a finite number > 0, got [{x}, {f}]", i + 1));
             }
             if i > 0 && x <= points[i - 1].0 {
                 return Err(format!("point {}: x = {x} must be larger than the previous point's", i + 1));
             }
         }
         Ok(Curve { points })
-    }
-
-    /// The factor 1 everywhere.
-    pub fn flat() -> Curve {
-        Curve { points: vec![(0.0, 1.0)] }
     }
 
     /// The factor at `x`, O(log points).
@@ -57,33 +50,47 @@ impl Curve {
     }
 }
 
-/// The curves of one class of message sizes: messages of at most `up_to` bytes (the last class
-/// takes every larger message too).
+/// One class of message sizes as given: messages of at most `up_to` bytes (the last class takes
+/// every larger message too) and the `[x, factor]` points of its curves.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SizeClass {
+pub struct NicClass {
     pub up_to: u64,
     /// Factor by cores (ranks of the node) with messages in the NIC.
-    pub concurrency: Curve,
+    pub concurrency: Vec<(f64, f64)>,
     /// Factor by messages in the NIC (queued or in service), node-wide.
-    pub outstanding: Curve,
+    pub outstanding: Vec<(f64, f64)>,
 }
 
-/// The congestion curves of a machine's NICs.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NicCurves {
+struct SizeClass {
+    up_to: u64,
+    concurrency: Curve,
+    outstanding: Curve,
+}
+
+/// The congestion curves of a machine's NICs (the `[nic]` table), valid by construction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NicSpec {
     classes: Vec<SizeClass>,
 }
 
-impl NicCurves {
-    /// Classes in increasing `up_to`; at least one.
-    pub fn new(classes: Vec<SizeClass>) -> Result<NicCurves, String> {
+impl NicSpec {
+    /// Classes in increasing `up_to`; at least one. Errors name `nic.class.<position>.<key>`.
+    pub fn new(classes: Vec<NicClass>) -> Result<NicSpec, SpecError> {
         if classes.is_empty() {
-            return Err("no size class of NIC curves".into());
+            return Err(SpecError::new("nic", "no size class of NIC curves"));
         }
-        if classes.windows(2).any(|w| w[1].up_to <= w[0].up_to) {
-            return Err("size classes must be in increasing up_to".into());
+        let mut out: Vec<SizeClass> = Vec::with_capacity(classes.len());
+        for (i, c) in classes.into_iter().enumerate() {
+            let key = |k: &str| format!("nic.class.{i}.{k}");
+            if out.last().is_some_and(|last| c.up_to <= last.up_to) {
+                return Err(SpecError::new(key("up_to"), "size classes must be in increasing up_to"));
+            }
+            let concurrency = Curve::new(c.concurrency).map_err(|e| SpecError::new(key("concurrency"), e))?;
+            let outstanding = Curve::new(c.outstanding).map_err(|e| SpecError::new(key("outstanding"), e))?;
+            out.push(SizeClass { up_to: c.up_to, concurrency, outstanding });
         }
-        Ok(NicCurves { classes })
+        Ok(NicSpec { classes: out })
     }
 
     fn class(&self, size: u64) -> &SizeClass {
@@ -180,12 +187,22 @@ mod tests {
 
     #[test]
     fn classes_pick_by_size() {
-        let flat = SizeClass { up_to: 64, concurrency: Curve::flat(), outstanding: Curve::flat() };
-        let half = SizeClass { up_to: 4096, concurrency: Curve::flat(), outstanding: Curve::new(vec![(0.0, 0.5)]).unwrap() };
-        let n = NicCurves::new(vec![flat, half]).unwrap();
+        let flat = NicClass { up_to: 64, concurrency: vec![(0.0, 1.0)], outstanding: vec![(0.0, 1.0)] };
+        let half = NicClass { up_to: 4096, concurrency: vec![(0.0, 1.0)], outstanding: vec![(0.0, 0.5)] };
+        let n = NicSpec::new(vec![flat, half]).unwrap();
         assert_eq!(n.factor(64, 3, 100), 1.0);
         assert_eq!(n.factor(65, 3, 100), 0.5);
         assert_eq!(n.factor(1 << 20, 3, 100), 0.5);
+    }
+
+    #[test]
+    fn a_refused_class_names_its_key() {
+        let class = |up_to, outstanding| NicClass { up_to, concurrency: vec![(0.0, 1.0)], outstanding };
+        let e = NicSpec::new(vec![class(64, vec![(0.0, 1.0)]), class(4096, vec![(1.0, 0.0)])]).unwrap_err();
+        assert_eq!((e.key.as_str(), e.problem.starts_with("point 1:")), ("nic.class.1.outstanding", true));
+        let e = NicSpec::new(vec![class(64, vec![(0.0, 1.0)]), class(64, vec![(0.0, 1.0)])]).unwrap_err();
+        assert_eq!(e.key, "nic.class.1.up_to");
+        assert_eq!(NicSpec::new(vec![]).unwrap_err().key, "nic");
     }
 
     #[test]

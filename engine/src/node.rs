@@ -5,28 +5,27 @@
 
 pub mod memory;
 
-use crate::nic::NicCurves;
-use crate::policy::PolicySpec;
+use crate::nic::NicSpec;
+use crate::policy::AdmissionSpec;
+use crate::spec_error::SpecError;
 
-/// The node-level models of a simulation. Ranks `r` with equal `r / ranks_per_node` share a node
-/// (with a network, its placement decides instead).
+/// The node-level models of a simulation, valid by construction ([`NodeSpec::new`]). Ranks `r`
+/// with equal `r / ranks_per_node` share a node (with a network, its placement decides instead).
 #[derive(Clone, Debug, PartialEq)]
-pub struct NodeModel {
-    pub ranks_per_node: u32,
+pub struct NodeSpec {
+    pub(crate) ranks_per_node: u32,
     /// Congestion curves of the NIC; None: every rank keeps its own LogGOPS NIC.
-    pub nic: Option<NicCurves>,
-    pub policy: Option<PolicySpec>,
+    pub(crate) nic: Option<NicSpec>,
+    pub(crate) policy: Option<AdmissionSpec>,
 }
 
-impl NodeModel {
-    /// Checks the model; `networked`: the simulation also has a network.
-    pub fn validate(&self, networked: bool) -> Result<(), String> {
-        if self.ranks_per_node == 0 {
-            return Err("ranks_per_node must be at least 1".into());
+impl NodeSpec {
+    /// `ranks_per_node` must be at least 1 (its error names `node.ranks_per_node`: the table it
+    /// came from is the reader's to say).
+    pub fn new(ranks_per_node: u32, nic: Option<NicSpec>, admission: Option<AdmissionSpec>) -> Result<NodeSpec, SpecError> {
+        if ranks_per_node == 0 {
+            return Err(SpecError::new("node.ranks_per_node", "must be at least 1"));
         }
-        if networked && self.nic.is_some() {
-            return Err("NIC congestion curves with a network topology are not supported (give one or the other)".into());
-        }
-        self.policy.as_ref().map_or(Ok(()), PolicySpec::validate)
+        Ok(NodeSpec { ranks_per_node, nic, policy: admission })
     }
 }

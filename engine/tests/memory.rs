@@ -3,7 +3,7 @@
 //! onload larger, the throttle cap, the reserved core's constant factor, bytes in = bytes out,
 //! determinism, nothing changes where the model has nothing to act on, malformed `mem` syntax.
 
-use contend_engine::node::memory::{MemoryModel, NicKind};
+use contend_engine::node::memory::{MemoryParams, MemorySpec, NicKind};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::schedule::stencil::{Checkpoint, Stencil};
@@ -20,8 +20,8 @@ fn params() -> Params {
 }
 
 /// B = B_c = 64 GB/s (15.625 ps per byte), the NIC writes at 32 GB/s, one rank per node.
-fn offload() -> MemoryModel {
-    MemoryModel {
+fn offload() -> MemoryParams {
+    MemoryParams {
         ranks_per_node: 1,
         bandwidth: 64.0 * GB,
         compute_bandwidth: 64.0 * GB,
@@ -33,9 +33,10 @@ fn offload() -> MemoryModel {
     }
 }
 
-fn run<P: Program>(prog: &P, memory: Option<&MemoryModel>) -> SimResult {
+fn run<P: Program>(prog: &P, memory: Option<&MemoryParams>) -> SimResult {
     let opts = Options { records: true, timeline: true, ..Options::default() };
-    let r = simulate(prog, &Scenario { memory: memory.cloned(), ..Scenario::new(params()) }, &opts, |_| true).unwrap();
+    let memory = memory.map(|p| MemorySpec::new(p.clone()).unwrap());
+    let r = simulate(prog, &Scenario { memory, ..Scenario::new(params()) }, &opts, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "deadlock: {:?}", r.deadlock);
     r
 }
@@ -68,7 +69,7 @@ fn a_calc_without_traffic_takes_the_longer_of_its_cpu_and_memory_times() {
     assert_eq!(calc_end(&r), 1_024_000);
     let r = run(&calc_under_writes(2000, 65536, &[]), Some(&offload()));
     assert_eq!(calc_end(&r), 2_000_000);
-    let shared = MemoryModel { ranks_per_node: 4, ..offload() };
+    let shared = MemoryParams { ranks_per_node: 4, ..offload() };
     let text = "num_ranks 4\nrank 0 {\ncalc 10 mem 65536\n}\nrank 1 {\n}\nrank 2 {\n}\nrank 3 {\n}\n";
     let r = run(&parse_goal(text.as_bytes(), "t.goal").unwrap(), Some(&shared));
     assert_eq!(r.makespan, 4 * 1_024_000, "a rank's share is B_c / ranks_per_node");
@@ -88,7 +89,7 @@ fn one_message_during_a_calc_slows_it_by_its_bytes_over_the_bandwidth() {
 
 #[test]
 fn offload_delay_is_proportional_to_the_incoming_volume_and_onload_is_larger() {
-    let delay = |model: &MemoryModel, count: u64| {
+    let delay = |model: &MemoryParams, count: u64| {
         let writes: Vec<(u64, u64)> = (0..count).map(|i| (100 + 600 * i, 16384)).collect();
         let r = run(&calc_under_writes(0, 1 << 20, &writes), Some(model));
         calc_end(&r) - 16_384_000 // the calc alone: 2^20 B at 64 GB/s
@@ -96,7 +97,7 @@ fn offload_delay_is_proportional_to_the_incoming_volume_and_onload_is_larger() {
     for count in [1, 2, 4, 8] {
         assert_eq!(delay(&offload(), count), count * 256_000, "{count} writes of 16384 B");
     }
-    let onload = MemoryModel { nic: NicKind::Onload { cpu_per_byte: 1.0, pollution: 1.0 / 32.0 }, ..offload() };
+    let onload = MemoryParams { nic: NicKind::Onload { cpu_per_byte: 1.0, pollution: 1.0 / 32.0 }, ..offload() };
     for count in [1, 2, 4] {
         // Pollution 1 + 32/32 = 2 while writing: the memory-bound calc moves 32 GB/s / 2 = 16 GB/s,
         // 8192 B in a 512 ns write instead of 32768 B: 24576 B / 64 GB/s = 384 ns lost per write.
@@ -112,7 +113,7 @@ fn the_throttle_caps_the_write_rate() {
     let r = run(&prog, Some(&offload()));
     assert_eq!((calc_end(&r), r.memory.as_ref().unwrap().write_busy), (1_148_000, 512_000));
     // Capped at 16 GB/s: the write lasts 1024 ns and leaves 48 GB/s: 7936 B take 165.333 ns.
-    let capped = MemoryModel { throttle: Some(16.0 * GB), ..offload() };
+    let capped = MemoryParams { throttle: Some(16.0 * GB), ..offload() };
     let r = run(&prog, Some(&capped));
     assert_eq!((calc_end(&r), r.memory.as_ref().unwrap().write_busy), (1_065_333, 1_024_000));
 }
@@ -127,12 +128,12 @@ fn writes_to_one_node_queue_behind_each_other() {
 
 #[test]
 fn a_reserved_core_is_a_constant_cpu_factor_and_removes_onload_costs() {
-    let onload = MemoryModel {
+    let onload = MemoryParams {
         ranks_per_node: 4,
         nic: NicKind::Onload { cpu_per_byte: 10.0, pollution: 1.0 / 32.0 },
         ..offload()
     };
-    let reserved = MemoryModel { reserve_core: true, ..onload.clone() };
+    let reserved = MemoryParams { reserve_core: true, ..onload.clone() };
     // Rank 0 and rank 4 are on different nodes (4 per node); rank 4 writes into rank 0's node.
     let text = "num_ranks 5\nrank 0 {\nc: calc 3000\nr: recv 16384b from 4 tag 0 cpu 1\n}\nrank 1 {\n}\nrank 2 {\n}\nrank 3 {\n}\n\
                 rank 4 {\nw: calc 100\ns: send 16384b to 0 tag 0\ns requires w\n}\n";
@@ -151,7 +152,7 @@ fn bytes_in_equal_bytes_out_and_runs_are_deterministic() {
         Checkpoint { writer: 50, target: 9, start: 5_000, bytes: 1 << 21 },
     ];
     let prog = Stencil::new(64, 6, 4096, 3_000, 1 << 18, &checkpoints).unwrap();
-    let model = MemoryModel { ranks_per_node: 8, nic: NicKind::Onload { cpu_per_byte: 5.0, pollution: 0.1 }, ..offload() };
+    let model = MemoryParams { ranks_per_node: 8, nic: NicKind::Onload { cpu_per_byte: 5.0, pollution: 0.1 }, ..offload() };
     let a = run(&prog, Some(&model));
     let b = run(&prog, Some(&model));
     assert_eq!(a.finish, b.finish);
@@ -178,7 +179,7 @@ fn an_offload_model_changes_nothing_without_memory_traffic() {
     // Calcs without `mem` under an offload NIC keep their LogGOPS durations whatever arrives.
     for pattern in [Pattern::BinomialBcast, Pattern::AlltoallLinear, Pattern::AllreduceRing] {
         let c = Collective::new(pattern, 32, 4096, 0, 0).unwrap();
-        let model = MemoryModel { ranks_per_node: 4, ..offload() };
+        let model = MemoryParams { ranks_per_node: 4, ..offload() };
         let plain = simulate(&c, &Scenario::new(params()), &Options::default(), |_| true).unwrap();
         assert_eq!(run(&c, Some(&model)).finish, plain.finish, "{}", pattern.name());
     }
@@ -223,10 +224,12 @@ fn a_scenario_whose_models_do_not_fit_stops_before_it_starts() {
     use contend_engine::sim::Stopped;
     let c = Collective::new(Pattern::Dissemination, 4, 8, 0, 0).unwrap();
     let noise = Noise::periodic(1000 * NS, 10 * NS, Phase::Independent, 0).unwrap();
-    let with_noise = Scenario { memory: Some(offload()), noise: Some(noise), ..Scenario::new(params()) };
+    let with_noise = Scenario { memory: Some(MemorySpec::new(offload()).unwrap()), noise: Some(noise), ..Scenario::new(params()) };
     let stopped = simulate(&c, &with_noise, &Options::default(), |_| true).err();
-    assert_eq!(stopped, Some(Stopped::Invalid("memory: the memory model does not combine with noise yet (give one or the other)".into())));
-    let no_ranks = Scenario { memory: Some(MemoryModel { ranks_per_node: 0, ..offload() }), ..Scenario::new(params()) };
-    let stopped = simulate(&c, &no_ranks, &Options::default(), |_| true).err();
-    assert_eq!(stopped, Some(Stopped::Invalid("memory ranks_per_node must be at least 1".into())));
+    let Some(Stopped::Invalid(why)) = stopped else { panic!("{stopped:?}") };
+    assert_eq!((why.key.as_str(), why.combined_with.as_deref()), ("memory", Some("noise")));
+    assert_eq!(why.to_string(), "memory: the memory model does not combine with noise yet (give one or the other)");
+    // A model's own values are checked when its spec is made: no scenario holds a bad one.
+    let no_ranks = MemorySpec::new(MemoryParams { ranks_per_node: 0, ..offload() }).unwrap_err();
+    assert_eq!(no_ranks.to_string(), "memory.ranks_per_node: must be at least 1");
 }

@@ -2,9 +2,9 @@
 //! hand-computable cases exact to the picosecond, nothing changes without curves or a policy, no
 //! message is lost under any policy, FIFO tickets never let a later request overtake an earlier one.
 
-use contend_engine::nic::{stretched, Curve, NicCurves, SizeClass};
-use contend_engine::node::NodeModel;
-use contend_engine::policy::{PolicySpec, Thresholds, TokenSpec};
+use contend_engine::nic::{stretched, Curve, NicClass, NicSpec};
+use contend_engine::node::NodeSpec;
+use contend_engine::policy::{AdmissionSpec, Thresholds, TokenSpec};
 use contend_engine::record::Records;
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
@@ -17,16 +17,19 @@ fn params(o: u64) -> Params {
     Params { L: 2000 * NS, o, g: 100 * NS, G: NS, O: 0, S: 65535, unit: NS, rendezvous: None }
 }
 
-fn curves(concurrency: &[(f64, f64)], outstanding: &[(f64, f64)]) -> NicCurves {
-    NicCurves::new(vec![SizeClass {
-        up_to: u64::MAX,
-        concurrency: Curve::new(concurrency.to_vec()).unwrap(),
-        outstanding: Curve::new(outstanding.to_vec()).unwrap(),
-    }])
-    .unwrap()
+fn curves(concurrency: &[(f64, f64)], outstanding: &[(f64, f64)]) -> NicSpec {
+    NicSpec::new(vec![NicClass { up_to: u64::MAX, concurrency: concurrency.to_vec(), outstanding: outstanding.to_vec() }]).unwrap()
 }
 
-fn run<P: Program>(prog: &P, par: &Params, model: Option<&NodeModel>) -> SimResult {
+fn node(ranks_per_node: u32, nic: Option<NicSpec>, policy: Option<AdmissionSpec>) -> NodeSpec {
+    NodeSpec::new(ranks_per_node, nic, policy).unwrap()
+}
+
+fn tokens(tokens: Option<u64>, size_per_token: u64, thresholds: Vec<Thresholds>) -> TokenSpec {
+    TokenSpec::new(tokens, size_per_token, thresholds).unwrap()
+}
+
+fn run<P: Program>(prog: &P, par: &Params, model: Option<&NodeSpec>) -> SimResult {
     let opts = Options { records: true, timeline: false, ..Options::default() };
     let r = simulate(prog, &Scenario { node: model.cloned(), ..Scenario::new(*par) }, &opts, |_| true).unwrap();
     assert!(r.deadlock.is_none(), "deadlock: {:?}", r.deadlock);
@@ -75,7 +78,7 @@ fn bytes_conserved(prog: &impl Program, r: &Records) {
 
 #[test]
 fn without_curves_or_policy_nothing_changes() {
-    let empty = NodeModel { ranks_per_node: 4, nic: None, policy: None };
+    let empty = node(4, None, None);
     for (pattern, ranks, size) in [(Pattern::AlltoallLinear, 16, 1024), (Pattern::RandomPairs, 32, 100_000), (Pattern::BinomialBcast, 64, 8)] {
         let c = Collective::new(pattern, ranks, size, 0, 1).unwrap();
         let plain = simulate(&c, &Scenario::new(params(1500 * NS)), &Options { records: true, timeline: false, ..Options::default() }, |_| true).unwrap();
@@ -91,7 +94,7 @@ fn one_node_k_cores_factor_f_gives_f_times_nominal_throughput() {
     for (k, f) in [(1u32, 1.0), (4, 0.5), (8, 0.3), (3, 0.25)] {
         let (n, size) = (5u32, 4096u64);
         let prog = goal(&burst(k, n, size));
-        let model = NodeModel { ranks_per_node: k, nic: Some(curves(&[(0.0, 1.0)], &[(0.0, f)])), policy: None };
+        let model = node(k, Some(curves(&[(0.0, 1.0)], &[(0.0, f)])), None);
         let r = run(&prog, &params(0), Some(&model));
         let rec = r.records.unwrap();
         let nominal = 100 * NS + (size - 1) * NS;
@@ -112,7 +115,7 @@ fn factor_follows_the_load_at_each_service_start() {
     let n = 6u64;
     let out = [(1.0, 1.0), (2.0, 1.0), (6.0, 0.25)];
     let prog = goal(&burst(1, n as u32, 1000));
-    let model = NodeModel { ranks_per_node: 1, nic: Some(curves(&[(1.0, 0.8)], &out)), policy: None };
+    let model = node(1, Some(curves(&[(1.0, 0.8)], &out)), None);
     let r = run(&prog, &params(0), Some(&model));
     let curve = Curve::new(out.to_vec()).unwrap();
     let nominal = 100 * NS + 999 * NS;
@@ -125,9 +128,9 @@ fn token_pool_keeps_the_nic_below_its_knee() {
     // 8 cores x 16 messages; more than 8 messages held costs 4x. Eight tokens keep the NIC at 8.
     let nic = curves(&[(0.0, 1.0)], &[(8.0, 1.0), (16.0, 0.25)]);
     let prog = goal(&burst(8, 16, 2048));
-    let free = run(&prog, &params(200 * NS), Some(&NodeModel { ranks_per_node: 8, nic: Some(nic.clone()), policy: None }));
-    let spec = TokenSpec { tokens: Some(8), size_per_token: 0, thresholds: vec![] };
-    let model = NodeModel { ranks_per_node: 8, nic: Some(nic), policy: Some(PolicySpec::Token(spec)) };
+    let free = run(&prog, &params(200 * NS), Some(&node(8, Some(nic.clone()), None)));
+    let spec = tokens(Some(8), 0, vec![]);
+    let model = node(8, Some(nic), Some(AdmissionSpec::token(spec)));
     let throttled = run(&prog, &params(200 * NS), Some(&model));
     assert!(throttled.admission_waits > 0);
     let speedup = free.makespan as f64 / throttled.makespan as f64;
@@ -144,13 +147,13 @@ fn every_policy_delivers_every_byte() {
     ];
     let policies = [
         None,
-        Some(PolicySpec::Token(TokenSpec { tokens: Some(3), size_per_token: 0, thresholds: vec![] })),
-        Some(PolicySpec::Token(TokenSpec { tokens: Some(4), size_per_token: 1000, thresholds: vec![] })),
-        Some(PolicySpec::Token(TokenSpec { tokens: None, size_per_token: 0, thresholds: thresholds.clone() })),
-        Some(PolicySpec::Token(TokenSpec { tokens: Some(5), size_per_token: 0, thresholds })),
-        Some(PolicySpec::Rate { gap: 3000 * NS }),
-        Some(PolicySpec::Proxy { servers: 2, tokens: None }),
-        Some(PolicySpec::Proxy { servers: 3, tokens: Some(TokenSpec { tokens: Some(2), size_per_token: 0, thresholds: vec![] }) }),
+        Some(AdmissionSpec::token(tokens(Some(3), 0, vec![]))),
+        Some(AdmissionSpec::token(tokens(Some(4), 1000, vec![]))),
+        Some(AdmissionSpec::token(tokens(None, 0, thresholds.clone()))),
+        Some(AdmissionSpec::token(tokens(Some(5), 0, thresholds))),
+        Some(AdmissionSpec::rate(3000 * NS).unwrap()),
+        Some(AdmissionSpec::proxy(2, None).unwrap()),
+        Some(AdmissionSpec::proxy(3, Some(tokens(Some(2), 0, vec![]))).unwrap()),
     ];
     let mut par = params(300 * NS);
     par.S = 4096; // some rendezvous messages: their tokens come back at the match
@@ -159,7 +162,7 @@ fn every_policy_delivers_every_byte() {
             let c = Collective::new(pattern, 16, size, 0, 7).unwrap();
             for nic in [None, Some(nic.clone())] {
                 for policy in &policies {
-                    let model = NodeModel { ranks_per_node: 4, nic: nic.clone(), policy: policy.clone() };
+                    let model = node(4, nic.clone(), policy.clone());
                     let r = run(&c, &par, Some(&model));
                     bytes_conserved(&c, &r.records.unwrap());
                 }
@@ -192,9 +195,9 @@ fn fifo_tickets_never_let_a_later_request_overtake() {
         text += "}\n";
     }
     let prog = goal(&text);
-    let spec = TokenSpec { tokens: Some(4), size_per_token: 10_000, thresholds: vec![] };
+    let spec = tokens(Some(4), 10_000, vec![]);
     let nic = curves(&[(0.0, 1.0)], &[(0.0, 1.0)]);
-    let model = NodeModel { ranks_per_node: 4, nic: Some(nic), policy: Some(PolicySpec::Token(spec)) };
+    let model = node(4, Some(nic), Some(AdmissionSpec::token(spec)));
     let r = run(&prog, &params(100 * NS), Some(&model));
     let rec = r.records.unwrap();
     bytes_conserved(&prog, &rec);
@@ -210,7 +213,7 @@ fn fifo_tickets_never_let_a_later_request_overtake() {
 fn rate_gap_spaces_one_tasks_injections_exactly() {
     let prog = goal(&burst(1, 5, 64));
     let gap = 7000 * NS;
-    let model = NodeModel { ranks_per_node: 1, nic: None, policy: Some(PolicySpec::Rate { gap }) };
+    let model = node(1, None, Some(AdmissionSpec::rate(gap).unwrap()));
     let r = run(&prog, &params(1000 * NS), Some(&model));
     let mut injected = r.records.unwrap().injected;
     injected.sort();
@@ -222,8 +225,8 @@ fn proxy_servers_bound_the_active_cores_at_the_nic() {
     // Two or more active cores halve the NIC's rate; one proxy server keeps it at one.
     let nic = curves(&[(1.0, 1.0), (2.0, 0.5)], &[(0.0, 1.0)]);
     let prog = goal(&burst(4, 8, 4096));
-    let free = run(&prog, &params(0), Some(&NodeModel { ranks_per_node: 4, nic: Some(nic.clone()), policy: None }));
-    let model = NodeModel { ranks_per_node: 4, nic: Some(nic), policy: Some(PolicySpec::Proxy { servers: 1, tokens: None }) };
+    let free = run(&prog, &params(0), Some(&node(4, Some(nic.clone()), None)));
+    let model = node(4, Some(nic), Some(AdmissionSpec::proxy(1, None).unwrap()));
     let proxied = run(&prog, &params(0), Some(&model));
     let nominal = 100 * NS + 4095 * NS;
     // The single server hands one message at a time (busy g each) and the NIC runs at full rate.

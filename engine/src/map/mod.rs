@@ -35,7 +35,7 @@ pub struct IdleRoutes {
 impl IdleRoutes {
     /// The topology and routing policy of `spec`; errors name the faulty setting.
     pub fn new(spec: &NetworkSpec) -> Result<IdleRoutes, String> {
-        let topo = Topology::new(spec.topology.clone())?;
+        let topo = Topology::new(spec.topology.clone()).map_err(|e| e.problem)?;
         let routing = spec.routing_policy()?;
         let idle = if matches!(routing, Routing::GridAdaptive | Routing::FatTreeAdaptive | Routing::Ugal) {
             vec![0; topo.num_links() as usize]

@@ -18,4 +18,4 @@ pub mod topology;
 pub use network::{Network, NetworkSpec, Sharing};
 pub use placement::{Placement, RankMap};
 pub use routing::{route, Routing};
-pub use topology::{Link, LinkClass, LinkId, Topology, TopologySpec, Vertex, TOPOLOGY_KINDS};
+pub use topology::{Link, LinkClass, LinkId, Topology, TopologySpec, Vertex, OPTIONAL_SIZES, TOPOLOGY_KINDS};

@@ -15,6 +15,7 @@
 use super::flow::{FlowId, FlowNet, LinkStats};
 use super::packet::PacketNet;
 use super::{route, LinkClass, Placement, RankMap, Routing, Topology, TopologySpec};
+use crate::spec_error::SpecError;
 use crate::time::Time;
 
 /// A network as a machine file describes it.
@@ -102,22 +103,26 @@ pub struct Network {
 }
 
 impl Network {
-    /// Builds the network for a job of `ranks` ranks; errors name the faulty setting.
-    pub fn new(spec: &NetworkSpec, ranks: u32) -> Result<Network, String> {
+    /// Builds the network for a job of `ranks` ranks; errors name the faulty `[topology]` key
+    /// (ranks that do not fit: the shape's first size).
+    pub fn new(spec: &NetworkSpec, ranks: u32) -> Result<Network, SpecError> {
         for (name, v) in [("link_bandwidth", spec.link_bandwidth), ("injection_bandwidth", spec.injection_bandwidth), ("global_bandwidth", spec.global_bandwidth)] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{name} must be a positive bandwidth, not {v}"));
+                return Err(SpecError::new(format!("topology.{name}"), format!("{name} must be a positive bandwidth, not {v}")));
             }
         }
         if spec.packet_bytes == 0 {
-            return Err("packet size must be at least 1 byte".into());
+            return Err(SpecError::new("topology.packet", "packet size must be at least 1 byte"));
         }
         let topo = Topology::new(spec.topology.clone())?;
         if spec.sharing == Sharing::Packet && topo.num_links() as usize >= PacketNet::MAX_LINKS {
-            return Err(format!("the packet model handles fewer than {} links; this network has {} (use sharing = \"flow\")", PacketNet::MAX_LINKS, topo.num_links()));
+            return Err(SpecError::new("topology.sharing", format!("the packet model handles fewer than {} links; this network has {} (use sharing = \"flow\")", PacketNet::MAX_LINKS, topo.num_links())));
         }
-        let routing = spec.routing_policy()?;
-        let ranks = RankMap::new(spec.placement.clone(), ranks, topo.num_nodes(), spec.ranks_per_node)?;
+        let routing = spec.routing_policy().map_err(|e| SpecError::new("topology.routing", e))?;
+        let ranks = RankMap::new(spec.placement.clone(), ranks, topo.num_nodes(), spec.ranks_per_node).map_err(|e| match e.key.as_str() {
+            "topology" => SpecError { key: format!("topology.{}", spec.topology.size_keys()[0]), ..e },
+            _ => e,
+        })?;
         let capacity: Vec<f64> = (0..topo.num_links())
             .map(|l| {
                 let link = topo.link(l);

@@ -5,6 +5,8 @@
 //! nodes (so comparing them changes the order, not the allocation); [`Placement::Explicit`] names
 //! any node of the topology for each rank.
 
+use crate::spec_error::SpecError;
+
 /// How ranks are laid out over nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Placement {
@@ -39,24 +41,25 @@ pub struct RankMap {
 
 impl RankMap {
     /// Places `ranks` ranks on a topology of `nodes` nodes, at most `ranks_per_node` on each.
-    /// Errors when a count is 0, when the ranks do not fit (`ranks > nodes × ranks_per_node`), or
-    /// when an explicit list has the wrong length, names a node out of range or puts more than
-    /// `ranks_per_node` ranks on a node. O(1); O(ranks · log ranks) for an explicit list.
-    pub fn new(placement: Placement, ranks: u32, nodes: u32, ranks_per_node: u32) -> Result<RankMap, String> {
+    /// Errors when a count is 0 (`topology.ranks_per_node`), when the ranks do not fit (`ranks >
+    /// nodes × ranks_per_node`: the whole `topology`, too small a shape), or when an explicit list
+    /// has the wrong length, names a node out of range or puts more than `ranks_per_node` ranks on
+    /// a node (`topology.placement`). O(1); O(ranks · log ranks) for an explicit list.
+    pub fn new(placement: Placement, ranks: u32, nodes: u32, ranks_per_node: u32) -> Result<RankMap, SpecError> {
         if ranks == 0 || nodes == 0 || ranks_per_node == 0 {
-            return Err(format!(
+            return Err(SpecError::new("topology.ranks_per_node", format!(
                 "placement needs at least 1 rank, node and rank per node (got {ranks} ranks, {nodes} nodes, \
                  {ranks_per_node} ranks per node)"
-            ));
+            )));
         }
         if ranks as u64 > nodes as u64 * ranks_per_node as u64 {
-            return Err(format!(
+            return Err(SpecError::new("topology", format!(
                 "{ranks} ranks do not fit on {nodes} nodes with {ranks_per_node} ranks per node (at most {})",
                 nodes as u64 * ranks_per_node as u64
-            ));
+            )));
         }
         if let Placement::Explicit(list) = &placement {
-            check_explicit(list, ranks, nodes, ranks_per_node)?;
+            check_explicit(list, ranks, nodes, ranks_per_node).map_err(|e| SpecError::new("topology.placement", e))?;
         }
         let job_nodes = ranks.div_ceil(ranks_per_node);
         Ok(RankMap { placement, ranks, ranks_per_node, job_nodes })
@@ -143,7 +146,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_problem() {
-        let err = |p, ranks, nodes, per| RankMap::new(p, ranks, nodes, per).unwrap_err();
+        let err = |p, ranks, nodes, per| RankMap::new(p, ranks, nodes, per).unwrap_err().problem;
         assert_eq!(
             err(Placement::Block, 9, 4, 2),
             "9 ranks do not fit on 4 nodes with 2 ranks per node (at most 8)"

@@ -11,6 +11,8 @@
 //! A message between two different nodes crosses its source's injection link first and its
 //! destination's ejection link last; a message within one node crosses no link.
 
+
+use crate::spec_error::SpecError;
 /// Index of a directed link, in `0..Topology::num_links()`.
 pub type LinkId = u32;
 
@@ -96,7 +98,7 @@ impl TopologySpec {
 }
 
 /// Every kind of topology with the sizes it takes, in the order of its compact form: `dims` is a
-/// list, the others one number each; a fat tree's `oversubscription` may be left out (1).
+/// list, the others one number each; those of [`OPTIONAL_SIZES`] may be left out.
 pub const TOPOLOGY_KINDS: [(&str, &[&str]); 5] = [
     ("torus", &["dims"]),
     ("mesh", &["dims"]),
@@ -105,7 +107,23 @@ pub const TOPOLOGY_KINDS: [(&str, &[&str]); 5] = [
     ("crossbar", &["nodes"]),
 ];
 
+/// The sizes that may be left out, with the value they then take: a fat tree's `oversubscription`
+/// (1, full bisection bandwidth).
+pub const OPTIONAL_SIZES: [(&str, u32); 1] = [("oversubscription", 1)];
+
 impl TopologySpec {
+    /// The sizes this kind takes, as [`TOPOLOGY_KINDS`] lists them.
+    pub fn size_keys(&self) -> &'static [&'static str] {
+        let kind = match self {
+            TopologySpec::Torus { .. } => "torus",
+            TopologySpec::Mesh { .. } => "mesh",
+            TopologySpec::FatTree { .. } => "fattree",
+            TopologySpec::Dragonfly { .. } => "dragonfly",
+            TopologySpec::Crossbar { .. } => "crossbar",
+        };
+        TOPOLOGY_KINDS.iter().find(|(k, _)| *k == kind).expect("every kind is listed").1
+    }
+
     /// The spec of `kind` from its sizes (see [`TOPOLOGY_KINDS`]); `size(key)` gives one, None when
     /// it is not given. Errors start with the key. The sizes are checked when the [`Topology`] is built.
     pub fn from_sizes(kind: &str, size: impl Fn(&'static str) -> Result<Option<Vec<u32>>, String>) -> Result<TopologySpec, String> {
@@ -116,11 +134,12 @@ impl TopologySpec {
                 None => default.ok_or_else(|| format!("{key}: missing")),
             }
         };
+        let optional = |key: &str| OPTIONAL_SIZES.iter().find(|(k, _)| *k == key).map(|&(_, default)| default);
         let dims = || size("dims")?.ok_or_else(|| "dims: missing".to_string());
         Ok(match kind {
             "torus" => TopologySpec::Torus { dims: dims()? },
             "mesh" => TopologySpec::Mesh { dims: dims()? },
-            "fattree" => TopologySpec::FatTree { k: one("k", None)?, levels: one("levels", None)?, oversubscription: one("oversubscription", Some(1))? },
+            "fattree" => TopologySpec::FatTree { k: one("k", None)?, levels: one("levels", None)?, oversubscription: one("oversubscription", optional("oversubscription"))? },
             "dragonfly" => TopologySpec::Dragonfly { a: one("a", None)?, p: one("p", None)?, h: one("h", None)?, g: one("g", None)? },
             "crossbar" => TopologySpec::Crossbar { nodes: one("nodes", None)? },
             other => {
@@ -437,14 +456,20 @@ impl Dragonfly {
     }
 }
 
-fn checked_u32(value: u64, what: &str, spec: &TopologySpec) -> Result<u32, String> {
+/// `value` as a 32-bit id; the error names `key`, the size that made it too large.
+fn checked_u32(value: u64, what: &str, spec: &TopologySpec, key: &str) -> Result<u32, SpecError> {
     u32::try_from(value)
-        .map_err(|_| format!("{} has {value} {what}; at most {} fit a 32-bit id", spec.kind(), u32::MAX))
+        .map_err(|_| size_error(key, format!("{} has {value} {what}; at most {} fit a 32-bit id", spec.kind(), u32::MAX)))
 }
 
 /// `2·nodes + network`, checked to fit a link id.
-fn total_links(nodes: u32, network: u64, spec: &TopologySpec) -> Result<u32, String> {
-    checked_u32(2 * nodes as u64 + network, "links", spec)
+fn total_links(nodes: u32, network: u64, spec: &TopologySpec, key: &str) -> Result<u32, SpecError> {
+    checked_u32(2 * nodes as u64 + network, "links", spec, key)
+}
+
+/// An error about the size `key` of the `[topology]` table.
+fn size_error(key: &str, problem: impl Into<String>) -> SpecError {
+    SpecError::new(format!("topology.{key}"), problem)
 }
 
 impl Topology {
@@ -452,7 +477,7 @@ impl Topology {
     /// dimensions, `k < 2`, zero levels or oversubscription, oversubscription of a one-level tree,
     /// zero dragonfly parameters, `h = 0` or `g > a·h + 1` with several groups, more nodes, routers
     /// or links than a 32-bit id holds. O(dimensions) (O(levels) for a fat tree).
-    pub fn new(spec: TopologySpec) -> Result<Topology, String> {
+    pub fn new(spec: TopologySpec) -> Result<Topology, SpecError> {
         let (nodes, links, routers, shape) = match &spec {
             TopologySpec::Torus { dims } | TopologySpec::Mesh { dims } => {
                 let wrap = matches!(spec, TopologySpec::Torus { .. });
@@ -464,28 +489,28 @@ impl Topology {
             &TopologySpec::Dragonfly { a, p, h, g } => Self::dragonfly(&spec, a, p, h, g)?,
             &TopologySpec::Crossbar { nodes } => {
                 if nodes == 0 {
-                    return Err("crossbar needs at least 1 node".into());
+                    return Err(size_error("nodes", "crossbar needs at least 1 node"));
                 }
-                (nodes, total_links(nodes, 0, &spec)?, 1, Shape::Crossbar)
+                (nodes, total_links(nodes, 0, &spec, "nodes")?, 1, Shape::Crossbar)
             }
         };
         Ok(Topology { spec, nodes, links, routers, shape })
     }
 
-    fn grid(spec: &TopologySpec, sizes: &[u32], wrap: bool) -> Result<(u32, u32, u32, Shape), String> {
+    fn grid(spec: &TopologySpec, sizes: &[u32], wrap: bool) -> Result<(u32, u32, u32, Shape), SpecError> {
         let kind = spec.kind();
         if sizes.is_empty() {
-            return Err(format!("{kind} needs at least one dimension"));
+            return Err(size_error("dims", format!("{kind} needs at least one dimension")));
         }
         if let Some(i) = sizes.iter().position(|&n| n == 0) {
-            return Err(format!("{kind} dimension {i} has size 0; every size must be at least 1"));
+            return Err(size_error("dims", format!("{kind} dimension {i} has size 0; every size must be at least 1")));
         }
         let nodes = sizes
             .iter()
             .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64).filter(|&v| v <= u32::MAX as u64))
             .map(|v| v as u32)
             .ok_or_else(|| {
-                format!("{kind} has more than {} nodes; at most that many fit a 32-bit id", u32::MAX)
+                size_error("dims", format!("{kind} has more than {} nodes; at most that many fit a 32-bit id", u32::MAX))
             })?;
         let mut dims = Vec::with_capacity(sizes.len());
         let (mut stride, mut next) = (1u64, 2 * nodes as u64);
@@ -500,7 +525,7 @@ impl Topology {
             let plus_base = next;
             let minus_base = plus_base + plus as u64 * lines;
             next = minus_base + minus as u64 * lines;
-            let fits = |v: u64| checked_u32(v, "links", spec);
+            let fits = |v: u64| checked_u32(v, "links", spec, "dims");
             dims.push(Dim {
                 size,
                 stride: stride as u32,
@@ -513,33 +538,37 @@ impl Topology {
             });
             stride *= size as u64;
         }
-        let links = checked_u32(next, "links", spec)?;
+        let links = checked_u32(next, "links", spec, "dims")?;
         Ok((nodes, links, nodes, Shape::Grid(Grid { wrap, dims })))
     }
 
-    fn fat_tree(spec: &TopologySpec, k: u32, levels: u32, r: u32) -> Result<(u32, u32, u32, Shape), String> {
+    fn fat_tree(spec: &TopologySpec, k: u32, levels: u32, r: u32) -> Result<(u32, u32, u32, Shape), SpecError> {
         if k < 2 {
-            return Err(format!("fat tree radix k must be at least 2, not {k}"));
+            return Err(size_error("k", format!("fat tree radix k must be at least 2, not {k}")));
         }
         if levels == 0 {
-            return Err("fat tree needs at least 1 level".into());
+            return Err(size_error("levels", "fat tree needs at least 1 level"));
         }
         if r == 0 {
-            return Err("fat tree oversubscription must be at least 1 (1 = full bisection), not 0".into());
+            return Err(size_error("oversubscription", "fat tree oversubscription must be at least 1 (1 = full bisection), not 0"));
         }
         if r > 1 && levels < 2 {
-            return Err(format!(
-                "fat tree oversubscription {r}:1 needs at least 2 levels (1 level is a single switch)"
+            return Err(size_error(
+                "oversubscription",
+                format!("fat tree oversubscription {r}:1 needs at least 2 levels (1 level is a single switch)"),
             ));
         }
         let mut pow = vec![1u64];
         for _ in 0..levels {
             let next = pow[pow.len() - 1] * k as u64;
             if next > u32::MAX as u64 {
-                return Err(format!(
-                    "fat tree {k}-ary {levels}-tree has more than {} nodes (k^levels); at most that \
-                     many fit a 32-bit id",
-                    u32::MAX
+                return Err(size_error(
+                    "levels",
+                    format!(
+                        "fat tree {k}-ary {levels}-tree has more than {} nodes (k^levels); at most that \
+                         many fit a 32-bit id",
+                        u32::MAX
+                    ),
                 ));
             }
             pow.push(next);
@@ -547,8 +576,8 @@ impl Topology {
         let nodes = pow[levels as usize] as u32;
         let switches = pow[levels as usize - 1] as u32;
         let per_direction = (levels - 1) as u64 * nodes as u64;
-        let links = total_links(nodes, 2 * per_direction, spec)?;
-        let routers = checked_u32(levels as u64 * switches as u64, "switches", spec)?;
+        let links = total_links(nodes, 2 * per_direction, spec, "levels")?;
+        let routers = checked_u32(levels as u64 * switches as u64, "switches", spec, "levels")?;
         let up_base = 2 * nodes;
         let down_base = up_base + per_direction as u32;
         let tree = FatTree { k, levels, switches, pow, up_base, down_base, oversubscription: r };
@@ -561,30 +590,33 @@ impl Topology {
         p: u32,
         h: u32,
         g: u32,
-    ) -> Result<(u32, u32, u32, Shape), String> {
+    ) -> Result<(u32, u32, u32, Shape), SpecError> {
         for (name, value, meaning) in
             [("a", a, "routers per group"), ("p", p, "nodes per router"), ("g", g, "groups")]
         {
             if value == 0 {
-                return Err(format!("dragonfly {name} ({meaning}) must be at least 1"));
+                return Err(size_error(name, format!("dragonfly {name} ({meaning}) must be at least 1")));
             }
         }
         if g > 1 && h == 0 {
-            return Err(format!("dragonfly with g = {g} groups needs h >= 1 global links per router"));
+            return Err(size_error("h", format!("dragonfly with g = {g} groups needs h >= 1 global links per router")));
         }
         if g as u64 > a as u64 * h as u64 + 1 {
-            return Err(format!(
-                "dragonfly g = {g} groups exceeds a*h + 1 = {}: some pairs of groups would have no \
-                 global link",
-                a as u64 * h as u64 + 1
+            return Err(size_error(
+                "g",
+                format!(
+                    "dragonfly g = {g} groups exceeds a*h + 1 = {}: some pairs of groups would have no \
+                     global link",
+                    a as u64 * h as u64 + 1
+                ),
             ));
         }
-        let routers = checked_u32(g as u64 * a as u64, "routers", spec)?;
-        let nodes = checked_u32(routers as u64 * p as u64, "nodes", spec)?;
+        let routers = checked_u32(g as u64 * a as u64, "routers", spec, "g")?;
+        let nodes = checked_u32(routers as u64 * p as u64, "nodes", spec, "p")?;
         let copies = if g > 1 { ((a as u64 * h as u64) / (g as u64 - 1)) as u32 } else { 0 };
         let local = routers as u64 * (a as u64 - 1);
         let global = g as u64 * copies as u64 * (g as u64).saturating_sub(1);
-        let links = total_links(nodes, local + global, spec)?;
+        let links = total_links(nodes, local + global, spec, "g")?;
         let local_base = 2 * nodes;
         let global_base = local_base + local as u32;
         let df = Dragonfly { a, p, h, g, copies, local_base, global_base };
@@ -746,7 +778,7 @@ mod tests {
     }
 
     fn error(spec: TopologySpec) -> String {
-        Topology::new(spec).unwrap_err()
+        Topology::new(spec).unwrap_err().problem
     }
 
     #[test]

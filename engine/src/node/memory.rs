@@ -2,8 +2,9 @@
 //! shared between the ranks' computation and the payload its NIC writes into memory
 //! (docs/models.md, "Memory contention (NiMC)").
 //!
-//! - [`MemoryModel`]: a node's memory bandwidth, its NIC (offload or onload) and the mitigations
-//!   (a cap on the incoming write rate, a core reserved for communication).
+//! - [`MemorySpec`]: a node's memory bandwidth, its NIC (offload or onload) and the mitigations
+//!   (a cap on the incoming write rate, a core reserved for communication), valid by construction
+//!   from [`MemoryParams`].
 //! - [`MemorySim`]: during a run, each node's incoming writes as busy intervals of its NIC's
 //!   write stream, and the calcs running on it, whose ends move later when a write lands during
 //!   them. Ends only ever move later (writes only add busy time), which is what lets the LogGOPS
@@ -13,7 +14,9 @@
 //!   ahead), not a walk from each calc's start.
 
 use std::collections::VecDeque;
+use std::ops::Deref;
 
+use crate::spec_error::SpecError;
 use crate::time::Time;
 
 /// What the node's NIC costs the node's cores per received byte.
@@ -27,9 +30,10 @@ pub enum NicKind {
     Onload { cpu_per_byte: f64, pollution: f64 },
 }
 
-/// The memory side of every node of a machine. Bandwidths in bytes per second.
+/// The memory side of every node of a machine as given (the `[memory]` table). Bandwidths in bytes
+/// per second.
 #[derive(Clone, Debug, PartialEq)]
-pub struct MemoryModel {
+pub struct MemoryParams {
     /// Ranks `r` with equal `r / ranks_per_node` share a node (with a network, its placement).
     pub ranks_per_node: u32,
     /// B: what the memory delivers to the cores and the NIC together.
@@ -48,52 +52,56 @@ pub struct MemoryModel {
     pub reserve_core: bool,
 }
 
-impl MemoryModel {
-    /// Checks the model; every error says which value is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        let positive = |v: f64, what: &str| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(format!("memory {what} must be a finite bandwidth > 0, not {v}"))
-            }
-        };
-        if self.ranks_per_node == 0 {
-            return Err("memory ranks_per_node must be at least 1".into());
-        }
-        positive(self.bandwidth, "bandwidth")?;
-        positive(self.compute_bandwidth, "compute_bandwidth")?;
-        positive(self.nic_bandwidth, "nic_bandwidth")?;
-        if let Some(cap) = self.throttle {
-            positive(cap, "throttle")?;
-        }
-        if self.compute_bandwidth > self.bandwidth {
-            return Err(format!(
-                "memory compute_bandwidth ({} B/s) must not exceed bandwidth ({} B/s)",
-                self.compute_bandwidth, self.bandwidth
-            ));
-        }
-        if !(0.0..1.0).contains(&self.floor) {
-            return Err(format!("memory floor must be in [0, 1), not {}", self.floor));
-        }
-        if self.reserve_core && self.ranks_per_node < 2 {
-            return Err("memory reserve_core needs at least 2 ranks per node".into());
-        }
-        if let NicKind::Onload { cpu_per_byte, pollution } = self.nic {
-            if !(cpu_per_byte.is_finite() && cpu_per_byte >= 0.0) {
-                return Err(format!("memory cpu_per_byte must be >= 0, not {cpu_per_byte}"));
-            }
-            if !(pollution.is_finite() && pollution >= 0.0) {
-                return Err(format!("memory pollution must be >= 0, not {pollution}"));
-            }
-            let share = cpu_per_byte * self.write_rate() * 1e-12;
-            if share >= 1.0 {
-                return Err(format!("memory cpu_per_byte: the onload processing would need {share:.2} cores at the NIC's write rate (at most < 1)"));
-            }
-        }
-        Ok(())
-    }
+/// [`MemoryParams`] that passed [`MemorySpec::new`]; reads as its params.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemorySpec(MemoryParams);
 
+impl Deref for MemorySpec {
+    type Target = MemoryParams;
+
+    fn deref(&self) -> &MemoryParams {
+        &self.0
+    }
+}
+
+impl MemorySpec {
+    /// Checks the values; every error names its `[memory]` key.
+    pub fn new(p: MemoryParams) -> Result<MemorySpec, SpecError> {
+        let refuse = |key: &str, problem: String| Err(SpecError::new(format!("memory.{key}"), problem));
+        if p.ranks_per_node == 0 {
+            return refuse("ranks_per_node", "must be at least 1".into());
+        }
+        let bandwidths = [("bandwidth", Some(p.bandwidth)), ("compute_bandwidth", Some(p.compute_bandwidth)), ("nic_bandwidth", Some(p.nic_bandwidth)), ("throttle", p.throttle)];
+        for (key, v) in bandwidths {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return refuse(key, format!("must be a finite bandwidth > 0, not {v}"));
+            }
+        }
+        if p.compute_bandwidth > p.bandwidth {
+            return refuse("compute_bandwidth", format!("must not exceed bandwidth ({} B/s > {} B/s)", p.compute_bandwidth, p.bandwidth));
+        }
+        if !(0.0..1.0).contains(&p.floor) {
+            return refuse("floor", format!("expected a fraction in [0, 1), got {}", p.floor));
+        }
+        if p.reserve_core && p.ranks_per_node < 2 {
+            return refuse("reserve_core", "needs at least 2 ranks per node".into());
+        }
+        if let NicKind::Onload { cpu_per_byte, pollution } = p.nic {
+            for (key, v) in [("cpu_per_byte", cpu_per_byte), ("pollution", pollution)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return refuse(key, format!("must be a finite number >= 0, not {v}"));
+                }
+            }
+            let share = cpu_per_byte * p.write_rate() * 1e-12;
+            if share >= 1.0 {
+                return refuse("cpu_per_byte", format!("the onload processing would need a whole core or more at the NIC's write rate ({share:.2} cores)"));
+            }
+        }
+        Ok(MemorySpec(p))
+    }
+}
+
+impl MemoryParams {
     /// W, the node's incoming write rate while its NIC writes (bytes/s):
     /// `min(nic_bandwidth, throttle, B - phi · B_c)`.
     pub fn write_rate(&self) -> f64 {
@@ -161,7 +169,7 @@ struct NodeMemory {
 
 /// The memory model's state during a run.
 pub struct MemorySim {
-    model: MemoryModel,
+    model: MemorySpec,
     node_of: Vec<u32>,
     /// Lowest rank of each node: the core that takes an onload NIC's processing.
     first_rank: Vec<u32>,
@@ -181,9 +189,8 @@ pub struct MemorySim {
 }
 
 impl MemorySim {
-    /// `node_of[r]`: the node of rank r. Panics if the model does not validate.
-    pub fn new(model: &MemoryModel, node_of: Vec<u32>) -> MemorySim {
-        model.validate().expect("a valid memory model");
+    /// `node_of[r]`: the node of rank r.
+    pub fn new(model: &MemorySpec, node_of: Vec<u32>) -> MemorySim {
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
         let mut first_rank = vec![u32::MAX; nodes];
         for (r, &n) in node_of.iter().enumerate() {
@@ -211,7 +218,7 @@ impl MemorySim {
         }
     }
 
-    pub fn model(&self) -> &MemoryModel {
+    pub fn model(&self) -> &MemorySpec {
         &self.model
     }
 
@@ -370,8 +377,12 @@ impl MemorySim {
 mod tests {
     use super::*;
 
-    fn model(nic: NicKind) -> MemoryModel {
-        MemoryModel {
+    fn model(nic: NicKind) -> MemorySpec {
+        MemorySpec::new(params(nic)).unwrap()
+    }
+
+    fn params(nic: NicKind) -> MemoryParams {
+        MemoryParams {
             ranks_per_node: 1,
             bandwidth: 64e9,
             compute_bandwidth: 64e9,
@@ -414,13 +425,14 @@ mod tests {
 
     #[test]
     fn bad_models_are_refused() {
-        let mut bad = model(NicKind::Offload);
+        let refused = |p: MemoryParams| MemorySpec::new(p).unwrap_err().to_string();
+        let mut bad = params(NicKind::Offload);
         bad.compute_bandwidth = 65e9;
-        assert!(bad.validate().unwrap_err().contains("compute_bandwidth"));
-        let mut bad = model(NicKind::Offload);
+        assert!(refused(bad).contains("compute_bandwidth"));
+        let mut bad = params(NicKind::Offload);
         bad.reserve_core = true;
-        assert!(bad.validate().unwrap_err().contains("reserve_core"));
-        let bad = model(NicKind::Onload { cpu_per_byte: 100.0, pollution: 0.0 });
-        assert!(bad.validate().unwrap_err().contains("cores"));
+        assert!(refused(bad).contains("reserve_core"));
+        let bad = params(NicKind::Onload { cpu_per_byte: 100.0, pollution: 0.0 });
+        assert!(refused(bad).contains("cores"));
     }
 }

@@ -17,7 +17,7 @@ pub mod trace;
 use crate::time::Time;
 use pattern::Pattern;
 use random::{mix, LastWindow, RandomNoise};
-use spec::{format_time, SpecError};
+use spec::{format_time, noise_error, SpecError};
 
 /// How the ranks' noise lines up in time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,18 +51,18 @@ impl Noise {
     /// One detour of `duration` every `period` ps on every rank.
     pub fn periodic(period: Time, duration: Time, phase: Phase, seed: u64) -> Result<Noise, SpecError> {
         if duration >= period {
-            return Err(SpecError::new("duration", format!(
+            return Err(noise_error("duration", format!(
                 "detours of {} every {} leave no time for work: the duration must be shorter than the period",
                 format_time(duration as f64), format_time(period as f64))));
         }
-        let pattern = Pattern::periodic(period, duration).map_err(|e| SpecError::new("duration", e))?;
+        let pattern = Pattern::periodic(period, duration).map_err(|e| noise_error("duration", e))?;
         Ok(Noise { source: Source::Cyclic(vec![pattern]), phase, seed, per_byte: false })
     }
 
     /// Replays measured traces: rank r replays `traces[r % traces.len()]`, repeated forever.
     pub fn replay(traces: Vec<Pattern>, phase: Phase, seed: u64) -> Result<Noise, SpecError> {
         if traces.is_empty() {
-            return Err(SpecError::new("trace", "no noise trace to replay"));
+            return Err(noise_error("trace", "no noise trace to replay"));
         }
         Ok(Noise { source: Source::Cyclic(traces), phase, seed, per_byte: false })
     }
@@ -72,7 +72,7 @@ impl Noise {
     pub fn random(random: RandomNoise, phase: Phase) -> Result<Noise, SpecError> {
         if let Phase::CoScheduled(p) = phase {
             if p != 0 {
-                return Err(SpecError::new("phase", "random noise is independent or coscheduled (no phase time)"));
+                return Err(noise_error("phase", "random noise is independent or coscheduled (no phase time)"));
             }
         }
         Ok(Noise { source: Source::Random(random), phase, seed: 0, per_byte: false })

@@ -9,7 +9,7 @@
 //! Lengths that would fill the window are dropped (the window is chosen so that this is very rare).
 
 use crate::time::Time;
-use super::spec::{format_hz, format_time, SpecError};
+use super::spec::{format_hz, format_time, noise_error, SpecError};
 
 /// Detours per window beyond which further arrivals are dropped (Poisson tail; see `window_for`).
 pub const MAX_PER_WINDOW: usize = 64;
@@ -70,20 +70,20 @@ impl RandomNoise {
     /// detour time reaches half of all time, or the inputs are not positive.
     pub fn new(rate_hz: f64, durations: Durations, seed: u64) -> Result<RandomNoise, SpecError> {
         if !(rate_hz.is_finite() && rate_hz > 0.0) {
-            return Err(SpecError::new("rate", format!("must be a positive number of detours per second, not {rate_hz}")));
+            return Err(noise_error("rate", format!("must be a positive number of detours per second, not {rate_hz}")));
         }
         match durations {
-            Durations::Fixed(0) | Durations::Exponential { mean: 0 } => return Err(SpecError::new("duration", "must be positive")),
-            Durations::Uniform { min: 0, .. } => return Err(SpecError::new("min", "must be positive")),
+            Durations::Fixed(0) | Durations::Exponential { mean: 0 } => return Err(noise_error("duration", "must be positive")),
+            Durations::Uniform { min: 0, .. } => return Err(noise_error("min", "must be positive")),
             Durations::Uniform { min, max } if max < min => {
-                return Err(SpecError::new("max", format!("must not be below min ({})", format_time(min as f64))))
+                return Err(noise_error("max", format!("must not be below min ({})", format_time(min as f64))))
             }
             _ => {}
         }
         let rate_per_ps = rate_hz / 1e12;
         let overhead = rate_per_ps * durations.mean();
         if overhead >= 0.5 {
-            return Err(SpecError::new("rate", format!("{} of detours averaging {} take {:.0}% of the time (at most 50%)",
+            return Err(noise_error("rate", format!("{} of detours averaging {} take {:.0}% of the time (at most 50%)",
                 format_hz(rate_hz), format_time(durations.mean()), overhead * 100.0)));
         }
         let window = window_for(rate_per_ps, &durations);
@@ -355,6 +355,6 @@ mod tests {
         assert!(RandomNoise::new(0.0, Durations::Fixed(1), 0).is_err());
         assert!(RandomNoise::new(1000.0, Durations::Fixed(0), 0).is_err());
         assert!(RandomNoise::new(1000.0, Durations::Uniform { min: 5, max: 4 }, 0).is_err());
-        assert!(RandomNoise::new(1000.0, Durations::Fixed(600_000_000), 0).unwrap_err().message.contains("at most 50%"));
+        assert!(RandomNoise::new(1000.0, Durations::Fixed(600_000_000), 0).unwrap_err().problem.contains("at most 50%"));
     }
 }

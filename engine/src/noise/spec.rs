@@ -4,7 +4,7 @@
 //!
 //! The rules live in the constructors of the model ([`Noise::periodic`], [`RandomNoise::new`],
 //! [`Noise::random`], [`Noise::replay`]); [`NoiseSpec::new`] checks a spec by building it, so a
-//! rule is written once and its error names the spec's key it is about ([`SpecError`]).
+//! rule is written once and its error names the spec's key it is about ([`SpecError`], `noise.<key>`).
 
 use std::fmt;
 use std::path::Path;
@@ -14,27 +14,12 @@ use super::trace::{read_trace_file, TraceError};
 use super::{Noise, Phase};
 use crate::time::{parse_time, Time, MAX_INPUT_PS};
 
-/// A problem with a spec, about its key `key` ("duration", "rate", ...; empty: the whole spec).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SpecError {
-    pub key: &'static str,
-    pub message: String,
-}
+pub use crate::spec_error::SpecError;
 
-impl SpecError {
-    pub fn new(key: &'static str, message: impl Into<String>) -> SpecError {
-        SpecError { key, message: message.into() }
-    }
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.key.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.key, self.message)
-        }
-    }
+/// An error about the spec's `key` ("duration", "rate", ...; empty: the whole spec), named as a
+/// machine file writes it (`noise.duration`, `noise`).
+pub(crate) fn noise_error(key: &str, problem: impl Into<String>) -> SpecError {
+    SpecError::new(if key.is_empty() { "noise".to_string() } else { format!("noise.{key}") }, problem)
 }
 
 /// Where the detours come from.
@@ -73,6 +58,9 @@ impl fmt::Display for BuildError {
     }
 }
 
+/// The distribution of random detours' lengths when a spec (compact or a `[noise]` table) names none.
+pub const DEFAULT_DISTRIBUTION: &str = "exponential";
+
 const HINT: &str = "periodic:FREQ:DURATION, random:RATE:DURATION[:fixed|:exponential], random:RATE:MIN-MAX, trace:FILE or none";
 
 impl NoiseSpec {
@@ -80,7 +68,7 @@ impl NoiseSpec {
     pub fn new(kind: NoiseKind, phase: Phase, seed: u64, per_byte: bool) -> Result<NoiseSpec, SpecError> {
         let spec = NoiseSpec { kind, phase, seed, per_byte };
         match &spec.kind {
-            NoiseKind::Trace { files } if files.is_empty() => return Err(SpecError::new("trace", "expected a trace file or a list of them")),
+            NoiseKind::Trace { files } if files.is_empty() => return Err(noise_error("trace", "expected a trace file or a list of them")),
             NoiseKind::Trace { .. } => {}
             _ => {
                 spec.model(Vec::new())?;
@@ -98,7 +86,7 @@ impl NoiseSpec {
     /// let spec = NoiseSpec::parse("periodic:1kHz:25us").unwrap().unwrap();
     /// assert_eq!(spec.kind(), &NoiseKind::Periodic { period: 1_000_000_000, duration: 25_000_000 });
     /// assert_eq!(NoiseSpec::parse("none").unwrap(), None);
-    /// assert_eq!(NoiseSpec::parse("periodic:1kHz:1ms").unwrap_err().key, "duration");
+    /// assert_eq!(NoiseSpec::parse("periodic:1kHz:1ms").unwrap_err().key, "noise.duration");
     /// ```
     pub fn parse(text: &str) -> Result<Option<NoiseSpec>, SpecError> {
         let text = text.trim();
@@ -115,15 +103,15 @@ impl NoiseSpec {
             }
             ("random", [rate, duration, rest @ ..]) if rest.len() <= 1 => {
                 let mean = duration_of(duration, "duration")?;
-                let durations = match rest.first().copied().unwrap_or("exponential") {
+                let durations = match rest.first().copied().unwrap_or(DEFAULT_DISTRIBUTION) {
                     "exponential" => Durations::Exponential { mean },
                     "fixed" => Durations::Fixed(mean),
-                    other => return Err(SpecError::new("distribution", format!("expected one of fixed, exponential, uniform, got '{other}'"))),
+                    other => return Err(noise_error("distribution", format!("expected one of fixed, exponential, uniform, got '{other}'"))),
                 };
                 NoiseKind::Random { rate: frequency_of(rate, "rate")?, durations }
             }
             ("trace", [_, ..]) => NoiseKind::Trace { files: rest.split(',').map(str::to_string).collect() },
-            _ => return Err(SpecError::new("", format!("expected {HINT}; got '{text}'"))),
+            _ => return Err(noise_error("", format!("expected {HINT}; got '{text}'"))),
         };
         NoiseSpec::new(kind, Phase::Independent, 0, false).map(Some)
     }
@@ -216,15 +204,15 @@ pub fn parse_period(frequency: &str) -> Result<Time, String> {
 }
 
 fn frequency_of(text: &str, key: &'static str) -> Result<f64, SpecError> {
-    parse_frequency(text).map_err(|e| SpecError::new(key, e))
+    parse_frequency(text).map_err(|e| noise_error(key, e))
 }
 
 fn duration_of(text: &str, key: &'static str) -> Result<Time, SpecError> {
-    parse_duration(text).map_err(|e| SpecError::new(key, e))
+    parse_duration(text).map_err(|e| noise_error(key, e))
 }
 
 fn period_of(text: &str, key: &'static str) -> Result<Time, SpecError> {
-    parse_period(text).map_err(|e| SpecError::new(key, e))
+    parse_period(text).map_err(|e| noise_error(key, e))
 }
 
 /// `v` with `digits` significant digits, trailing zeros dropped ("2.5", "1000").
@@ -276,23 +264,23 @@ mod tests {
 
     #[test]
     fn each_rule_names_its_key() {
-        assert_eq!(error("periodic:1kHz").key, "");
-        assert!(error("periodic:1kHz").message.starts_with("expected periodic:FREQ:DURATION"));
+        assert_eq!(error("periodic:1kHz").key, "noise");
+        assert!(error("periodic:1kHz").problem.starts_with("expected periodic:FREQ:DURATION"));
         let e = error("periodic:1kHz:2ms");
-        assert_eq!((e.key, e.message.as_str()), ("duration", "detours of 2 ms every 1 ms leave no time for work: the duration must be shorter than the period"));
-        assert_eq!(error("random:1kHz:3us:gauss").key, "distribution");
+        assert_eq!((e.key.as_str(), e.problem.as_str()), ("noise.duration", "detours of 2 ms every 1 ms leave no time for work: the duration must be shorter than the period"));
+        assert_eq!(error("random:1kHz:3us:gauss").key, "noise.distribution");
         let e = error("random:1kHz:40us-30us");
-        assert_eq!((e.key, e.message.as_str()), ("max", "must not be below min (40 us)"));
+        assert_eq!((e.key.as_str(), e.problem.as_str()), ("noise.max", "must not be below min (40 us)"));
         let e = error("random:10kHz:90us");
-        assert_eq!((e.key, e.message.as_str()), ("rate", "10000 Hz of detours averaging 90 us take 90% of the time (at most 50%)"));
-        assert_eq!(error("periodic:fast:1us").key, "frequency");
-        assert_eq!(error("periodic:1kHz:-1us").message, "must not be negative, got '-1us'");
-        assert_eq!(error("periodic:1kHz:0").message, "must be positive, got '0'");
-        assert!(error("periodic:0.0001Hz:1us").message.contains("is too low"));
+        assert_eq!((e.key.as_str(), e.problem.as_str()), ("noise.rate", "10000 Hz of detours averaging 90 us take 90% of the time (at most 50%)"));
+        assert_eq!(error("periodic:fast:1us").key, "noise.frequency");
+        assert_eq!(error("periodic:1kHz:-1us").problem, "must not be negative, got '-1us'");
+        assert_eq!(error("periodic:1kHz:0").problem, "must be positive, got '0'");
+        assert!(error("periodic:0.0001Hz:1us").problem.contains("is too low"));
         assert!(NoiseSpec::parse("periodic:0.001Hz:1us").is_ok());
         let e = NoiseSpec::new(NoiseKind::Random { rate: 1000.0, durations: Durations::Fixed(1000) }, Phase::CoScheduled(5), 0, false).unwrap_err();
-        assert_eq!((e.key, e.message.as_str()), ("phase", "random noise is independent or coscheduled (no phase time)"));
-        assert_eq!(NoiseSpec::new(NoiseKind::Trace { files: vec![] }, Phase::Independent, 0, false).unwrap_err().key, "trace");
+        assert_eq!((e.key.as_str(), e.problem.as_str()), ("noise.phase", "random noise is independent or coscheduled (no phase time)"));
+        assert_eq!(NoiseSpec::new(NoiseKind::Trace { files: vec![] }, Phase::Independent, 0, false).unwrap_err().key, "noise.trace");
     }
 
     #[test]

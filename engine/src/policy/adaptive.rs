@@ -10,10 +10,12 @@
 //! changes nothing (the limit was not what held the node back).
 
 use super::tokens::{TokenPool, TokenSpec};
+use crate::spec_error::SpecError;
 use crate::time::Time;
 
-/// The rule's parameters (defaults: docs/models.md).
+/// The rule's parameters (defaults: docs/models.md), valid by construction ([`AdaptiveSpec::new`]).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct AdaptiveSpec {
     /// The pool's maximum: the limit never exceeds it.
     pub max_tokens: u64,
@@ -30,20 +32,26 @@ impl AdaptiveSpec {
     pub const DEFAULT_DECREASE: f64 = 0.5;
     pub const DEFAULT_TOLERANCE: f64 = 0.05;
 
-    pub fn validate(&self) -> Result<(), String> {
-        if self.max_tokens == 0 {
-            return Err("adaptive: tokens (the most the limit may reach) must be at least 1".into());
+    /// The rule's parameters, checked: `initial` None starts at the node's ranks.
+    pub fn new(max_tokens: u64, initial: Option<u64>, decrease: f64, tolerance: f64) -> Result<AdaptiveSpec, SpecError> {
+        if max_tokens == 0 {
+            return Err(SpecError::new("throttle.tokens", "expected an integer >= 1, got 0 (the most the adaptive limit may reach)"));
         }
-        if self.initial.is_some_and(|i| i == 0 || i > self.max_tokens) {
-            return Err(format!("adaptive: initial must be from 1 to tokens ({})", self.max_tokens));
+        if initial.is_some_and(|i| i == 0 || i > max_tokens) {
+            return Err(SpecError::new("throttle.initial", format!("must be from 1 to tokens ({max_tokens})")));
         }
-        if !(self.decrease > 0.0 && self.decrease < 1.0) {
-            return Err("adaptive: decrease must be between 0 and 1 (exclusive)".into());
+        if !(decrease > 0.0 && decrease < 1.0) {
+            return Err(SpecError::new("throttle.decrease", "must be between 0 and 1 (exclusive)"));
         }
-        if !(0.0..1.0).contains(&self.tolerance) {
-            return Err("adaptive: tolerance must be at least 0 and below 1".into());
+        if !(0.0..1.0).contains(&tolerance) {
+            return Err(SpecError::new("throttle.tolerance", "must be at least 0 and below 1"));
         }
-        Ok(())
+        Ok(AdaptiveSpec { max_tokens, initial, decrease, tolerance })
+    }
+
+    /// Its pool: `max_tokens`, one token per message (valid: `max_tokens` >= 1 by construction).
+    fn one_per_message(&self) -> TokenSpec {
+        TokenSpec::new(Some(self.max_tokens), 0, vec![]).expect("max_tokens >= 1")
     }
 }
 
@@ -105,7 +113,7 @@ impl Adaptive {
     /// The pool the limits act on: one token per message, `max_tokens` in all, each node at its
     /// initial limit.
     pub fn pool<T>(&self, tasks: usize) -> TokenPool<T> {
-        let mut pool = TokenPool::new(TokenSpec { tokens: Some(self.spec.max_tokens), size_per_token: 0, thresholds: vec![] }, self.nodes.len(), tasks);
+        let mut pool = TokenPool::new(self.spec.one_per_message(), self.nodes.len(), tasks);
         for (node, n) in self.nodes.iter().enumerate() {
             pool.set_limit(node as u32, n.limit);
         }
@@ -210,11 +218,13 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_refused() {
-        let bad = |s: AdaptiveSpec| s.validate().unwrap_err();
-        assert!(bad(AdaptiveSpec { max_tokens: 0, ..AdaptiveSpec::default() }).contains("tokens"));
-        assert!(bad(AdaptiveSpec { initial: Some(0), ..AdaptiveSpec::default() }).contains("initial"));
-        assert!(bad(AdaptiveSpec { decrease: 1.0, ..AdaptiveSpec::default() }).contains("decrease"));
-        assert!(bad(AdaptiveSpec { tolerance: 1.0, ..AdaptiveSpec::default() }).contains("tolerance"));
-        assert!(AdaptiveSpec::default().validate().is_ok());
+        let d = AdaptiveSpec::default();
+        let key = |r: Result<AdaptiveSpec, SpecError>| r.unwrap_err().key;
+        assert_eq!(key(AdaptiveSpec::new(0, None, d.decrease, d.tolerance)), "throttle.tokens");
+        assert_eq!(key(AdaptiveSpec::new(5, Some(0), d.decrease, d.tolerance)), "throttle.initial");
+        assert_eq!(key(AdaptiveSpec::new(5, Some(6), d.decrease, d.tolerance)), "throttle.initial");
+        assert_eq!(key(AdaptiveSpec::new(5, None, 1.0, d.tolerance)), "throttle.decrease");
+        assert_eq!(key(AdaptiveSpec::new(5, None, d.decrease, 1.0)), "throttle.tolerance");
+        assert_eq!(AdaptiveSpec::new(d.max_tokens, None, d.decrease, d.tolerance), Ok(d));
     }
 }

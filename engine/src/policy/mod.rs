@@ -12,33 +12,52 @@ pub mod proxy;
 pub mod rate;
 pub mod tokens;
 
+use crate::spec_error::SpecError;
 use crate::time::Time;
 pub use adaptive::AdaptiveSpec;
 pub use tokens::{Thresholds, TokenSpec};
 
-/// Which admission control a simulation applies.
+/// Which admission control a simulation applies (the `[throttle]` table), valid by construction:
+/// outside the engine only [`AdmissionSpec::token`], [`AdmissionSpec::rate`],
+/// [`AdmissionSpec::proxy`] and [`AdmissionSpec::adaptive`] make one.
 #[derive(Clone, Debug, PartialEq)]
-pub enum PolicySpec {
+pub enum AdmissionSpec {
     /// Inline token throttling (ITT): a node-wide count of messages in flight.
+    #[non_exhaustive]
     Token(TokenSpec),
     /// Inline rate throttling (IRT): at least `gap` ps between two injections of a task.
+    #[non_exhaustive]
     Rate { gap: Time },
     /// `servers` per node inject for the tasks; optional tokens behind the servers.
+    #[non_exhaustive]
     Proxy { servers: u32, tokens: Option<TokenSpec> },
     /// Token throttling whose limit adapts to the node's completion rate (no thresholds given).
+    #[non_exhaustive]
     Adaptive(AdaptiveSpec),
 }
 
-impl PolicySpec {
-    /// Checks the values (a zero count would stop every message).
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            PolicySpec::Token(t) => t.validate(),
-            PolicySpec::Rate { gap } if *gap == 0 => Err("rate: the gap must be larger than 0".into()),
-            PolicySpec::Rate { .. } => Ok(()),
-            PolicySpec::Proxy { servers: 0, .. } => Err("proxy: at least one server per node".into()),
-            PolicySpec::Proxy { tokens, .. } => tokens.as_ref().map_or(Ok(()), TokenSpec::validate),
-            PolicySpec::Adaptive(a) => a.validate(),
+impl AdmissionSpec {
+    pub fn token(tokens: TokenSpec) -> AdmissionSpec {
+        AdmissionSpec::Token(tokens)
+    }
+
+    /// A gap of 0 would not limit anything: refused.
+    pub fn rate(gap: Time) -> Result<AdmissionSpec, SpecError> {
+        if gap == 0 {
+            return Err(SpecError::new("throttle.gap_ns", "the gap must be larger than 0"));
         }
+        Ok(AdmissionSpec::Rate { gap })
+    }
+
+    /// No server would stop every message: refused.
+    pub fn proxy(servers: u32, tokens: Option<TokenSpec>) -> Result<AdmissionSpec, SpecError> {
+        if servers == 0 {
+            return Err(SpecError::new("throttle.servers", "at least one server per node"));
+        }
+        Ok(AdmissionSpec::Proxy { servers, tokens })
+    }
+
+    pub fn adaptive(spec: AdaptiveSpec) -> AdmissionSpec {
+        AdmissionSpec::Adaptive(spec)
     }
 }

@@ -10,6 +10,8 @@
 
 use std::collections::VecDeque;
 
+use crate::spec_error::SpecError;
+
 /// The Algorithm 1 thresholds for messages of at most `up_to` bytes (the last class: all larger).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Thresholds {
@@ -30,42 +32,44 @@ impl Thresholds {
     }
 }
 
-/// A token pool and/or thresholds.
+/// A token pool and/or thresholds, valid by construction ([`TokenSpec::new`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenSpec {
     /// Tokens per node (None: only the thresholds limit).
-    pub tokens: Option<u64>,
+    tokens: Option<u64>,
     /// A message takes ceil(bytes / size_per_token) tokens (at least 1, at most the pool); 0: one.
-    pub size_per_token: u64,
-    pub thresholds: Vec<Thresholds>,
+    size_per_token: u64,
+    thresholds: Vec<Thresholds>,
 }
 
 impl TokenSpec {
-    pub fn validate(&self) -> Result<(), String> {
-        if self.tokens == Some(0) {
-            return Err("token: tokens must be at least 1 (zero tokens would never admit a message)".into());
+    /// Checks the values (a zero count would stop every message); errors name the `[throttle]`
+    /// key, `throttle.class.<position>.<key>` for a class of thresholds.
+    pub fn new(tokens: Option<u64>, size_per_token: u64, thresholds: Vec<Thresholds>) -> Result<TokenSpec, SpecError> {
+        if tokens == Some(0) {
+            return Err(SpecError::new("throttle.tokens", "expected an integer >= 1, got 0 (a pool needs at least 1 token to admit a message)"));
         }
-        if self.tokens.is_none() && self.thresholds.is_empty() {
-            return Err("token: give tokens, thresholds or both".into());
+        if tokens.is_none() && thresholds.is_empty() {
+            return Err(SpecError::new("throttle", "the token policy needs tokens, [[throttle.class]] thresholds or both"));
         }
-        if self.size_per_token > 0 && self.tokens.is_none() {
-            return Err("token: size_per_token needs a token pool (tokens)".into());
+        if size_per_token > 0 && tokens.is_none() {
+            return Err(SpecError::new("throttle.size_per_token", "size_per_token needs a token pool (tokens)"));
         }
-        if self.thresholds.windows(2).any(|w| w[1].up_to <= w[0].up_to) {
-            return Err("token: threshold classes must be in increasing up_to".into());
-        }
-        for t in &self.thresholds {
-            if t.cct == 0 || t.nrct == 0 {
-                return Err(format!("token: class up to {} bytes: cct and nrct must be at least 1", t.up_to));
+        for (i, t) in thresholds.iter().enumerate() {
+            let key = |k: &str| format!("throttle.class.{i}.{k}");
+            if i > 0 && t.up_to <= thresholds[i - 1].up_to {
+                return Err(SpecError::new(key("up_to"), "threshold classes must be in increasing up_to"));
+            }
+            for (name, value) in [("cct", t.cct), ("nrct", t.nrct)] {
+                if value == 0 {
+                    return Err(SpecError::new(key(name), "0 is out of range: at least 1 (0 would stop every message)"));
+                }
             }
             if t.crct.is_empty() || t.crct.iter().any(|&(_, m)| m == 0) || t.crct.windows(2).any(|w| w[1].0 <= w[0].0) {
-                return Err(format!(
-                    "token: class up to {} bytes: crct must be [active cores, messages >= 1] pairs in increasing cores",
-                    t.up_to
-                ));
+                return Err(SpecError::new(key("crct"), format!("expected [[active cores, messages >= 1], ...] in increasing cores, got {:?}", t.crct)));
             }
         }
-        Ok(())
+        Ok(TokenSpec { tokens, size_per_token, thresholds })
     }
 }
 
@@ -206,7 +210,7 @@ mod tests {
     use super::*;
 
     fn pool(tokens: u64, size_per_token: u64) -> TokenPool<u32> {
-        TokenPool::new(TokenSpec { tokens: Some(tokens), size_per_token, thresholds: vec![] }, 1, 4)
+        TokenPool::new(TokenSpec::new(Some(tokens), size_per_token, vec![]).unwrap(), 1, 4)
     }
 
     #[test]
@@ -227,7 +231,7 @@ mod tests {
 
     #[test]
     fn thresholds_limit_cores_node_and_core_counts() {
-        let spec = |nrct| TokenSpec { tokens: None, size_per_token: 0, thresholds: vec![Thresholds { up_to: u64::MAX, cct: 2, nrct, crct: vec![(1, 3), (2, 1)] }] };
+        let spec = |nrct| TokenSpec::new(None, 0, vec![Thresholds { up_to: u64::MAX, cct: 2, nrct, crct: vec![(1, 3), (2, 1)] }]).unwrap();
         let mut p: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
         assert_eq!(p.request(0, 0, 8, 0), Some(1)); // one core active: up to 3 per core
         assert_eq!(p.request(0, 0, 8, 1), Some(1));
@@ -251,7 +255,10 @@ mod tests {
 
     #[test]
     fn zero_tokens_and_empty_specs_are_refused() {
-        assert!(TokenSpec { tokens: Some(0), size_per_token: 0, thresholds: vec![] }.validate().unwrap_err().contains("at least 1"));
-        assert!(TokenSpec { tokens: None, size_per_token: 0, thresholds: vec![] }.validate().is_err());
+        let zero = TokenSpec::new(Some(0), 0, vec![]).unwrap_err();
+        assert!(zero.problem.contains("at least 1") && zero.key == "throttle.tokens");
+        assert!(TokenSpec::new(None, 0, vec![]).is_err());
+        let th = |cct| Thresholds { up_to: u64::MAX, cct, nrct: 1, crct: vec![(1, 1)] };
+        assert_eq!(TokenSpec::new(None, 0, vec![th(0)]).unwrap_err().key, "throttle.class.0.cct");
     }
 }

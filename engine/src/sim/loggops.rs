@@ -11,18 +11,19 @@
 
 mod deadlock;
 mod flows;
+mod handle;
 mod memory;
 mod node;
+mod noise;
+mod prefetch;
 mod trace;
 mod waits;
 
 use std::ops::Range;
 
-use crate::net::flow::FlowId;
 use crate::net::Network;
 use crate::node::memory::MemorySim;
-use crate::node::NodeModel;
-use crate::noise::random::LastWindow;
+use crate::node::NodeSpec;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
 use crate::schedule::{Op, OpKind, Program};
@@ -33,15 +34,16 @@ use crate::sim::result::SimResult;
 use crate::sim::scenario::{Scenario, Stopped};
 use crate::sim::hosts::{Clock, Hosts};
 use crate::sim::matching::{MatchQueues, Queue};
-use crate::prefetch::prefetch;
-use crate::sim::queue::{Entry, EventQueue, AHEAD};
+use crate::sim::queue::{Entry, EventQueue};
 use crate::sim::parallel::{merge, run_in_parallel, workers};
 use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH};
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
-use flows::NetMessage;
+use flows::Flows;
+use handle::{Handle, Readiness};
 use node::{Admission, NodeSim};
+use noise::NoiseSim;
 use waits::WaitList;
 
 /// A message in flight or waiting in an unexpected queue: what every model reads, in 32 bytes (two
@@ -98,12 +100,6 @@ const WAITER: u32 = 1 << 29;
 const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
-/// How many events ahead `Sim::prefetch_ahead` starts loading an event's state, in three stages:
-/// the message (of an operation: its host), then the host it goes to, then the first receive
-/// posted there.
-const PREFETCH_MESSAGE: usize = AHEAD - 1;
-const PREFETCH_HOST: usize = AHEAD * 2 / 3;
-const PREFETCH_MATCH: usize = AHEAD / 3;
 
 pub(super) struct Sim<'p, P: Program> {
     prog: &'p P,
@@ -120,16 +116,12 @@ pub(super) struct Sim<'p, P: Program> {
     details: Vec<MessageDetails>,
     keep_details: bool,
     free_msgs: Vec<u32>,
-    /// Remaining dependency counts of operations partly satisfied (key: rank << 32 | op).
-    waiting: U64Map<u32>,
+    readiness: Readiness,
     queue: EventQueue,
     /// Windowed execution instead of `queue` when it applies (see `windowed_width`).
     pub(super) windows: Option<Windows>,
     pub(super) next_key: u64,
-    /// Operations that became ready during the current event, in the order they did.
-    ready: Vec<(u32, u32)>,
     issue: Vec<(u32, OpKind, u32, Op)>,
-    deps: Vec<u32>,
     pub(super) ops_started: u64,
     messages: u64,
     requeues: u64,
@@ -137,13 +129,6 @@ pub(super) struct Sim<'p, P: Program> {
     /// Ready time of sends not yet started (records only).
     send_ready_at: U64Map<Time>,
     timeline: Option<Timeline>,
-    net: Option<Network>,
-    /// Flows started or finished since the last reallocation of rates.
-    net_dirty: bool,
-    /// Network side of each message slot (see `NetMessage`), and the message of each flow id.
-    net_msgs: Vec<NetMessage>,
-    flow_msg: Vec<u32>,
-    rescheduled: Vec<(FlowId, Time)>,
     /// Arrivals waiting for a busy receiver, one list per (host, CPU, NIC) that has any, in a slab
     /// with free slots. A host record points to the list of its CPU 0 and NIC 0 (the common case:
     /// no hash lookup of a random key per waiting arrival); `other_waits` to the others.
@@ -151,15 +136,16 @@ pub(super) struct Sim<'p, P: Program> {
     free_waits: Vec<u32>,
     other_waits: U64Map<u32>,
     wait_versions: u32,
-    /// Detours that stretch CPU work (docs/models.md, "Noise"); None: exact LogGOPS.
-    noise: Option<&'p Noise>,
-    noise_charged: Time,
-    last_noise_window: LastWindow,
-    /// Records only: detour time in each message's send and receive overheads, by message slot.
-    msg_noise: U64Map<(Time, Time)>,
-    /// NIC congestion and admission control (docs/models.md); None: exact LogGOPS.
+    // --- the optional models (None: exact LogGOPS), each with its own state. The network and the
+    // node models act on the core only through a `Handle` (`with_flows`, `with_node`); noise and
+    // memory schedule nothing, they only say when CPU work ends (and memory moves it later) ---
+    /// Links between nodes (docs/models.md, "Network").
+    flows: Option<Flows>,
+    /// NIC congestion and admission control (docs/models.md).
     node: Option<NodeSim>,
-    /// Memory contention (docs/models.md, "Memory contention (NiMC)"); None: exact LogGOPS.
+    /// Detours that stretch CPU work (docs/models.md, "Noise").
+    noise: Option<NoiseSim<'p>>,
+    /// Memory contention (docs/models.md, "Memory contention (NiMC)").
     memory: Option<MemorySim>,
     /// What each time came from, for the critical path (`Options::critical_path`).
     crit: Option<Tracer>,
@@ -170,6 +156,28 @@ pub(super) struct Sim<'p, P: Program> {
     block: u32,
     pub(super) outbox: Vec<Vec<Mail>>,
     pub(super) earliest_out: Time,
+}
+
+/// How a send's message leaves its host (`Sim::route`).
+struct Route {
+    /// Through the node's shared NIC (congestion curves).
+    nic_path: bool,
+    /// Through the node's proxy servers.
+    proxied: bool,
+    /// Over the network's links.
+    networked: bool,
+    /// Tokens of the node's pool it holds until its send completes.
+    held: u64,
+}
+
+/// A handle on the core at time `$now` for an optional model (`handle::Handle`): never in a
+/// windowed run, which the optional models exclude (`windowed_width`) and whose keys a handle
+/// would bypass.
+macro_rules! handle {
+    ($sim:ident, $now:expr) => {{
+        assert!($sim.windows.is_none(), "the optional models never run windowed");
+        Handle::new($now, $sim.prog, &$sim.par, &$sim.msgs, &mut $sim.details, &mut $sim.queue, &mut $sim.next_key, &mut $sim.readiness)
+    }};
 }
 
 /// An arrival that changes workers: its time, key and message.
@@ -185,13 +193,13 @@ pub(super) type Mail = (Time, u64, Message);
 fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<'_, P>) -> Option<Time> {
     let plain = opts.execution != Execution::TimeOrdered
         && sim.cpus == 1
-        && sim.net.is_none()
+        && sim.flows.is_none()
         && sim.node.is_none()
         && sim.memory.is_none()
         && !opts.records
         && !opts.timeline
         && !opts.critical_path;
-    let scattered = opts.execution == Execution::Windowed || sim.noise.is_some_and(|n| n.phase() == Phase::Independent);
+    let scattered = opts.execution == Execution::Windowed || sim.noise.as_ref().is_some_and(|n| n.phase() == Phase::Independent);
     // Any narrower window is as exact; the windows keep times within them in 24 bits.
     let width = (par.o + par.L).min(MAX_WIDTH);
     // Last: bounding the message sizes may take a pass over the operations.
@@ -245,7 +253,7 @@ pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario
 
 impl<'p, P: Program> Sim<'p, P> {
     /// A simulator of every rank, with the time-ordered queue (the caller may set windows).
-    fn new(prog: &'p P, par: &Params, opts: &Options, network: Option<Network>, noise: Option<&'p Noise>, node: Option<&NodeModel>, memory: Option<MemorySim>) -> Sim<'p, P> {
+    fn new(prog: &'p P, par: &Params, opts: &Options, network: Option<Network>, noise: Option<&'p Noise>, node: Option<&NodeSpec>, memory: Option<MemorySim>) -> Sim<'p, P> {
         let n = prog.num_ranks() as usize;
         let cpus = prog.num_cpus().max(1) as usize;
         let nics = prog.num_nics().max(1) as usize;
@@ -265,32 +273,23 @@ impl<'p, P: Program> Sim<'p, P> {
             details: Vec::new(),
             keep_details: opts.records || opts.critical_path || node.is_some(),
             free_msgs: Vec::new(),
-            waiting: U64Map::default(),
+            readiness: Readiness::default(),
             queue: EventQueue::new(),
             windows: None,
             next_key: (n as u64) << 32,
-            ready: Vec::new(),
             issue: Vec::new(),
-            deps: Vec::new(),
             ops_started: 0,
             messages: 0,
             requeues: 0,
             records: opts.records.then(Records::default),
             send_ready_at: U64Map::default(),
             timeline: opts.timeline.then(Timeline::default),
-            net: network,
-            net_dirty: false,
-            net_msgs: Vec::new(),
-            flow_msg: Vec::new(),
-            rescheduled: Vec::new(),
+            flows: network.map(Flows::new),
             waits: Vec::new(),
             free_waits: Vec::new(),
             other_waits: U64Map::default(),
             wait_versions: 0,
-            noise,
-            noise_charged: 0,
-            last_noise_window: LastWindow::default(),
-            msg_noise: U64Map::default(),
+            noise: noise.map(|n| NoiseSim::new(n, opts.records)),
             node,
             memory,
             crit: opts.critical_path.then(|| Tracer::new(prog, cpus + 2 * nics)),
@@ -329,9 +328,6 @@ impl<P: Program> Sim<'_, P> {
     fn run(&mut self, progress: &mut impl FnMut(u64) -> bool) -> bool {
         let mut countdown = PROGRESS_EVERY;
         loop {
-            if self.net_dirty && self.queue.peek_time().is_none_or(|t| t > self.net.as_ref().map_or(0, Network::now)) {
-                self.reschedule_flows();
-            }
             countdown -= 1;
             if countdown == 0 {
                 countdown = PROGRESS_EVERY;
@@ -339,13 +335,8 @@ impl<P: Program> Sim<'_, P> {
                     return false;
                 }
             }
-            // Packet model: link events go first at equal times (a packet that arrives at t is
-            // there for an operation at t).
-            if let Some(tp) = self.net.as_mut().and_then(Network::next_packet_event) {
-                if self.queue.peek_time().is_none_or(|t| tp <= t) {
-                    self.packet_event();
-                    continue;
-                }
+            if self.flows.is_some() && self.network_step() {
+                continue;
             }
             let next = match &mut self.windows {
                 Some(w) => w.pop(&mut self.next_key),
@@ -355,6 +346,27 @@ impl<P: Program> Sim<'_, P> {
             self.handle(t, e);
         }
         true
+    }
+
+    /// The network's work before the next event: new rates if flows started or ended, then a
+    /// packet's link event if it comes first (at equal times it does: a packet that arrives at t
+    /// is there for an operation at t). True if it handled a link event.
+    #[inline(never)]
+    fn network_step(&mut self) -> bool {
+        let flows = self.flows.as_ref().expect("a network");
+        if flows.due(self.queue.peek_time()) {
+            let now = flows.net.now();
+            let (flows, mut h) = self.with_flows(now);
+            flows.reschedule(&mut h);
+        }
+        match self.flows.as_mut().expect("a network").net.next_packet_event() {
+            Some(tp) if self.queue.peek_time().is_none_or(|t| tp <= t) => {
+                let (flows, mut h) = self.with_flows(tp);
+                flows.packet_event(&mut h);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// One window of a parallel run for this worker: the final keys of the last window's, the
@@ -380,14 +392,23 @@ impl<P: Program> Sim<'_, P> {
         if e.data & MSG_FLAG != 0 {
             match e.host & KIND_MASK {
                 ARRIVAL => self.message(t, e),
-                FLOW_START => self.flow_start(t, e.data & !MSG_FLAG),
-                FLOW_DONE => self.flow_done(t, e),
-                _ => self.node_event(t, e),
+                FLOW_START => {
+                    let (flows, mut h) = self.with_flows(t);
+                    flows.start(e.data & !MSG_FLAG, &mut h);
+                }
+                FLOW_DONE => {
+                    let (flows, mut h) = self.with_flows(t);
+                    flows.done(e, &mut h);
+                }
+                _ => {
+                    let (node, mut h) = self.with_node(t);
+                    node.event(e, &mut h);
+                }
             }
         } else {
             self.operation(t, e);
         }
-        if !self.ready.is_empty() {
+        if !self.readiness.ready.is_empty() {
             self.issue_ready();
         }
     }
@@ -414,46 +435,10 @@ impl<P: Program> Sim<'_, P> {
         }
     }
 
-    /// Starts loading the state the coming events will touch (`EventQueue::ahead`), so that their
-    /// cache misses overlap with the work of this one instead of following each other: once the
-    /// ranks drift apart (independent noise) consecutive events belong to random ranks and nearly
-    /// every access misses. For an operation, its host's record; for an arrival, in three stages
-    /// each using what the previous one loaded: its message, the record of the host it arrives at,
-    /// the first receive posted there. Hints only: nothing here changes a result.
-    #[inline]
-    fn prefetch_ahead(&self) {
-        if self.windows.is_some() {
-            return self.prefetch_window();
-        }
-        if let Some((_, e)) = self.queue.ahead(PREFETCH_MESSAGE) {
-            match self.arrival_of(e) {
-                Some(m) => prefetch(m),
-                None if e.data & MSG_FLAG == 0 && e.data != ROOTS => self.hosts.prefetch(e.host),
-                None => {}
-            }
-        }
-        if let Some(m) = self.queue.ahead(PREFETCH_HOST).and_then(|(_, e)| self.arrival_of(e)) {
-            self.hosts.prefetch(m.dst);
-        }
-        if let Some(m) = self.queue.ahead(PREFETCH_MATCH).and_then(|(_, e)| self.arrival_of(e)) {
-            self.queues.prefetch_head(&self.hosts.get(m.dst).queues, Queue::Posted);
-        }
-    }
-
-    /// The message of an arrival event (None for other events).
-    #[inline]
-    fn arrival_of(&self, e: Entry) -> Option<&Message> {
-        if e.data & MSG_FLAG != 0 && e.host & KIND_MASK == ARRIVAL {
-            self.msgs.get((e.data & !MSG_FLAG) as usize)
-        } else {
-            None
-        }
-    }
-
     /// Issues the operations of `rank` that have no dependencies, at time 0, keyed just above
     /// the placeholder (so before anything created later, as v1 queues them all up front).
     fn expand_roots(&mut self, t: Time, rank: u32) {
-        let mut roots = std::mem::take(&mut self.deps);
+        let mut roots = std::mem::take(&mut self.readiness.deps);
         roots.clear();
         self.prog.roots(rank, &mut roots);
         let mut issue = std::mem::take(&mut self.issue);
@@ -476,27 +461,23 @@ impl<P: Program> Sim<'_, P> {
             Some(w) => entries.for_each(|e| w.push(t, e, rank)),
             None => self.queue.push_front_now(t, entries),
         }
-        self.deps = roots;
+        self.readiness.deps = roots;
         self.issue = issue;
     }
 
     /// When CPU work of `w` that may start at `t` on host `h` ends: `t + w`, stretched by noise.
     #[inline]
     fn cpu_work(&mut self, h: u32, t: Time, w: Time) -> Time {
-        match self.noise {
+        match &mut self.noise {
             None => t + w,
-            Some(noise) => {
-                let end = noise.stretch_cached(h, t, w, &mut self.hosts.get_mut(h).noise_free, &mut self.last_noise_window);
-                self.noise_charged += end - t - w;
-                end
-            }
+            Some(noise) => noise.stretch(h, t, w, &mut self.hosts.get_mut(h).noise_free),
         }
     }
 
     /// Per-byte CPU work (O): stretched only when the noise model applies to it.
     #[inline]
     fn cpu_bytes(&mut self, h: u32, t: Time, w: Time) -> Time {
-        if self.noise.is_some_and(|n| n.per_byte) {
+        if self.noise.as_ref().is_some_and(NoiseSim::per_byte) {
             self.cpu_work(h, t, w)
         } else {
             t + w
@@ -528,29 +509,6 @@ impl<P: Program> Sim<'_, P> {
         self.free_msgs.push(id);
     }
 
-    /// Prefetching for windowed execution: an arrival's message and the receive it meets, and the
-    /// coming events' hosts unless the window holds so many that they stream in by themselves.
-    #[inline]
-    fn prefetch_window(&self) {
-        let w = self.windows.as_ref().expect("windowed");
-        if let Some(m) = w.ahead(PREFETCH_MESSAGE).and_then(|(e, _)| self.arrival_of(e)) {
-            prefetch(m);
-        }
-        if !w.dense() {
-            if let Some((_, owner)) = w.ahead(PREFETCH_HOST) {
-                self.hosts.prefetch(owner);
-            }
-        }
-        if let Some((e, owner)) = w.ahead(PREFETCH_MATCH) {
-            let queues = &self.hosts.get(owner).queues;
-            if self.arrival_of(e).is_some() {
-                self.queues.prefetch_head(queues, Queue::Posted);
-            } else {
-                self.queues.prefetch_head(queues, Queue::Unexpected);
-            }
-        }
-    }
-
     #[inline]
     fn requeue(&mut self, time: Time, e: Entry) {
         self.requeues += 1;
@@ -568,15 +526,7 @@ impl<P: Program> Sim<'_, P> {
                     return self.requeue(self.hosts[c], e);
                 }
                 self.start(h, i);
-                let work = self.cpu_scale.apply(op.size * self.par.unit);
-                let end = match &mut self.memory {
-                    // --- memory contention (NiMC): the calc shares its node's memory bandwidth ---
-                    Some(mem) => {
-                        let span = self.timeline.as_ref().map(|tl| tl.start.len() as u32);
-                        mem.calc(h, op.cpu, t, work, op.mem(), span)
-                    }
-                    None => self.cpu_work(h, t, work),
-                };
+                let end = self.calc_end(h, t, &op);
                 self.hosts[c] = end;
                 if let Some(cr) = &mut self.crit {
                     cr.started(h, i, t);
@@ -594,36 +544,13 @@ impl<P: Program> Sim<'_, P> {
                     self.trace_queued(h, i, free, c, Some(n));
                     return self.requeue(free, e);
                 }
-                // Node models apply to messages that leave the node: (through the shared NIC,
-                // through the proxy servers).
-                let (mut nic_path, mut proxied) = (false, false);
-                let mut held = 0;
-                if let Some(ns) = &self.node {
-                    if ns.between_nodes(h, op.peer) {
-                        (nic_path, proxied) = (ns.nic_path(), ns.proxied());
-                        match self.admit(t, e, op.size) {
-                            Admission::Now(tokens) => held = tokens,
-                            Admission::At(later) => {
-                                if let Some(cr) = &mut self.crit {
-                                    cr.held(h, i, t);
-                                }
-                                return self.requeue(later, e);
-                            }
-                            Admission::Parked => {
-                                if let Some(cr) = &mut self.crit {
-                                    cr.held(h, i, t);
-                                }
-                                return;
-                            }
-                        }
-                    }
-                }
+                let Some(Route { nic_path, proxied, networked, held }) = self.route(t, e, &op) else {
+                    return; // admission control holds it back
+                };
                 self.start(h, i);
                 let k = self.par.costs(op.size);
                 let extra = op.size.saturating_sub(1);
                 let eager = op.size <= self.par.S;
-                // Between nodes of a network, the links carry the bytes instead of the NIC gap G.
-                let networked = self.net.as_ref().is_some_and(|net| !net.same_node(h, op.peer));
                 // The message leaves when the (possibly stretched) overhead o is done.
                 let sent = self.cpu_work(h, t, k.o);
                 self.hosts[c] = self.cpu_bytes(h, sent, extra * k.O);
@@ -648,8 +575,8 @@ impl<P: Program> Sim<'_, P> {
                         None => self.details.push(d),
                     }
                 }
-                if self.noise.is_some() && self.records.is_some() {
-                    self.msg_noise.insert(id as u64, (sent - t - k.o, 0));
+                if let Some(noise) = &mut self.noise {
+                    noise.sent(id, sent - t - k.o);
                 }
                 if nic_path || proxied {
                     self.schedule(sent, NIC_ENQUEUE, id);
@@ -660,7 +587,8 @@ impl<P: Program> Sim<'_, P> {
                 }
                 if eager && held > 0 && !nic_path && !proxied {
                     // Its tokens come back when the LogGOPS NIC is done with it.
-                    self.schedule_release(t + k.g + extra * k.G, h, held);
+                    let (node, mut hd) = self.with_node(t);
+                    node.schedule_release(t + k.g + extra * k.G, h, held, &mut hd);
                 }
                 // With NIC curves an eager send completes when the shared NIC has injected it.
                 if eager && !nic_path {
@@ -698,8 +626,17 @@ impl<P: Program> Sim<'_, P> {
         if first && self.superseded(e, list) {
             return; // a copy superseded by an arrival with a smaller key
         }
-        if !first && self.memory.is_some() {
-            self.memory_write(t, &m); // an arrival's first event: its payload lands now
+        if !first {
+            if let Some(mem) = &mut self.memory {
+                // An arrival's first event: its payload lands now, and slows the calcs running there.
+                let (hosts, timeline) = (&mut self.hosts, &mut self.timeline);
+                memory::payload_lands(mem, t, &m, |x| {
+                    hosts[Clock { host: x.rank, index: x.cpu as u32 }] = x.end;
+                    if let (Some(tl), Some(span)) = (timeline.as_mut(), x.span) {
+                        tl.end[span as usize] = x.end;
+                    }
+                });
+            }
         }
         if free > t {
             return self.wait_for_receiver(free, e, list, first);
@@ -712,8 +649,8 @@ impl<P: Program> Sim<'_, P> {
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
         let handled = self.cpu_work(m.dst, t, k.o);
         self.hosts[c] = self.cpu_bytes(m.dst, handled, extra * per_byte_cpu);
-        if self.noise.is_some() && self.records.is_some() {
-            self.msg_noise.entry(id as u64).or_default().1 = self.hosts[c] - t - k.o - extra * per_byte_cpu;
+        if let Some(noise) = &mut self.noise {
+            noise.received(id, self.hosts[c] - t - k.o - extra * per_byte_cpu);
         }
         self.hosts[n] = t + k.g + extra * per_byte_nic;
         if let Some(tl) = &mut self.timeline {
@@ -764,12 +701,14 @@ impl<P: Program> Sim<'_, P> {
             self.hosts[n] = self.hosts[n].max(t);
             self.done(m.src, m.send_op);
             if self.node.is_some() && self.details[id as usize].tokens > 0 {
-                self.release(t, m.src, self.details[id as usize].tokens);
+                let tokens = self.details[id as usize].tokens;
+                let (node, mut h) = self.with_node(t);
+                node.release(m.src, tokens, &mut h);
             }
         }
         if let Some(rec) = &mut self.records {
             let d = self.details[id as usize];
-            let (send_noise, receive_noise) = self.msg_noise.remove(&(id as u64)).unwrap_or_default();
+            let (send_noise, receive_noise) = self.noise.as_mut().map_or((0, 0), |n| n.take(id));
             let k = self.par.costs(m.size);
             let per_byte = if m.networked { k.O } else { k.O.max(k.G) };
             let times = MessageTimes {
@@ -788,21 +727,76 @@ impl<P: Program> Sim<'_, P> {
         self.free_msgs.push(id);
     }
 
-    // --- the handle through which the optional models (flows, node, memory) act on the core ---
-    /// Schedules message event `kind` (ARRIVAL, FLOW_START, NIC_DONE, ...; the low bits may carry
-    /// a version) about `slot` (of `msgs`, or of `NodeSim::releases` for RELEASE) at `at`, keyed
-    /// after every event created so far.
+    /// Schedules message event `kind` (ARRIVAL, FLOW_START, NIC_ENQUEUE) about message `slot` at
+    /// `at`, keyed after every event created so far.
     #[inline]
     fn schedule(&mut self, at: Time, kind: u32, slot: u32) {
         let key = self.new_key();
         self.push_event(at, Entry { key, host: kind, data: MSG_FLAG | slot });
     }
 
-    /// Queues at `at` an operation a model held back (admission control), with its old key, so
-    /// that it keeps its place among the events of that instant.
+    /// The node model and a handle on the core at time `now` (see `handle`).
+    fn with_node(&mut self, now: Time) -> (&mut NodeSim, Handle<'_, P>) {
+        let h = handle!(self, now);
+        (self.node.as_mut().expect("node events need the node model"), h)
+    }
+
+    /// The network and a handle on the core at time `now`.
+    fn with_flows(&mut self, now: Time) -> (&mut Flows, Handle<'_, P>) {
+        let h = handle!(self, now);
+        (self.flows.as_mut().expect("flow events need a network"), h)
+    }
+
+    /// How a send's message leaves its host (None: admission control holds it back, to be
+    /// re-queued or resumed): through the node models if it leaves its node and they are on, over
+    /// the network's links if it crosses them.
     #[inline]
-    fn resume(&mut self, at: Time, e: Entry) {
-        self.push_event(at, e);
+    fn route(&mut self, t: Time, e: Entry, op: &Op) -> Option<Route> {
+        if self.node.is_none() && self.flows.is_none() {
+            return Some(Route { nic_path: false, proxied: false, networked: false, held: 0 });
+        }
+        self.route_through_models(t, e, op)
+    }
+
+    /// `route` with the node models or a network (out of line: the plain path stays small).
+    #[inline(never)]
+    fn route_through_models(&mut self, t: Time, e: Entry, op: &Op) -> Option<Route> {
+        let (h, i) = (e.host, e.data);
+        let mut route = Route { nic_path: false, proxied: false, networked: false, held: 0 };
+        if let Some(ns) = &mut self.node {
+            if ns.between_nodes(h, op.peer) {
+                (route.nic_path, route.proxied) = (ns.nic_path(), ns.proxied());
+                match ns.admit(t, e, op.size) {
+                    Admission::Now(tokens) => route.held = tokens,
+                    held_back => {
+                        if let Some(cr) = &mut self.crit {
+                            cr.held(h, i, t);
+                        }
+                        if let Admission::At(later) = held_back {
+                            self.requeue(later, e);
+                        }
+                        return None;
+                    }
+                }
+            }
+        }
+        // Between nodes of a network, the links carry the bytes instead of the NIC gap G.
+        route.networked = self.flows.as_ref().is_some_and(|f| !f.net.same_node(h, op.peer));
+        Some(route)
+    }
+
+    /// When calc `op` of host `h`, starting at `t`, ends: its work stretched by noise, or sharing
+    /// its node's memory bandwidth (memory contention).
+    #[inline]
+    fn calc_end(&mut self, h: u32, t: Time, op: &Op) -> Time {
+        let work = self.cpu_scale.apply(op.size * self.par.unit);
+        match &mut self.memory {
+            Some(mem) => {
+                let span = self.timeline.as_ref().map(|tl| tl.start.len() as u32);
+                mem.calc(h, op.cpu, t, work, op.mem(), span)
+            }
+            None => self.cpu_work(h, t, work),
+        }
     }
 
     /// A new key, after every one issued so far (the time-ordered loop's counter, or the window's).
@@ -821,42 +815,13 @@ impl<P: Program> Sim<'_, P> {
     fn start(&mut self, h: u32, i: u32) {
         self.hosts.get_mut(h).started += 1;
         self.ops_started += 1;
-        let mut deps = std::mem::take(&mut self.deps);
-        deps.clear();
-        self.prog.after_start(h, i, &mut deps);
-        for &a in &deps {
-            self.satisfy(h, a);
-        }
-        self.deps = deps;
+        self.readiness.started(self.prog, h, i);
     }
 
-    /// Marks an operation complete: satisfies its requires dependents (also the handle's way for
-    /// a model to complete a send it carried).
+    /// Marks an operation complete: satisfies its requires dependents.
     #[inline]
     fn done(&mut self, h: u32, i: u32) {
-        let mut deps = std::mem::take(&mut self.deps);
-        deps.clear();
-        self.prog.after_done(h, i, &mut deps);
-        for &a in &deps {
-            self.satisfy(h, a);
-        }
-        self.deps = deps;
-    }
-
-    #[inline]
-    fn satisfy(&mut self, h: u32, a: u32) {
-        let needed = self.prog.dep_count(h, a);
-        if needed <= 1 {
-            self.ready.push((h, a));
-            return;
-        }
-        let key = (h as u64) << 32 | a as u64;
-        let left = self.waiting.entry(key).or_insert(needed);
-        *left -= 1;
-        if *left == 0 {
-            self.waiting.remove(&key);
-            self.ready.push((h, a));
-        }
+        self.readiness.done(self.prog, h, i);
     }
 
     /// Queues the operations that became ready: by host, then sends, receives, calcs, each group
@@ -865,11 +830,11 @@ impl<P: Program> Sim<'_, P> {
     fn issue_ready(&mut self) {
         let mut issue = std::mem::take(&mut self.issue);
         issue.clear();
-        for &(h, i) in &self.ready {
+        for &(h, i) in &self.readiness.ready {
             let op = self.prog.op(h, i);
             issue.push((h, op.kind, i, op));
         }
-        self.ready.clear();
+        self.readiness.ready.clear();
         if issue.len() > 1 {
             issue.sort_by_key(|&(h, kind, _, _)| (h, kind));
         }
@@ -908,7 +873,7 @@ impl<P: Program> Sim<'_, P> {
             ops,
             messages: self.messages,
             events: ops + self.messages,
-            packet_events: self.net.as_ref().map_or(0, Network::packet_events),
+            packet_events: self.flows.as_ref().map_or(0, |f| f.net.packet_events()),
             requeues: self.requeues,
             peak_queue: self.windows.as_ref().map_or(self.queue.peak_len(), Windows::peak_len),
             windowed: self.windows.is_some(),
@@ -916,8 +881,8 @@ impl<P: Program> Sim<'_, P> {
             deadlock,
             records: self.records.take(),
             timeline: self.timeline.take(),
-            links: self.net.as_ref().map(|n| n.stats().clone()),
-            noise: self.noise_charged,
+            links: self.flows.as_ref().map(|f| f.net.stats().clone()),
+            noise: self.noise.as_ref().map_or(0, |n| n.charged),
             admission_waits: self.node.as_ref().map_or(0, NodeSim::admission_waits),
             admission_grants: self.node.as_ref().map_or(0, NodeSim::admission_grants),
             admission_max_in_use: self.node.as_ref().map_or(0, NodeSim::admission_max_in_use),

@@ -2,8 +2,9 @@
 //!
 //! [`simulate`] runs a program under a [`Scenario`] (`scenario`: parameters and the optional
 //! models' specs) with [`Options`] (`params`) and answers a [`SimResult`] (`result`). `loggops` is
-//! the core; the optional models' handlers live beside it in `loggops/` (node, flows, memory) and
-//! act on it only through its handle (schedule, resume, done). `window` and `parallel` run the
+//! the core; the optional models live beside it in `loggops/` (node, flows, noise, memory), each
+//! with its own state, and act on it only through the handle it lends them (`loggops/handle.rs`:
+//! schedule, resume, complete). `window` and `parallel` run the
 //! events window by window, on one thread or several.
 
 pub mod cpu_scale;

@@ -31,6 +31,7 @@ from contend.errors import UserError
 if TYPE_CHECKING:
     from contend.machine.file import Machine
     from contend.native.fabric import Fabric
+    from contend.noise.settings import NoiseSettings
 
 # Records the tracer keeps per rank in a predicted run (96 B each): a dropped record would leave a hole
 # in the schedule, so a run that drops any is refused and names the option to raise.
@@ -220,7 +221,7 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
     return np.array(leads, dtype=np.int64), np.array(tails, dtype=np.int64)
 
 
-def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: str | None = None,
+def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: NoiseSettings | bool | None = None,
                    ranks: int | None = None) -> tuple[int, int, int]:
     """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
     operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
@@ -228,8 +229,8 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: s
     and the time after the last call. That is the least over the ranks of their time after their last
     call: each rank's clock sample at MPI_Finalize comes only once rank 0 has served the ranks before it
     (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least.
-    ``noise``: a noise spec replacing the machine's (``contend sim --noise``), e.g. this host's measured
-    trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
+    ``noise``: noise replacing the machine's, parsed once by the caller (``contend.noise.settings.resolve``
+    of a ``--noise`` spec; False: none), e.g. this host's measured trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
     copy k, which takes its times outside the calls too."""
     from contend.simulation.simulate import simulate
 
@@ -247,7 +248,7 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: s
 
 
 def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Path, measured: Measured,
-                   noise: str | None = None, ranks: int | None = None) -> None:
+                   noise: NoiseSettings | bool | None = None, ranks: int | None = None) -> None:
     """Convert and simulate each trace directory (extrapolated to ``ranks`` if given); its prediction
     joins ``measured``, and with ``noise`` a second one with that noise."""
     for directory in directories:
@@ -260,7 +261,7 @@ def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Pa
             measured.noisy_ns.append(predicted_span(goal, machine, directory, noise, ranks)[0])
 
 
-def predict_trace(directory: Path, machine: str, work: Path, noise: str | None = None) -> Measured:
+def predict_trace(directory: Path, machine: str, work: Path, noise: NoiseSettings | bool | None = None) -> Measured:
     """One existing trace directory: its own time against its prediction."""
     span, ranks = traced_span(directory)
     measured = Measured(traced_ns=[span], ranks=ranks)
@@ -287,7 +288,7 @@ def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: in
 
 
 def predict_command(command: Sequence[str], machine: str | Machine, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
-                    noise: str | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
+                    noise: NoiseSettings | bool | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
                     progress: Callable[[str], None] = lambda text: None) -> Measured:
     """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run."""
     measured, directories = measure_runs(command, runs, work / "traces", records=records, timeout_s=timeout_s,

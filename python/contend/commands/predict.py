@@ -13,10 +13,14 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contend.commands.options import add_fabric_prefix, launch_words, run_timeout
 from contend.errors import UserError
 from contend.machine.quantities import parse_count
+
+if TYPE_CHECKING:
+    from contend.noise.settings import NoiseSettings
 
 
 def register(subparsers) -> None:
@@ -71,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     records = parse_count(args.records, "--records", minimum=1, maximum=2**32) if args.records else \
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
-    _check_machine(args.machine, args.noise)
+    noise = _check_machine(args.machine, args.noise)
     if args.json and args.json != "-":
         check_writable(args.json, "--json")
     keep = None
@@ -96,10 +100,10 @@ def run(args: argparse.Namespace) -> int:
         if args.fifo:
             command = predict.fifo_command(command)
         if args.trace:
-            measured = predict.predict_trace(Path(args.trace), args.machine, work, args.noise)
+            measured = predict.predict_trace(Path(args.trace), args.machine, work, noise)
         else:
             measured = predict.predict_command(command, machine, runs, work, records=records,
-                                               noise=args.noise, timeout_s=timeout, progress=progress)
+                                               noise=noise, timeout_s=timeout, progress=progress)
     for warning in measured.warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine, **measured.summary()}
@@ -132,15 +136,17 @@ def _status():
         yield lambda text: status.update(f"predict: {text}")
 
 
-def _check_machine(machine: str, noise: str | None) -> None:
-    """A bad machine or noise fails before any run, not after."""
+def _check_machine(machine: str, noise: str | None) -> NoiseSettings | bool | None:
+    """A bad machine or noise fails before any run, not after. Returns the noise parsed once, as
+    ``simulate`` takes it for every run: settings, False for ``none``, None when not given."""
     from contend.machine.file import loggops_params
 
     loggops_params(machine)
-    if noise is not None:
-        from contend.noise.settings import resolve
+    if noise is None:
+        return None
+    from contend.noise.settings import resolve
 
-        resolve(noise, None)
+    return resolve(noise, None) or False
 
 
 def _ms(value) -> str:

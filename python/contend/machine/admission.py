@@ -32,7 +32,7 @@ from contend.atomic import atomic_path
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine.quantities import parse_bytes, parse_count
-from contend.machine.size_classes import MAX_BYTES, sorted_by_size
+from contend.machine.size_classes import MAX_BYTES, class_places, sorted_by_size
 from contend.machine.tomlfile import Where, did_you_mean, reject_unknown_keys
 
 POLICIES = ("token", "rate", "proxy", "adaptive", "none")
@@ -43,9 +43,10 @@ APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {
 CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
 
 
-def policy_params(table: Mapping[str, Any], where: Where) -> dict[str, Any] | None:
-    """The engine's policy from a ``[throttle]`` table (None for policy "none"); ``where`` locates
-    its keys ("file:line: [throttle] key") for errors."""
+def policy_params(table: Mapping[str, Any], where: Where, places: dict[str, str] | None = None) -> dict[str, Any] | None:
+    """The engine's policy from a ``[throttle]`` table (None for policy "none"); the engine's
+    AdmissionSpec judges the values. ``where`` locates its keys ("file:line: [throttle] key") for
+    errors, ``places`` receives where the engine's keys of its classes are written."""
     if not isinstance(table, dict):
         raise UserError(f"{where('')}: must be a table")
     reject_unknown_keys(table, KEYS, where)
@@ -63,32 +64,26 @@ def policy_params(table: Mapping[str, Any], where: Where) -> dict[str, Any] | No
     if policy == "rate":
         if "gap_ns" not in table:
             raise UserError(f"{where('')}: policy 'rate' needs gap_ns")
-        gap = _count(table, "gap_ns", where, minimum=1)
-        return {"kind": "rate", "gap": gap * 1000}
+        return {"kind": "rate", "gap": _count(table, "gap_ns", where, below=2**64 // 1000) * 1000}
     if policy == "adaptive":  # docs/models.md "Adaptive limit": the rule's constants need no setting
-        return {"kind": "adaptive", **({"tokens": _count(table, "tokens", where, minimum=1)} if "tokens" in table else {})}
+        return {"kind": "adaptive", **({"tokens": _count(table, "tokens", where)} if "tokens" in table else {})}
     out: dict[str, Any] = {"kind": policy}
-    if "tokens" in table:
-        out["tokens"] = _count(table, "tokens", where, minimum=1)
-    if "size_per_token" in table:
-        out["size_per_token"] = _count(table, "size_per_token", where, minimum=0)
-        if out["size_per_token"] and "tokens" not in out:
-            raise UserError(f"{where('size_per_token')}: size_per_token needs tokens")
+    for key in ("tokens", "size_per_token"):
+        if key in table:
+            out[key] = _count(table, key, where)
     if "class" in table:
-        out["thresholds"] = _thresholds(table["class"], where)
-    if policy == "token" and "tokens" not in out and "thresholds" not in out:
-        raise UserError(f"{where('')}: policy 'token' needs tokens or [[throttle.class]] thresholds")
+        out["thresholds"] = _thresholds(table["class"], where, {} if places is None else places)
     if policy == "proxy":
         if "servers" not in table:
             raise UserError(f"{where('')}: policy 'proxy' needs servers")
-        out["servers"] = _count(table, "servers", where, minimum=1)
+        out["servers"] = _count(table, "servers", where, below=2**32)
     return out
 
 
-def _thresholds(classes: Any, where: Where) -> list[dict[str, Any]]:
+def _thresholds(classes: Any, where: Where, places: dict[str, str]) -> list[dict[str, Any]]:
     if not isinstance(classes, list) or not classes or not all(isinstance(entry, dict) for entry in classes):
         raise UserError(f"{where('class')}: expected [[throttle.class]] tables, got {classes!r}")
-    out, places = [], []
+    out, entries = [], []
     for number, entry in enumerate(classes):
         at = where.entry("class", number)
         reject_unknown_keys(entry, CLASS_KEYS, at)
@@ -96,18 +91,19 @@ def _thresholds(classes: Any, where: Where) -> list[dict[str, Any]]:
             if key not in entry:
                 raise UserError(f"{at()}: needs {key}")
         crct = entry["crct"]
-        if (not isinstance(crct, list) or not crct
-                or not all(isinstance(p, list) and len(p) == 2 and all(_is_int(v, 1) for v in p) for p in crct)
-                or any(b[0] <= a[0] for a, b in zip(crct, crct[1:]))):
-            raise UserError(f"{at('crct')}: expected [[active cores, messages >= 1], ...] in increasing cores, "
-                            f"got {crct!r}")
+        if (not isinstance(crct, list)
+                or not all(isinstance(p, list) and len(p) == 2 and all(_is_int(v, 0) and v < 2**32 for v in p)
+                           for p in crct)):
+            raise UserError(f"{at('crct')}: expected [[active cores, messages], ...], got {crct!r}")
         cls = {"up_to": parse_bytes(entry["up_to"], at("up_to")) if "up_to" in entry else MAX_BYTES,
-               "cct": parse_count(entry["cct"], at("cct"), minimum=1, maximum=2**32 - 1),
-               "nrct": parse_count(entry["nrct"], at("nrct"), minimum=1, maximum=2**32 - 1),
+               "cct": parse_count(entry["cct"], at("cct"), maximum=2**32 - 1),
+               "nrct": parse_count(entry["nrct"], at("nrct"), maximum=2**32 - 1),
                "crct": crct}
         out.append(cls)
-        places.append(at("up_to"))
-    return sorted_by_size(out, places, "throttle.class")
+        entries.append(at)
+    out, entries = sorted_by_size(out, entries, "throttle.class")
+    places.update(class_places("throttle", entries, CLASS_KEYS))
+    return out
 
 
 def parse_spec(spec: str) -> dict[str, Any] | None:
@@ -122,25 +118,27 @@ def parse_spec(spec: str) -> dict[str, Any] | None:
     if kind == "none" and not values:
         return None
     if kind == "token" and 1 <= len(values) <= 2:
-        out = {"kind": "token", "tokens": parse_count(values[0], f"{where}: tokens", minimum=1)}
+        out = {"kind": "token", "tokens": parse_count(values[0], f"{where}: tokens")}
         if len(values) == 2:
             out["size_per_token"] = parse_bytes(values[1], f"{where}: size per token")
-        return out
-    if kind == "rate" and len(values) == 1:
+    elif kind == "rate" and len(values) == 1:
         with user_errors(f"{where}: gap"):
-            gap = engine().parse_time(values[0])
-        if gap == 0:
-            raise UserError(f"{where}: the gap must be larger than 0")
-        return {"kind": "rate", "gap": gap}
-    if kind == "proxy" and 1 <= len(values) <= 2:
-        out = {"kind": "proxy", "servers": parse_count(values[0], f"{where}: servers", minimum=1)}
+            out = {"kind": "rate", "gap": engine().parse_time(values[0])}
+    elif kind == "proxy" and 1 <= len(values) <= 2:
+        out = {"kind": "proxy", "servers": parse_count(values[0], f"{where}: servers", maximum=2**32 - 1)}
         if len(values) == 2:
-            out["tokens"] = parse_count(values[1], f"{where}: tokens", minimum=1)
-        return out
-    if kind == "adaptive" and len(values) <= 1:
-        return {"kind": "adaptive", **({"tokens": parse_count(values[0], f"{where}: tokens", minimum=1)} if values else {})}
-    raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS], "
-                    "adaptive[:TOKENS] or none")
+            out["tokens"] = parse_count(values[1], f"{where}: tokens")
+    elif kind == "adaptive" and len(values) <= 1:
+        out = {"kind": "adaptive", **({"tokens": parse_count(values[0], f"{where}: tokens")} if values else {})}
+    else:
+        raise UserError(f"{where}: expected token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS], "
+                        "adaptive[:TOKENS] or none")
+    # The engine's AdmissionSpec judges the values, here once rather than in every run.
+    try:
+        engine().check_specs({"node": {"ranks_per_node": 1, "policy": out}})
+    except engine().SpecError as exc:
+        raise UserError(f"{where}: {exc.key.rsplit('.', 1)[-1]}: {exc.problem}") from None
+    return out
 
 
 def native_config(tokens: int, size_per_token: int = 0, comment: str = "", memory_throttle: int = 0) -> str:
@@ -164,8 +162,8 @@ def _is_int(value: Any, minimum: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
 
 
-def _count(table: Mapping[str, Any], key: str, where, *, minimum: int) -> int:
+def _count(table: Mapping[str, Any], key: str, where, below: int = 2**63) -> int:
     value = table[key]
-    if not _is_int(value, minimum) or value >= 2**63:
-        raise UserError(f"{where(key)}: expected an integer >= {minimum}, got {value!r}")
+    if not _is_int(value, 0) or value >= below:
+        raise UserError(f"{where(key)}: expected an integer >= 0, got {value!r}")
     return value

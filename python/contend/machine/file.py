@@ -50,7 +50,7 @@ from contend.machine.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.machine.quantities import parse_bytes
 from contend.machine.tomlfile import Where, key_lines, reject_unknown_keys, shown, tomllib
-from contend.machine.topology import NETWORK_ERROR, engine_error_key, network_params
+from contend.machine.topology import network_params
 
 PRESET_DIR = Path(__file__).parent / "presets"
 DEFAULT_MACHINE = "loggopsim-default"
@@ -79,7 +79,8 @@ class Machine:
     node, NIC curves of ``[nic]``, policy of ``[throttle]``), or None when neither table is there.
     ``memory``: the engine's memory model of ``[memory]`` (bandwidths in bytes/s), or None.
     ``loggops`` keeps the values as written, ``document`` the whole parsed file. ``where`` locates
-    the file's keys for errors found later (``located_engine_errors``).
+    the file's keys for errors found later (``located_engine_errors``), ``places`` the engine's keys
+    that are not a plain ``table.key`` of the file (size classes, a ranks per node another table gave).
     """
 
     name: str
@@ -95,6 +96,17 @@ class Machine:
     node: Mapping[str, Any] | None = None
     memory: Mapping[str, Any] | None = None
     where: Where | None = field(default=None, repr=False, compare=False)
+    places: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def locate(self, key: str) -> str | None:
+        """Where this file writes the engine's spec key ``table.key`` ("file:line: [table] key"), or
+        None when the file has no such table."""
+        if key in self.places:
+            return self.places[key]
+        table, _, rest = key.partition(".")
+        if self.where is None or table not in self.document:
+            return None
+        return self.where.table(table)(rest)
 
     def placed(self, node_of_rank: Sequence[int]) -> "Machine":
         """This machine with its network's placement replaced by the node of each rank (the engine checks
@@ -167,7 +179,8 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
     params = {key: _parameter(key, loggops[key], lambda k=key: where["loggops"](k)) for key in PARAMETER_KEYS}
 
     default_name = Path(origin).stem if origin.endswith(".toml") else origin
-    return Machine(
+    places: dict[str, str] = {}
+    machine = Machine(
         name=header.get("name", default_name),
         description=header.get("description", ""),
         source=header.get("source", ""),
@@ -179,11 +192,25 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         network=network_params(document["topology"], where["topology"]) if "topology" in document else None,
         noise=noise_from_table(document["noise"], where["noise"], Path(origin).parent)
         if "noise" in document else None,
-        node=_node_model(document, where),
+        node=_node_model(document, where, places),
         memory=memory_params(document["memory"], where["memory"], _other_ranks_per_node(document), params["G"])
         if "memory" in document else None,
         where=root,
+        places=places,
     )
+    _check_specs(machine)
+    return machine
+
+
+def _check_specs(machine: Machine) -> None:
+    """The engine's constructors judge the values of [nic], [throttle] and [memory] (their rules live
+    there, once); a refused value is reported at its key's line when the file is read."""
+    if machine.node is None and machine.memory is None:
+        return
+    try:
+        engine().check_specs({"node": machine.node, "memory": machine.memory})
+    except engine().SpecError as exc:
+        raise UserError(f"{machine.locate(exc.key) or machine.path}: {exc.problem}") from None
 
 
 def _other_ranks_per_node(document: Mapping[str, Any]) -> int | None:
@@ -195,22 +222,25 @@ def _other_ranks_per_node(document: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _node_model(document: Mapping[str, Any], where: Mapping[str, Where]) -> dict[str, Any] | None:
-    """The engine's ``params["node"]`` from ``[nic]`` and ``[throttle]``; None without both."""
-    nic = nic_classes(document["nic"], where["nic"]) if "nic" in document else None
-    policy = policy_params(document["throttle"], where["throttle"]) if "throttle" in document else None
+def _node_model(document: Mapping[str, Any], where: Mapping[str, Where], places: dict[str, str]
+                ) -> dict[str, Any] | None:
+    """The engine's ``params["node"]`` from ``[nic]`` and ``[throttle]``; None without both.
+    ``places`` receives where the engine's keys that are not the file's are written."""
+    nic = nic_classes(document["nic"], where["nic"], places) if "nic" in document else None
+    policy = policy_params(document["throttle"], where["throttle"], places) if "throttle" in document else None
     if nic is None and "throttle" not in document:
         return None
-    return {"ranks_per_node": _ranks_per_node(document, where), "nic": nic, "policy": policy}
+    return {"ranks_per_node": _ranks_per_node(document, where, places), "nic": nic, "policy": policy}
 
 
-def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where]) -> int:
+def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where], places: dict[str, str]) -> int:
     """Ranks per node: [topology]'s, else [nic]'s, else [throttle]'s; at least one must say."""
     for table in ("topology", "nic", "throttle"):
         value = document.get(table, {}).get("ranks_per_node")
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
                 raise UserError(f"{where[table]('ranks_per_node')}: expected an integer >= 1, got {value!r}")
+            places["node.ranks_per_node"] = where[table]("ranks_per_node")
             return value
     table = "nic" if "nic" in document else "throttle"
     raise UserError(f"{where[table]()}: needs ranks_per_node (how many ranks share a node), here or in [topology]")
@@ -263,37 +293,26 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
     return params
 
 
-# Engine errors about a combination of models: the table they point at, and the tables that must all
-# come from the machine file (not from the caller) for the file to be at fault.
-_COMBINATION_ERRORS = (
-    ("NIC congestion curves with a network topology", "nic", ("nic", "topology")),
-    ("memory: the memory model does not combine with noise", "memory", ("memory", "noise")),
-)
-
-
 @contextmanager
 def located_engine_errors(machine: Machine, replaced: Collection[str] = ()) -> Iterator[None]:
-    """Errors the engine finds in what ``machine`` says point at the machine file's key: those about
-    its network (``network: ...``: the engine checks the routing, the shape and the placement of a
-    job) at the ``[topology]`` key, those about a combination of its tables at the table. ``replaced``
-    names what the caller gave instead of the file (``sharing``, ``noise``, ``memory``): errors about
-    those are not the file's."""
+    """Errors the engine finds in what ``machine`` says point at the machine file's key: the
+    engine's SpecError names it (``topology.routing``: the engine checks the routing, the shape and
+    the placement of a job), or the table of a model that does not combine with another.
+    ``replaced`` names what the caller gave instead of the file (``sharing``, ``noise``, ``memory``):
+    errors about those are not the file's."""
     try:
         yield
     except ValueError as exc:
-        message = str(exc)
-        if machine.where is None:
+        key = getattr(exc, "key", None)
+        if machine.where is None or not isinstance(exc, engine().SpecError):
             raise
-        if machine.network is not None and message.startswith(NETWORK_ERROR):
-            problem = message[len(NETWORK_ERROR):]
-            key = engine_error_key(machine.network, problem)
-            if key in replaced:
-                raise
-            raise UserError(f"{machine.where.table('topology')(key or '')}: {problem}") from None
-        for text, table, involved in _COMBINATION_ERRORS:
-            if text in message and all(name in machine.document and name not in replaced for name in involved):
-                raise UserError(f"{machine.where.table(table)()}: {message}") from None
-        raise
+        tables = {key.partition(".")[0], *([exc.combined_with] if exc.combined_with else [])}
+        if key.rsplit(".", 1)[-1] in replaced or any(t in replaced or t not in machine.document for t in tables):
+            raise
+        location = machine.locate(key)
+        if location is None:
+            raise
+        raise UserError(f"{location}: {exc.problem}") from None
 
 
 def _parameter(key: str, value: Any, where) -> int:

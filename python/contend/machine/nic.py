@@ -19,28 +19,28 @@ The table's own curves apply to the messages larger than every class.
 
 from __future__ import annotations
 
-import math
-
 from typing import Any, Callable, Mapping
 
 from contend.errors import UserError
 from contend.machine.quantities import parse_bytes
-from contend.machine.size_classes import MAX_BYTES, sorted_by_size
+from contend.machine.size_classes import MAX_BYTES, class_places, sorted_by_size
 from contend.machine.tomlfile import Where, reject_unknown_keys
 
 KEYS = ("ranks_per_node", "concurrency", "outstanding", "class")
 CLASS_KEYS = ("up_to", "concurrency", "outstanding")
 
 
-def nic_classes(table: Mapping[str, Any], where: Where) -> list[dict[str, Any]]:
-    """The engine's size classes from a ``[nic]`` table; ``where`` locates its keys for errors."""
+def nic_classes(table: Mapping[str, Any], where: Where, places: dict[str, str]) -> list[dict[str, Any]]:
+    """The engine's size classes from a ``[nic]`` table (its NicSpec judges the curves' values);
+    ``where`` locates the table's keys for errors, ``places`` receives where the engine's keys of
+    the classes are written."""
     if not isinstance(table, dict):
         raise UserError(f"{where('')}: must be a table")
     reject_unknown_keys(table, KEYS, where)
     written = table.get("class", [])
     if not isinstance(written, list) or not all(isinstance(entry, dict) for entry in written):
         raise UserError(f"{where('class')}: expected [[nic.class]] tables, got {written!r}")
-    classes, places = [], []
+    classes, entries = [], []
     for number, entry in enumerate(written):
         at = where.entry("class", number)
         reject_unknown_keys(entry, CLASS_KEYS, at)
@@ -48,32 +48,26 @@ def nic_classes(table: Mapping[str, Any], where: Where) -> list[dict[str, Any]]:
             raise UserError(f"{at()}: needs up_to (the largest message size of the class)")
         classes.append({"up_to": parse_bytes(entry["up_to"], at("up_to")),
                         **{key: curve(entry.get(key), lambda k=key: at(k)) for key in ("concurrency", "outstanding")}})
-        places.append(at("up_to"))
-    classes = sorted_by_size(classes, places, "nic.class")
+        entries.append(at)
+    classes, entries = sorted_by_size(classes, entries, "nic.class")
+    # The table's own curves: the last class, which takes every larger message.
     classes.append({"up_to": MAX_BYTES, **{key: curve(table.get(key), lambda k=key: where(k))
                                            for key in ("concurrency", "outstanding")}})
+    places.update(class_places("nic", [*entries, where], CLASS_KEYS))
     return classes
 
 
 def curve(points: Any, where: Callable[[], str]) -> list[list[float]]:
-    """A curve ``[[x, factor], ...]``, checked: x >= 0 strictly increasing, factors > 0."""
+    """A curve ``[[x, factor], ...]`` as numbers (the engine's Curve checks their values)."""
     if points is None:
         return [[0.0, 1.0]]
-    if not isinstance(points, list) or not points:
+    if not isinstance(points, list):
         raise UserError(f"{where()}: expected a list of [x, factor] points, got {points!r}")
-    out = []
     for number, point in enumerate(points, start=1):
         if (not isinstance(point, list) or len(point) != 2
                 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in point)):
             raise UserError(f"{where()}: point {number} must be [x, factor] (two numbers), got {point!r}")
-        x, factor = float(point[0]), float(point[1])
-        if not (math.isfinite(x) and math.isfinite(factor)) or x < 0 or factor <= 0:  # TOML has inf and nan
-            raise UserError(f"{where()}: point {number}: x must be a finite number >= 0 and the factor a finite "
-                            f"number > 0, got {point!r}")
-        if out and x <= out[-1][0]:
-            raise UserError(f"{where()}: point {number}: x must increase from point to point, got {point!r}")
-        out.append([x, factor])
-    return out
+    return [[float(x), float(factor)] for x, factor in points]
 
 
 def knee(points: list[list[float]], tolerance: float) -> float:

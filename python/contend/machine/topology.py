@@ -21,7 +21,7 @@ that they share fairly (docs/models.md, "Links")::
 
 from __future__ import annotations
 
-import re
+from functools import cache
 from typing import Any, Callable, Mapping
 
 from contend.engine import engine, user_errors
@@ -29,17 +29,19 @@ from contend.errors import UserError
 from contend.machine.quantities import parse_bandwidth, parse_bytes
 from contend.machine.tomlfile import did_you_mean, reject_unknown_keys
 
-SIZE_KEYS = {
-    "torus": ("dims",),
-    "mesh": ("dims",),
-    "fattree": ("k", "levels"),
-    "dragonfly": ("a", "p", "h", "g"),
-    "crossbar": ("nodes",),
-}
-OPTIONAL_SIZE_KEYS = {"fattree": ("oversubscription",)}
 COMMON_KEYS = ("kind", "routing", "ranks_per_node", "placement", "link_bandwidth", "injection_bandwidth",
                "global_bandwidth", "hop_latency", "packet", "seed", "sharing")
-ALL_SIZE_KEYS = tuple(dict.fromkeys(k for keys in (*SIZE_KEYS.values(), *OPTIONAL_SIZE_KEYS.values()) for k in keys))
+
+
+@cache
+def topology_sizes() -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, int]]:
+    """The engine's topology kinds (engine/src/net/topology.rs, TOPOLOGY_KINDS): per kind the sizes
+    it needs and those it may leave out, and the value a size left out takes."""
+    kinds, optional = engine().topology_kinds()
+    defaults = dict(optional)
+    required = {kind: tuple(k for k in sizes if k not in defaults) for kind, sizes in kinds}
+    left_out = {kind: tuple(k for k in sizes if k in defaults) for kind, sizes in kinds}
+    return required, {kind: keys for kind, keys in left_out.items() if keys}, defaults
 
 
 def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, Any]:
@@ -47,30 +49,32 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     ("file:line: [topology] key") for error messages."""
     if not isinstance(table, dict):
         raise UserError(f"{where()}: must be a table")
+    size_keys, optional_keys, defaults = topology_sizes()
+    all_size_keys = tuple(dict.fromkeys(k for keys in (*size_keys.values(), *optional_keys.values()) for k in keys))
     # Keys of no topology first: a misspelt kind is reported as such, not as a missing one.
-    reject_unknown_keys(table, COMMON_KEYS + ALL_SIZE_KEYS, where)
+    reject_unknown_keys(table, COMMON_KEYS + all_size_keys, where)
     if "kind" not in table:
-        raise UserError(f"{where()}: needs kind ({', '.join(SIZE_KEYS)})")
+        raise UserError(f"{where()}: needs kind ({', '.join(size_keys)})")
     kind = table["kind"]
-    if not isinstance(kind, str) or kind not in SIZE_KEYS:
-        raise UserError(f"{where('kind')}: unknown topology {kind!r}{did_you_mean(str(kind), SIZE_KEYS)}; "
-                        f"known: {', '.join(SIZE_KEYS)}")
-    reject_unknown_keys(table, ("kind",) + SIZE_KEYS[kind] + OPTIONAL_SIZE_KEYS.get(kind, ()) + COMMON_KEYS[1:],
+    if not isinstance(kind, str) or kind not in size_keys:
+        raise UserError(f"{where('kind')}: unknown topology {kind!r}{did_you_mean(str(kind), size_keys)}; "
+                        f"known: {', '.join(size_keys)}")
+    reject_unknown_keys(table, ("kind",) + size_keys[kind] + optional_keys.get(kind, ()) + COMMON_KEYS[1:],
                         where, f"key of a {kind} topology")
     network: dict[str, Any] = {"topology": kind}
-    for key in SIZE_KEYS[kind]:
+    for key in size_keys[kind]:
         if key not in table:
-            raise UserError(f"{where()}: a {kind} needs {', '.join(SIZE_KEYS[kind])}")
+            raise UserError(f"{where()}: a {kind} needs {', '.join(size_keys[kind])}")
     if kind in ("torus", "mesh"):
         dims = table["dims"]
         if not (isinstance(dims, list) and dims and all(_is_count(d, 1) and d < 2**32 for d in dims)):
             raise UserError(f"{where('dims')}: expected a list of positive sizes such as [8, 8, 8], got {dims!r}")
         network["dims"] = dims
     else:
-        for key in SIZE_KEYS[kind]:
+        for key in size_keys[kind]:
             network[key] = _count(table, key, where, minimum=1)
-    if kind == "fattree":
-        network["oversubscription"] = _count(table, "oversubscription", where, minimum=1, default=1)
+    for key in optional_keys.get(kind, ()):
+        network[key] = _count(table, key, where, minimum=1, default=defaults[key])
     network["routing"] = table.get("routing")
     if network["routing"] is not None and not isinstance(network["routing"], str):
         raise UserError(f"{where('routing')}: expected a routing name")
@@ -101,37 +105,6 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     network["seed"] = _count(table, "seed", where, minimum=0, default=0)
     network["sharing"] = sharing_model(table.get("sharing", "flow"), where("sharing"))
     return network
-
-
-NETWORK_ERROR = "network: "  # how the engine's errors about a network begin (bindings)
-# What the engine's network errors are about (engine/src/net), in the order to try: the key of
-# [topology] that an error names, so that it can point at the key's line. None: the table's size key.
-_ENGINE_ERROR_KEYS = (
-    (re.compile(r"^(link_bandwidth|injection_bandwidth|global_bandwidth) "), None),
-    (re.compile(r"\bplacement\b"), "placement"),
-    (re.compile(r"\brouting\b"), "routing"),
-    (re.compile(r"packet model"), "sharing"),
-    (re.compile(r"packet size"), "packet"),
-    (re.compile(r"ranks do not fit"), ""),
-    (re.compile(r"oversubscription"), "oversubscription"),
-    (re.compile(r"radix k\b"), "k"),
-    (re.compile(r"levels?\b"), "levels"),
-    (re.compile(r"^dragonfly ([aphg]) \("), None),
-    (re.compile(r"^dragonfly with g = .* needs h\b"), "h"),
-    (re.compile(r"^dragonfly g = "), "g"),
-    (re.compile(r"^(torus|mesh)\b"), "dims"),
-    (re.compile(r"^crossbar\b"), "nodes"),
-)
-
-
-def engine_error_key(network: Mapping[str, Any], message: str) -> str | None:
-    """The ``[topology]`` key that an engine error about ``network`` (engine parameters) is about,
-    or None when the message is none of the engine's known ones."""
-    for pattern, key in _ENGINE_ERROR_KEYS:
-        match = pattern.search(message)
-        if match:
-            return match.group(1) if key is None else key or SIZE_KEYS[network["topology"]][0]
-    return None
 
 
 def sharing_model(name: Any, where: str) -> str:

@@ -56,7 +56,7 @@ class NoiseSettings:
     period: int | None = None
     duration: int | None = None
     rate: float | None = None
-    distribution: str = "fixed"
+    distribution: str | None = None  # kind "random" only
     minimum: int | None = None
     maximum: int | None = None
     files: tuple[str, ...] = ()
@@ -197,8 +197,8 @@ def checked(settings: NoiseSettings, where: Callable[[str], str]) -> NoiseSettin
     engine/src/noise; ``where(key)`` names the place a key came from in errors."""
     try:
         engine().check_noise(settings.engine_params())
-    except engine().NoiseSpecError as exc:
-        raise UserError(f"{where(exc.key)}: {exc.problem}") from None
+    except engine().SpecError as exc:  # its key is the [noise] table's: noise.<key>
+        raise UserError(f"{where(exc.key.partition('.')[2])}: {exc.problem}") from None
     return settings
 
 
@@ -266,7 +266,7 @@ def from_table(table: Mapping[str, Any], where: Callable[[str], str], base: Path
         return checked(NoiseSettings("periodic", period=period, duration=duration, **common), where)
     if kind == "random":
         rate = parse_frequency(required("rate"), where("rate"))
-        distribution = table.get("distribution", "exponential")
+        distribution = table.get("distribution", engine().DEFAULT_NOISE_DISTRIBUTION)
         if distribution not in DISTRIBUTIONS:
             raise UserError(f"{where('distribution')}: expected one of {', '.join(DISTRIBUTIONS)}, got {distribution!r}")
         if distribution == "uniform":
@@ -306,8 +306,9 @@ def parse_spec(spec: str, where: str = "--noise") -> NoiseSettings | None:
     """
     try:
         params = engine().parse_noise(spec)
-    except engine().NoiseSpecError as exc:
-        raise UserError(f"{where} ({exc.key}): {exc.problem}" if exc.key else f"{where}: {exc.problem}") from None
+    except engine().SpecError as exc:
+        key = exc.key.partition(".")[2]
+        raise UserError(f"{where} ({key}): {exc.problem}" if key else f"{where}: {exc.problem}") from None
     if params is None:
         return None
     settings = NoiseSettings.from_engine(params)

@@ -56,13 +56,14 @@ def describe_params(values: dict[str, Any]) -> str:
 
 def describe_network(network: dict[str, Any]) -> str:
     """The topology and its bandwidths, e.g. "torus 8x8x16, links 425 MB/s, injection 425 MB/s"."""
-    from contend.machine.topology import OPTIONAL_SIZE_KEYS, SIZE_KEYS
+    from contend.machine.topology import topology_sizes
 
     kind = network["topology"]
     if "dims" in network:
         shape = "x".join(str(d) for d in network["dims"])
     else:
-        keys = SIZE_KEYS[kind] + OPTIONAL_SIZE_KEYS.get(kind, ())
+        size_keys, optional_keys, _ = topology_sizes()
+        keys = size_keys[kind] + optional_keys.get(kind, ())
         shape = " ".join(f"{key}={network[key]}" for key in keys)
     return (f"{kind} {shape}, links {network['link_bandwidth'] / 1e6:,.4g} MB/s, injection "
             f"{network['injection_bandwidth'] / 1e6:,.4g} MB/s, {network['ranks_per_node']} rank(s) per node")

@@ -1,28 +1,29 @@
 //! The node models' handlers (docs/models.md): the NIC shared by a node's ranks (congestion
-//! curves), admission control (token pools, a rate) and proxy servers. They see a message through
-//! `Sim::msgs` and `Sim::details` and act on the core only through its handle: `schedule` an event,
-//! `resume` an operation they held back (with its key), and `done` to complete a send.
+//! curves), admission control (token pools, a rate) and proxy servers. Their state is `NodeSim`'s;
+//! they act on the core only through the handle (`super::handle`): `schedule` an event, `resume` a
+//! send they held back (with its key), `complete` a send they carried.
 
-use crate::nic::{stretched, NicCurves, NicQueues};
-use crate::node::NodeModel;
+use crate::nic::{stretched, NicSpec, NicQueues};
+use crate::node::NodeSpec;
 use crate::policy::adaptive::Adaptive;
 use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
-use crate::policy::PolicySpec;
+use crate::policy::AdmissionSpec;
 use crate::schedule::Program;
 use crate::sim::queue::Entry;
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
-use super::{Sim, ARRIVAL, FLOW_START, MSG_FLAG, NIC_DONE, NIC_ENQUEUE, PROXY_DONE, RELEASE};
+use super::handle::{Handle, Held};
+use super::{ARRIVAL, FLOW_START, MSG_FLAG, NIC_DONE, NIC_ENQUEUE, PROXY_DONE, RELEASE};
 
 /// The node models' state during a run.
 pub(super) struct NodeSim {
     node_of: Vec<u32>,
-    curves: Option<NicCurves>,
+    curves: Option<NicSpec>,
     nic: NicQueues,
-    tokens: Option<TokenPool<Entry>>,
+    tokens: Option<TokenPool<Held>>,
     rate: Option<RateLimiter>,
     proxy: Option<(Proxy, u32)>,
     /// The adaptive policy's limits (on `tokens`).
@@ -32,7 +33,7 @@ pub(super) struct NodeSim {
     /// Tokens to give back at a RELEASE event: (rank, tokens), slots reused through `free_releases`.
     releases: Vec<(u32, u64)>,
     free_releases: Vec<u32>,
-    granted: Vec<(Entry, u64)>,
+    granted: Vec<(Held, u64)>,
     waits: u64,
     /// Sends leaving their node that admission let go (once each, after any wait).
     grants: u64,
@@ -42,18 +43,18 @@ pub(super) struct NodeSim {
 }
 
 impl NodeSim {
-    pub(super) fn new(model: &NodeModel, node_of: Vec<u32>) -> NodeSim {
+    pub(super) fn new(model: &NodeSpec, node_of: Vec<u32>) -> NodeSim {
         let ranks = node_of.len();
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
         let (mut tokens, mut rate, mut proxy, mut adaptive) = (None, None, None, None);
         match &model.policy {
-            Some(PolicySpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
-            Some(PolicySpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
-            Some(PolicySpec::Proxy { servers, tokens: behind }) => {
+            Some(AdmissionSpec::Token(spec)) => tokens = Some(TokenPool::new(spec.clone(), nodes, ranks)),
+            Some(AdmissionSpec::Rate { gap }) => rate = Some(RateLimiter::new(*gap, ranks)),
+            Some(AdmissionSpec::Proxy { servers, tokens: behind }) => {
                 proxy = Some((Proxy::new(*servers, &node_of), *servers));
                 tokens = behind.as_ref().map(|spec| TokenPool::new(spec.clone(), nodes, ranks));
             }
-            Some(PolicySpec::Adaptive(spec)) => {
+            Some(AdmissionSpec::Adaptive(spec)) => {
                 let limits = Adaptive::new(spec.clone(), &node_of);
                 tokens = Some(limits.pool(ranks));
                 adaptive = Some(limits);
@@ -121,36 +122,34 @@ pub(super) enum Admission {
     Parked,
 }
 
-impl<P: Program> Sim<'_, P> {
-    /// Admission control of a send leaving its node (a send granted after waiting brings its
-    /// tokens; the proxy admits at its servers instead).
+impl NodeSim {
+    /// Admission control of send event `e` leaving its node (a send granted after waiting brings
+    /// its tokens; the proxy admits at its servers instead).
     pub(super) fn admit(&mut self, t: Time, e: Entry, size: u64) -> Admission {
         let admission = self.admission(t, e, size);
-        let ns = self.node.as_mut().expect("admission needs the node model");
-        if matches!(admission, Admission::Now(_)) && (ns.tokens.is_some() || ns.rate.is_some() || ns.proxy.is_some()) {
-            ns.grants += 1;
+        if matches!(admission, Admission::Now(_)) && (self.tokens.is_some() || self.rate.is_some() || self.proxy.is_some()) {
+            self.grants += 1;
         }
         admission
     }
 
     fn admission(&mut self, t: Time, e: Entry, size: u64) -> Admission {
-        let ns = self.node.as_mut().expect("admission needs the node model");
-        if let Some(tokens) = ns.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
+        if let Some(tokens) = self.admitted.remove(&((e.host as u64) << 32 | e.data as u64)) {
             return Admission::Now(tokens);
         }
-        if ns.proxy.is_some() {
+        if self.proxy.is_some() {
             return Admission::Now(0);
         }
-        if let Some(rate) = &mut ns.rate {
+        if let Some(rate) = &mut self.rate {
             let key = (e.host as u64) << 32 | e.data as u64;
             if let Err(at) = rate.admit(e.host, t) {
-                ns.waits += ns.rate_held.insert(key, ()).is_none() as u64;
+                self.waits += self.rate_held.insert(key, ()).is_none() as u64;
                 return Admission::At(at);
             }
-            ns.rate_held.remove(&key);
+            self.rate_held.remove(&key);
         }
-        match &mut ns.tokens {
-            Some(pool) => match pool.request(ns.node_of[e.host as usize], e.host, size, e) {
+        match &mut self.tokens {
+            Some(pool) => match pool.request(self.node_of[e.host as usize], e.host, size, Held::offered(e)) {
                 Some(tokens) => Admission::Now(tokens),
                 None => Admission::Parked,
             },
@@ -158,105 +157,102 @@ impl<P: Program> Sim<'_, P> {
         }
     }
 
-    pub(super) fn node_event(&mut self, t: Time, e: Entry) {
+    /// A node event (NIC_ENQUEUE, NIC_DONE, RELEASE, PROXY_DONE) about slot `id`.
+    pub(super) fn event<P: Program>(&mut self, e: Entry, h: &mut Handle<'_, P>) {
         let id = e.data & !MSG_FLAG;
         match e.host {
             NIC_ENQUEUE => {
-                let ns = self.node.as_mut().expect("node events need the node model");
-                let m = &self.msgs[id as usize];
-                let node = ns.node_of[m.src as usize];
-                match &mut ns.proxy {
+                let src = h.msg(id).src;
+                let node = self.node_of[src as usize];
+                match &mut self.proxy {
                     Some((proxy, _)) => {
-                        proxy.push(node, m.src, id);
-                        self.proxy_dispatch(t, node);
+                        proxy.push(node, src, id);
+                        self.proxy_dispatch(node, h);
                     }
-                    None => self.nic_enqueue(t, id),
+                    None => self.nic_enqueue(id, h),
                 }
             }
-            NIC_DONE => self.nic_done(t, id),
+            NIC_DONE => self.nic_done(id, h),
             RELEASE => {
-                let ns = self.node.as_mut().expect("node events need the node model");
-                let (task, tokens) = ns.releases[id as usize];
-                ns.free_releases.push(id);
-                self.release(t, task, tokens);
+                let (task, tokens) = self.releases[id as usize];
+                self.free_releases.push(id);
+                self.release(task, tokens, h);
             }
-            _ => self.proxy_done(t, id),
+            _ => self.proxy_done(id, h),
         }
     }
 
     /// Message `id` enters its node's NIC; its service starts now if the NIC was idle.
-    pub(super) fn nic_enqueue(&mut self, t: Time, id: u32) {
-        let ns = self.node.as_mut().expect("NIC events need the node model");
-        let node = ns.node_of[self.msgs[id as usize].src as usize];
-        if ns.nic.push(node, self.details[id as usize].injector, id) {
-            self.nic_start(t, node);
+    fn nic_enqueue<P: Program>(&mut self, id: u32, h: &mut Handle<'_, P>) {
+        let node = self.node_of[h.msg(id).src as usize];
+        if self.nic.push(node, h.details(id).injector, id) {
+            self.nic_start(node, h);
         }
     }
 
     /// The NIC of `node` starts injecting its oldest message at the rate its load allows now:
     /// `(g + (s-1)G) / factor(active injectors, messages held)`.
-    pub(super) fn nic_start(&mut self, t: Time, node: u32) {
-        let ns = self.node.as_ref().expect("NIC events need the node model");
-        let id = ns.nic.front(node).expect("a message to inject");
-        let (active, held) = ns.nic.load(node);
-        let m = self.msgs[id as usize];
-        let k = self.par.costs(m.size);
+    fn nic_start<P: Program>(&mut self, node: u32, h: &mut Handle<'_, P>) {
+        let t = h.now();
+        let id = self.nic.front(node).expect("a message to inject");
+        let (active, held) = self.nic.load(node);
+        let m = h.msg(id);
+        let (k, _) = h.costs(m.size);
         let nominal = k.g + m.size.saturating_sub(1) * k.G;
-        let factor = ns.curves.as_ref().expect("NIC queues run only with curves").factor(m.size, active, held);
+        let factor = self.curves.as_ref().expect("NIC queues run only with curves").factor(m.size, active, held);
         let service = stretched(nominal, factor);
         // Waiting for the shared NIC and its slowdown count as contention, like a busy link.
-        let d = &mut self.details[id as usize];
+        let d = h.details(id);
         d.link_delay = (t - d.handed + service).saturating_sub(nominal);
-        self.schedule(t + service, NIC_DONE, id);
+        h.schedule(t + service, NIC_DONE, id);
     }
 
     /// The NIC injected message `id`: it travels L; an eager send completes and gives back its
     /// tokens; the next message's service starts.
-    pub(super) fn nic_done(&mut self, t: Time, id: u32) {
-        let m = self.msgs[id as usize];
-        let ns = self.node.as_mut().expect("NIC events need the node model");
-        let node = ns.node_of[m.src as usize];
-        let d = &mut self.details[id as usize];
-        ns.nic.pop(node, d.injector);
-        let more = ns.nic.front(node).is_some();
-        let k = self.par.costs(m.size);
+    fn nic_done<P: Program>(&mut self, id: u32, h: &mut Handle<'_, P>) {
+        let t = h.now();
+        let m = h.msg(id);
+        let node = self.node_of[m.src as usize];
+        let (k, eager) = h.costs(m.size);
+        let d = h.details(id);
+        self.nic.pop(node, d.injector);
+        let more = self.nic.front(node).is_some();
         d.arrived = t + k.L;
         let tokens = d.tokens;
-        self.schedule(t + k.L, ARRIVAL, id);
-        if m.size <= self.par.S {
-            self.done(m.src, m.send_op);
+        h.schedule(t + k.L, ARRIVAL, id);
+        if eager {
+            h.complete(m.src, m.send_op);
             if tokens > 0 {
-                self.release(t, m.src, tokens);
+                self.release(m.src, tokens, h);
             }
         }
         if more {
-            self.nic_start(t, node);
+            self.nic_start(node, h);
         }
     }
 
     /// Free servers of `node` take the waiting messages, round robin over the tasks' queues (and
     /// take their tokens first when tokens stand behind the servers). A server is busy `g` per
     /// message.
-    pub(super) fn proxy_dispatch(&mut self, t: Time, node: u32) {
-        while let Some(id) = self.proxy_take(node) {
-            let g = self.par.costs(self.msgs[id as usize].size).g;
-            self.schedule(t + g, PROXY_DONE, id);
+    fn proxy_dispatch<P: Program>(&mut self, node: u32, h: &mut Handle<'_, P>) {
+        while let Some(id) = self.proxy_take(node, h) {
+            let g = h.costs(h.msg(id).size).0.g;
+            h.schedule(h.now() + g, PROXY_DONE, id);
         }
     }
 
     /// A free server of `node` takes the next message it may send (None: none free, or none
     /// admitted); the message holds the tokens it took and is injected by that server.
-    fn proxy_take(&mut self, node: u32) -> Option<u32> {
-        let ns = self.node.as_mut().expect("proxy events need the node model");
-        let ranks = ns.node_of.len() as u32;
-        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
-        let (msgs, tokens) = (&self.msgs, &mut ns.tokens);
+    fn proxy_take<P: Program>(&mut self, node: u32, h: &mut Handle<'_, P>) -> Option<u32> {
+        let ranks = self.node_of.len() as u32;
+        let (proxy, servers) = self.proxy.as_mut().expect("a proxy");
+        let tokens = &mut self.tokens;
         let mut held = 0;
         let (server, _, id) = proxy.dispatch(node, |task, id| match tokens {
             None => true,
-            Some(pool) => pool.try_take(node, task, msgs[id as usize].size).map(|k| held = k).is_some(),
+            Some(pool) => pool.try_take(node, task, h.msg(id).size).map(|k| held = k).is_some(),
         })?;
-        let d = &mut self.details[id as usize];
+        let d = h.details(id);
         d.tokens = held;
         d.injector = ranks + node * *servers + server;
         Some(id)
@@ -264,70 +260,66 @@ impl<P: Program> Sim<'_, P> {
 
     /// A proxy server has injected message `id`: into the shared NIC (with curves), else on its
     /// way as in LogGOPS; the server takes the next message.
-    pub(super) fn proxy_done(&mut self, t: Time, id: u32) {
-        let m = self.msgs[id as usize];
-        let d = self.details[id as usize];
-        let ns = self.node.as_mut().expect("proxy events need the node model");
-        let node = ns.node_of[m.src as usize];
-        let ranks = ns.node_of.len() as u32;
-        let (proxy, servers) = ns.proxy.as_mut().expect("a proxy");
+    fn proxy_done<P: Program>(&mut self, id: u32, h: &mut Handle<'_, P>) {
+        let t = h.now();
+        let m = h.msg(id);
+        let d = *h.details(id);
+        let node = self.node_of[m.src as usize];
+        let ranks = self.node_of.len() as u32;
+        let (proxy, servers) = self.proxy.as_mut().expect("a proxy");
         proxy.free_server(node, d.injector - ranks - node * *servers);
-        if ns.curves.is_some() {
-            self.nic_enqueue(t, id);
+        if self.curves.is_some() {
+            self.nic_enqueue(id, h);
         } else {
-            let k = self.par.costs(m.size);
+            let (k, eager) = h.costs(m.size);
             if m.networked {
-                self.schedule(t, FLOW_START, id);
+                h.schedule(t, FLOW_START, id);
             } else {
-                self.details[id as usize].arrived = t + k.L;
-                self.schedule(t + k.L, ARRIVAL, id);
+                h.details(id).arrived = t + k.L;
+                h.schedule(t + k.L, ARRIVAL, id);
             }
-            if d.tokens > 0 && m.size <= self.par.S {
-                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, d.tokens);
+            if d.tokens > 0 && eager {
+                self.schedule_release(t + m.size.saturating_sub(1) * k.G, m.src, d.tokens, h);
             }
         }
-        self.proxy_dispatch(t, node);
+        self.proxy_dispatch(node, h);
     }
 
     /// `task` gives back `tokens` at `at` (a RELEASE event).
-    pub(super) fn schedule_release(&mut self, at: Time, task: u32, tokens: u64) {
-        let ns = self.node.as_mut().expect("tokens need the node model");
-        let slot = match ns.free_releases.pop() {
+    pub(super) fn schedule_release<P: Program>(&mut self, at: Time, task: u32, tokens: u64, h: &mut Handle<'_, P>) {
+        let slot = match self.free_releases.pop() {
             Some(slot) => {
-                ns.releases[slot as usize] = (task, tokens);
+                self.releases[slot as usize] = (task, tokens);
                 slot
             }
             None => {
-                ns.releases.push((task, tokens));
-                ns.releases.len() as u32 - 1
+                self.releases.push((task, tokens));
+                self.releases.len() as u32 - 1
             }
         };
-        self.schedule(at, RELEASE, slot);
+        h.schedule(at, RELEASE, slot);
     }
 
-    /// `task`'s send completed and gives back its tokens: the waiting sends they admit are issued
-    /// now, in ticket order, keeping their keys (or the proxy's servers resume).
-    pub(super) fn release(&mut self, t: Time, task: u32, tokens: u64) {
-        let ns = self.node.as_mut().expect("tokens need the node model");
-        let node = ns.node_of[task as usize];
-        let mut granted = std::mem::take(&mut ns.granted);
+    /// `task`'s send completed and gives back its tokens now: the waiting sends they admit are
+    /// resumed, in ticket order, keeping their keys (or the proxy's servers take them).
+    pub(super) fn release<P: Program>(&mut self, task: u32, tokens: u64, h: &mut Handle<'_, P>) {
+        let node = self.node_of[task as usize];
+        let mut granted = std::mem::take(&mut self.granted);
         granted.clear();
-        let pool = ns.tokens.as_mut().expect("a token pool");
+        let pool = self.tokens.as_mut().expect("a token pool");
         // Adaptive policy: the completion may move the node's limit before it grants the line.
-        if let Some(limit) = ns.adaptive.as_mut().and_then(|a| a.completed(node, t, pool.waiting(node))) {
+        if let Some(limit) = self.adaptive.as_mut().and_then(|a| a.completed(node, h.now(), pool.waiting(node))) {
             pool.set_limit(node, limit);
         }
         pool.release(node, task, tokens, &mut granted);
-        if ns.proxy.is_some() {
-            ns.granted = granted;
-            return self.proxy_dispatch(t, node);
+        if self.proxy.is_some() {
+            self.granted = granted;
+            return self.proxy_dispatch(node, h);
         }
-        for &(entry, k) in &granted {
-            ns.admitted.insert((entry.host as u64) << 32 | entry.data as u64, k);
+        for (held, k) in granted.drain(..) {
+            self.admitted.insert(held.op_key(), k);
+            h.resume(h.now(), held);
         }
-        for &(entry, _) in &granted {
-            self.resume(t, entry);
-        }
-        self.node.as_mut().expect("just used").granted = granted;
+        self.granted = granted;
     }
 }
