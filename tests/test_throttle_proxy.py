@@ -202,6 +202,23 @@ def test_windows_on_part_of_the_node_are_served_by_their_members(built, tmp_path
     assert sum(row["proxy"]["proxied"] for row in rows) == summary["proxied"]
 
 
+OPEN_MPI_CC = Path("/usr/bin/mpicc.openmpi")
+
+
+@pytest.mark.skipif(not OPEN_MPI_CC.exists(), reason="Debian's Open MPI is not installed (apt-get install "
+                                                     "openmpi-bin libopenmpi-dev)")
+def test_open_mpi_build_proxies_too(monkeypatch, tmp_path):
+    """Built against Open MPI, whose handles are pointers that differ between processes: a server finds
+    the datatype and the window by what they are, not by the owner's handles."""
+    monkeypatch.setenv("CONTEND_MPICC", str(OPEN_MPI_CC))
+    library = mpi.find_mpi()
+    mpi.build_native(library)
+    variables = libthrottle.settings("proxy", servers=2, tokens=2, stall_ms=NO_ESCAPE_MS)
+    rows, _ = c_stress(library, tmp_path, variables, "--nocheck", messages=300, ops=300)
+    check_proxy(rows, 2, 2)
+    assert all(row["proxy"]["proxied"] > 0 for row in rows), rows
+
+
 def test_the_command_reports_each_nodes_servers():
     """`contend throttle` under the proxy: per node, its slots' dispatches (the node's view, not summed
     over its ranks), the most injecting, and its ranks' proxied and queued operations summed."""
