@@ -214,7 +214,8 @@ def test_open_mpi_build_proxies_too(monkeypatch, tmp_path):
     library = mpi.find_mpi()
     mpi.build_native(library)
     variables = libthrottle.settings("proxy", servers=2, tokens=2, stall_ms=NO_ESCAPE_MS)
-    rows, _ = c_stress(library, tmp_path, variables, "--nocheck", messages=300, ops=300)
+    # collectives=0: with Open MPI's MPI 3.1 headers the library's collectives pass through to MPI
+    rows, _ = c_stress(library, tmp_path, variables, "--nocheck", messages=300, ops=300, collectives=0)
     check_proxy(rows, 2, 2)
     assert all(row["proxy"]["proxied"] > 0 for row in rows), rows
 
