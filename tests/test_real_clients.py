@@ -1,7 +1,8 @@
 """Real clients under the native libraries: mpi4py's own test suite (from its sdist, for the mpi4py
 installed here) on 1, 2 and 4 ranks, with no library, under `contend trace` (libcontend-trace.so) and
 under `contend throttle` (libcontend-throttle.so; policy none, token policy with 1 and with 2 tokens,
-rate policy, proxy policy with 2 servers, with and without 2 tokens behind: LIBRARIES, one line each).
+rate policy, proxy policy with 2 servers, with and without 2 tokens behind, adaptive policy up to 2 tokens:
+LIBRARIES, one line each).
 Every test that passes on a rank without a library passes on that rank with it; no run hangs (each is
 bounded); the throttle's counters prove it was loaded in every rank and saw the suite's operations
 (none: passed them through), the tracer's
@@ -57,6 +58,7 @@ LIBRARIES = {  # name -> the options of `contend throttle` (None: the tracer); a
     "rate": ["--policy", "rate", "--gap", "2us"],
     "proxy": ["--policy", "proxy", "--servers", "2", "--stall", f"{STALL_MS}ms"],
     "proxy_tokens": ["--policy", "proxy", "--servers", "2", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
+    "adaptive": ["--policy", "adaptive", "--tokens", "2", "--stall", f"{STALL_MS}ms"],
 }
 
 
@@ -204,7 +206,7 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
         assert all(row["pool_tokens"] == pool for row in rows), rows
         escaped = any(row["escapes"] > 0 or row.get("proxy", {}).get("escapes", 0) > 0 for row in rows)
         assert escaped or all(row["max_in_use"] <= pool for row in rows), rows
-    if policy == "token":
+    if policy in ("token", "adaptive"):
         assert all(row["tokens"] == row["ops"] for row in rows), rows  # one token per operation
     if policy == "proxy":  # every operation through its task's queue, dispatched by a slot
         assert all(row["proxy"]["servers"] == 2 for row in rows), rows
