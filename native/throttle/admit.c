@@ -19,11 +19,8 @@ void give_back(int32_t tokens)
         adaptive_completed(&throttle.seg->adaptive, &throttle.seg->pool, tokens);
 }
 
-static int32_t tokens_for(int64_t count, MPI_Datatype datatype)
+int64_t message_bytes(int64_t count, MPI_Datatype datatype)
 {
-    int64_t per = throttle.cfg.size_per_token;
-    if (per == 0)
-        return 1;
 #if MPI_VERSION >= 4
     MPI_Count size;
     PMPI_Type_size_c(datatype, &size);
@@ -31,7 +28,15 @@ static int32_t tokens_for(int64_t count, MPI_Datatype datatype)
     int size;
     PMPI_Type_size(datatype, &size);
 #endif
-    int64_t n = (count * (int64_t)size + per - 1) / per;
+    return count * (int64_t)size;
+}
+
+static int32_t tokens_for(int64_t count, MPI_Datatype datatype)
+{
+    int64_t per = throttle.cfg.size_per_token;
+    if (per == 0)
+        return 1;
+    int64_t n = (message_bytes(count, datatype) + per - 1) / per;
     int32_t capacity = throttle.seg->pool.capacity;
     return n < 1 ? 1 : n > capacity ? capacity : (int32_t)n; /* never more than the whole pool */
 }

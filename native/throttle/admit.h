@@ -5,6 +5,9 @@
 #include <mpi.h>
 #include <stdint.h>
 
+/* The bytes of count elements of datatype (the large-count query where MPI has it). */
+int64_t message_bytes(int64_t count, MPI_Datatype datatype);
+
 /* Wait until an operation of count elements of datatype may be injected.
  * token: takes its tokens from the node's pool, first come first served; while it waits it polls
  *   this task's own token-holding operations (oldest first), giving back the tokens of those done,

@@ -114,14 +114,7 @@ static int created(int rc, MPI_Count count, MPI_Datatype datatype, int dest, MPI
 {
     if (rc != MPI_SUCCESS || !throttled_send(dest, comm))
         return rc;
-#if MPI_VERSION >= 4
-    MPI_Count size;
-    PMPI_Type_size_c(datatype, &size);
-#else
-    int size;
-    PMPI_Type_size(datatype, &size);
-#endif
-    persistent_send e = {*request, (int64_t)count * (int64_t)size, dest, large};
+    persistent_send e = {*request, message_bytes((int64_t)count, datatype), dest, large};
     remember(e);
     return rc;
 }

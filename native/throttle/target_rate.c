@@ -169,17 +169,6 @@ void target_rate_forget(MPI_Win win)
         }
 }
 
-static int64_t bytes_of(int64_t count, MPI_Datatype datatype)
-{
-#if MPI_VERSION >= 4
-    MPI_Count size;
-    PMPI_Type_size_c(datatype, &size);
-#else
-    int size;
-    PMPI_Type_size(datatype, &size);
-#endif
-    return count * (int64_t)size;
-}
 
 /* The time b bytes take at the share, rounded up (at least 1 ns, so starts are strictly ordered). */
 static int64_t span_ns(int64_t bytes)
@@ -244,7 +233,7 @@ void target_rate_pace(int target_rank, MPI_Win win, int64_t count, MPI_Datatype 
     int node = rate.node_of[w->world[target_rank]];
     if (node == rate.my_node)
         return;
-    int64_t bytes = bytes_of(count, datatype);
+    int64_t bytes = message_bytes(count, datatype);
     throttle.stats.target_ops++;
     throttle.stats.target_bytes += bytes;
     wait_until(reserve(&rate.clocks[node], bytes));
