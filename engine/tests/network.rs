@@ -5,7 +5,6 @@
 use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
-use contend_engine::schedule::Program;
 use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
 
 const NS: u64 = 1000;
