@@ -45,7 +45,7 @@ const pattern patterns[] = {
      0, run_outstanding},
     {"randomaccess", "GUPS-like random XOR updates by MPI_Accumulate, verified; updates/s", 2, 0,
      run_randomaccess},
-    {"nimc", "STREAM triad on one core while another injects memory traffic (put, tcp, memcpy, spin)", 2, 0,
+    {"nimc", "STREAM triad on one core while another injects memory traffic (put, rma, tcp, memcpy, spin)", 2, 0,
      run_nimc},
     {0},
 };
