@@ -13,6 +13,8 @@ drift hits every variant alike:
     loaded        LD_PRELOAD, policy none                        (the cost of being interposed)
     token         LD_PRELOAD, token policy, 1024 tokens per node (never runs out: uncongested)
     rate          LD_PRELOAD, rate policy, 1 ns gap              (never waits: uncongested)
+    proxy         LD_PRELOAD, proxy policy, 2 server slots       (one per rank: never waits)
+    adaptive      LD_PRELOAD, adaptive policy, from 1024 tokens  (never waits, so never moves)
 
 The overhead of a variant is the median of its runs' times per message over the median of the
 baseline's, minus one, with a 95% bootstrap interval (runs resampled within each variant, 4000
@@ -45,6 +47,8 @@ POLICIES = {
     "loaded": libthrottle.settings("none"),
     "token": libthrottle.settings("token", tokens=1024),
     "rate": libthrottle.settings("rate", gap_ns=1),
+    "proxy": libthrottle.settings("proxy", servers=2),
+    "adaptive": libthrottle.settings("adaptive", tokens=1024),
 }
 VARIANTS = {BASELINE: None, NOISE: None, **POLICIES}
 TARGET = 0.02

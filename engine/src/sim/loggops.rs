@@ -485,7 +485,7 @@ impl<P: Program> Sim<'_, P> {
     }
 
     /// Queues an event (in the time-ordered queue, or in its host's window).
-    #[inline]
+    #[inline(always)]
     fn push_event(&mut self, time: Time, e: Entry) {
         match &mut self.windows {
             None => self.queue.push(time, e),
@@ -729,7 +729,7 @@ impl<P: Program> Sim<'_, P> {
 
     /// Schedules message event `kind` (ARRIVAL, FLOW_START, NIC_ENQUEUE) about message `slot` at
     /// `at`, keyed after every event created so far.
-    #[inline]
+    #[inline(always)]
     fn schedule(&mut self, at: Time, kind: u32, slot: u32) {
         let key = self.new_key();
         self.push_event(at, Entry { key, host: kind, data: MSG_FLAG | slot });

@@ -36,41 +36,42 @@ impl Readiness {
     /// Operation `i` of `h` started: satisfies its irequires dependents.
     #[inline]
     pub(super) fn started<P: Program>(&mut self, prog: &P, h: u32, i: u32) {
-        let mut deps = std::mem::take(&mut self.deps);
+        let Readiness { waiting, ready, deps } = self;
         deps.clear();
-        prog.after_start(h, i, &mut deps);
-        for &a in &deps {
-            self.satisfy(prog, h, a);
+        prog.after_start(h, i, deps);
+        for &a in deps.iter() {
+            satisfy(waiting, ready, prog, h, a);
         }
-        self.deps = deps;
     }
 
     /// Operation `i` of `h` completed: satisfies its requires dependents.
     #[inline]
     pub(super) fn done<P: Program>(&mut self, prog: &P, h: u32, i: u32) {
-        let mut deps = std::mem::take(&mut self.deps);
+        let Readiness { waiting, ready, deps } = self;
         deps.clear();
-        prog.after_done(h, i, &mut deps);
-        for &a in &deps {
-            self.satisfy(prog, h, a);
+        prog.after_done(h, i, deps);
+        for &a in deps.iter() {
+            satisfy(waiting, ready, prog, h, a);
         }
-        self.deps = deps;
     }
 
-    #[inline]
-    fn satisfy<P: Program>(&mut self, prog: &P, h: u32, a: u32) {
-        let needed = prog.dep_count(h, a);
-        if needed <= 1 {
-            self.ready.push((h, a));
-            return;
-        }
-        let key = (h as u64) << 32 | a as u64;
-        let left = self.waiting.entry(key).or_insert(needed);
-        *left -= 1;
-        if *left == 0 {
-            self.waiting.remove(&key);
-            self.ready.push((h, a));
-        }
+}
+
+/// One dependency of operation `a` of `h` is met: it is ready once all are. Takes the fields apart
+/// from `Readiness` so the dependents' list is borrowed, not moved out and back, for each event.
+#[inline]
+fn satisfy<P: Program>(waiting: &mut U64Map<u32>, ready: &mut Vec<(u32, u32)>, prog: &P, h: u32, a: u32) {
+    let needed = prog.dep_count(h, a);
+    if needed <= 1 {
+        ready.push((h, a));
+        return;
+    }
+    let key = (h as u64) << 32 | a as u64;
+    let left = waiting.entry(key).or_insert(needed);
+    *left -= 1;
+    if *left == 0 {
+        waiting.remove(&key);
+        ready.push((h, a));
     }
 }
 
