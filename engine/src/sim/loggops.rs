@@ -828,17 +828,18 @@ impl<P: Program> Sim<'_, P> {
     /// in the order its members became ready (a stable sort). Each starts when its CPU (and for a
     /// send its NIC) is free, as in v1.
     fn issue_ready(&mut self) {
-        let mut issue = std::mem::take(&mut self.issue);
-        issue.clear();
+        self.issue.clear();
         for &(h, i) in &self.readiness.ready {
             let op = self.prog.op(h, i);
-            issue.push((h, op.kind, i, op));
+            self.issue.push((h, op.kind, i, op));
         }
         self.readiness.ready.clear();
-        if issue.len() > 1 {
-            issue.sort_by_key(|&(h, kind, _, _)| (h, kind));
+        if self.issue.len() > 1 {
+            self.issue.sort_by_key(|&(h, kind, _, _)| (h, kind));
         }
-        for &(h, _, i, op) in &issue {
+        // By index: the loop queues events through `self`, and nothing it calls touches `issue`.
+        for k in 0..self.issue.len() {
+            let (h, _, i, op) = self.issue[k];
             let c = self.o_slot(h, op.cpu);
             let time = if op.kind == OpKind::Send {
                 let t = self.hosts[c].max(self.hosts[self.gs_slot(h, op.nic)]);
@@ -856,7 +857,6 @@ impl<P: Program> Sim<'_, P> {
             let key = self.new_key();
             self.push_event(time, Entry { key, host: h, data: i });
         }
-        self.issue = issue;
     }
 
     pub(super) fn finish(mut self) -> SimResult {
