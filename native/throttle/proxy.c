@@ -209,17 +209,21 @@ static void unlock_node(void)
     atomic_store_explicit(&px.head->lock, 0, memory_order_release);
 }
 
+/* The lowest free slot, taken; -1 if all are taken. Only bits below servers are ever set, so the
+ * lowest clear bit is a free slot when it is below servers (no popcount: a library call without
+ * -mpopcnt). */
 static int take_slot(void)
 {
     node_head *h = px.head;
     uint64_t b = atomic_load_explicit(&h->busy, memory_order_relaxed);
-    while (__builtin_popcountll(b) < throttle.cfg.servers) {
-        int s = __builtin_ctzll(~b); /* the lowest free bit is below servers */
+    for (;;) {
+        int s = ~b ? __builtin_ctzll(~b) : PROXY_MAX_SERVERS;
+        if (s >= throttle.cfg.servers)
+            return -1;
         if (atomic_compare_exchange_weak_explicit(&h->busy, &b, b | UINT64_C(1) << s,
                                                   memory_order_acquire, memory_order_relaxed))
             return s;
     }
-    return -1;
 }
 
 /* Returns 1 if no other slot was taken (this was the node's last server). Only tickets waiting in a
