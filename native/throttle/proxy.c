@@ -833,12 +833,12 @@ int proxy_stats_json(char *out, size_t len)
                               (long long)atomic_load(&px.head->dispatches[s]));
     return snprintf(out, len,
         ",\"proxy\":{\"servers\":%d,\"tokens_behind\":%d,\"proxied\":%lld,\"inline\":%lld,"
-        "\"direct\":%lld,\"served\":%lld,\"served_others\":%lld,\"handed\":%lld,\"queued\":%lld,\"queue_wait_ns\":%lld,"
-        "\"max_queue_wait_ns\":%lld,\"staged_bytes\":%lld,\"copy_ns\":%lld,\"escapes\":%lld,"
-        "\"node_max_injecting\":%d,\"node_dispatches\":[%s]}",
+        "\"direct\":%lld,\"served\":%lld,\"served_others\":%lld,\"handed\":%lld,\"queued\":%lld,"
+        "\"queue_wait_ns\":%lld,\"max_queue_wait_ns\":%lld,\"staged_bytes\":%lld,\"copy_ns\":%lld,"
+        "\"escapes\":%lld,\"node_max_injecting\":%d,\"node_dispatches\":[%s]}",
         (int)throttle.cfg.servers, (int)throttle.cfg.tokens, (long long)px.proxied,
-        (long long)px.inline_ops, (long long)px.direct, (long long)px.served, (long long)px.served_others,
-        (long long)px.handed, (long long)px.queued, (long long)px.queue_wait_ns,
+        (long long)px.inline_ops, (long long)px.direct, (long long)px.served,
+        (long long)px.served_others, (long long)px.handed, (long long)px.queued, (long long)px.queue_wait_ns,
         (long long)px.max_queue_wait_ns, (long long)px.staged_bytes, (long long)px.copy_ns,
         (long long)px.escapes, (int)atomic_load(&px.head->max_injecting), dispatches);
 }
