@@ -74,6 +74,9 @@ def check_proxy(rows, servers, tokens=0, inline_first=True):
             # every operation went through its task's queue, or took a free slot directly when nothing
             # of the node was pending (an inline one: proxied ones always queue)
             assert p["queued"] + p["direct"] == row["ops"] and p["direct"] <= p["inline"], row
+            # a queued ticket waits for at most one direct take per other rank of the node: those that
+            # had checked that nothing was pending before it was queued
+            assert 0 <= p["max_overtaken"] <= len(members) - 1, row
         first = proxy[0]
         assert all(p["node_dispatches"] == first["node_dispatches"] for p in proxy)  # one node, one view
         assert len(first["node_dispatches"]) == servers

@@ -16,7 +16,10 @@
  *   which a descriptor is queued and the release of a slot are sequentially consistent. So once a
  *   ticket is queued no direct take starts until it is dispatched: it waits at most for the direct
  *   takes already under way (one per other task of the node) and the round robin (at most one
- *   dispatch per other queue), as before.
+ *   dispatch per other queue), as before. Checked: a direct take that finds something pending once
+ *   it has its slot counts itself in the node's overtakes; the overtakes between a ticket's queueing
+ *   and its grant can only be takes that checked before it was queued, so a ticket sees at most one
+ *   per other task (max_overtaken in the counters).
  * - A one-sided operation without a request names a window, a target and a displacement. Another rank
  *   S of the window's group can issue it, if (1) S has an access epoch to the target that does not
  *   conflict with the program's synchronisation, (2) the origin data is in memory S can read, and
@@ -92,6 +95,7 @@ typedef struct {
     int64_t disp, count;
     uint64_t offset, bytes;   /* in the owner's staging area */
     int64_t queued_ns, waited_ns;
+    int64_t overtakes;        /* a ticket: the node's overtakes when it was granted */
 } desc;
 
 typedef struct {
@@ -106,6 +110,7 @@ typedef struct {
     _Atomic uint64_t busy;              /* bit s: slot s taken */
     _Atomic uint64_t releases;          /* slots given back so far (the stall escape watches it) */
     _Atomic int64_t pending;            /* queued and not yet taken */
+    _Atomic int64_t overtakes;          /* direct takes that found something pending once they had a slot */
     _Atomic int32_t injecting;          /* operations of the node injecting or in flight on a server */
     _Atomic int32_t max_injecting;
     _Atomic int64_t dispatches[PROXY_MAX_SERVERS];
@@ -139,7 +144,7 @@ static struct {
     int taken;                      /* the slot taken directly, until the injection returns; -1: none */
     int64_t direct_by_slot[PROXY_MAX_SERVERS]; /* direct takes: added to the node's dispatches at the end */
     int64_t proxied, inline_ops, direct, served, served_others, handed, queued, queue_wait_ns,
-        max_queue_wait_ns, staged_bytes, copy_ns, escapes;
+        max_queue_wait_ns, staged_bytes, copy_ns, escapes, max_overtaken;
 } px = {.node = MPI_COMM_NULL, .taken = -1};
 
 /* Predefined datatypes that mean the same in every process (a handle is looked up, not shipped). */
@@ -441,6 +446,18 @@ static void retire(void);
 static int serve_if_free(void);
 static void issue(desc *d, int owner, int slot);
 
+/* Under the node lock: descriptor d is taken by server (-1: the stall escape). The node's overtakes
+ * are read before pending drops (sequentially consistent, see the top). */
+static void take_descriptor(desc *d, int server)
+{
+    d->server = server;
+    d->waited_ns = now_ns() - d->queued_ns;
+    if (d->kind == K_TICKET)
+        d->overtakes = atomic_load_explicit(&px.head->overtakes, memory_order_seq_cst);
+    atomic_store_explicit(&d->state, d->kind == K_TICKET ? D_GRANTED : D_TAKEN, memory_order_release);
+    atomic_fetch_sub_explicit(&px.head->pending, 1, memory_order_seq_cst);
+}
+
 /* Take this task's own descriptors from the first not yet taken through index last, without a slot
  * (the stall escape), and issue the proxied ones. */
 static void escape_through(uint64_t last)
@@ -449,14 +466,8 @@ static void escape_through(uint64_t last)
     uint64_t first, end = last + 1;
     lock_node();
     first = atomic_load_explicit(&q->served, memory_order_relaxed);
-    for (uint64_t i = first; i < end; i++) {
-        desc *d = &q->ring[i % QUEUE];
-        d->server = -1;
-        d->waited_ns = now_ns() - d->queued_ns;
-        atomic_store_explicit(&d->state, d->kind == K_TICKET ? D_GRANTED : D_TAKEN,
-                              memory_order_release);
-        atomic_fetch_sub_explicit(&px.head->pending, 1, memory_order_relaxed);
-    }
+    for (uint64_t i = first; i < end; i++)
+        take_descriptor(&q->ring[i % QUEUE], -1);
     if (end > first)
         atomic_store_explicit(&q->served, end, memory_order_relaxed);
     unlock_node();
@@ -584,12 +595,8 @@ static desc *take_next(int slot, int *owner)
         desc *d = &q->ring[served % QUEUE];
         if (d->kind != K_TICKET && !window_by_id(d->window, d->group))
             continue; /* not a member of its window: its owner, or another member, serves it */
-        d->server = slot;
-        d->waited_ns = now_ns() - d->queued_ns;
-        atomic_store_explicit(&d->state, d->kind == K_TICKET ? D_GRANTED : D_TAKEN,
-                              memory_order_release);
+        take_descriptor(d, slot);
         atomic_store_explicit(&q->served, served + 1, memory_order_release);
-        atomic_fetch_sub_explicit(&h->pending, 1, memory_order_relaxed);
         h->next = (uint32_t)(t + 1) % (uint32_t)px.ntasks;
         *owner = t;
         atomic_fetch_add_explicit(&h->dispatches[slot], 1, memory_order_relaxed);
@@ -679,6 +686,8 @@ static int take_directly(void)
     int slot = take_slot();
     if (slot < 0)
         return 0;
+    if (atomic_load_explicit(&px.head->pending, memory_order_seq_cst) != 0)
+        atomic_fetch_add_explicit(&px.head->overtakes, 1, memory_order_seq_cst); /* a ticket came */
     px.taken = slot;
     px.direct_by_slot[slot]++;
     px.direct++;
@@ -695,10 +704,13 @@ void proxy_admit(void)
     desc *d = reserve();
     d->kind = K_TICKET;
     uint64_t index = publish(d);
+    int64_t overtakes = atomic_load_explicit(&px.head->overtakes, memory_order_seq_cst);
     px.ticket = d;
     if (!ticket_granted(index))
         wait_until(ticket_granted, index, index);
     note_wait(now_ns() - d->queued_ns);
+    if (d->overtakes - overtakes > px.max_overtaken)
+        px.max_overtaken = d->overtakes - overtakes;
     start_injecting();
 }
 
@@ -835,10 +847,11 @@ int proxy_stats_json(char *out, size_t len)
         ",\"proxy\":{\"servers\":%d,\"tokens_behind\":%d,\"proxied\":%lld,\"inline\":%lld,"
         "\"direct\":%lld,\"served\":%lld,\"served_others\":%lld,\"handed\":%lld,\"queued\":%lld,"
         "\"queue_wait_ns\":%lld,\"max_queue_wait_ns\":%lld,\"staged_bytes\":%lld,\"copy_ns\":%lld,"
-        "\"escapes\":%lld,\"node_max_injecting\":%d,\"node_dispatches\":[%s]}",
+        "\"escapes\":%lld,\"max_overtaken\":%lld,\"node_max_injecting\":%d,\"node_dispatches\":[%s]}",
         (int)throttle.cfg.servers, (int)throttle.cfg.tokens, (long long)px.proxied,
         (long long)px.inline_ops, (long long)px.direct, (long long)px.served,
         (long long)px.served_others, (long long)px.handed, (long long)px.queued, (long long)px.queue_wait_ns,
         (long long)px.max_queue_wait_ns, (long long)px.staged_bytes, (long long)px.copy_ns,
-        (long long)px.escapes, (int)atomic_load(&px.head->max_injecting), dispatches);
+        (long long)px.escapes, (long long)px.max_overtaken, (int)atomic_load(&px.head->max_injecting),
+        dispatches);
 }
