@@ -12,14 +12,14 @@
  *   The uncongested case skips the queue (a direct take): when no queue of the node has anything
  *   waiting, an inline operation takes a free slot with one compare-and-swap. Nobody waits then, so
  *   nobody is overtaken. The rule that keeps a queued task from starving behind a stream of direct
- *   takers: a direct take must first see nothing pending, and that load, the increment of pending by
- *   which a descriptor is queued and the release of a slot are sequentially consistent. So once a
- *   ticket is queued no direct take starts until it is dispatched: it waits at most for the direct
- *   takes already under way (one per other task of the node) and the round robin (at most one
- *   dispatch per other queue), as before. Checked: a direct take that finds something pending once
- *   it has its slot counts itself in the node's overtakes; the overtakes between a ticket's queueing
- *   and its grant can only be takes that checked before it was queued, so a ticket sees at most one
- *   per other task (max_overtaken in the counters).
+ *   takers: a direct take must first see nothing pending, and that load and the increment of pending
+ *   by which a descriptor is queued are sequentially consistent. So once a ticket is queued no direct
+ *   take starts until it is dispatched: it waits at most for the direct takes already under way (one
+ *   per other task of the node) and the round robin (at most one dispatch per other queue), as before.
+ *   Checked: a direct take that finds something pending once it has its slot counts itself in the
+ *   node's overtakes; the overtakes between a ticket's queueing and its grant can only be takes that
+ *   checked before it was queued, so a ticket sees at most one per other task (max_overtaken in the
+ *   counters).
  * - A one-sided operation without a request names a window, a target and a displacement. Another rank
  *   S of the window's group can issue it, if (1) S has an access epoch to the target that does not
  *   conflict with the program's synchronisation, (2) the origin data is in memory S can read, and
@@ -687,7 +687,7 @@ static int take_directly(void)
     if (slot < 0)
         return 0;
     if (atomic_load_explicit(&px.head->pending, memory_order_seq_cst) != 0)
-        atomic_fetch_add_explicit(&px.head->overtakes, 1, memory_order_seq_cst); /* a ticket came */
+        atomic_fetch_add_explicit(&px.head->overtakes, 1, memory_order_seq_cst); /* queued meanwhile */
     px.taken = slot;
     px.direct_by_slot[slot]++;
     px.direct++;
