@@ -62,20 +62,28 @@ def c_stress(library, tmp_path, variables, *args, messages=1000, ops=1000, block
     return rows, stderr
 
 
-def check_proxy(rows, servers, tokens=0):
-    """The proxy's invariants, per node: nothing lost, nothing issued twice, the bounds kept."""
+def check_proxy(rows, servers, tokens=0, inline_first=True):
+    """The proxy's invariants, per node: nothing lost, nothing issued twice, the bounds kept.
+    inline_first: the program's first throttled operation is a two-sided one (so in the stress programs)."""
     for node in {row["node"] for row in rows}:
         members = [row for row in rows if row["node"] == node]
         proxy = [row["proxy"] for row in members]
         for row, p in zip(members, proxy):
             assert row["policy"] == "proxy" and p["servers"] == servers and p["tokens_behind"] == tokens, row
             assert row["ops"] == p["proxied"] + p["inline"] and p["escapes"] == 0, row
-            assert p["queued"] == row["ops"], row  # every operation went through its task's queue
+            # every operation went through its task's queue, or took a free slot directly when nothing
+            # of the node was pending (an inline one: proxied ones always queue)
+            assert p["queued"] + p["direct"] == row["ops"] and p["direct"] <= p["inline"], row
+            # a queued ticket waits for at most one direct take per other rank of the node: those that
+            # had checked that nothing was pending before it was queued
+            assert 0 <= p["max_overtaken"] <= len(members) - 1, row
         first = proxy[0]
         assert all(p["node_dispatches"] == first["node_dispatches"] for p in proxy)  # one node, one view
         assert len(first["node_dispatches"]) == servers
         # every operation of the node was dispatched by one of its server slots, once
         assert sum(first["node_dispatches"]) == sum(row["ops"] for row in members)
+        if inline_first:  # the node's first operation was inline: it found nothing pending and a slot free
+            assert sum(p["direct"] for p in proxy) >= 1
         # every proxied operation was issued once, by a server of its own node
         assert sum(p["served"] for p in proxy) == sum(p["proxied"] for p in proxy)
         assert 1 <= first["node_max_injecting"] <= servers, first
@@ -198,7 +206,7 @@ def test_windows_on_part_of_the_node_are_served_by_their_members(built, tmp_path
     every value is where it belongs."""
     variables = libthrottle.settings("proxy", servers=2, stall_ms=NO_ESCAPE_MS)
     summary, rows, _ = stress(built, tmp_path, variables, [sys.executable, "-c", WINDOWS])
-    check_proxy(rows, 2)
+    check_proxy(rows, 2, inline_first=False)  # only Puts and Gets, all proxied
     assert sum(row["proxy"]["proxied"] for row in rows) == summary["proxied"]
 
 

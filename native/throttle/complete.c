@@ -2,7 +2,9 @@
  * completes it for the program. MPI sets a completed (non-persistent) request to MPI_REQUEST_NULL, so
  * the rule is the same for all eight calls: compare the requests before and after (a persistent send
  * is left inactive instead: persistent.c is asked about those left in place). When this task
- * holds no tokens (always so under the rate policy) the calls pass straight through.
+ * holds no tokens (always so under the rate, proxy without tokens and none policies) the calls pass
+ * straight through, first thing: a receiver's Wait per message is on the critical path of a
+ * message-rate run.
  *
  * While this task holds tokens, a Wait is done as a loop of the matching Test, and whenever another
  * task of the node is waiting for tokens the loop also polls this task's own operations: otherwise a
@@ -17,12 +19,6 @@
 #include "sends.h"
 #include "throttle.h"
 
-/* Whether a Wait should poll instead of blocking in MPI. */
-static int must_poll(void)
-{
-    return held.live > 0;
-}
-
 void between_tests(void)
 {
     if (pool_waiting(&throttle.seg->pool))
@@ -36,11 +32,11 @@ typedef struct {
     MPI_Request stack[ON_STACK];
 } snapshot;
 
-/* Copy the requests (none when nothing is held: then there is nothing to give back). */
+/* Copy the requests (the calls take one only while this task holds tokens). */
 static void take_snapshot(snapshot *s, int n, const MPI_Request *requests)
 {
     s->before = NULL;
-    if (held.live == 0 || n <= 0)
+    if (n <= 0)
         return;
     s->before = n <= ON_STACK ? s->stack : malloc(sizeof(MPI_Request) * (size_t)n);
     if (!s->before) {
@@ -67,20 +63,21 @@ static void settle(snapshot *s, int n, const MPI_Request *after)
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    if (held.live == 0)
+        return PMPI_Wait(request, status);
     snapshot s;
     take_snapshot(&s, 1, request);
     int rc, flag = 0;
-    if (!must_poll())
-        rc = PMPI_Wait(request, status);
-    else
-        while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag)
-            between_tests();
+    while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag)
+        between_tests();
     settle(&s, 1, request);
     return rc;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    if (held.live == 0)
+        return PMPI_Test(request, flag, status);
     snapshot s;
     take_snapshot(&s, 1, request);
     int rc = PMPI_Test(request, flag, status);
@@ -90,20 +87,21 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+    if (held.live == 0)
+        return PMPI_Waitall(count, requests, statuses);
     snapshot s;
     take_snapshot(&s, count, requests);
     int rc, flag = 0;
-    if (!must_poll())
-        rc = PMPI_Waitall(count, requests, statuses);
-    else
-        while ((rc = PMPI_Testall(count, requests, &flag, statuses)) == MPI_SUCCESS && !flag)
-            between_tests();
+    while ((rc = PMPI_Testall(count, requests, &flag, statuses)) == MPI_SUCCESS && !flag)
+        between_tests();
     settle(&s, count, requests);
     return rc;
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
+    if (held.live == 0)
+        return PMPI_Testall(count, requests, flag, statuses);
     snapshot s;
     take_snapshot(&s, count, requests);
     int rc = PMPI_Testall(count, requests, flag, statuses);
@@ -113,20 +111,21 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
+    if (held.live == 0)
+        return PMPI_Waitany(count, requests, index, status);
     snapshot s;
     take_snapshot(&s, count, requests);
     int rc, flag = 0;
-    if (!must_poll())
-        rc = PMPI_Waitany(count, requests, index, status);
-    else
-        while ((rc = PMPI_Testany(count, requests, index, &flag, status)) == MPI_SUCCESS && !flag)
-            between_tests();
+    while ((rc = PMPI_Testany(count, requests, index, &flag, status)) == MPI_SUCCESS && !flag)
+        between_tests();
     settle(&s, count, requests);
     return rc;
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
+    if (held.live == 0)
+        return PMPI_Testany(count, requests, index, flag, status);
     snapshot s;
     take_snapshot(&s, count, requests);
     int rc = PMPI_Testany(count, requests, index, flag, status);
@@ -137,15 +136,14 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+    if (held.live == 0)
+        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     snapshot s;
     take_snapshot(&s, incount, requests);
     int rc;
-    if (!must_poll())
-        rc = PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    else
-        while ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) == MPI_SUCCESS &&
-               *outcount == 0)
-            between_tests();
+    while ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) == MPI_SUCCESS &&
+           *outcount == 0)
+        between_tests();
     settle(&s, incount, requests);
     return rc;
 }
@@ -153,6 +151,8 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+    if (held.live == 0)
+        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     snapshot s;
     take_snapshot(&s, incount, requests);
     int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);

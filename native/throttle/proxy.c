@@ -9,6 +9,17 @@
  *   the node's round robin, the owner injects it holding that slot and gives the slot back when the
  *   injecting call returns. So at most `servers` operations of the node inject at once, and a task's
  *   burst waits behind one operation of every other task that has one queued, as in the seed's Proxy.
+ *   The uncongested case skips the queue (a direct take): when no queue of the node has anything
+ *   waiting, an inline operation takes a free slot with one compare-and-swap. Nobody waits then, so
+ *   nobody is overtaken. The rule that keeps a queued task from starving behind a stream of direct
+ *   takers: a direct take must first see nothing pending, and that load and the increment of pending
+ *   by which a descriptor is queued are sequentially consistent. So once a ticket is queued no direct
+ *   take starts until it is dispatched: it waits at most for the direct takes already under way (one
+ *   per other task of the node) and the round robin (at most one dispatch per other queue), as before.
+ *   Checked: a direct take that finds something pending once it has its slot counts itself in the
+ *   node's overtakes; the overtakes between a ticket's queueing and its grant can only be takes that
+ *   checked before it was queued, so a ticket sees at most one per other task (max_overtaken in the
+ *   counters).
  * - A one-sided operation without a request names a window, a target and a displacement. Another rank
  *   S of the window's group can issue it, if (1) S has an access epoch to the target that does not
  *   conflict with the program's synchronisation, (2) the origin data is in memory S can read, and
@@ -84,6 +95,7 @@ typedef struct {
     int64_t disp, count;
     uint64_t offset, bytes;   /* in the owner's staging area */
     int64_t queued_ns, waited_ns;
+    int64_t overtakes;        /* a ticket: the node's overtakes when it was granted */
 } desc;
 
 typedef struct {
@@ -98,6 +110,7 @@ typedef struct {
     _Atomic uint64_t busy;              /* bit s: slot s taken */
     _Atomic uint64_t releases;          /* slots given back so far (the stall escape watches it) */
     _Atomic int64_t pending;            /* queued and not yet taken */
+    _Atomic int64_t overtakes;          /* direct takes that found something pending once they had a slot */
     _Atomic int32_t injecting;          /* operations of the node injecting or in flight on a server */
     _Atomic int32_t max_injecting;
     _Atomic int64_t dispatches[PROXY_MAX_SERVERS];
@@ -128,9 +141,11 @@ static struct {
     void *get_to[QUEUE];            /* a Get's buffer */
     uint64_t stage_end[QUEUE];      /* stage_head after each descriptor */
     desc *ticket;                   /* this task's ticket, from queued until its injection returns */
-    int64_t proxied, inline_ops, served, served_others, handed, queued, queue_wait_ns,
-        max_queue_wait_ns, staged_bytes, copy_ns, escapes;
-} px = {.node = MPI_COMM_NULL};
+    int taken;                      /* the slot taken directly, until the injection returns; -1: none */
+    int64_t direct_by_slot[PROXY_MAX_SERVERS]; /* direct takes: added to the node's dispatches at the end */
+    int64_t proxied, inline_ops, direct, served, served_others, handed, queued, queue_wait_ns,
+        max_queue_wait_ns, staged_bytes, copy_ns, escapes, max_overtaken;
+} px = {.node = MPI_COMM_NULL, .taken = -1};
 
 /* Predefined datatypes that mean the same in every process (a handle is looked up, not shipped). */
 static MPI_Datatype known_type(int i)
@@ -199,27 +214,35 @@ static void unlock_node(void)
     atomic_store_explicit(&px.head->lock, 0, memory_order_release);
 }
 
+/* The lowest free slot, taken; -1 if all are taken. Only bits below servers are ever set, so the
+ * lowest clear bit is a free slot when it is below servers (no popcount: a library call without
+ * -mpopcnt). */
 static int take_slot(void)
 {
     node_head *h = px.head;
     uint64_t b = atomic_load_explicit(&h->busy, memory_order_relaxed);
-    while (__builtin_popcountll(b) < throttle.cfg.servers) {
-        int s = __builtin_ctzll(~b); /* the lowest free bit is below servers */
+    for (;;) {
+        int s = ~b ? __builtin_ctzll(~b) : PROXY_MAX_SERVERS;
+        if (s >= throttle.cfg.servers)
+            return -1;
         if (atomic_compare_exchange_weak_explicit(&h->busy, &b, b | UINT64_C(1) << s,
                                                   memory_order_acquire, memory_order_relaxed))
             return s;
     }
-    return -1;
 }
 
-/* Returns 1 if no other slot was taken (this was the node's last server). */
+/* Returns 1 if no other slot was taken (this was the node's last server). Only tickets waiting in a
+ * queue watch the releases (their stall escape), so with nothing pending the count is skipped: the
+ * release and the load of pending are sequentially consistent, as is publish's increment, so a ticket
+ * queued before that load sees the release counted, and one queued after it finds the slot free. */
 static int give_slot(int s)
 {
     if (s < 0)
         return 0;
     uint64_t mine = UINT64_C(1) << s;
-    uint64_t before = atomic_fetch_and_explicit(&px.head->busy, ~mine, memory_order_release);
-    atomic_fetch_add_explicit(&px.head->releases, 1, memory_order_relaxed);
+    uint64_t before = atomic_fetch_and_explicit(&px.head->busy, ~mine, memory_order_seq_cst);
+    if (atomic_load_explicit(&px.head->pending, memory_order_seq_cst) != 0)
+        atomic_fetch_add_explicit(&px.head->releases, 1, memory_order_relaxed);
     return before == mine;
 }
 
@@ -423,6 +446,18 @@ static void retire(void);
 static int serve_if_free(void);
 static void issue(desc *d, int owner, int slot);
 
+/* Under the node lock: descriptor d is taken by server (-1: the stall escape). The node's overtakes
+ * are read before pending drops (sequentially consistent, see the top). */
+static void take_descriptor(desc *d, int server)
+{
+    d->server = server;
+    d->waited_ns = now_ns() - d->queued_ns;
+    if (d->kind == K_TICKET)
+        d->overtakes = atomic_load_explicit(&px.head->overtakes, memory_order_seq_cst);
+    atomic_store_explicit(&d->state, d->kind == K_TICKET ? D_GRANTED : D_TAKEN, memory_order_release);
+    atomic_fetch_sub_explicit(&px.head->pending, 1, memory_order_seq_cst);
+}
+
 /* Take this task's own descriptors from the first not yet taken through index last, without a slot
  * (the stall escape), and issue the proxied ones. */
 static void escape_through(uint64_t last)
@@ -431,14 +466,8 @@ static void escape_through(uint64_t last)
     uint64_t first, end = last + 1;
     lock_node();
     first = atomic_load_explicit(&q->served, memory_order_relaxed);
-    for (uint64_t i = first; i < end; i++) {
-        desc *d = &q->ring[i % QUEUE];
-        d->server = -1;
-        d->waited_ns = now_ns() - d->queued_ns;
-        atomic_store_explicit(&d->state, d->kind == K_TICKET ? D_GRANTED : D_TAKEN,
-                              memory_order_release);
-        atomic_fetch_sub_explicit(&px.head->pending, 1, memory_order_relaxed);
-    }
+    for (uint64_t i = first; i < end; i++)
+        take_descriptor(&q->ring[i % QUEUE], -1);
     if (end > first)
         atomic_store_explicit(&q->served, end, memory_order_relaxed);
     unlock_node();
@@ -519,7 +548,7 @@ static uint64_t publish(desc *d)
     d->queued_ns = now_ns();
     atomic_store_explicit(&d->state, D_QUEUED, memory_order_release);
     atomic_store_explicit(&px.mine->tail, index + 1, memory_order_release);
-    atomic_fetch_add_explicit(&px.head->pending, 1, memory_order_release);
+    atomic_fetch_add_explicit(&px.head->pending, 1, memory_order_seq_cst); /* stops direct takes (top) */
     return index;
 }
 
@@ -566,12 +595,8 @@ static desc *take_next(int slot, int *owner)
         desc *d = &q->ring[served % QUEUE];
         if (d->kind != K_TICKET && !window_by_id(d->window, d->group))
             continue; /* not a member of its window: its owner, or another member, serves it */
-        d->server = slot;
-        d->waited_ns = now_ns() - d->queued_ns;
-        atomic_store_explicit(&d->state, d->kind == K_TICKET ? D_GRANTED : D_TAKEN,
-                              memory_order_release);
+        take_descriptor(d, slot);
         atomic_store_explicit(&q->served, served + 1, memory_order_release);
-        atomic_fetch_sub_explicit(&h->pending, 1, memory_order_relaxed);
         h->next = (uint32_t)(t + 1) % (uint32_t)px.ntasks;
         *owner = t;
         atomic_fetch_add_explicit(&h->dispatches[slot], 1, memory_order_relaxed);
@@ -653,27 +678,55 @@ static int ticket_granted(uint64_t index)
            D_GRANTED;
 }
 
+/* The direct take (see the top): a free slot, if nothing of the node is pending. */
+static int take_directly(void)
+{
+    if (atomic_load_explicit(&px.head->pending, memory_order_seq_cst) != 0)
+        return 0;
+    int slot = take_slot();
+    if (slot < 0)
+        return 0;
+    if (atomic_load_explicit(&px.head->pending, memory_order_seq_cst) != 0)
+        atomic_fetch_add_explicit(&px.head->overtakes, 1, memory_order_seq_cst); /* queued meanwhile */
+    px.taken = slot;
+    px.direct_by_slot[slot]++;
+    px.direct++;
+    return 1;
+}
+
 void proxy_admit(void)
 {
+    px.inline_ops++;
+    if (take_directly()) {
+        start_injecting();
+        return;
+    }
     desc *d = reserve();
     d->kind = K_TICKET;
     uint64_t index = publish(d);
+    int64_t overtakes = atomic_load_explicit(&px.head->overtakes, memory_order_seq_cst);
     px.ticket = d;
     if (!ticket_granted(index))
         wait_until(ticket_granted, index, index);
     note_wait(now_ns() - d->queued_ns);
-    px.inline_ops++;
+    if (d->overtakes - overtakes > px.max_overtaken)
+        px.max_overtaken = d->overtakes - overtakes;
     start_injecting();
 }
 
 void proxy_injected(void)
 {
-    desc *d = px.ticket;
-    px.ticket = NULL;
     stop_injecting();
-    int slot = d->server;
-    atomic_store_explicit(&d->state, D_DONE, memory_order_release);
-    give_slot(slot);
+    if (px.taken >= 0) {
+        give_slot(px.taken);
+        px.taken = -1;
+    } else {
+        desc *d = px.ticket;
+        px.ticket = NULL;
+        int slot = d->server;
+        atomic_store_explicit(&d->state, D_DONE, memory_order_release);
+        give_slot(slot);
+    }
     retire();
 }
 
@@ -770,6 +823,8 @@ void proxy_finish(void)
     if (!px.head)
         return;
     drain();
+    for (int s = 0; s < throttle.cfg.servers; s++) /* the direct takes, dispatched by their slots */
+        atomic_fetch_add_explicit(&px.head->dispatches[s], px.direct_by_slot[s], memory_order_relaxed);
     PMPI_Barrier(px.node); /* nobody serves after this: the node's counters are final */
     if (px.escapes > 0)
         fprintf(stderr, "contend-throttle: rank %d (node %s): %lld proxy waits ended by the stall "
@@ -790,12 +845,13 @@ int proxy_stats_json(char *out, size_t len)
                               (long long)atomic_load(&px.head->dispatches[s]));
     return snprintf(out, len,
         ",\"proxy\":{\"servers\":%d,\"tokens_behind\":%d,\"proxied\":%lld,\"inline\":%lld,"
-        "\"served\":%lld,\"served_others\":%lld,\"handed\":%lld,\"queued\":%lld,\"queue_wait_ns\":%lld,"
-        "\"max_queue_wait_ns\":%lld,\"staged_bytes\":%lld,\"copy_ns\":%lld,\"escapes\":%lld,"
-        "\"node_max_injecting\":%d,\"node_dispatches\":[%s]}",
+        "\"direct\":%lld,\"served\":%lld,\"served_others\":%lld,\"handed\":%lld,\"queued\":%lld,"
+        "\"queue_wait_ns\":%lld,\"max_queue_wait_ns\":%lld,\"staged_bytes\":%lld,\"copy_ns\":%lld,"
+        "\"escapes\":%lld,\"max_overtaken\":%lld,\"node_max_injecting\":%d,\"node_dispatches\":[%s]}",
         (int)throttle.cfg.servers, (int)throttle.cfg.tokens, (long long)px.proxied,
-        (long long)px.inline_ops, (long long)px.served, (long long)px.served_others,
-        (long long)px.handed, (long long)px.queued, (long long)px.queue_wait_ns,
+        (long long)px.inline_ops, (long long)px.direct, (long long)px.served,
+        (long long)px.served_others, (long long)px.handed, (long long)px.queued, (long long)px.queue_wait_ns,
         (long long)px.max_queue_wait_ns, (long long)px.staged_bytes, (long long)px.copy_ns,
-        (long long)px.escapes, (int)atomic_load(&px.head->max_injecting), dispatches);
+        (long long)px.escapes, (long long)px.max_overtaken, (int)atomic_load(&px.head->max_injecting),
+        dispatches);
 }
