@@ -19,6 +19,7 @@ import pytest
 from contend.native import mpi, libthrottle
 
 RANKS = 4
+PER_NODE = 2  # the runs that share a pool emulate two nodes of 2 (the library leaves traffic within a node alone)
 TIMEOUT_S = 120
 MPI4PY_PROGRAM = Path(__file__).with_name("throttle_mpi4py.py")
 NO_ESCAPE_MS = 10000  # the strict runs: a stall escape there would be a bug, not a slow host
@@ -70,31 +71,37 @@ def c_stress(library, tmp_path, variables, messages=1000, ops=1000, blocking=400
     counted = {"sends": messages, "blocking": blocking, "sendrecvs": blocking // 2, "persistent": 16 * rounds,
                "collectives": collectives, "one_sided": one_sided}
     assert {key: summary[key] for key in counted} == {key: RANKS * n for key, n in counted.items()}, summary
-    for row in rows:
-        assert row["ops"] == (messages + blocking + blocking // 2 + 16 * rounds + collectives * (RANKS - 1)
-                              + one_sided), row
-        assert row["ops_one_sided"] == one_sided and row["ops_blocking"] == blocking + blocking // 2, row
-        assert row["ops_persistent"] == 16 * rounds and row["collectives"] == collectives, row
+    every = messages + blocking + blocking // 2 + 16 * rounds + collectives * (RANKS - 1) + one_sided
+    for row, off in zip(rows, summary["off_node"]):
+        # admitted: exactly those whose peer is on another node (the program says which, per kind); the
+        # rest left alone as node-local, none lost
+        sends, blocking_sends, sendrecvs, persistent, collective_sends, one_sided_ops = off
+        assert row["ops"] == sum(off) and row["ops"] + row["ops_local"] == every, (row, off)
+        assert row["ops_one_sided"] == one_sided_ops and row["ops_blocking"] == blocking_sends + sendrecvs, row
+        assert row["ops_persistent"] == persistent and row["collectives"] == collectives, row
         assert row["ops_large_count"] > 0  # MPI_Isend_c, MPI_Put_c, ... from C too
+        if row["ranks_on_node"] > 1:  # both kinds of peer were there
+            assert row["ops_local"] > 0 and row["ops"] > 0, row
     return rows, stderr
 
 
 @pytest.mark.parametrize("tokens", [1, 2])
 def test_c_stress_under_a_tiny_node_pool(built, tmp_path, tokens):
-    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("token", tokens=tokens, stall_ms=NO_ESCAPE_MS))
+    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("token", tokens=tokens, ranks_per_node=PER_NODE,
+                                                                   stall_ms=NO_ESCAPE_MS))
     assert "stall escape" not in stderr
     for row in rows:
-        assert row["policy"] == "token" and row["pool_tokens"] == tokens and row["ranks_on_node"] == RANKS
+        assert row["policy"] == "token" and row["pool_tokens"] == tokens and row["ranks_on_node"] == PER_NODE
         assert row["escapes"] == 0 and row["max_in_use"] <= tokens, row  # the pool was never exceeded
         assert row["waits"] > 100 and row["polls"] > 0, row  # ranks really queued and progressed
         assert row["tokens"] == row["ops"]  # one token per message
-        # FIFO: while a rank waited, each of the 3 others was served at most once
-        assert row["max_ahead"] <= RANKS - 1 and row["max_served_meanwhile"] <= RANKS - 1, row
+        # FIFO: while a rank waited, the other rank of its node was served at most once
+        assert row["max_ahead"] <= PER_NODE - 1 and row["max_served_meanwhile"] <= PER_NODE - 1, row
     assert max(row["max_in_use"] for row in rows) == tokens
 
 
 def test_c_stress_with_size_proportional_tokens_and_emulated_nodes(built, tmp_path):
-    variables = libthrottle.settings("token", tokens=4, size_per_token=16384, ranks_per_node=2,
+    variables = libthrottle.settings("token", tokens=4, size_per_token=16384, ranks_per_node=PER_NODE,
                                   stall_ms=NO_ESCAPE_MS)
     rows, _ = c_stress(built, tmp_path, variables, messages=600, ops=600, blocking=200, rounds=10, collectives=60)
     assert [row["node"].rsplit("#", 1)[1] for row in rows] == ["0", "0", "1", "1"]
@@ -107,30 +114,31 @@ def test_c_stress_with_size_proportional_tokens_and_emulated_nodes(built, tmp_pa
 
 def test_c_stress_under_the_rate_policy(built, tmp_path):
     gap_ns = 20000
-    rows, _ = c_stress(built, tmp_path, libthrottle.settings("rate", gap_ns=gap_ns))
+    rows, _ = c_stress(built, tmp_path, libthrottle.settings("rate", gap_ns=gap_ns, ranks_per_node=PER_NODE))
     for row in rows:
         assert row["policy"] == "rate" and row["tokens"] == 0
         assert row["min_gap_ns"] >= gap_ns and row["waits"] > 100, row
 
 
 def test_c_stress_under_the_adaptive_policy(built, tmp_path):
-    # A ceiling of 6 tokens for 4 ranks: the limit starts at 4 (one per rank) and may go from 1 to 6.
-    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("adaptive", tokens=6, stall_ms=NO_ESCAPE_MS))
+    # A ceiling of 6 tokens for 2 ranks a node: the limit starts at 2 (one per rank) and may go from 1 to 6.
+    rows, stderr = c_stress(built, tmp_path, libthrottle.settings("adaptive", tokens=6, ranks_per_node=PER_NODE,
+                                                                   stall_ms=NO_ESCAPE_MS))
     assert "stall escape" not in stderr
     for row in rows:
-        assert row["policy"] == "adaptive" and row["pool_tokens"] == 6 and row["ranks_on_node"] == RANKS, row
+        assert row["policy"] == "adaptive" and row["pool_tokens"] == 6 and row["ranks_on_node"] == PER_NODE, row
         assert row["escapes"] == 0 and row["max_in_use"] <= 6, row  # never more in use than the pool
         assert 1 <= row["limit_min"] <= row["limit_final"] <= row["limit_max"] <= 6, row
         assert row["limit_adjustments"] > 0 and row["limit_min"] < row["limit_max"], row  # the limit moved
         assert row["tokens"] == row["ops"] and row["waits"] > 0, row  # one token per message
-        assert row["max_ahead"] <= RANKS - 1 and row["max_served_meanwhile"] <= RANKS - 1, row  # FIFO
+        assert row["max_ahead"] <= PER_NODE - 1 and row["max_served_meanwhile"] <= PER_NODE - 1, row  # FIFO
 
 
 @pytest.mark.parametrize("variables", [
-    libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS),
-    libthrottle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS),
-    libthrottle.settings("rate", gap_ns=20000),
-    libthrottle.settings("adaptive", tokens=2, stall_ms=NO_ESCAPE_MS),
+    libthrottle.settings("token", tokens=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS),
+    libthrottle.settings("token", tokens=2, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS),
+    libthrottle.settings("rate", gap_ns=20000, ranks_per_node=PER_NODE),
+    libthrottle.settings("adaptive", tokens=2, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS),
 ], ids=["token1", "token2", "rate", "adaptive"])
 def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
     # 500 nonblocking sends, 200 blocking sends and 100 Sendrecv rounds, 16 persistent sends started 10
@@ -139,10 +147,13 @@ def test_mpi4py_goes_through_the_large_count_calls(built, tmp_path, variables):
     summary, rows, _ = stress(built, tmp_path, variables, program=program)
     assert summary["messages"] == RANKS * 500 and summary["one_sided"] == RANKS * 400
     assert summary["blocking"] == RANKS * 200 and summary["persistent"] == RANKS * 160
-    for row in rows:
-        assert row["ops"] >= 500 + 300 + 160 + 60 * (RANKS - 1) + 400 and row["ops_large_count"] == row["ops"], row
+    for row, off in zip(rows, summary["off_node"]):
+        sends, blocking_sends, sendrecvs, persistent, collective_sends, one_sided = off
+        # admitted: at least those whose peer is on another node; left alone: the rest of them
+        assert row["ops"] >= sum(off) and row["ops_large_count"] == row["ops"], (row, off)
+        assert row["ops"] + row["ops_local"] >= 500 + 300 + 160 + 60 * (RANKS - 1) + 400 and row["ops_local"] > 0, row
         # mpi4py's own blocking sends (its pickled allreduce at the end) count too
-        assert row["ops_blocking"] >= 300 and row["ops_persistent"] == 160, row
+        assert row["ops_blocking"] >= blocking_sends + sendrecvs and row["ops_persistent"] == persistent, row
         # the 60 calls, and the two each that mpi4py's pickled alltoall and allgather make
         assert row["collectives"] == 60 + 4, row
         assert row["escapes"] == 0 and row["waits"] > 0, row
@@ -177,13 +188,15 @@ if world.rank == 0:  # one line: the ranks' output would interleave
 def test_sends_to_the_task_itself_are_not_throttled(built, tmp_path):
     """Four Isends of a task to itself (on the world, a duplicate and MPI_COMM_SELF) before it receives
     them: they never reach the NIC, and a token they held could only come back through the stall
-    escape (each one a full stall_ms). They pass untouched; the one send to another rank is throttled."""
-    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    escape (each one a full stall_ms). They pass untouched; the one send to another rank (another node: one rank per node) is
+    throttled."""
+    variables = libthrottle.settings("token", tokens=1, ranks_per_node=1, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables, program=[sys.executable, "-c", SELF_SENDS],
                                    ranks=2)
     assert "stall escape" not in stderr
     for row in rows:  # and the blocking sends of mpi4py's pickled world.allreduce
         assert row["ops"] == 1 + row["ops_blocking"] and row["tokens"] == row["ops"] and row["escapes"] == 0, row
+        assert row["ops_local"] == 3 * 4, row  # the sends to itself: seen, left alone
 
 
 SEND_THEN_RECEIVE = """
@@ -191,7 +204,7 @@ import json
 import numpy as np
 from mpi4py import MPI
 world = MPI.COMM_WORLD
-other = 1 - world.rank
+other = (world.rank + world.size // 2) % world.size  # on the other node
 ok = []
 for k in range(3):
     request = world.isend({"k": k, "from": world.rank}, dest=other, tag=k)
@@ -212,13 +225,14 @@ if world.rank == 0:  # one line: the ranks' output would interleave
 
 
 def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends(built, tmp_path):
-    """Both ranks Isend a small message to each other, then receive (comm.recv: MPI_Mprobe + Mrecv;
-    MPI_Recv; MPI_Probe), then Wait. With one token, the second sender waits for the first's token,
-    whose send finished at once; the first must hand it back while it waits for that very message,
-    as in a Wait. It used to keep it inside MPI, and every round ended through the stall escape."""
-    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    """Partners on two nodes (2 ranks each) Isend a small message to each other, then receive (comm.recv:
+    MPI_Mprobe + Mrecv; MPI_Recv; MPI_Probe), then Wait. With one token per node, the second sender of a
+    node waits for the first's token, whose send finished at once; the first must hand it back while it
+    waits for its partner's message, as in a Wait. It used to keep it inside MPI, and every round ended
+    through the stall escape."""
+    variables = libthrottle.settings("token", tokens=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables,
-                                   program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2)
+                                   program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2 * PER_NODE)
     assert "stall escape" not in stderr
     for row in rows:
         assert row["ops"] == 9 + row["ops_blocking"] and row["tokens"] == row["ops"] and row["escapes"] == 0, row
@@ -230,7 +244,8 @@ import json
 import numpy as np
 from mpi4py import MPI
 world = MPI.COMM_WORLD
-other, n, ok = 1 - world.rank, 1 << 18, []  # 2 MiB of float64: above the eager limit
+other = (world.rank + world.size // 2) % world.size  # on the other node
+n, ok = 1 << 18, []  # 2 MiB of float64: above the eager limit
 for k in range(5):
     bufs = [np.zeros(n) for _ in range(2)]
     recvs = [world.Irecv(bufs[t], source=other, tag=t) for t in range(2)]
@@ -247,13 +262,14 @@ if world.rank == 0:
 
 
 def test_a_blocking_send_while_the_task_holds_tokens_needs_no_escape(built, tmp_path):
-    """Each rank Isends 2 MiB to the other, then MPI_Send's 2 MiB more while the first send holds the
-    node's one token: the blocking send waits in line polling the task's own operations (the first send
-    completes as its receive was posted) and holds its token only until it returns, while the other
-    rank, waiting for that token, still progresses the receive it needs. No stall escape, every byte."""
-    variables = libthrottle.settings("token", tokens=1, stall_ms=NO_ESCAPE_MS)
+    """Each rank Isends 2 MiB to its partner on the other node, then MPI_Send's 2 MiB more while the first
+    send holds the node's one token: the blocking send waits in line polling the task's own operations
+    (the first send completes as its receive was posted) and holds its token only until it returns,
+    while the node's other rank, waiting for that token, still progresses the receive it needs. No
+    stall escape, every byte."""
+    variables = libthrottle.settings("token", tokens=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables,
-                                   program=[sys.executable, "-c", BLOCKING_WHILE_HOLDING], ranks=2)
+                                   program=[sys.executable, "-c", BLOCKING_WHILE_HOLDING], ranks=2 * PER_NODE)
     assert "stall escape" not in stderr
     for row in rows:  # 5 Isends and 5 Sends, and the blocking sends of mpi4py's pickled allreduce
         assert row["ops"] == 5 + row["ops_blocking"] and row["ops_blocking"] >= 5, row
@@ -262,10 +278,11 @@ def test_a_blocking_send_while_the_task_holds_tokens_needs_no_escape(built, tmp_
 
 
 def test_a_send_cycle_finishes_through_the_stall_escape(built, tmp_path):
-    """Pairs MPI_Issend to each other before either posts a receive: with one token per node the
-    second sender can only start if the first's token is given back, which needs that receive. The
-    escape lets it through after stall_ms, says so on stderr, and every byte still arrives."""
-    variables = libthrottle.settings("token", tokens=1, stall_ms=50)
+    """Pairs MPI_Issend to each other before either posts a receive: with one token per node (one rank
+    per node, so the pairs' sends leave it) a rank's second send can only start if its first's token is
+    given back, which needs that receive. The escape lets it through after stall_ms, says so on stderr,
+    and every byte still arrives."""
+    variables = libthrottle.settings("token", tokens=1, ranks_per_node=1, stall_ms=50)
     summary, rows, stderr = stress(built, tmp_path, variables, "--cycle", "--messages", "3",
                                    "--max-bytes", "100000")
     assert summary["sends"] == RANKS * 3
@@ -449,11 +466,13 @@ def test_open_mpi_build_throttles_too(monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEND_MPICC", str(OPEN_MPI_CC))
     library = mpi.find_mpi()
     mpi.build_native(library)
-    variables = libthrottle.settings("token", tokens=2, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("token", tokens=2, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     summary, rows, _ = stress(library, tmp_path, variables, "--messages", "300", "--ops", "300", "--blocking", "100",
                               "--rounds", "10", "--collectives", "20")
     assert summary["sends"] == RANKS * 300
-    for row in rows:  # MPI 3: the collectives are Open MPI's own (collectives.c needs MPI 4)
-        assert row["ops"] == 300 + 100 + 50 + 160 + 300 + 16 + 76 and row["ops_large_count"] == 0, row
-        assert row["collectives"] == 0 and row["ops_persistent"] == 160, row
+    for row, off in zip(rows, summary["off_node"]):  # MPI 3: the collectives are Open MPI's own (collectives.c
+        # needs MPI 4): every other operation to another node admitted, the rest left alone
+        assert row["ops"] == sum(off) - off[4] and row["ops_large_count"] == 0, (row, off)
+        assert row["ops"] + row["ops_local"] == 300 + 100 + 50 + 160 + 300 + 16 + 76, row
+        assert row["collectives"] == 0 and row["ops_persistent"] == off[3], row
         assert row["max_in_use"] <= 2 and row["escapes"] == 0 and row["waits"] > 0, row

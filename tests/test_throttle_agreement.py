@@ -3,9 +3,9 @@
 on this host), per policy (token 1, token 2, rate, proxy with one server per node): the counters that
 the policy's rules fix agree exactly.
 
-- Grants: every send the scenario makes is admitted once, whatever the timing. The engine admits the
-  sends that leave their node; the library every send but one to the task itself, so in the
-  all-to-all it also admits each rank's node-local send (one of three).
+- Grants: every send of the scenario that leaves its node is admitted once, whatever the timing, on
+  both sides (in the all-to-all each rank's node-local send, one of three, is not: the library leaves
+  it alone as the engine does, counted in ops_local).
 - Tokens in use: never more than the pool on either side; exactly the pool when a node offers at least
   that many sends at once (both ranks of a node send at once; with a window, one rank alone fills it).
 - Waits: timing decides them (whether a send's tokens came back, or the gap passed, before it asked:
@@ -28,11 +28,10 @@ from contend.experiments.throttle_agreement import POLICIES, RANKS, RANKS_PER_NO
 ROUNDS = 4
 
 
-def in_flight_per_node(scenario, engine: bool) -> int:
-    """The most sends a node can have in flight at once in the scenario (as each side counts them)."""
-    if scenario.pattern == "alltoall":  # each rank posts all its sends at once (engine: off the node)
-        peers = RANKS - RANKS_PER_NODE if engine else RANKS - 1
-        return RANKS_PER_NODE * peers
+def in_flight_per_node(scenario) -> int:
+    """The most sends leaving a node that it can have in flight at once in the scenario."""
+    if scenario.pattern == "alltoall":  # each rank posts all its sends off the node at once
+        return RANKS_PER_NODE * (RANKS - RANKS_PER_NODE)
     return RANKS_PER_NODE * scenario.window
 
 
@@ -46,8 +45,8 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
     seen = f"engine {engine}, library {library}"
 
     assert engine["messages"] == every, seen
-    assert engine["grants"] == leaving, seen
-    assert library["grants"] == every, seen
+    assert engine["grants"] == library["grants"] == leaving, seen
+    assert library["local"] == every - leaving, seen
 
     for run in got["runs"]:
         assert all(0 <= row["waits"] <= row["ops"] for row in run), run
@@ -56,7 +55,7 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
     if table["policy"] == "token":
         pool = table["tokens"]
         for side, counters in (("engine", engine), ("library", library)):
-            offered = in_flight_per_node(s, engine=side == "engine")
+            offered = in_flight_per_node(s)
             expected = min(pool, offered)
             assert counters["max_in_use"] == expected, f"{side}: {seen}"
             if offered <= pool and side == "engine":  # a send never finds the pool short

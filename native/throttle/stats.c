@@ -55,7 +55,7 @@ static void write_line(void)
     char node[6 * sizeof throttle.node + 1], job[6 * sizeof throttle.job + 1];
     char proxy[4096], nimc[1024];
     proxy_stats_json(proxy, sizeof proxy);
-    char line[sizeof node + sizeof job + sizeof proxy + sizeof nimc + 1200]; /* the rest: keys, 27 numbers */
+    char line[sizeof node + sizeof job + sizeof proxy + sizeof nimc + 1200]; /* the rest: keys, 28 numbers */
     int adaptive = c->policy == POLICY_ADAPTIVE && throttle.seg;
     const adaptive_state *a = throttle.seg ? &throttle.seg->adaptive : NULL;
     int pool_limit = throttle.seg ? (int)atomic_load(&throttle.seg->pool.limit) : 0;
@@ -65,7 +65,7 @@ static void write_line(void)
         "{\"rank\":%d,\"world_size\":%d,\"node\":\"%s\",\"job\":\"%s\",\"policy\":\"%s\","
         "\"ranks_on_node\":%d,"
         "\"pool_tokens\":%d,\"size_per_token\":%lld,\"gap_ns\":%lld,\"stall_ms\":%lld,"
-        "\"ops\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
+        "\"ops\":%lld,\"ops_local\":%lld,\"ops_one_sided\":%lld,\"ops_large_count\":%lld,\"tokens\":%lld,"
         "\"ops_blocking\":%lld,\"ops_persistent\":%lld,\"collectives\":%lld,"
         "\"waits\":%lld,\"wait_ns\":%lld,"
         "\"escapes\":%lld,\"polls\":%lld,\"max_in_use\":%d,\"max_ahead\":%u,"
@@ -76,7 +76,7 @@ static void write_line(void)
         throttle.seg ? (int)atomic_load(&throttle.seg->attached) : 0,
         throttle.seg ? (int)throttle.seg->pool.capacity : 0, (long long)c->size_per_token,
         (long long)c->gap_ns, throttle.seg ? (long long)c->stall_ms : 0LL,
-        (long long)s->ops, (long long)s->ops_one_sided, (long long)s->ops_large_count,
+        (long long)s->ops, (long long)s->ops_local, (long long)s->ops_one_sided, (long long)s->ops_large_count,
         (long long)s->tokens, (long long)s->ops_blocking, (long long)s->ops_persistent,
         (long long)s->collectives, (long long)s->waits,
         (long long)s->wait_ns, (long long)s->escapes, (long long)s->polls, (int)s->max_in_use,

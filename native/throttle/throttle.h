@@ -19,6 +19,7 @@ typedef enum {
 /* This task's counters, written as one JSON line at MPI_Finalize (CONTEND_THROTTLE_STATS). */
 typedef struct {
     int64_t ops;            /* throttled operations injected */
+    int64_t ops_local;      /* sends and one-sided ops to a task of this node, left alone (nodes.h) */
     int64_t ops_one_sided;
     int64_t ops_large_count; /* of those, through the MPI 4 `_c` entry points (mpi4py on MPICH) */
     int64_t ops_blocking;   /* of those, blocking sends (blocking_send.c) */

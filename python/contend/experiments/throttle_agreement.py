@@ -18,9 +18,8 @@ through ``contend.machine.admission.policy_params``, the library as ``CONTEND_TH
 Counting. The benchmarks' harness sends a few messages of its own (its data check, collectives if the
 library throttles them), so a scenario runs twice on the host, with ``rounds`` and ``2 x rounds``
 timed rounds: the difference of the library's counters is what ``rounds`` rounds of the scenario
-took, and the engine simulates exactly those rounds. The library throttles every send but one to the
-task itself, also between two ranks of a node; the engine only messages that leave their node: in
-the all-to-all each rank has one node-local peer of three.
+took, and the engine simulates exactly those rounds. Both admit only the messages that leave their
+node: in the all-to-all each rank has one node-local peer of three, which neither throttles.
 """
 
 from __future__ import annotations
@@ -146,6 +145,7 @@ def library_difference(short: list[dict], long: list[dict]) -> dict[str, int]:
     """What the extra rounds of the longer run took: grants (operations throttled) and waits summed
     over ranks; max_in_use is the larger run's node maximum (a maximum does not subtract)."""
     return {"grants": sum(b["ops"] - a["ops"] for a, b in zip(short, long)),
+            "local": sum(b["ops_local"] - a["ops_local"] for a, b in zip(short, long)),
             "waits": sum(b["waits"] - a["waits"] for a, b in zip(short, long)),
             "max_in_use": max(row["max_in_use"] for row in short + long)}
 
