@@ -450,10 +450,10 @@ def test_on_the_fabric_each_node_has_its_own_pool_by_host_name(built, tmp_path):
     rows = libthrottle.read_stats(stats)
     hosts = [f"{fabric.TEST_PREFIX}node{i}" for i in (0, 0, 1, 1)]
     assert [row["node"] for row in rows] == hosts and all(row["ranks_on_node"] == 2 for row in rows)
-    for row in rows:  # 3 sends per exchange, 6 exchanges + the checked one; one token per node, never exceeded
-        # (the harness's own blocking sends and collectives are throttled too, counted apart)
-        harness = row["ops_blocking"] + row["collectives"] * (row["world_size"] - 1)
-        assert row["ops"] - harness == 21 and row["max_in_use"] <= 1 and row["escapes"] == 0, row
+    for row in rows:  # 2 sends off the node per exchange, 6 exchanges; one token per node, never exceeded
+        # (the harness's own messages, the checked exchange among them, are throttled too, counted apart)
+        assert row["ops"] == 12 and row["ops_local"] == 6 and row["harness"]["ops"] > 0, row
+        assert row["max_in_use"] <= 1 and row["escapes"] == 0, row
 
 
 OPEN_MPI_CC = Path("/usr/bin/mpicc.openmpi")

@@ -15,8 +15,8 @@ the policy's rules fix agree exactly.
   range (docs/measurements.md, "Engine vs library"). What the rules fix: none where the pool covers
   every send a node can have in flight; otherwise at most one per send on each side.
 
-A run of MPI per side is a second or two; each case runs the benchmark twice (the difference takes
-away the harness's own messages).
+A run of MPI is a second or two; the harness counts its own messages apart (MPI_Pcontrol), so one run
+per case gives the library's counters of exactly the scenario's rounds.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
     s, table = SCENARIOS[scenario], POLICIES[policy]
     got = compare(s, table, ROUNDS, tmp_path)
     engine, library = got["engine"], got["library"]
-    every, leaving = s.sends(ROUNDS)
+    every, leaving = s.sends(ROUNDS + 1)  # the timed rounds and the warm-up round
     seen = f"engine {engine}, library {library}"
 
     assert engine["messages"] == every, seen
@@ -58,14 +58,8 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
             offered = in_flight_per_node(s)
             expected = min(pool, offered)
             assert counters["max_in_use"] == expected, f"{side}: {seen}"
-            if offered <= pool and side == "engine":  # a send never finds the pool short
+            if offered <= pool:  # a send never finds the pool short (the harness's own waits: apart)
                 assert counters["waits"] == 0, f"{side}: {seen}"
-            elif offered <= pool:
-                # The benchmark's sends never wait, but the harness's own messages (blocking sends and
-                # collectives, throttled too) may wait in one run and not the other: the difference is
-                # at most the short run's operations beyond the measured rounds.
-                outside = sum(row["ops"] for row in got["runs"][0]) - every
-                assert abs(counters["waits"]) <= outside, f"{side}: {seen}, {outside} outside the rounds"
         assert all(row["escapes"] == 0 for run in got["runs"] for row in run), got["runs"]
     else:
         assert engine["max_in_use"] == library["max_in_use"] == 0, seen

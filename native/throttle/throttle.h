@@ -51,6 +51,8 @@ typedef struct {
     segment *seg;            /* token, proxy and adaptive policies: the node's pool (and the proxy's queues) */
     int64_t last_injection_ns; /* rate policy */
     throttle_stats stats;
+    throttle_stats harness;  /* what was counted while the program paused counting (MPI_Pcontrol, stats.c) */
+    int paused;
 } throttle_state;
 
 extern throttle_state throttle;

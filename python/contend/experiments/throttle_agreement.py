@@ -15,10 +15,10 @@ contend-bench's nicrate and outstanding, ``CONTEND_THROTTLE_RANKS_PER_NODE=2`` f
 A policy is a ``[throttle]`` table (docs/formats.md), spelled once in ``POLICIES``: the engine reads it
 through ``contend.machine.admission.policy_params``, the library as ``CONTEND_THROTTLE_*`` variables.
 
-Counting. The benchmarks' harness sends a few messages of its own (its data check, collectives if the
-library throttles them), so a scenario runs twice on the host, with ``rounds`` and ``2 x rounds``
-timed rounds: the difference of the library's counters is what ``rounds`` rounds of the scenario
-took, and the engine simulates exactly those rounds. Both admit only the messages that leave their
+Counting. The benchmarks' harness sends a few messages of its own (its data check, collectives the
+library runs itself); it counts them apart (``MPI_Pcontrol``, the counters' ``harness`` object), so the
+library's counters of one run are its ``rounds`` timed rounds and its warm-up round, which the engine
+simulates. Both admit only the messages that leave their
 node: in the all-to-all each rank has one node-local peer of three, which neither throttles.
 """
 
@@ -141,19 +141,16 @@ def run_library(scenario: Scenario, table: Mapping[str, Any], rounds: int, scrat
     return libthrottle.read_stats(stats)
 
 
-def library_difference(short: list[dict], long: list[dict]) -> dict[str, int]:
-    """What the extra rounds of the longer run took: grants (operations throttled) and waits summed
-    over ranks; max_in_use is the larger run's node maximum (a maximum does not subtract)."""
-    return {"grants": sum(b["ops"] - a["ops"] for a, b in zip(short, long)),
-            "local": sum(b["ops_local"] - a["ops_local"] for a, b in zip(short, long)),
-            "waits": sum(b["waits"] - a["waits"] for a, b in zip(short, long)),
-            "max_in_use": max(row["max_in_use"] for row in short + long)}
+def library_counters(rows: list[dict]) -> dict[str, int]:
+    """The library's counters of one run, over its ranks: grants (operations admitted), local (left
+    alone: node-local) and waits summed, max_in_use the nodes' maximum. They cover the timed and warm-up
+    rounds only: the harness counts its own messages apart (MPI_Pcontrol)."""
+    return {"grants": sum(row["ops"] for row in rows), "local": sum(row["ops_local"] for row in rows),
+            "waits": sum(row["waits"] for row in rows), "max_in_use": max(row["max_in_use"] for row in rows)}
 
 
 def compare(scenario: Scenario, table: Mapping[str, Any], rounds: int, scratch: Path) -> dict[str, Any]:
-    """Both sides of one scenario under one policy: the engine's counters for ``rounds`` rounds, the
-    library's two runs (rounds, 2 x rounds) and their difference."""
-    short = run_library(scenario, table, rounds, scratch)
-    long = run_library(scenario, table, 2 * rounds, scratch)
-    return {"engine": run_engine(scenario, table, rounds), "library": library_difference(short, long),
-            "runs": [short, long]}
+    """Both sides of one scenario under one policy, ``rounds`` timed rounds and one warm-up round: the
+    engine's counters and the library's (and its run's per-rank rows)."""
+    run = run_library(scenario, table, rounds, scratch)
+    return {"engine": run_engine(scenario, table, rounds + 1), "library": library_counters(run), "runs": [run]}
