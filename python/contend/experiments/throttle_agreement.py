@@ -42,6 +42,8 @@ POLICIES: dict[str, dict[str, Any]] = {
     "token2": {"policy": "token", "tokens": 2},
     "rate": {"policy": "rate", "gap_ns": 20000},
     "proxy": {"policy": "proxy", "servers": 1},
+    # the closed loop: starts at one token per rank of the node (2), may go from 1 to 4
+    "adaptive": {"policy": "adaptive", "tokens": 4},
 }
 
 
