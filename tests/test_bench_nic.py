@@ -158,7 +158,7 @@ def test_cli_run_writes_parquet_table_and_figure_shaped_plot(capsys, tmp_path):
     (["nicrate", "--windows", "0"], "bad --windows '0' (want an integer from 1 to 4096)"),
     (["outstanding", "--windows", "2,0"], "bad --windows '0'"),
     (["nicrate", "--np", "4", "--active", "3"], "--active 3 exceeds the 2 ranks per node"),
-    (["nicrate", "--mode", "get"], "unknown --mode 'get' for nicrate (choose send or put)"),
+    (["nicrate", "--mode", "get"], "unknown --mode 'get' for nicrate (choose send or put or put-oneway)"),
     (["outstanding", "--windows", "8", "--messages", "4"], "--windows 8 exceeds --messages 4"),
     (["nicrate", "--np", "3"], "needs an even number of ranks, got 3"),
     (["randomaccess", "--sizes", "12"], "update size 12 must be a multiple of 8 bytes"),
