@@ -199,6 +199,56 @@ def test_sends_to_the_task_itself_are_not_throttled(built, tmp_path):
         assert row["ops_local"] == 3 * 4, row  # the sends to itself: seen, left alone
 
 
+REORDERED = """
+import json
+import numpy as np
+from mpi4py import MPI
+world = MPI.COMM_WORLD
+PER_NODE = 2
+expected = {"admitted": 0, "local": 0}
+ok = []
+# Communicators whose ranks are not the world's (reversed, then rotated: the second may reuse the first's
+# freed handle), a window on each: one Isend and one Put to comm rank c + 1. Which of them leave the node
+# depends on the translation to world ranks.
+for order in (lambda r: world.size - 1 - r, lambda r: (r + 1) % world.size):
+    comm = world.Split(0, order(world.rank))
+    c, n = comm.rank, comm.size
+    dest = (c + 1) % n
+    dest_world = comm.Get_group().Translate_ranks([dest], world.Get_group())[0]
+    leaves = dest_world // PER_NODE != world.rank // PER_NODE
+    expected["admitted" if leaves else "local"] += 2
+    win = MPI.Win.Allocate(8, disp_unit=1, comm=comm)
+    win.Lock_all()
+    win.Put(np.full(8, c, np.uint8), dest)
+    win.Unlock_all()
+    got = np.zeros(8, np.int64)
+    request = comm.Irecv(got, source=(c - 1) % n)
+    comm.Isend(np.full(8, c, np.int64), dest=dest).Wait()
+    request.Wait()
+    ok.append(bool((got == (c - 1) % n).all()))
+    comm.Barrier()
+    win.Free()
+    comm.Free()
+errors = world.allreduce(ok.count(False))
+expected = world.gather(expected)
+if world.rank == 0:
+    print(json.dumps({"verified": errors == 0, "errors": errors, "expected": expected}))
+"""
+
+
+def test_peers_of_other_communicators_and_windows_are_placed_by_their_world_rank(built, tmp_path):
+    """On communicators and windows that number the ranks otherwise (freed, then made again), a send or
+    put is admitted exactly when its target's world rank is on another node: each rank's expected split,
+    from the program's own translation, is the library's."""
+    variables = libthrottle.settings("token", tokens=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
+    summary, rows, stderr = stress(built, tmp_path, variables, program=[sys.executable, "-c", REORDERED])
+    assert "stall escape" not in stderr
+    for row, want in zip(rows, summary["expected"]):  # besides mpi4py's pickled allreduce (blocking sends)
+        assert row["ops"] - row["ops_blocking"] == want["admitted"] and row["ops_local"] >= want["local"], (row, want)
+    # every rank had both kinds; reading the targets as world ranks would have split them otherwise
+    assert all(want["admitted"] > 0 and want["local"] > 0 for want in summary["expected"]), summary
+
+
 SEND_THEN_RECEIVE = """
 import json
 import numpy as np
