@@ -254,20 +254,36 @@ import json
 import numpy as np
 from mpi4py import MPI
 world = MPI.COMM_WORLD
-other = (world.rank + world.size // 2) % world.size  # on the other node
+r = world.rank  # node 0: ranks 0 and 1, one token; node 1: ranks 2 and 3, relays
 ok = []
-for k in range(3):
-    request = world.isend({"k": k, "from": world.rank}, dest=other, tag=k)
-    ok.append(world.recv(source=other, tag=k) == {"k": k, "from": other})  # MPI_Mprobe + MPI_Mrecv
-    request.wait()
-    request, data = world.Isend(np.full(4, k), dest=other, tag=10 + k), np.zeros(4, int)
-    world.Recv(data, source=other, tag=10 + k)  # MPI_Recv_c
-    request.Wait()
-    ok.append(bool((data == k).all()))
-    request = world.Isend(np.full(4, k), dest=other, tag=20 + k)
-    world.Probe(source=other, tag=20 + k)
-    world.Recv(data, source=other, tag=20 + k)
-    request.Wait()
+if r < 2:
+    # Each sends to node 1, then waits for a reply that node 1 sends only once the other rank of node 0
+    # has sent too: whichever asks for node 0's token second finds it held by a rank in a receive.
+    to, back = (2, 3) if r == 0 else (3, 2)
+    for k in range(3):
+        request = world.isend({"k": k, "from": r}, dest=to, tag=k)
+        ok.append(world.recv(source=back, tag=k) == {"k": k, "from": back})  # MPI_Mprobe + MPI_Mrecv
+        request.wait()
+        request, data = world.Isend(np.full(4, k), dest=to, tag=10 + k), np.zeros(4, int)
+        world.Recv(data, source=back, tag=10 + k)  # MPI_Recv_c
+        request.Wait()
+        ok.append(bool((data == k).all()))
+        request = world.Isend(np.full(4, k), dest=to, tag=20 + k)
+        world.Probe(source=back, tag=20 + k)
+        world.Recv(data, source=back, tag=20 + k)
+        request.Wait()
+        ok.append(bool((data == k).all()))
+else:
+    # rank 2 answers rank 1 once rank 0's message is in, rank 3 answers rank 0 once rank 1's is
+    source, dest = (0, 1) if r == 2 else (1, 0)
+    for k in range(3):
+        ok.append(world.recv(source=source, tag=k) == {"k": k, "from": source})
+        world.isend({"k": k, "from": r}, dest=dest, tag=k).wait()
+        for tag in (10 + k, 20 + k):
+            data = np.zeros(4, int)
+            world.Recv(data, source=source, tag=tag)
+            ok.append(bool((data == k).all()))
+            world.Isend(np.full(4, k), dest=dest, tag=tag).Wait()
 errors = world.allreduce(ok.count(False))
 if world.rank == 0:  # one line: the ranks' output would interleave
     print(json.dumps({"verified": errors == 0, "errors": errors}))
@@ -275,18 +291,19 @@ if world.rank == 0:  # one line: the ranks' output would interleave
 
 
 def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends(built, tmp_path):
-    """Partners on two nodes (2 ranks each) Isend a small message to each other, then receive (comm.recv:
-    MPI_Mprobe + Mrecv; MPI_Recv; MPI_Probe), then Wait. With one token per node, the second sender of a
-    node waits for the first's token, whose send finished at once; the first must hand it back while it
-    waits for its partner's message, as in a Wait. It used to keep it inside MPI, and every round ended
-    through the stall escape."""
+    """The two ranks of node 0 Isend a small message to node 1, then receive (comm.recv: MPI_Mprobe +
+    Mrecv; MPI_Recv; MPI_Probe) a reply node 1 sends only once both have sent, then Wait. With one token
+    per node, the second sender waits for the first's token, whose send finished at once; the first must
+    hand it back while it waits for its reply, as in a Wait. It used to keep it inside MPI, and every
+    round ended through the stall escape."""
     variables = libthrottle.settings("token", tokens=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables,
                                    program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2 * PER_NODE)
     assert "stall escape" not in stderr
     for row in rows:
         assert row["ops"] == 9 + row["ops_blocking"] and row["tokens"] == row["ops"] and row["escapes"] == 0, row
-    assert sum(row["waits"] for row in rows) > 0  # one rank did wait for the other's token
+    # in each of the 9 exchanges the second sender of node 0 waited for the first's token
+    assert sum(row["waits"] for row in rows[:PER_NODE]) >= 9, rows
 
 
 BLOCKING_WHILE_HOLDING = """

@@ -29,8 +29,8 @@ through ``contend.machine.admission.policy_params``, the library as ``CONTEND_TH
 Counting. The benchmarks' harness sends a few messages of its own (its data check, collectives the
 library runs itself); it counts them apart (``MPI_Pcontrol``, the counters' ``harness`` object), so the
 library's counters of one run are its ``rounds`` timed rounds and its warm-up round, which the engine
-simulates. Both admit only the messages that leave their
-node: in the all-to-all each rank has one node-local peer of three, which neither throttles.
+simulates. Both admit only the messages that leave their node: in the all-to-all each rank has one
+node-local peer of three, which neither throttles.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from contend.experiments.native_twins import GoalProgram, Op
 
 RANKS = 4
 RANKS_PER_NODE = 2
-# The engine's model of this host's shared memory: LogGP fit run 3 of docs/measurements.md (pip
-# MPICH, 2 ranks), rounded. Grants and in-use maxima do not depend on it; waits do.
+# The engine's model of this host's shared memory for sends: LogGP fit run 3 of docs/measurements.md (pip
+# MPICH, 2 ranks), rounded. Grants and in-use maxima do not depend on it; waits do (puts: put_model).
 HOST_MODEL = {"L": 160, "o": 470, "g": 640, "G": 0.098, "O": 0.051, "S": 8115}
 # Policies as [throttle] tables: adding one to the comparison is one line.
 POLICIES: dict[str, dict[str, Any]] = {
