@@ -100,6 +100,12 @@ def sdist_tests(sdist) -> Path:
     return sdist / "test"
 
 
+def per_node(ranks: int) -> int:
+    """Ranks per emulated node: the library leaves traffic within a node alone, so the ranks are split
+    into nodes (two of 2 on 4 ranks, so that two ranks share a pool; one each on 2)."""
+    return max(1, ranks // 2)
+
+
 def run_suite(library, tests: Path, ranks: int, config: str | None, tmp: Path, options: list[str]):
     """mpi4py's suite on `ranks` ranks under `config` (None: no library): {rank: {test: outcome}}.
     Under the tracer the trace is converted too (tmp/trace/records.parquet)."""
@@ -121,8 +127,8 @@ def run_suite(library, tests: Path, ranks: int, config: str | None, tmp: Path, o
         assert code == 0, err.getvalue()[-3000:]
     else:  # as users run it: the command checks, preloads into every rank and reads the counters
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["throttle", *LIBRARIES[config], "--stats", str(tmp / "stats.jsonl"),
-                         "--timeout", str(TIMEOUT_S), "--", *launch])
+            code = main(["throttle", *LIBRARIES[config], "--ranks-per-node", str(per_node(ranks)),
+                         "--stats", str(tmp / "stats.jsonl"), "--timeout", str(TIMEOUT_S), "--", *launch])
         assert code in (0, 1), f"{config}: exit {code}: {err.getvalue()[-3000:]}"  # 1: a test failed
     results = {}
     for rank in range(ranks):
@@ -193,7 +199,7 @@ def option(config: str, name: str) -> str | None:
 def check_counters(rows: list[dict], ranks: int, config: str) -> None:
     """The library ran in every rank under the policy asked for, throttled what the suite sent (none:
     nothing), and had no more tokens in use than its pool unless the stall escape let a send past it
-    (the ranks share one node here)."""
+    (the ranks of an emulated node share one pool: per_node)."""
     assert [row["rank"] for row in rows] == list(range(ranks)), "the library did not run in every rank"
     policy = option(config, "--policy")
     assert all(row["policy"] == policy for row in rows), rows
@@ -201,6 +207,7 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
         assert all(row["ops"] == 0 and row["tokens"] == 0 for row in rows), rows
     elif ranks > 1:  # on one rank every send is to the task itself: not throttled
         assert all(row["ops"] > 0 for row in rows), rows
+        assert all(row["ranks_on_node"] == per_node(ranks) for row in rows if policy != "rate"), rows
     if option(config, "--tokens") is not None:
         pool = int(option(config, "--tokens"))
         assert all(row["pool_tokens"] == pool for row in rows), rows
@@ -212,7 +219,9 @@ def check_counters(rows: list[dict], ranks: int, config: str) -> None:
         assert all(row["proxy"]["servers"] == 2 for row in rows), rows
         assert all(row["ops"] == row["proxy"]["proxied"] + row["proxy"]["inline"] for row in rows), rows
         if not any(row["escapes"] or row["proxy"]["escapes"] for row in rows):
-            assert sum(rows[0]["proxy"]["node_dispatches"]) == sum(row["ops"] for row in rows), rows
+            for node in {row["node"] for row in rows}:  # each node's slots dispatched its ranks' operations
+                members = [row for row in rows if row["node"] == node]
+                assert sum(members[0]["proxy"]["node_dispatches"]) == sum(row["ops"] for row in members), rows
     if policy in ("none", "rate"):
         assert all(row["tokens"] == 0 for row in rows), rows
 
@@ -248,7 +257,7 @@ def osu_bandwidth(library, sdist: Path, tmp: Path, config: str | None) -> tuple[
         assert finished.returncode == 0 and not finished.timed_out, finished.stderr[-2000:]
     else:
         options = ["trace", "-o", str(tmp / "trace")] if config == "trace" else \
-            ["throttle", *osu_throttle(config), "--stats", str(tmp / "stats.jsonl")]
+            ["throttle", *osu_throttle(config), "--ranks-per-node", "1", "--stats", str(tmp / "stats.jsonl")]
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
             code = main([*options, "--timeout", str(TIMEOUT_S), "--", *launch])
         assert code == 0, err.getvalue()[-3000:]

@@ -3,37 +3,40 @@
 on this host), per policy (token 1, token 2, rate, proxy with one server per node): the counters that
 the policy's rules fix agree exactly.
 
-- Grants: every send the scenario makes is admitted once, whatever the timing. The engine admits the
-  sends that leave their node; the library every send but one to the task itself, so in the
-  all-to-all it also admits each rank's node-local send (one of three).
+- Grants: every send of the scenario that leaves its node is admitted once, whatever the timing, on
+  both sides (in the all-to-all each rank's node-local send, one of three, is not: the library leaves
+  it alone as the engine does, counted in ops_local).
 - Tokens in use: never more than the pool on either side; exactly the pool when a node offers at least
-  that many sends at once (both ranks of a node send at once; with a window, one rank alone fills it).
-- Waits: timing decides them (whether a send's tokens came back, or the gap passed, before it asked:
-  the engine's model returns a task's tokens exactly when its next send may start, MPICH on shared
-  memory completes an eager send within the call, and real rounds pause at barriers and for the
-  scheduler), so the library's vary from run to run several-fold and the engine's lie outside that
-  range (docs/measurements.md, "Engine vs library"). What the rules fix: none where the pool covers
-  every send a node can have in flight; otherwise at most one per send on each side.
+  that many sends at once (the engine: its ranks send at once; the library: where one rank alone fills
+  it, since on a busy host the ranks of a node need not have their cores at the same time).
+- Waits: what the rules fix, exactly: none where the pool covers every send a node can have in flight;
+  otherwise at most one per send on each side. Beyond that timing decides them, so each side has a
+  spread (the library's runs; the engine replaying this host's measured noise) and the cases of AGREE
+  must overlap within TOLERANCE (test_waits_agree_within_the_spread); APART says why the others do not
+  yet (docs/measurements.md, "Engine vs library").
 
-A run of MPI per side is a second or two; each case runs the benchmark twice (the difference takes
-away the harness's own messages).
+A run of MPI is a second or two; the harness counts its own messages apart (MPI_Pcontrol), so one run
+per case gives the library's counters of exactly the scenario's rounds.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from contend.experiments.throttle_agreement import POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS, compare
+from contend.experiments.throttle_agreement import (AGREE, APART, POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS,
+                                                    TOLERANCE, compare, host_noise, overlap, spread, twin_model)
 
 ROUNDS = 4
 
 
-def in_flight_per_node(scenario, engine: bool) -> int:
-    """The most sends a node can have in flight at once in the scenario (as each side counts them)."""
-    if scenario.pattern == "alltoall":  # each rank posts all its sends at once (engine: off the node)
-        peers = RANKS - RANKS_PER_NODE if engine else RANKS - 1
-        return RANKS_PER_NODE * peers
-    return RANKS_PER_NODE * scenario.window
+def in_flight_per_rank(scenario) -> int:
+    """The most sends leaving its node that one rank can have in flight at once."""
+    return RANKS - RANKS_PER_NODE if scenario.pattern == "alltoall" else scenario.window
+
+
+def in_flight_per_node(scenario) -> int:
+    """The most sends leaving a node that it can have in flight at once in the scenario."""
+    return RANKS_PER_NODE * in_flight_per_rank(scenario)  # one-way: the origins' node
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
@@ -42,34 +45,71 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
     s, table = SCENARIOS[scenario], POLICIES[policy]
     got = compare(s, table, ROUNDS, tmp_path)
     engine, library = got["engine"], got["library"]
-    every, leaving = s.sends(ROUNDS)
+    every, leaving = s.sends(ROUNDS + 1)  # the timed rounds and the warm-up round
     seen = f"engine {engine}, library {library}"
 
-    assert engine["messages"] == every, seen
-    assert engine["grants"] == leaving, seen
-    assert library["grants"] == every, seen
+    assert engine["messages"] == every + s.barrier_messages(ROUNDS + 1), seen
+    assert engine["grants"] == library["grants"] == leaving, seen
+    assert library["local"] == every - leaving, seen
 
     for run in got["runs"]:
         assert all(0 <= row["waits"] <= row["ops"] for row in run), run
     assert 0 <= engine["waits"] <= engine["grants"], seen
 
-    if table["policy"] == "token":
+    if table["policy"] == "adaptive":
+        pool = table["tokens"]  # the most the limit may reach
+        for side, counters in (("engine", engine), ("library", library)):
+            assert 1 <= counters["max_in_use"] <= pool, f"{side}: {seen}"
+        for run in got["runs"]:
+            for row in run:  # the node's limit stayed within 1 .. the ceiling, from one per rank
+                assert 1 <= row["limit_min"] <= row["limit_final"] <= row["limit_max"] <= pool, row
+                assert row["limit_min"] <= RANKS_PER_NODE <= row["limit_max"] and row["escapes"] == 0, row
+            for node in {row["node"] for row in run}:
+                members = [row for row in run if row["node"] == node]
+                # the limit moved where it held the node back: a node offering more than it, whose
+                # sends waited often enough for two binding rounds of the rule (docs/models.md)
+                if in_flight_per_node(s) > RANKS_PER_NODE and sum(row["waits"] for row in members) >= 4:
+                    assert members[0]["limit_adjustments"] > 0, members
+                    assert members[0]["limit_min"] < members[0]["limit_max"], members
+    elif table["policy"] == "token":
         pool = table["tokens"]
         for side, counters in (("engine", engine), ("library", library)):
-            offered = in_flight_per_node(s, engine=side == "engine")
+            offered = in_flight_per_node(s)
             expected = min(pool, offered)
-            assert counters["max_in_use"] == expected, f"{side}: {seen}"
-            if offered <= pool and side == "engine":  # a send never finds the pool short
+            if side == "engine" or min(pool, in_flight_per_rank(s)) == expected:
+                assert counters["max_in_use"] == expected, f"{side}: {seen}"
+            else:  # the pool fills only if the node's ranks inject at once: on a busy host, not certain
+                assert 1 <= counters["max_in_use"] <= expected, f"{side}: {seen}"
+            if offered <= pool:  # a send never finds the pool short (the harness's own waits: apart)
                 assert counters["waits"] == 0, f"{side}: {seen}"
-            elif offered <= pool:
-                # The benchmark's sends never wait, but the harness's own messages (blocking sends and
-                # collectives, throttled too) may wait in one run and not the other: the difference is
-                # at most the short run's operations beyond the measured rounds.
-                outside = sum(row["ops"] for row in got["runs"][0]) - every
-                assert abs(counters["waits"]) <= outside, f"{side}: {seen}, {outside} outside the rounds"
         assert all(row["escapes"] == 0 for run in got["runs"] for row in run), got["runs"]
     else:
         assert engine["max_in_use"] == library["max_in_use"] == 0, seen
+
+
+@pytest.fixture(scope="module")
+def host(built, tmp_path_factory):
+    """This host now: a noise trace per number of busy ranks, and each scenario's twin model."""
+    scratch = tmp_path_factory.mktemp("host")
+    busy = {s.busy for s in SCENARIOS.values()}
+    return {"noise": {n: host_noise(n, scratch / f"busy{n}.noise") for n in busy},
+            "model": {name: twin_model(s) for name, s in SCENARIOS.items()}, "scratch": scratch}
+
+
+def test_every_case_is_either_agreeing_or_apart_with_a_reason():
+    cases = {(s, p) for s in SCENARIOS for p in POLICIES}
+    assert AGREE | set(APART) == cases and not AGREE & set(APART)
+    assert all(why.strip() for why in APART.values())
+
+
+@pytest.mark.parametrize("scenario, policy", sorted(AGREE))
+def test_waits_agree_within_the_spread(host, scenario, policy):
+    """Waits per send: the library's over 3 runs, the engine's over 5 replays of this host's noise
+    (measured just before); the two intervals overlap or are at most TOLERANCE apart. Timing decides
+    waits, so this is no equality; a case apart by more fails."""
+    s = SCENARIOS[scenario]
+    got = spread(s, POLICIES[policy], 8, host["scratch"], host["noise"][s.busy], host["model"][scenario])
+    assert overlap(got["engine"], got["library"]), f"{scenario} {policy} (tolerance {TOLERANCE}): {got}"
 
 
 def engine_counters(tmp_path, goal: str, throttle: dict, ranks_per_node: int):

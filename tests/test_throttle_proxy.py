@@ -18,6 +18,7 @@ import pytest
 from contend.native import mpi, libthrottle
 
 RANKS = 4
+PER_NODE = 2  # two emulated nodes of 2: the library leaves traffic within a node alone
 TIMEOUT_S = 180
 NO_ESCAPE_MS = 10000  # a stall escape in these runs would be a bug, not a slow host
 MPI4PY_PROGRAM = Path(__file__).with_name("throttle_mpi4py.py")
@@ -57,8 +58,9 @@ def c_stress(library, tmp_path, variables, *args, messages=1000, ops=1000, block
     one_sided = ops + 16 + ops // 4 + 1
     assert summary["sends"] == RANKS * messages and summary["one_sided"] == RANKS * one_sided
     sends = messages + blocking + blocking // 2 + 16 * rounds + collectives * (RANKS - 1)
-    for row in rows:
-        assert row["ops"] == sends + one_sided and row["ops_one_sided"] == one_sided, row
+    for row, off in zip(rows, summary["off_node"]):  # admitted: those to another node; the rest left alone
+        assert row["ops"] == sum(off) and row["ops"] + row["ops_local"] == sends + one_sided, (row, off)
+        assert row["ops_one_sided"] == off[-1] and row["ops_local"] > 0, (row, off)
     return rows, stderr
 
 
@@ -96,20 +98,21 @@ def check_proxy(rows, servers, tokens=0, inline_first=True):
 
 @pytest.mark.parametrize("servers", [1, 2])
 def test_c_stress_where_servers_issue_for_their_owners(built, tmp_path, servers):
-    variables = libthrottle.settings("proxy", servers=servers, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("proxy", servers=servers, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     rows, stderr = c_stress(built, tmp_path, variables, "--nocheck")
     assert "stall escape" not in stderr
     check_proxy(rows, servers)
     proxy = [row["proxy"] for row in rows]
     assert all(p["proxied"] > 100 and p["inline"] > 1000 for p in proxy), proxy  # both paths, every rank
-    assert sum(p["served_others"] for p in proxy) > 0  # a rank issued operations of another rank
+    if servers < PER_NODE:  # fewer slots than ranks: a rank issued operations of another rank
+        assert sum(p["served_others"] for p in proxy) > 0
     assert all(p["staged_bytes"] > 0 for p in proxy)  # the Puts' data went through the segment
 
 
 @pytest.mark.parametrize("tokens", [1, 2])
 def test_c_stress_with_tokens_behind_the_servers(built, tmp_path, tokens):
     """The seed's "8 servers + ITT", scaled to this host: 2 servers with 1 or 2 tokens behind them."""
-    variables = libthrottle.settings("proxy", servers=2, tokens=tokens, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("proxy", servers=2, tokens=tokens, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     rows, stderr = c_stress(built, tmp_path, variables, "--nocheck")
     assert "stall escape" not in stderr
     check_proxy(rows, 2, tokens)
@@ -119,14 +122,14 @@ def test_c_stress_with_tokens_behind_the_servers(built, tmp_path, tokens):
 def test_without_nocheck_every_operation_is_issued_inline(built, tmp_path):
     """MPI may grant a lock after the lock call has returned, so outside NOCHECK epochs a server's
     operation could land inside another origin's exclusive epoch: the owners issue everything."""
-    rows, _ = c_stress(built, tmp_path, libthrottle.settings("proxy", servers=2, stall_ms=NO_ESCAPE_MS),
-                       messages=300, ops=300)
+    rows, _ = c_stress(built, tmp_path, libthrottle.settings("proxy", servers=2, ranks_per_node=PER_NODE,
+                                                             stall_ms=NO_ESCAPE_MS), messages=300, ops=300)
     check_proxy(rows, 2)
     assert all(row["proxy"]["proxied"] == 0 and row["proxy"]["staged_bytes"] == 0 for row in rows), rows
 
 
 def test_each_emulated_node_serves_its_own_queues(built, tmp_path):
-    variables = libthrottle.settings("proxy", servers=1, ranks_per_node=2, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("proxy", servers=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     rows, _ = c_stress(built, tmp_path, variables, "--nocheck", messages=400, ops=400)
     assert [row["node"].rsplit("#", 1)[1] for row in rows] == ["0", "0", "1", "1"]
     assert all(row["ranks_on_node"] == 2 for row in rows)
@@ -136,7 +139,8 @@ def test_each_emulated_node_serves_its_own_queues(built, tmp_path):
 @pytest.mark.parametrize("tokens", [0, 2])
 def test_mpi4py_stress_under_the_proxy(built, tmp_path, tokens):
     """mpi4py on MPICH calls the large-count forms (MPI_Put_c, MPI_Get_c, MPI_Isend_c): proxied too."""
-    variables = libthrottle.settings("proxy", servers=2, tokens=tokens or None, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("proxy", servers=2, tokens=tokens or None, ranks_per_node=PER_NODE,
+                                     stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables,
                                    [sys.executable, str(MPI4PY_PROGRAM), "400", "300", "100000", "1", "--nocheck"])
     assert summary["messages"] == RANKS * 400 and summary["one_sided"] == RANKS * 300
@@ -147,9 +151,10 @@ def test_mpi4py_stress_under_the_proxy(built, tmp_path, tokens):
 
 
 def test_a_send_cycle_under_the_proxy_finishes_through_the_stall_escape(built, tmp_path):
-    """Pairs Issend to each other before either posts a receive, one token behind one server: the slot
-    holder waits for a token only the receive gives back. The escapes let it through, and say so."""
-    variables = libthrottle.settings("proxy", servers=1, tokens=1, stall_ms=50)
+    """Pairs Issend to each other before either posts a receive, one token behind one server (one rank
+    per node, so the pairs' sends leave it): the slot holder waits for a token only the receive gives
+    back. The escapes let it through, and say so."""
+    variables = libthrottle.settings("proxy", servers=1, tokens=1, ranks_per_node=1, stall_ms=50)
     summary, rows, stderr = stress(built, tmp_path, variables, [
         str(mpi.build_dir(built) / "throttle-stress"), "--cycle", "--messages", "3", "--max-bytes", "100000"])
     assert summary["sends"] == RANKS * 3
@@ -159,16 +164,21 @@ def test_a_send_cycle_under_the_proxy_finishes_through_the_stall_escape(built, t
 
 WINDOWS = """
 import json
+import os
 import numpy as np
 from mpi4py import MPI
 world = MPI.COMM_WORLD
 half = world.Split(world.rank % 2, world.rank)  # {0, 2} and {1, 3}: half the node may serve each window
 SLOTS = 64
+PER_NODE = int(os.environ["CONTEND_THROTTLE_RANKS_PER_NODE"])
 errors = expected = 0
 def value(origin, target, k):
     return origin * 100000 + target * 1000 + k
 for comm in (half, world, MPI.COMM_SELF):
     n, me = comm.size, comm.rank
+    world_of = comm.Get_group().Translate_ranks(list(range(n)), world.Get_group())
+    def leaves(target):  # ops to a task of this node are not the library's
+        return world_of[target] // PER_NODE != world.rank // PER_NODE
     win = MPI.Win.Allocate(4 * SLOTS * n, disp_unit=4, comm=comm)  # the shadow keeps each rank's unit
     memory = np.frombuffer(win.tomemory(), dtype=np.int32)
     memory[:] = -1
@@ -192,7 +202,7 @@ for comm in (half, world, MPI.COMM_SELF):
     errors += sum(int(memory[o * SLOTS + k]) != value(o, me, k) for o in range(n) for k in range(SLOTS))
     win.Unlock(me)
     win.Free()
-    expected += SLOTS * n + len(reads)
+    expected += SLOTS * sum(map(leaves, range(n))) + sum(leaves(t) for _, t, _ in reads)
 errors = world.allreduce(errors)
 expected = world.allreduce(expected)
 if world.rank == 0:  # one line: the ranks' output would interleave
@@ -201,10 +211,10 @@ if world.rank == 0:  # one line: the ranks' output would interleave
 
 
 def test_windows_on_part_of_the_node_are_served_by_their_members(built, tmp_path):
-    """Windows on half the node, on all of it and on one rank, with a displacement unit of 4: every
-    NOCHECK Put and Get goes by a server (a member of its window: the others cannot issue on it), and
-    every value is where it belongs."""
-    variables = libthrottle.settings("proxy", servers=2, stall_ms=NO_ESCAPE_MS)
+    """Windows on half the ranks (one of each node), on all of them and on one rank, with a displacement
+    unit of 4: every NOCHECK Put and Get to another node goes by a server (a member of its window: the
+    others cannot issue on it), and every value is where it belongs."""
+    variables = libthrottle.settings("proxy", servers=2, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     summary, rows, _ = stress(built, tmp_path, variables, [sys.executable, "-c", WINDOWS])
     check_proxy(rows, 2, inline_first=False)  # only Puts and Gets, all proxied
     assert sum(row["proxy"]["proxied"] for row in rows) == summary["proxied"]
@@ -221,7 +231,7 @@ def test_open_mpi_build_proxies_too(monkeypatch, tmp_path):
     monkeypatch.setenv("CONTEND_MPICC", str(OPEN_MPI_CC))
     library = mpi.find_mpi()
     mpi.build_native(library)
-    variables = libthrottle.settings("proxy", servers=2, tokens=2, stall_ms=NO_ESCAPE_MS)
+    variables = libthrottle.settings("proxy", servers=2, tokens=2, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     # collectives=0: with Open MPI's MPI 3.1 headers the library's collectives pass through to MPI
     rows, _ = c_stress(library, tmp_path, variables, "--nocheck", messages=300, ops=300, collectives=0)
     check_proxy(rows, 2, 2)

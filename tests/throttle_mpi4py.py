@@ -20,16 +20,37 @@ seed: random peers, random sizes (log-uniform up to max_bytes).
 --nocheck opens the lock_all epochs with MPI.MODE_NOCHECK, where the proxy policy's servers issue the
 Puts and Gets for their owners.
 
-Rank 0 prints one JSON line; the exit code is 1 if any byte was wrong.
+Rank 0 prints one JSON line; the exit code is 1 if any byte was wrong. The library leaves traffic within a
+node alone, so the line also has, per rank, the operations of each kind whose peer is on another node
+("off_node": sends, blocking sends, Sendrecv rounds, persistent starts, collective sends (one per peer and
+call), one-sided ops), nodes named as the library names them (see throttle/test/stress.c).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sys
 
 import numpy as np
 from mpi4py import MPI
+
+KINDS = ("sends", "blocking", "sendrecvs", "persistent", "collective_sends", "one_sided")
+OFF_NODE = dict.fromkeys(KINDS, 0)  # this rank's operations to other nodes, per kind
+NODE_OF: list[str] = []  # world rank -> the library's name of its node
+
+
+def name_nodes(comm) -> None:
+    per = int(os.environ.get("CONTEND_THROTTLE_RANKS_PER_NODE", "0"))
+    host = socket.gethostname()
+    mine = os.environ.get("CONTEND_THROTTLE_NODE") or (f"{host}#{comm.Get_rank() // per}" if per else host)
+    NODE_OF[:] = comm.bcast(comm.gather(mine))  # not allgather: the library would count it
+
+
+def leaves(comm, peer: int) -> int:
+    return int(NODE_OF[peer] != NODE_OF[comm.Get_rank()])
+
 
 SLOT = 512
 BSEND_MAX = 4096  # buffered sends are at most this long, so the attached buffer holds them all
@@ -69,6 +90,7 @@ def point_to_point(comm, messages: int, max_bytes: int, seed: int) -> int:
         keep.append(data)  # the buffer must outlive its send
         send = (comm.Isend, comm.Issend, comm.Ibsend, comm.Irsend)[kind]
         sreqs.append(send([data, MPI.BYTE], dest=dest, tag=k))
+        OFF_NODE["sends"] += leaves(comm, dest)
         choice = int(rng.integers(0, 6))
         if choice == 0:
             MPI.Request.Waitany(sreqs)
@@ -136,6 +158,7 @@ def one_sided(comm, ops: int, seed: int, nocheck: bool) -> int:
             else:
                 requests.append(win.Rput([data, MPI.BYTE], target, target=[disp, n, MPI.BYTE]))
         keep.append(data)
+        OFF_NODE["one_sided"] += leaves(comm, target)
         choice = int(rng.integers(0, 8))
         if choice == 0:
             win.Flush(target)
@@ -172,6 +195,7 @@ def one_sided(comm, ops: int, seed: int, nocheck: bool) -> int:
         if kind >= 2:
             continue
         out = np.zeros(n, dtype=np.uint8)
+        OFF_NODE["one_sided"] += leaves(comm, target)
         spec = [origin * region + slot * SLOT, n, MPI.BYTE]
         if i % 2:
             win.Get([out, MPI.BYTE], target, target=spec)
@@ -198,6 +222,7 @@ def blocking(comm, count: int, max_bytes: int, seed: int) -> int:
     for k, (dest, kind, n) in enumerate(plans[rank]):
         send = (comm.Send, comm.Ssend, comm.Bsend, comm.Rsend)[kind]
         send([pattern(rank * 100019 + k, n), MPI.BYTE], dest=dest, tag=k)
+        OFF_NODE["blocking"] += leaves(comm, dest)
     MPI.Request.Waitall(rreqs)
     errors = sum(not np.array_equal(buf, pattern(s * 100019 + k, n)) for buf, (s, k, n) in zip(bufs, incoming))
     for j in range(count // 2):
@@ -205,6 +230,7 @@ def blocking(comm, count: int, max_bytes: int, seed: int) -> int:
         common = np.random.default_rng([seed, j, 4])
         shift, replace, same = 1 + int(common.integers(0, size - 1)), bool(common.integers(0, 2)), log_uniform(common, max_bytes)
         dest, source = (rank + shift) % size, (rank - shift) % size
+        OFF_NODE["sendrecvs"] += leaves(comm, dest)
         sizes = [log_uniform(np.random.default_rng([seed, j, r, 5]), max_bytes) for r in range(size)]
         status = MPI.Status()
         if replace:
@@ -239,6 +265,7 @@ def persistent(comm, rounds: int, max_bytes: int, seed: int) -> int:
         if recvs:
             MPI.Prequest.Startall(recvs)
         comm.Barrier()  # every receive started: ready sends may start
+        OFF_NODE["persistent"] += sum(leaves(comm, dest) for dest, _, _ in plans[rank])
         if rng.integers(0, 2):
             MPI.Prequest.Startall(sends)
         else:
@@ -277,6 +304,7 @@ def collectives(comm, calls: int, max_elements: int, seed: int) -> int:
             buf[(displ + np.arange(count)) * extent + offset] = value(src, dst, call, count, q)
 
     for call in range(calls):
+        OFF_NODE["collective_sends"] += sum(leaves(comm, peer) for peer in range(size))
         common = np.random.default_rng([seed, call, 7])
         kind, in_place = int(common.integers(0, 4)), int(common.integers(0, 3)) == 0
         datatype, extent, data = types[int(common.integers(0, len(types)))]
@@ -341,6 +369,7 @@ def main() -> int:
     defaults = ["500", "400", "100000", "1", "200", "10", "60"]
     messages, ops, max_bytes, seed, count, rounds, calls = (int(a) for a in (args + defaults[len(args):]))
     comm = MPI.COMM_WORLD
+    name_nodes(comm)
     if comm.Get_rank() == 0:
         print(json.dumps({"started": True}), flush=True)
     MPI.Attach_buffer(bytearray((messages + count + PERSISTENT) * (BSEND_MAX + MPI.BSEND_OVERHEAD)))
@@ -349,12 +378,13 @@ def main() -> int:
               + one_sided(comm, ops, seed, "--nocheck" in sys.argv))
     MPI.Detach_buffer()
     total = comm.allreduce(errors)
+    off_node = comm.gather([OFF_NODE[kind] for kind in KINDS])
     size = comm.Get_size()
     if comm.Get_rank() == 0:
         print(json.dumps({"ranks": size, "messages": messages * size, "blocking": count * size,
                           "sendrecvs": count // 2 * size, "persistent": PERSISTENT * rounds * size,
                           "collectives": calls * size, "one_sided": ops * size, "errors": total,
-                          "verified": total == 0}))
+                          "verified": total == 0, "off_node": off_node}))
     return 1 if total else 0
 
 

@@ -54,7 +54,9 @@ int time_exchange(bench *b, exchange_fn exchange, int scratch_blocks)
         report(b, &r);
         progress(b, k + 1, b->opt.nsizes);
     }
+    MPI_Pcontrol(0); /* the check is the harness's, not the exchanges' (harness.c) */
     b->count.verified = check_exchange(b, exchange, &io, largest);
+    MPI_Pcontrol(1);
     free(samples);
     free(io.reqs);
     free(io.scratch);

@@ -20,7 +20,9 @@ nic_layout nic_layout_of(bench *b)
     int p = b->size;
     l.node_of = malloc(sizeof(int) * p);
     l.local_of = malloc(sizeof(int) * p);
+    MPI_Pcontrol(0); /* setup: the harness's messages, not the streams' (harness.c) */
     MPI_Allgather(&b->node, 1, MPI_INT, l.node_of, 1, MPI_INT, b->comm);
+    MPI_Pcontrol(1);
     if (b->nodes == 1) {
         if (p % 2)
             fail_usage(b, "%s on one host uses the two halves of the ranks as two nodes: needs an even "
@@ -56,6 +58,8 @@ void nic_layout_free(nic_layout *l)
 
 typedef struct {
     int put;              /* --mode put: MPI_Put + flush instead of Isend/Irecv */
+    int one_way;          /* --mode put-oneway: only the first node injects */
+    int sends, receives;  /* whether this rank injects, and whether its partner src does */
     int src, dst;         /* this rank's partners */
     char *send, *recv;    /* one slot of the largest size per outstanding message */
     MPI_Win win;          /* put: the target slots (recv) */
@@ -105,7 +109,7 @@ static void node_rows(bench *b, const nic_layout *l, const stream *st, const dou
                       int64_t bytes, int active, int w)
 {
     double *samples = malloc(sizeof(double) * rounds);
-    for (int n = 0; n < l->nodes; n++) {
+    for (int n = 0; n < (st->one_way ? 1 : l->nodes); n++) {
         double slowest = 0, fastest = 0;
         for (int i = 0; i < rounds; i++) {
             samples[i] = 0;
@@ -148,9 +152,11 @@ static void check_data(bench *b, stream *st, int64_t bytes)
     for (int64_t i = 0; i < bytes; i++)
         st->send[i] = (char)check_byte(i, b->rank);
     if (st->put) {
-        MPI_Put(st->send, (int)bytes, MPI_BYTE, st->dst, 0, (int)bytes, MPI_BYTE, st->win);
-        MPI_Win_flush(st->dst, st->win);
-        b->count.rma_bytes += bytes;
+        if (st->sends) {
+            MPI_Put(st->send, (int)bytes, MPI_BYTE, st->dst, 0, (int)bytes, MPI_BYTE, st->win);
+            MPI_Win_flush(st->dst, st->win);
+            b->count.rma_bytes += bytes;
+        }
         MPI_Win_unlock_all(st->win);
         MPI_Barrier(b->comm); /* every put has reached its target */
         MPI_Win_lock(MPI_LOCK_SHARED, b->rank, 0, st->win); /* makes them visible to local loads */
@@ -161,7 +167,7 @@ static void check_data(bench *b, stream *st, int64_t bytes)
         wait_recvs(b, 1, &req);
     }
     int ok = 1;
-    for (int64_t i = 0; i < bytes && ok; i++)
+    for (int64_t i = 0; i < bytes && ok && st->receives; i++)
         ok = (unsigned char)st->recv[i] == check_byte(i, st->src);
     b->count.verified = ok;
     if (st->put)
@@ -171,10 +177,12 @@ static void check_data(bench *b, stream *st, int64_t bytes)
 int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, const int *windows,
               int nwindows)
 {
-    static const char *const modes[] = {"send", "put", NULL};
+    static const char *const modes[] = {"send", "put", "put-oneway", NULL};
     stream st;
     memset(&st, 0, sizeof st);
-    st.put = pattern_mode(b, modes);
+    int mode = pattern_mode(b, modes);
+    st.put = mode >= 1;
+    st.one_way = mode == 2;
     int wmax = 0;
     for (int i = 0; i < nactive; i++)
         if (active[i] > l->per_node)
@@ -193,6 +201,8 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
     int me = b->rank, node = l->node_of[me], local = l->local_of[me];
     st.dst = l->rank_at[((node + 1) % l->nodes) * l->per_node + local];
     st.src = l->rank_at[((node - 1 + l->nodes) % l->nodes) * l->per_node + local];
+    st.sends = !st.one_way || node == 0;
+    st.receives = !st.one_way || node == 1 % l->nodes;
     st.send = alloc_buffer(slots);
     if (st.put) {
         MPI_Win_allocate(slots > 0 ? slots : 1, 1, MPI_INFO_NULL, b->comm, &st.recv, &st.win);
@@ -211,13 +221,14 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
         int rounds = iterations_for(b, bytes);
         for (int a = 0; a < nactive; a++) {
             for (int v = 0; v < nwindows; v++) {
+                int injects = local < active[a] && st.sends;
                 for (int i = -b->opt.warmup; i < rounds; i++) {
-                    start_round(b, local >= active[a]); /* active ranks of all nodes start together */
+                    start_round(b, !injects); /* active ranks of all nodes start together */
                     int64_t start = now_ns();
-                    if (local < active[a])
+                    if (injects)
                         round_of(b, &st, bytes, windows[v]);
                     if (i >= 0)
-                        mine[i] = local < active[a] ? (double)(now_ns() - start) : 0;
+                        mine[i] = injects ? (double)(now_ns() - start) : 0;
                 }
                 MPI_Gather(mine, rounds, MPI_DOUBLE, all, rounds, MPI_DOUBLE, 0, b->comm);
                 if (me == 0)
@@ -226,7 +237,9 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
             }
         }
     }
+    MPI_Pcontrol(0); /* the check is the harness's, not the streams' */
     check_data(b, &st, largest);
+    MPI_Pcontrol(1);
     if (st.put)
         MPI_Win_free(&st.win);
     else

@@ -10,6 +10,9 @@
  * A point is (size s, A active ranks per node, W outstanding per rank). Each round starts at a
  * barrier (the ranks sitting it out wait there asleep, leaving the cores to the others); the ranks with local index < A each move M = --messages messages in batches of W: post W
  * receives and W sends and wait for all (--mode send), or W puts then MPI_Win_flush (--mode put).
+ * --mode put-oneway: only the first node's ranks put, into the second node's; the targets of a passive
+ * epoch need not run, so they sit every round out asleep and the origins have the cores (on one host,
+ * the origins of one node truly inject at once). Rows: the first node's only.
  * A node's round time is that of its slowest active rank; one sample = that time / (A x M), so a
  * row's bandwidth_Bps is the node's injection throughput and msg_rate its message rate. One row per
  * node and point, written with the node's first rank as rank and the next node's as peer; extras:

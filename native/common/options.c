@@ -14,7 +14,7 @@ const char options_help[] =
     "  --settle S        seconds of busy collectives before measuring (default 0.2)\n"
     "  --window N        messages in flight per peer (default 16)\n"
     "  --prtt-n N        loggp: messages per parametrised round trip (default 16)\n"
-    "  --mode M          pairs: nn|random partner (default nn); nicrate, outstanding: send|put\n"
+    "  --mode M          pairs: nn|random partner (default nn); nicrate, outstanding: send|put|put-oneway\n"
     "                    (default send)\n"
     "  --seed N          pairs --mode random: seed of the pairing (default 1)\n"
     "  --dims AxBxC      hops: topology map, rank = x + A*(y + B*z) (default: ranks in a line)\n"

@@ -8,7 +8,7 @@
  * other finished operations, so a send blocked behind a receiver cannot keep tokens others need.
  * Sendrecv posts its receive before it asks for tokens, and gives the send's tokens back as soon as
  * the send is done: the peer it receives from may be waiting for exactly those tokens to send.
- * A send the library does not throttle (to the task itself, to MPI_PROC_NULL, no policy) passes
+ * A send the library does not throttle (to a task of this node, to MPI_PROC_NULL, no policy) passes
  * straight through, unless the task holds tokens: then Sendrecv's receive polls as MPI_Recv does. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +58,7 @@ static int start_recv(void *buf, MPI_Count count, MPI_Datatype datatype, int sou
 #endif
 }
 
-static int sendrecv(int large, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+static int sendrecv(int large, int throttled, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                     int dest, int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                     int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
@@ -66,7 +66,7 @@ static int sendrecv(int large, const void *sendbuf, MPI_Count sendcount, MPI_Dat
     int rc = start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm, &recv);
     if (rc != MPI_SUCCESS)
         return rc;
-    int32_t tokens = 0, throttled = throttled_send(dest, comm);
+    int32_t tokens = 0;
     if (throttled) {
         count_blocking(large);
         tokens = admit(sendcount, sendtype);
@@ -86,7 +86,7 @@ static int sendrecv(int large, const void *sendbuf, MPI_Count sendcount, MPI_Dat
 }
 
 /* Sendrecv_replace sends a packed copy of the buffer, so the receive can be posted into it first. */
-static int sendrecv_replace(int large, void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
+static int sendrecv_replace(int large, int throttled, void *buf, MPI_Count count, MPI_Datatype datatype, int dest,
                             int sendtag, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
 #if MPI_VERSION >= 4
@@ -108,7 +108,7 @@ static int sendrecv_replace(int large, void *buf, MPI_Count count, MPI_Datatype 
     int rc = PMPI_Pack(buf, (int)count, datatype, packed, size, &position, comm);
 #endif
     if (rc == MPI_SUCCESS)
-        rc = sendrecv(large, packed, position, MPI_PACKED, dest, sendtag, buf, count, datatype, source,
+        rc = sendrecv(large, throttled, packed, position, MPI_PACKED, dest, sendtag, buf, count, datatype, source,
                       recvtag, comm, status);
     free(packed);
     return rc;
@@ -146,20 +146,22 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status)
 {
-    if (!throttled_send(dest, comm) && held.live == 0)
+    int throttled = throttled_send(dest, comm);
+    if (!throttled && held.live == 0)
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
                              recvtype, source, recvtag, comm, status);
-    return sendrecv(0, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+    return sendrecv(0, throttled, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                     source, recvtag, comm, status);
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (!throttled_send(dest, comm) && held.live == 0)
+    int throttled = throttled_send(dest, comm);
+    if (!throttled && held.live == 0)
         return PMPI_Sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm,
                                      status);
-    return sendrecv_replace(0, buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
+    return sendrecv_replace(0, throttled, buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
 }
 
 #if MPI_VERSION >= 4
@@ -199,19 +201,21 @@ int MPI_Sendrecv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    int sendtag, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
                    int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (!throttled_send(dest, comm) && held.live == 0)
+    int throttled = throttled_send(dest, comm);
+    if (!throttled && held.live == 0)
         return PMPI_Sendrecv_c(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
                                recvtype, source, recvtag, comm, status);
-    return sendrecv(1, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+    return sendrecv(1, throttled, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                     source, recvtag, comm, status);
 }
 
 int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int sendtag,
                            int source, int recvtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (!throttled_send(dest, comm) && held.live == 0)
+    int throttled = throttled_send(dest, comm);
+    if (!throttled && held.live == 0)
         return PMPI_Sendrecv_replace_c(buf, count, datatype, dest, sendtag, source, recvtag, comm,
                                        status);
-    return sendrecv_replace(1, buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
+    return sendrecv_replace(1, throttled, buf, count, datatype, dest, sendtag, source, recvtag, comm, status);
 }
 #endif

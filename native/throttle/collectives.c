@@ -3,13 +3,15 @@
  * under a policy these run as the congestion paper's runtime ran all-to-all: point to point, every
  * receive posted first, then the sends in the overlapped order (to rank+1, rank+2, ...), each admitted
  * like an MPI_Isend, so the node's pool bounds the collective's traffic as it bounds the program's
- * (each after a ready notice from its receiver: see exchange).
+ * (each after a ready notice from its receiver: see exchange). A send to a task of this node is not
+ * admitted, as an MPI_Isend there is not (nodes.h).
  * Their messages go on a private duplicate of the communicator (made at its first throttled
  * collective, freed with it), so they never match the program's receives. Every datatype works: blocks
  * are addressed by extent, as MPI does, and an in-place all-to-all first packs the blocks it sends.
  *
  * Passed straight to MPI: intercommunicators (their all-to-all pairs the two groups, not the ranks of
- * one), communicators of one task (nothing leaves it), any call when no policy is in force, and with an
+ * one), communicators within one node (nothing leaves it: the same answer on every task of it), any
+ * call when no policy is in force, and with an
  * MPI older than 4 (the packing and large-count calls this needs are MPI 4's). Every other collective
  * passes through untouched (docs/measure.md). */
 #include <stdint.h>
@@ -18,6 +20,7 @@
 
 #include "admit.h"
 #include "held.h"
+#include "nodes.h"
 #include "sends.h"
 #include "throttle.h"
 
@@ -150,9 +153,14 @@ static int exchange(int large, const void *sendbuf, const layout *s, MPI_Datatyp
         int to = (me + k) % p;
         if ((rc = wait_polling(&ready[k], MPI_STATUS_IGNORE)) != MPI_SUCCESS)
             break;
+        const void *data = block(sendbuf, displ_of(s, to), sext);
+        if (!throttled_send(to, peers)) { /* to a task of this node: not admitted */
+            rc = start_send(SEND_STANDARD, data, count_of(s, to), sendtype, to, DATA_TAG, peers, &requests[n]);
+            n += rc == MPI_SUCCESS;
+            continue;
+        }
         throttle.stats.ops_large_count += large;
-        rc = throttled_start(SEND_STANDARD, block(sendbuf, displ_of(s, to), sext), count_of(s, to),
-                             sendtype, to, DATA_TAG, peers, &requests[n]);
+        rc = throttled_start(SEND_STANDARD, data, count_of(s, to), sendtype, to, DATA_TAG, peers, &requests[n]);
         if (rc == MPI_SUCCESS)
             sends[nsends++] = requests[n++];
     }
@@ -215,10 +223,9 @@ static int throttled_collective(MPI_Comm comm)
 {
     if (!throttling())
         return 0;
-    int inter = 0, size = 1;
+    int inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
-    PMPI_Comm_size(comm, &size);
-    return !inter && size > 1;
+    return !inter && !comm_within_node(comm);
 }
 
 static int alltoall(int large, const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,

@@ -7,6 +7,7 @@
 #include "admit.h"
 #include "clock.h"
 #include "held.h"
+#include "nodes.h"
 #include "proxy.h"
 #include "reserve.h"
 #include "stats.h"
@@ -101,6 +102,7 @@ static void start(void)
                           atomic_load(&throttle.seg->attached));
         PMPI_Barrier(MPI_COMM_WORLD);
     }
+    stop_if_any_failed(nodes_start(why, sizeof why) != 0, why, 0); /* traffic within a node is left alone */
     stop_if_any_failed(target_rate_start(why, sizeof why) != 0, why, 0); /* the NiMC mitigations */
     stop_if_any_failed(reserve_core_start(why, sizeof why) != 0, why, 0);
     throttle.phase = throttle.cfg.policy == POLICY_NONE ? PHASE_OFF : PHASE_ON;
@@ -130,6 +132,7 @@ int MPI_Finalize(void)
         give_back(held_release_all());
     stats_report();
     target_rate_stop();
+    nodes_stop();
     throttle.phase = PHASE_FINISHED;
     int rc = PMPI_Finalize();
     if (throttle.seg)

@@ -7,8 +7,9 @@
  * above all: a peer's send may wait for them), then admits and starts the sends one by one. Partitioned
  * sends (MPI_Psend_init) pass through untouched.
  *
- * The library remembers each throttled persistent send (its request, size in bytes and target) in an
- * open-addressing hash table until MPI_Request_free (send.c) forgets it. */
+ * The library remembers each throttled persistent send (its request, size in bytes and target), and
+ * each node-local one (its starts are counted in ops_local, and pass), in an open-addressing hash
+ * table until MPI_Request_free (send.c) forgets it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef struct {
     int64_t bytes;     /* at creation: the datatype may be freed before a start */
     int dest;
     int large;         /* made by a `_c` call: each start counts as a large-count op */
+    int local;         /* to a task of this node: each start is counted in ops_local, not admitted */
 } persistent_send;
 
 static persistent_send *table;
@@ -108,13 +110,14 @@ int32_t persistent_settle(MPI_Request req)
     return done ? held_complete_request(req) : 0;
 }
 
-/* After a *_init (rc: its result): remember a send the library throttles. */
+/* After a *_init (rc: its result): remember a send the library throttles, or counts as node-local. */
 static int created(int rc, MPI_Count count, MPI_Datatype datatype, int dest, MPI_Comm comm,
                    const MPI_Request *request, int large)
 {
-    if (rc != MPI_SUCCESS || !throttled_send(dest, comm))
+    peer_kind peer = rc == MPI_SUCCESS ? send_peer(dest, comm) : PEER_UNTOUCHED;
+    if (peer == PEER_UNTOUCHED)
         return rc;
-    persistent_send e = {*request, message_bytes((int64_t)count, datatype), dest, large};
+    persistent_send e = {*request, message_bytes((int64_t)count, datatype), dest, large, peer == PEER_LOCAL};
     remember(e);
     return rc;
 }
@@ -124,6 +127,10 @@ static int start_one(MPI_Request *request)
     persistent_send *e = throttling() ? find(*request) : NULL;
     if (!e)
         return PMPI_Start(request);
+    if (e->local) {
+        throttle.stats.ops_local++;
+        return PMPI_Start(request);
+    }
     /* It may only be started inactive: a completion the library did not see has ended it. */
     give_back(held_complete_request(*request));
     throttle.stats.ops_persistent++;

@@ -2,7 +2,8 @@
  * large-count forms), and the synchronisation calls that complete them: flush, flush_local (one
  * target or all) and unlock (one or all) give back the tokens of the ops they cover. Lock calls are
  * followed so the library knows where it may flush on its own (epochs.h); freeing a window forgets it.
- * An op on MPI_PROC_NULL moves nothing and is not throttled. Requests of MPI_Rput and MPI_Rget also
+ * An op on MPI_PROC_NULL moves nothing and is not throttled, nor is one to a task of this node
+ * (nodes.h: the engine admits only traffic that leaves its node). Requests of MPI_Rput and MPI_Rget also
  * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. With
  * memory_throttle, every op into another node is first paced at its target node's rate (target_rate.h),
  * under any policy, none included. Under the proxy policy a Put or Get may then be queued for a server
@@ -11,36 +12,34 @@
 #include "admit.h"
 #include "epochs.h"
 #include "held.h"
+#include "nodes.h"
 #include "proxy.h"
 #include "target_rate.h"
 #include "throttle.h"
 
-/* Whether the library acts on a one-sided op: an admission policy, or the per-target-node rate. */
-static int acting_on(int target_rank)
+/* An op to target_rank of win: paced at its target node's rate first (target_rate.h, under any policy,
+ * none included; tokens are not held while it waits for its node), then whether it is admitted: a
+ * policy is in force and the target is on another node (one on this node is counted in ops_local and
+ * left alone: nodes.h). */
+static int paced_then_admitted(int target_rank, MPI_Win win, int64_t count, MPI_Datatype datatype)
 {
-    int admitting = throttling(); /* first: it refuses a call before MPI_Init */
-    return target_rank != MPI_PROC_NULL && (admitting || target_rate_on());
-}
-
-static void paced(int target_rank, MPI_Win win, int64_t count, MPI_Datatype datatype)
-{
+    int policy = throttling(); /* first: it refuses a call before MPI_Init */
+    if (target_rank == MPI_PROC_NULL)
+        return 0;
     if (target_rate_on())
         target_rate_pace(target_rank, win, count, datatype);
+    if (!policy)
+        return 0;
+    if (node_of_win_rank(win, target_rank) != nodes_mine())
+        return 1;
+    throttle.stats.ops_local++;
+    return 0;
 }
 
 static int32_t admitted(int64_t count, MPI_Datatype datatype)
 {
-    if (!throttling())
-        return 0;
     throttle.stats.ops_one_sided++;
     return admit(count, datatype);
-}
-
-/* Paced first, then admitted: tokens are not held while the op waits for its target node. */
-static int32_t admit_one_sided(int64_t count, MPI_Datatype datatype, int target_rank, MPI_Win win)
-{
-    paced(target_rank, win, count, datatype);
-    return admitted(count, datatype);
 }
 
 static MPI_Request made(int rc, const MPI_Request *request)
@@ -51,10 +50,9 @@ static MPI_Request made(int rc, const MPI_Request *request)
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
-    paced(target_rank, win, origin_count, origin_datatype);
     int proxied = proxy_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                             target_count, target_datatype, win);
     if (proxied >= 0) /* queued for a server of the node (proxy.c) */
@@ -69,10 +67,9 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
 int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win);
-    paced(target_rank, win, origin_count, origin_datatype);
     int proxied = proxy_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                             target_count, target_datatype, win);
     if (proxied >= 0) /* queued for a server of the node (proxy.c) */
@@ -88,10 +85,10 @@ int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origi
                    int target_rank, MPI_Aint target_disp, int target_count,
                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                target_count, target_datatype, op, win);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                              target_count, target_datatype, op, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
@@ -103,10 +100,10 @@ int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
                     int target_rank, MPI_Aint target_disp, int target_count,
                     MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                 target_count, target_datatype, op, win, request);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                               target_count, target_datatype, op, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -117,10 +114,10 @@ int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_data
              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
              MPI_Win win, MPI_Request *request)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Rput(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Rput(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                        target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -131,10 +128,10 @@ int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, 
              MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
              MPI_Request *request)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                        target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -146,11 +143,10 @@ int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype orig
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
               MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Put_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
     throttle.stats.ops_large_count++;
-    paced(target_rank, win, origin_count, origin_datatype);
     int proxied = proxy_put(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                             target_count, target_datatype, win);
     if (proxied >= 0)
@@ -166,11 +162,10 @@ int MPI_Get_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_dat
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
               MPI_Datatype target_datatype, MPI_Win win)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Get_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                           target_count, target_datatype, win);
     throttle.stats.ops_large_count++;
-    paced(target_rank, win, origin_count, origin_datatype);
     int proxied = proxy_get(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                             target_count, target_datatype, win);
     if (proxied >= 0)
@@ -186,11 +181,11 @@ int MPI_Accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Dataty
                      int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
                                  target_disp, target_count, target_datatype, op, win);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Accumulate_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                                target_count, target_datatype, op, win);
     injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
@@ -202,11 +197,11 @@ int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
                       MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win,
                       MPI_Request *request)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
                                   target_disp, target_count, target_datatype, op, win, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
                                 target_disp, target_count, target_datatype, op, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -217,11 +212,11 @@ int MPI_Rput_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype ori
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                            target_count, target_datatype, win, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Rput_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -232,11 +227,11 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
                int target_rank, MPI_Aint target_disp, MPI_Count target_count,
                MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request)
 {
-    if (!acting_on(target_rank))
+    if (!paced_then_admitted(target_rank, win, origin_count, origin_datatype))
         return PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                            target_count, target_datatype, win, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit_one_sided(origin_count, origin_datatype, target_rank, win);
+    int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                          target_count, target_datatype, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
@@ -334,7 +329,6 @@ int MPI_Win_unlock_all(MPI_Win win)
 
 int MPI_Win_free(MPI_Win *win)
 {
-    target_rate_forget(*win);
     if (holding_tokens()) {
         give_back(held_complete_window(*win, MPI_ANY_SOURCE));
         epochs_forget(*win);

@@ -1,36 +1,32 @@
 /* The throttled point-to-point calls: MPI_Isend and MPI_Issend, in the classic and (MPI 4) the
  * large-count form that mpi4py uses on MPICH; and MPI_Request_free, which can let go of a send the
  * library still counts. A send to MPI_PROC_NULL moves nothing and is not throttled, nor is a send to
- * the task itself (see to_self). The other send modes: send_modes.c, blocking_send.c, persistent.c. */
+ * a task of this node, the task itself included (nodes.h: it never reaches the NIC). The other send
+ * modes: send_modes.c, blocking_send.c, persistent.c. */
 #include "admit.h"
 #include "held.h"
+#include "nodes.h"
 #include "sends.h"
 #include "throttle.h"
 
-/* A send to the task itself never reaches the NIC, and its receive can only be posted by this task
- * after the send returns: a token it held could come back only through the stall escape, so each
- * such send beyond the pool's tokens cost a full stall (mpi4py's own tests, on one rank: minutes). */
-static int to_self(int dest, MPI_Comm comm)
+peer_kind send_peer(int dest, MPI_Comm comm)
 {
-    if (comm == MPI_COMM_WORLD)
-        return dest == throttle.rank;
-    int inter = 0, me = -1;
-    PMPI_Comm_test_inter(comm, &inter);
-    if (inter) /* dest is a rank of the other group */
-        return 0;
-    PMPI_Comm_rank(comm, &me);
-    return dest == me;
+    if (!throttling() || dest == MPI_PROC_NULL)
+        return PEER_UNTOUCHED;
+    return node_of_comm_rank(comm, dest) == nodes_mine() ? PEER_LOCAL : PEER_ADMITTED;
 }
 
 int throttled_send(int dest, MPI_Comm comm)
 {
-    return throttling() && dest != MPI_PROC_NULL && !to_self(dest, comm);
+    peer_kind peer = send_peer(dest, comm);
+    throttle.stats.ops_local += peer == PEER_LOCAL;
+    return peer == PEER_ADMITTED;
 }
 
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
               MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
+    if (!throttled_send(dest, comm))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
     int32_t tokens = admit(count, datatype);
     int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
@@ -41,7 +37,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
                MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
+    if (!throttled_send(dest, comm))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
     int32_t tokens = admit(count, datatype);
     int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
@@ -53,7 +49,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                 MPI_Comm comm, MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
+    if (!throttled_send(dest, comm))
         return PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
     throttle.stats.ops_large_count++;
     int32_t tokens = admit(count, datatype);
@@ -65,7 +61,7 @@ int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int des
 int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
                  MPI_Comm comm, MPI_Request *request)
 {
-    if (!throttling() || dest == MPI_PROC_NULL || to_self(dest, comm))
+    if (!throttled_send(dest, comm))
         return PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
     throttle.stats.ops_large_count++;
     int32_t tokens = admit(count, datatype);

@@ -5,8 +5,13 @@
 #include <mpi.h>
 #include <stdint.h>
 
-/* Whether a send to dest on comm is throttled: a policy is in force and the send leaves the task (not
- * to MPI_PROC_NULL, not to the task itself: see send.c). */
+/* What the library does with a send to dest on comm: nothing (no policy, MPI_PROC_NULL), leave it
+ * alone as node-local (to a task of this node, the task itself included: nodes.h), or admit it. */
+typedef enum { PEER_UNTOUCHED, PEER_LOCAL, PEER_ADMITTED } peer_kind;
+peer_kind send_peer(int dest, MPI_Comm comm);
+
+/* Whether a send to dest on comm is admitted (send_peer says PEER_ADMITTED); a node-local one is
+ * counted (ops_local). */
 int throttled_send(int dest, MPI_Comm comm);
 
 /* The four send modes, each started by its nonblocking call. */

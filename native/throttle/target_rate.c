@@ -11,6 +11,7 @@
 
 #include "admit.h"
 #include "clock.h"
+#include "nodes.h"
 #include "throttle.h"
 
 /* One target node's clock, shared by the ranks of an origin node. The lock guards a few loads and
@@ -23,21 +24,10 @@ typedef struct {
     char pad[64 - sizeof(_Atomic int) - 3 * sizeof(int64_t)];
 } target_clock;
 
-/* A window's ranks as ranks of MPI_COMM_WORLD (MPI_UNDEFINED outside it). */
-typedef struct {
-    MPI_Win win;
-    int size;
-    int *world;
-} window_ranks;
-
 static struct {
     int64_t share;        /* bytes/s from this node into each other node; 0: not pacing */
-    int nodes, my_node;
-    int *node_of;         /* world rank -> node index */
     MPI_Win clocks_win;   /* the node's shared memory of clocks */
-    target_clock *clocks; /* one per node */
-    window_ranks *windows;
-    int nwindows, windows_cap;
+    target_clock *clocks; /* one per node (nodes.h) */
 } rate = {.clocks_win = MPI_WIN_NULL};
 
 static int fail(char *why, size_t len, const char *text)
@@ -46,42 +36,16 @@ static int fail(char *why, size_t len, const char *text)
     return -1;
 }
 
-/* Node indices from the names every rank gives (throttle.node): the same name, the same node. */
-static int number_nodes(char *why, size_t len)
-{
-    int size;
-    PMPI_Comm_size(MPI_COMM_WORLD, &size);
-    char *names = malloc((size_t)size * SEGMENT_NODE_MAX);
-    rate.node_of = malloc((size_t)size * sizeof *rate.node_of);
-    if (!names || !rate.node_of) {
-        free(names);
-        return fail(why, len, "out of memory for the node table");
-    }
-    PMPI_Allgather(throttle.node, SEGMENT_NODE_MAX, MPI_CHAR, names, SEGMENT_NODE_MAX, MPI_CHAR,
-                   MPI_COMM_WORLD);
-    rate.nodes = 0;
-    for (int r = 0; r < size; r++) {
-        int first = 0; /* the first rank with r's node name */
-        while (strncmp(names + (size_t)first * SEGMENT_NODE_MAX, names + (size_t)r * SEGMENT_NODE_MAX,
-                       SEGMENT_NODE_MAX))
-            first++;
-        rate.node_of[r] = first == r ? rate.nodes++ : rate.node_of[first];
-    }
-    free(names);
-    rate.my_node = rate.node_of[throttle.rank];
-    return 0;
-}
-
 /* The clocks in memory shared by the ranks of this node (same host, same node name). */
 static int share_clocks(char *why, size_t len)
 {
     MPI_Comm host, node;
     PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, throttle.rank, MPI_INFO_NULL, &host);
-    PMPI_Comm_split(host, rate.my_node, throttle.rank, &node);
+    PMPI_Comm_split(host, nodes_mine(), throttle.rank, &node);
     PMPI_Comm_free(&host);
     int node_rank;
     PMPI_Comm_rank(node, &node_rank);
-    MPI_Aint bytes = node_rank == 0 ? (MPI_Aint)rate.nodes * (MPI_Aint)sizeof(target_clock) : 0;
+    MPI_Aint bytes = node_rank == 0 ? (MPI_Aint)nodes_count() * (MPI_Aint)sizeof(target_clock) : 0;
     void *base;
     int rc = PMPI_Win_allocate_shared(bytes, sizeof(target_clock), MPI_INFO_NULL, node, &base,
                                       &rate.clocks_win);
@@ -112,9 +76,9 @@ int target_rate_start(char *why, size_t len)
     }
     if (mine == 0)
         return 0;
-    if (number_nodes(why, len) || share_clocks(why, len))
+    if (share_clocks(why, len))
         return -1;
-    rate.share = rate.nodes > 1 ? mine / (rate.nodes - 1) : mine;
+    rate.share = nodes_count() > 1 ? mine / (nodes_count() - 1) : mine;
     if (rate.share < 1)
         rate.share = 1;
     return 0;
@@ -124,51 +88,6 @@ int target_rate_on(void)
 {
     return rate.share > 0 && throttle.phase != PHASE_FINISHED;
 }
-
-static window_ranks *ranks_of(MPI_Win win)
-{
-    for (int i = 0; i < rate.nwindows; i++)
-        if (rate.windows[i].win == win)
-            return &rate.windows[i];
-    if (rate.nwindows == rate.windows_cap) {
-        rate.windows_cap = rate.windows_cap ? 2 * rate.windows_cap : 4;
-        rate.windows = realloc(rate.windows, (size_t)rate.windows_cap * sizeof *rate.windows);
-        if (!rate.windows) {
-            fprintf(stderr, "contend-throttle: out of memory for window ranks\n");
-            abort();
-        }
-    }
-    MPI_Group group, world;
-    PMPI_Win_get_group(win, &group);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
-    window_ranks *w = &rate.windows[rate.nwindows++];
-    w->win = win;
-    PMPI_Group_size(group, &w->size);
-    w->world = malloc((size_t)w->size * sizeof *w->world);
-    int *in = malloc((size_t)w->size * sizeof *in);
-    if (!w->world || !in) {
-        fprintf(stderr, "contend-throttle: out of memory for window ranks\n");
-        abort();
-    }
-    for (int i = 0; i < w->size; i++)
-        in[i] = i;
-    PMPI_Group_translate_ranks(group, w->size, in, world, w->world);
-    free(in);
-    PMPI_Group_free(&group);
-    PMPI_Group_free(&world);
-    return w;
-}
-
-void target_rate_forget(MPI_Win win)
-{
-    for (int i = 0; i < rate.nwindows; i++)
-        if (rate.windows[i].win == win) {
-            free(rate.windows[i].world);
-            rate.windows[i] = rate.windows[--rate.nwindows];
-            return;
-        }
-}
-
 
 /* The time b bytes take at the share, rounded up (at least 1 ns, so starts are strictly ordered). */
 static int64_t span_ns(int64_t bytes)
@@ -227,11 +146,8 @@ static void wait_until(int64_t start)
 
 void target_rate_pace(int target_rank, MPI_Win win, int64_t count, MPI_Datatype datatype)
 {
-    window_ranks *w = ranks_of(win);
-    if (target_rank < 0 || target_rank >= w->size || w->world[target_rank] == MPI_UNDEFINED)
-        return;
-    int node = rate.node_of[w->world[target_rank]];
-    if (node == rate.my_node)
+    int node = node_of_win_rank(win, target_rank);
+    if (node < 0 || node == nodes_mine())
         return;
     int64_t bytes = message_bytes(count, datatype);
     throttle.stats.target_ops++;
@@ -243,13 +159,6 @@ void target_rate_stop(void)
 {
     if (rate.clocks_win != MPI_WIN_NULL)
         PMPI_Win_free(&rate.clocks_win);
-    for (int i = 0; i < rate.nwindows; i++)
-        free(rate.windows[i].world);
-    free(rate.windows);
-    free(rate.node_of);
-    rate.windows = NULL;
-    rate.node_of = NULL;
-    rate.nwindows = rate.windows_cap = 0;
 }
 
 int64_t target_rate_share(void)

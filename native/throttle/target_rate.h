@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Collective over MPI_COMM_WORLD at MPI_Init, after the node is named: the node table and, with a cap,
- * the node's clocks. 0, or -1 and one line in why (e.g. the ranks disagree about the cap). */
+/* Collective over MPI_COMM_WORLD at MPI_Init, after the node table (nodes.h): with a cap, the node's
+ * clocks. 0, or -1 and one line in why (e.g. the ranks disagree about the cap). */
 int target_rate_start(char *why, size_t len);
 
 /* Whether one-sided operations are paced (a cap is configured and MPI runs). */
@@ -31,9 +31,6 @@ int target_rate_on(void);
 
 /* Wait until count elements of datatype may go to target_rank of win (see above), making MPI progress. */
 void target_rate_pace(int target_rank, MPI_Win win, int64_t count, MPI_Datatype datatype);
-
-/* The window is being freed: forget its ranks. */
-void target_rate_forget(MPI_Win win);
 
 /* Bytes per second from this node into each other node (0: not pacing), for the counters. */
 int64_t target_rate_share(void);

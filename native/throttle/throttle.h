@@ -19,6 +19,7 @@ typedef enum {
 /* This task's counters, written as one JSON line at MPI_Finalize (CONTEND_THROTTLE_STATS). */
 typedef struct {
     int64_t ops;            /* throttled operations injected */
+    int64_t ops_local;      /* sends and one-sided ops to a task of this node, left alone (nodes.h) */
     int64_t ops_one_sided;
     int64_t ops_large_count; /* of those, through the MPI 4 `_c` entry points (mpi4py on MPICH) */
     int64_t ops_blocking;   /* of those, blocking sends (blocking_send.c) */
@@ -50,6 +51,8 @@ typedef struct {
     segment *seg;            /* token, proxy and adaptive policies: the node's pool (and the proxy's queues) */
     int64_t last_injection_ns; /* rate policy */
     throttle_stats stats;
+    throttle_stats harness;  /* what was counted while the program paused counting (MPI_Pcontrol, stats.c) */
+    int paused;
 } throttle_state;
 
 extern throttle_state throttle;

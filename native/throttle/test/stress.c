@@ -23,12 +23,18 @@
  * Mode "cycle" instead makes pairs of ranks MPI_Issend to each other before either posts a receive:
  * with a node pool smaller than their sends this needs the library's stall escape to finish.
  *
- * Prints one JSON line (rank 0) with the counts and "verified"; exit 1 if any byte was wrong. */
+ * Prints one JSON line (rank 0) with the counts and "verified"; exit 1 if any byte was wrong. The
+ * library leaves traffic within a node alone, so the line also has, per rank, the operations of each
+ * kind whose peer is on another node, nodes named as the library names them (CONTEND_THROTTLE_NODE,
+ * host#(rank / CONTEND_THROTTLE_RANKS_PER_NODE), or the host name): "off_node", one list per rank
+ * in the order of the counts (sends, blocking, sendrecvs, persistent starts, collective sends: one per
+ * peer and call, one-sided). */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Buffered sends are at most this long, so the attached buffer holds every one at once. */
 enum { BSEND_MAX = 4096 };
@@ -54,6 +60,41 @@ typedef struct {
 
 static int rank, size;
 static long errors;
+static int *node_of; /* world rank -> node, as the library numbers them (only equality matters) */
+static long off_node[6]; /* this rank's operations to other nodes, per kind (see the top) */
+
+enum { NODE_NAME = 256 };
+
+/* Each rank's node name as the library gives it, compared. */
+static void name_nodes(void)
+{
+    char mine[NODE_NAME] = "", host[NODE_NAME - 32] = "";
+    const char *given = getenv("CONTEND_THROTTLE_NODE"), *per = getenv("CONTEND_THROTTLE_RANKS_PER_NODE");
+    gethostname(host, sizeof host - 1);
+    if (given)
+        snprintf(mine, sizeof mine, "%s", given);
+    else if (per && atoi(per) > 0)
+        snprintf(mine, sizeof mine, "%s#%d", host, rank / atoi(per));
+    else
+        snprintf(mine, sizeof mine, "%s", host);
+    char *names = malloc((size_t)size * NODE_NAME);
+    /* not MPI_Allgather: the library runs that itself, and would count it */
+    MPI_Gather(mine, NODE_NAME, MPI_CHAR, names, NODE_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Bcast(names, size * NODE_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    node_of = malloc(sizeof(int) * (size_t)size);
+    for (int r = 0; r < size; r++) {
+        node_of[r] = r;
+        for (int q = 0; q < r && node_of[r] == r; q++)
+            if (!strncmp(names + (size_t)q * NODE_NAME, names + (size_t)r * NODE_NAME, NODE_NAME))
+                node_of[r] = node_of[q];
+    }
+    free(names);
+}
+
+static int leaves(int peer)
+{
+    return node_of[peer] != node_of[rank];
+}
 
 static uint64_t mix(uint64_t x)
 {
@@ -247,6 +288,7 @@ static long point_to_point(const options *o, int64_t *moved)
         sbufs[k] = malloc((size_t)mine[k].bytes + 1);
         fill(sbufs[k], mine[k].bytes, message_key(rank, k));
         post_send(sbufs[k], &mine[k], k, &sreqs[k]);
+        off_node[0] += leaves(mine[k].dest);
         *moved += mine[k].bytes;
         complete_some(sreqs, k + 1, &state);
     }
@@ -320,6 +362,7 @@ static long blocking(const options *o, int64_t *moved)
 #endif
         default: MPI_Send(out, n, MPI_BYTE, m->dest, k, MPI_COMM_WORLD); break;
         }
+        off_node[1] += leaves(m->dest);
         *moved += m->bytes;
     }
     finish_receives(reqs, incoming, bufs, bytes, keys, from);
@@ -394,6 +437,7 @@ static long sendrecvs(const options *o, int64_t *moved)
             fprintf(stderr, "rank %d: sendrecv round %d: %d bytes from %d, expected %lld from %d\n",
                     rank, j, count, st.MPI_SOURCE, (long long)recv_bytes, source);
         check(in, recv_bytes, want, "sendrecv", source);
+        off_node[2] += leaves(dest);
         *moved += send_bytes;
     }
     free(out), free(in);
@@ -459,6 +503,7 @@ static long persistent(const options *o, int64_t *moved)
         for (int k = 0; k < PERSISTENT; k++) {
             fill(out[k], plans[rank][k].bytes, message_key(rank, k) + (uint64_t)round * 977);
             *moved += plans[rank][k].bytes;
+            off_node[3] += leaves(plans[rank][k].dest);
         }
         for (int i = 0; i < incoming; i++)
             memset(in[i], 0, (size_t)plans[from[i]][tag[i]].bytes + 1);
@@ -569,7 +614,11 @@ static long collectives(const options *o, int64_t *moved)
     MPI_Aint *csd = malloc(sizeof(MPI_Aint) * (size_t)p), *crd = malloc(sizeof(MPI_Aint) * (size_t)p);
 #endif
     uint64_t local = mix(o->seed * 3 + (uint64_t)rank * 7 + 11);
+    int peers_off = 0; /* both communicators hold every rank: the same peers on other nodes */
+    for (int r = 0; r < size; r++)
+        peers_off += leaves(r);
     for (int call = 0; call < o->collectives; call++) {
+        off_node[4] += peers_off;
         uint64_t common = mix(o->seed * 7777 + (uint64_t)call);
         int kind = (int)(next(&common) % 8), large = kind % 2, in_place = next(&common) % 3 == 0;
         const int_type *t = &types[next(&common) % 4];
@@ -784,6 +833,7 @@ static void read_back(const options *o, MPI_Win win, MPI_Aint region, one_sided_
             found = !accumulates(plans[origin[i]][index[i]].kind);
         }
         const one_sided_op *w = &plans[origin[i]][index[i]];
+        off_node[5] += leaves(w->target);
         MPI_Aint disp = (MPI_Aint)origin[i] * region + (MPI_Aint)w->slot * SLOT;
         unsigned char *dst = buf + (size_t)i * SLOT;
         reqs[i] = MPI_REQUEST_NULL;
@@ -845,6 +895,7 @@ static long one_sided(const options *o)
         fill(from, op->bytes, slot_key(rank, op->target, op->slot));
         MPI_Aint disp = (MPI_Aint)rank * region + (MPI_Aint)op->slot * SLOT;
         issue_write(op, from, disp, counters + (MPI_Aint)sizeof(int) * rank, win, &reqs[k]);
+        off_node[5] += leaves(op->target);
         flush_some(win, op->target, &state, reqs, k + 1);
     }
     MPI_Waitall(o->ops, reqs, MPI_STATUSES_IGNORE);
@@ -859,6 +910,7 @@ static long one_sided(const options *o)
         fill(fsrc + k * FENCE_SLOT, FENCE_SLOT, slot_key(rank, target, 100000 + k));
         MPI_Put(fsrc + k * FENCE_SLOT, FENCE_SLOT, MPI_BYTE, target,
                 fence_area + (MPI_Aint)(rank * FENCE_OPS + k) * FENCE_SLOT, FENCE_SLOT, MPI_BYTE, win);
+        off_node[5] += leaves(target);
     }
     MPI_Win_fence(0, win);
 
@@ -915,6 +967,7 @@ static long cycle(const options *o, int64_t *moved)
         unsigned char *p = out + (size_t)k * (size_t)o->max_bytes;
         fill(p, o->max_bytes, message_key(rank, k));
         MPI_Issend(p, (int)o->max_bytes, MPI_BYTE, partner, k, MPI_COMM_WORLD, &reqs[k]);
+        off_node[0] += leaves(partner);
         *moved += o->max_bytes;
     }
     for (int k = 0; k < n; k++)
@@ -976,6 +1029,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    name_nodes();
     options o;
     if (parse(argc, argv, &o) || size < 2) {
         if (rank == 0)
@@ -1010,11 +1064,20 @@ int main(int argc, char **argv)
     MPI_Reduce(&errors, &all_errors, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(counts, all, 6, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&moved, &all_moved, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) /* per kind, summed over the ranks (collectives: calls, each made by every rank) */
+    long *offs = malloc(sizeof(long) * 6 * (size_t)size);
+    MPI_Gather(off_node, 6, MPI_LONG, offs, 6, MPI_LONG, 0, MPI_COMM_WORLD);
+    if (rank == 0) { /* per kind, summed over the ranks (collectives: calls, each made by every rank) */
         printf("{\"ranks\":%d,\"sends\":%ld,\"blocking\":%ld,\"sendrecvs\":%ld,\"persistent\":%ld,"
                "\"collectives\":%ld,\"one_sided\":%ld,\"bytes_sent\":%lld,\"errors\":%ld,"
-               "\"verified\":%s}\n", size, all[0], all[1], all[2], all[3], all[4], all[5],
+               "\"verified\":%s,\"off_node\":[", size, all[0], all[1], all[2], all[3], all[4], all[5],
                (long long)all_moved, all_errors, all_errors ? "false" : "true");
+        for (int r = 0; r < size; r++)
+            for (int k = 0; k < 6; k++)
+                printf("%s%ld%s", k ? "," : r ? ",[" : "[", offs[6 * r + k], k == 5 ? "]" : "");
+        printf("]}\n");
+    }
+    free(offs);
+    free(node_of);
     MPI_Buffer_detach(&bsend_buffer, &bsend_size);
     free(bsend_buffer);
     MPI_Bcast(&all_errors, 1, MPI_LONG, 0, MPI_COMM_WORLD);

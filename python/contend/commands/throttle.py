@@ -296,6 +296,10 @@ def _report(settings: dict, rows: list[dict], as_json: bool) -> None:
     if total["escapes"]:
         table.caption = "escapes: the pool was exceeded (see the warnings above); use more tokens or --stall"
     Console().print(table)
+    local = sum(row.get("ops_local", 0) for row in rows)
+    if settings["policy"] != "none" and total["ops"] == 0 and local:
+        print(f"all {local} operations stayed within their node, which the library leaves alone (docs/measure.md); "
+              "on one host, --ranks-per-node K emulates nodes")
     for line in _proxy_lines(rows):
         print(line)
     for line in _mitigations(settings, rows):

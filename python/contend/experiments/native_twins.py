@@ -61,6 +61,9 @@ class GoalProgram:
     def recv(self, rank: int, size: int, source: int, tag: int, after: Sequence[Op] = ()) -> Op:
         return self._add(rank, f"recv {size}b from {source} tag {tag}", after)
 
+    def calc(self, rank: int, ns: int, after: Sequence[Op] = ()) -> Op:
+        return self._add(rank, f"calc {ns}", after)
+
     def text(self) -> str:
         blocks = [f"rank {r} {{\n" + "".join(f"{line}\n" for line in self.lines[r]) + "}\n"
                   for r in range(self.ranks)]
