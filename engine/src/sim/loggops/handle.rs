@@ -36,29 +36,29 @@ impl Readiness {
     /// Operation `i` of `h` started: satisfies its irequires dependents.
     #[inline]
     pub(super) fn started<P: Program>(&mut self, prog: &P, h: u32, i: u32) {
-        let Readiness { waiting, ready, deps } = self;
-        deps.clear();
-        prog.after_start(h, i, deps);
-        for &a in deps.iter() {
-            satisfy(waiting, ready, prog, h, a);
-        }
+        self.satisfy_dependents(prog, h, i, P::after_start);
     }
 
     /// Operation `i` of `h` completed: satisfies its requires dependents.
     #[inline]
     pub(super) fn done<P: Program>(&mut self, prog: &P, h: u32, i: u32) {
+        self.satisfy_dependents(prog, h, i, P::after_done);
+    }
+
+    /// Satisfies one dependency of each operation `dependents` lists for operation `i` of `h`. The
+    /// fields are taken apart so the list is borrowed, not moved out and back, for each event.
+    #[inline(always)]
+    fn satisfy_dependents<P: Program>(&mut self, prog: &P, h: u32, i: u32, dependents: impl Fn(&P, u32, u32, &mut Vec<u32>)) {
         let Readiness { waiting, ready, deps } = self;
         deps.clear();
-        prog.after_done(h, i, deps);
+        dependents(prog, h, i, deps);
         for &a in deps.iter() {
             satisfy(waiting, ready, prog, h, a);
         }
     }
-
 }
 
-/// One dependency of operation `a` of `h` is met: it is ready once all are. Takes the fields apart
-/// from `Readiness` so the dependents' list is borrowed, not moved out and back, for each event.
+/// One dependency of operation `a` of `h` is met: it is ready once all are.
 #[inline]
 fn satisfy<P: Program>(waiting: &mut U64Map<u32>, ready: &mut Vec<(u32, u32)>, prog: &P, h: u32, a: u32) {
     let needed = prog.dep_count(h, a);
