@@ -64,7 +64,7 @@ class Benchmark:
         >>> benchmark("nicrate").check_mode("put")
         >>> benchmark("nicrate").check_mode("get")
         Traceback (most recent call last):
-        contend.errors.UserError: unknown --mode 'get' for nicrate (choose send or put)
+        contend.errors.UserError: unknown --mode 'get' for nicrate (choose send or put or put-oneway)
         """
         if mode not in self.modes:
             raise UserError(f"unknown --mode {mode!r} for {self.name} (choose {' or '.join(self.modes)})")
