@@ -217,12 +217,13 @@ def twin_model(scenario: Scenario) -> dict[str, float]:
 
 def put_model(scenario: Scenario, timeout_s: float = 120) -> dict[str, float]:
     """The twin's LogGP parameters for one-way puts, measured now with one origin alone, as the scenario
-    puts and flushes. A put's token is held from its admission to the flush that completes it (or, in
-    a window, to the task's next admission, which flushes its own finished puts first): o is the whole
-    cycle of one put with the library loaded under a pool that never runs short (admission, put, flush,
-    give-back, loop), g the part of it that holds the token, the put and its flush alone (no library).
-    The engine gives a send's tokens back at t + g, so the rest of the cycle, o - g, runs without them.
-    L and S as HOST_MODEL; a put on shared memory is the origin's CPU copying, so no G."""
+    puts and flushes. A put's token is held from its admission to the flush that completes it (or, in a
+    window with the pool short, to the task's next admission, which flushes its own finished puts
+    before it counts a wait): o is the whole cycle of one put with the library loaded under a pool that
+    never runs short (admission, put, flush, give-back, loop), g the part of it that holds the token,
+    the put and its flush alone (no library). The engine gives a send's tokens back at t + g, so the
+    rest of the cycle, o - g, runs without them. L and S as HOST_MODEL; a put on shared memory is the
+    origin's CPU copying, so no G."""
     from contend.native.bench.runner import run_benchmark
 
     def per_put(throttle: Mapping[str, str] | None) -> float:
@@ -235,6 +236,7 @@ def put_model(scenario: Scenario, timeout_s: float = 120) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
         uncongested = {"policy": "token", "tokens": scenario.window}  # one origin's window never waits
         cycle = per_put(library_settings(uncongested, Path(scratch) / "cycle.jsonl"))
+    # o >= g: two noisy samples must not make the token outlast the cycle
     return {"L": HOST_MODEL["L"], "o": max(cycle, held), "g": held, "G": 0, "O": 0, "S": HOST_MODEL["S"]}
 
 
