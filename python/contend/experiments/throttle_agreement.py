@@ -155,9 +155,9 @@ AGREE = {("figure1", "token2"), ("figure1", "rate"), ("figure1", "proxy"), ("fig
          ("figure2", "token2"), ("figure2", "rate"), ("figure2", "proxy"), ("figure2", "adaptive"),
          ("alltoall", "token1"), ("alltoall", "proxy"), ("alltoall", "adaptive")}
 APART = {
-    ("figure1", "token1"): "the library's origins share the token only part of each round (one loses its core "
-                           "for a tick, or leaves the barrier microseconds late), and a waiter takes a freed "
-                           "token only at its next poll; the twin's origins contend from the first put to the last",
+    ("figure1", "token1"): "under load each origin has its core in turns of up to a tick, longer than a round: the "
+                           "library's origins contend only in rounds where their turns overlap; the engine's "
+                           "noise replay does not follow what a rank does, and its barrier resynchronizes them",
     ("figure2", "token1"): "as figure1 token1",
     ("alltoall", "token2"): "the library gives back a finished send's tokens when its task next asks or "
                             "waits; the engine at its completion (docs/models.md), before the other rank asks",
