@@ -90,18 +90,23 @@ static void round_of(bench *b, stream *st, int64_t bytes, int w)
 }
 
 /* The barrier that starts a round. Ranks sitting the round out wait in it asleep (polling every
- * 50 us), so that where ranks outnumber cores they leave the cores to the ranks that inject, as the
- * idle cores of Luo et al. 2012 do; the others spin, so that they leave the barrier together. */
-static void start_round(bench *b, int idle)
+ * millisecond), so that where ranks outnumber cores they leave the cores to the ranks that inject, as
+ * the idle cores of Luo et al. 2012 do. Their naps make the injecting ranks leave it up to milliseconds
+ * apart (the barrier's messages wait for a sleeper's next poll), longer than a round: so the injecting
+ * ranks (injectors, MPI_COMM_NULL on the others) then meet among themselves, spinning, and start
+ * together. */
+static void start_round(bench *b, MPI_Comm injectors)
 {
     MPI_Request barrier;
     MPI_Ibarrier(b->comm, &barrier);
     int done = 0;
     while (!done) {
         MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-        if (!done && idle)
+        if (!done && injectors == MPI_COMM_NULL)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
+    if (injectors != MPI_COMM_NULL)
+        MPI_Barrier(injectors);
 }
 
 /* Rank 0: one row per node from every rank's round times ([rank][round]). */
@@ -220,10 +225,12 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
         int64_t bytes = b->opt.sizes[k];
         int rounds = iterations_for(b, bytes);
         for (int a = 0; a < nactive; a++) {
+            int injects = local < active[a] && st.sends;
+            MPI_Comm injectors;
+            MPI_Comm_split(b->comm, injects ? 0 : MPI_UNDEFINED, b->rank, &injectors);
             for (int v = 0; v < nwindows; v++) {
-                int injects = local < active[a] && st.sends;
                 for (int i = -b->opt.warmup; i < rounds; i++) {
-                    start_round(b, !injects); /* active ranks of all nodes start together */
+                    start_round(b, injectors); /* active ranks of all nodes start together */
                     int64_t start = now_ns();
                     if (injects)
                         round_of(b, &st, bytes, windows[v]);
@@ -235,6 +242,8 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
                     node_rows(b, l, &st, all, rounds, bytes, active[a], windows[v]);
                 progress(b, ++done, total);
             }
+            if (injectors != MPI_COMM_NULL)
+                MPI_Comm_free(&injectors);
         }
     }
     MPI_Pcontrol(0); /* the check is the harness's, not the streams' */

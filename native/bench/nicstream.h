@@ -8,7 +8,9 @@
  * in Luo et al. 2012's two-node runs.
  *
  * A point is (size s, A active ranks per node, W outstanding per rank). Each round starts at a
- * barrier (the ranks sitting it out wait there asleep, leaving the cores to the others); the ranks with local index < A each move M = --messages messages in batches of W: post W
+ * barrier (the ranks sitting it out wait there asleep, leaving the cores to the others; the injecting
+ * ranks then meet among themselves, so that they start together); the ranks with local index < A each
+ * move M = --messages messages in batches of W: post W
  * receives and W sends and wait for all (--mode send), or W puts then MPI_Win_flush (--mode put).
  * --mode put-oneway: only the first node's ranks put, into the second node's; the targets of a passive
  * epoch need not run, so they sit every round out asleep and the origins have the cores (on one host,
