@@ -150,11 +150,19 @@ SCENARIOS = {  # 256 puts a round (~20 us): the origins leave their own barrier 
 }
 # Waits per send: how far apart the two sides' intervals may be and still agree.
 TOLERANCE = 0.1
-# The cases whose waits agree (tested), and those that do not yet, with why (not tested as agreeing).
+# The cases whose waits agree in every run (tested), and those that do not, or not in every run, with
+# why (not tested as agreeing; docs/measurements.md has how often each agreed).
 AGREE = {("figure1", "token2"), ("figure1", "rate"), ("figure1", "proxy"), ("figure1", "adaptive"),
-         ("figure2", "token2"), ("figure2", "rate"), ("figure2", "proxy"), ("figure2", "adaptive"),
-         ("alltoall", "token1"), ("alltoall", "proxy"), ("alltoall", "adaptive")}
+         ("figure2", "rate"), ("figure2", "proxy"), ("alltoall", "proxy"), ("alltoall", "adaptive")}
 APART = {
+    ("figure2", "token2"): "not in every run (5 of 7 at load 2): the library's waits are 0.00..0.09 in most runs "
+                           "and more where its origins' core turns fall out of step; the engine's 0.00",
+    ("figure2", "adaptive"): "not in every run (2 of 7 at load 2): the library's limit moves between 1 and 4 on "
+                             "this host's noisy completion rates and its origins wait 0.14..0.20 a send; the "
+                             "engine's twin origins are symmetric, never wait, and its limit never moves",
+    ("alltoall", "token1"): "not in every run (5 of 7 at load 2): engine 0.51..0.82, library 0.28..0.39; the "
+                            "twin's two ranks a node run in lock step and hold a token g + (s-1)G, the real "
+                            "ones share 2 cores among 4 and hold it for the call",
     ("figure1", "token1"): "under load each origin has its core in turns of up to a tick, longer than a round: the "
                            "library's origins contend only in rounds where their turns overlap; the engine's "
                            "noise replay does not follow what a rank does, and its barrier resynchronizes them",
