@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -43,9 +44,9 @@ def main() -> int:
     load_before = os.getloadavg()
     title = (f"waits per send: engine ({args.phases} noise replays) vs library ({args.repeats} runs), "
              f"{args.rounds} rounds + 1")
-    table = Table(title=title)
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for column in ("scenario", "policy", "engine", "range", "library", "range", "agree", "case"):
-        table.add_column(column, justify="left" if column in ("scenario", "policy", "agree", "case") else "right")
+        table.add_column(column, justify="left" if column in ("scenario", "policy", "agree", "case") else "right", no_wrap=True)
     out = []
     with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
         noise = {n: host_noise(n, Path(scratch) / f"busy{n}.noise") for n in {s.busy for s in SCENARIOS.values()}}
@@ -61,7 +62,7 @@ def main() -> int:
                               "AGREE" if (name, policy) in AGREE else "apart")
                 out.append({"scenario": name, "policy": policy, "model": model, **got})
                 print(f"{name} {policy}: engine {span(engine)}, library {span(library)}", file=sys.stderr)
-    console = Console(width=100)
+    console = Console(width=80)
     console.print(table)
     console.print(f"agree: the ranges overlap or are at most {TOLERANCE} apart; load average (1, 5, 15 min) "
                   f"{', '.join(f'{x:.2f}' for x in load_before)} before, "
