@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -43,7 +44,7 @@ def probe(*args: str, timeout: float | None = None) -> dict:
 
 NETWORK_CASES = [  # (label, ranks, topology): all-to-all over links, 10 GB/s, 100 ns per hop
     ("torus 8x8x8", 512, "torus:8x8x8"),
-    ("fat tree 32-ary 2-tree (1024 nodes)", 1024, "fattree:32:2"),
+    ("fat tree 32:2", 1024, "fattree:32:2"),
 ]
 # Link sharing models: the flow model, and the packet model with 256-byte packets (the default of
 # machine files) and with 4 KiB packets (an InfiniBand MTU): its cost is one event per packet and link.
@@ -53,25 +54,24 @@ NETWORK_TIMEOUT_S = 120
 
 def network_table(console: Console) -> Table:
     """All-to-all with link contention: wall time, or how long it ran before the cut-off."""
-    table = Table(title=f"all-to-all with link contention (cut off after {NETWORK_TIMEOUT_S} s)")
-    for col in ("topology", "bytes", "messages", "sharing", "wall s", "M events/s", "M packet events/s",
-                "makespan ns"):
-        table.add_column(col, justify="left" if col in ("topology", "sharing") else "right")
+    table = Table(title=f"all-to-all with link contention, 512 ranks on the torus, 1024 on the fat tree (cut off "
+                        f"after {NETWORK_TIMEOUT_S} s; M events/s, M packet events/s)",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("topology", "bytes", "sharing", "wall s", "M ev/s", "M pkt/s", "makespan ns"):
+        table.add_column(col, justify="left" if col in ("topology", "sharing") else "right", no_wrap=True)
     for label, ranks, topo in NETWORK_CASES:
         for size in (1024, 65536):
-            messages = ranks * (ranks - 1)
             for sharing, packet in SHARING:
-                name = "flow" if sharing == "flow" else f"packet {packet} B"
+                name = "flow" if sharing == "flow" else f"pkt {packet}"
                 with console.status(f"alltoall {size} B on {label}, {name}"):
                     try:
                         r = probe("net", "alltoall-linear", str(ranks), str(size), topo, sharing, str(packet),
                                   timeout=NETWORK_TIMEOUT_S)
                     except subprocess.TimeoutExpired:
-                        table.add_row(label, str(size), f"{messages:,}", name, f"> {NETWORK_TIMEOUT_S}", "", "",
-                                      "did not finish")
+                        table.add_row(label, str(size), name, f"> {NETWORK_TIMEOUT_S}", "", "", "-")
                         continue
                 secs = r["sim_seconds"]
-                table.add_row(label, str(size), f"{messages:,}", name, f"{secs:.1f}",
+                table.add_row(label, str(size), name, f"{secs:.1f}",
                               f"{r['events_per_second'] / 1e6:.2f}",
                               f"{r['packet_events'] / secs / 1e6:.1f}" if r["packet_events"] else "",
                               str(r["makespan_ns"]))
@@ -97,7 +97,7 @@ def main() -> int:
     args = parser.parse_args()
 
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "contend-engine", "--bin", "contend-engine-bench"], cwd=ROOT, check=True)
-    console = Console(width=None if sys.stdout.isatty() else 170)
+    console = Console(width=80)
     console.print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores; > 1 means another job competes)")
     rows: list[tuple[str, list[dict]]] = []
     P20 = 1 << 20
@@ -119,9 +119,15 @@ def main() -> int:
             with console.status("dissemination, 2^23 ranks, generated (about 580 M events)"):
                 rows.append(("dissemination 2^23 generated", repeat(1, "gen", "dissemination", str(1 << 23), "1")))
 
-    table = Table(title="contend engine speed (L=3000 o=1500 g=1000 G=6 O=0 S=65535, 1 byte)")
-    for col in ("case", "events", "sim s", "M events/s", "vs LogGOPSim", "peak RSS", "makespan ns", "parse MB/s", "store B/op", "peak B/op"):
-        table.add_column(col, justify="right" if col != "case" else "left")
+    # Two tables, speed and memory, so that each fits a terminal of 80 columns.
+    speed = Table(title="contend engine speed (L=3000 o=1500 g=1000 G=6 O=0 S=65535, 1 byte; makespan in ns)",
+                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("case", "events", "sim s", "M events/s", "vs LGS", "makespan"):
+        speed.add_column(col, justify="right" if col != "case" else "left", no_wrap=True)
+    memory = Table(title="memory: peak RSS, LogGOPSim's over it, GOAL parse MB/s, B per op stored and at peak",
+                   box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("case", "peak RSS", "LGS", "parse", "store", "peak"):
+        memory.add_column(col, justify="right" if col != "case" else "left", no_wrap=True)
     for name, runs in rows:
         first = runs[0]
         eps = [r["events_per_second"] for r in runs]
@@ -131,19 +137,15 @@ def main() -> int:
         base = LOGGOPSIM.get((pattern, ranks))
         rss = max(r["peak_rss_bytes"] for r in runs)
         parse = [r["parse_mb_per_second"] for r in runs if "parse_mb_per_second" in r]
-        table.add_row(
-            name,
-            f"{first['events'] / 1e6:.1f} M",
-            f"{statistics.median(r['sim_seconds'] for r in runs):.2f}",
-            f"{med / 1e6:.1f} {spread(eps)}",
-            f"{med / base[0]:.0f}x" if base else "",
-            f"{rss / 2**20:.0f} MiB" + (f" ({base[1] / rss:.0f}x less)" if base else ""),
-            str(first["makespan_ns"]),
-            f"{statistics.median(parse):.0f} {spread(parse)}" if parse else "",
-            f"{first['store_bytes_per_op']:.1f}" if "store_bytes_per_op" in first else "",
-            f"{rss / first['ops']:.0f}" if "ops" in first else "",
-        )
-    console.print(table)
+        label = name.replace("binomial-bcast", "binomial").replace(" generated", " gen")
+        speed.add_row(label, f"{first['events'] / 1e6:.1f} M", f"{statistics.median(r['sim_seconds'] for r in runs):.2f}",
+                      f"{med / 1e6:.1f} {spread(eps)}", f"{med / base[0]:.0f}x" if base else "", str(first["makespan_ns"]))
+        memory.add_row(label, f"{rss / 2**20:.0f} MiB", f"{base[1] / rss:.0f}x" if base else "",
+                       f"{statistics.median(parse):.0f} {spread(parse)}" if parse else "",
+                       f"{first['store_bytes_per_op']:.1f}" if "store_bytes_per_op" in first else "",
+                       f"{rss / first['ops']:.0f}" if "ops" in first else "")
+    console.print(speed)
+    console.print(memory)
     if not (args.quick or args.no_network):
         console.print(network_table(console))
     console.print(f"load average after: {os.getloadavg()[0]:.2f}")
