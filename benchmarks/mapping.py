@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -101,9 +102,10 @@ def main() -> int:
     parser.add_argument("--work", help="directory for the schedules (default: a temporary one, deleted)")
     args = parser.parse_args()
     cases = CASES[:1] if args.quick else CASES
-    table = Table(title="contend map, whole process (3D stencil, shuffled ranks, on a torus of its shape)")
-    for column in ("ranks", "torus", "method", "wall s", "target s", "hop-bytes / bytes", "max link B"):
-        table.add_column(column, justify="left" if column in ("torus", "method") else "right")
+    table = Table(title="contend map, whole process (3D stencil, shuffled ranks, on a torus of its shape; "
+                        "hops/B: hop-bytes over bytes)", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for column in ("ranks", "torus", "method", "wall s", "target s", "hops/B", "max link B"):
+        table.add_column(column, justify="left" if column in ("torus", "method") else "right", no_wrap=True)
     failed = False
     with tempfile.TemporaryDirectory(prefix="contend-bench-map-", dir=args.work) as scratch:
         work = Path(scratch)
@@ -122,7 +124,7 @@ def main() -> int:
                 table.add_row(f"{ranks:,}", shape, method, f"{wall:.2f}", f"{target:g}" if timed else "-",
                               f"{score['hop_bytes'] / score['bytes']:.3f}", f"{score['max_link_load']:,.0f}")
             goal.unlink()
-    console = Console()
+    console = Console(width=80)
     console.print(table)
     console.print(f"target: {TARGET_METHOD} under the target time; hop-bytes / bytes = 1 is the optimum "
                   "(every neighbour one hop away)")
