@@ -28,10 +28,7 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int t
 {
     if (!throttled_send(dest, comm))
         return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    int32_t tokens = admit(count, datatype);
-    int rc = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
-    injected(tokens, rc, rc == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, MPI_WIN_NULL, dest);
-    return rc;
+    return throttled_start(SEND_STANDARD, buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
@@ -39,10 +36,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
 {
     if (!throttled_send(dest, comm))
         return PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    int32_t tokens = admit(count, datatype);
-    int rc = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
-    injected(tokens, rc, rc == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, MPI_WIN_NULL, dest);
-    return rc;
+    return throttled_start(SEND_SYNCHRONOUS, buf, count, datatype, dest, tag, comm, request);
 }
 
 #if MPI_VERSION >= 4
@@ -52,10 +46,7 @@ int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int des
     if (!throttled_send(dest, comm))
         return PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit(count, datatype);
-    int rc = PMPI_Isend_c(buf, count, datatype, dest, tag, comm, request);
-    injected(tokens, rc, rc == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, MPI_WIN_NULL, dest);
-    return rc;
+    return throttled_start(SEND_STANDARD, buf, count, datatype, dest, tag, comm, request);
 }
 
 int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int dest, int tag,
@@ -64,10 +55,7 @@ int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype datatype, int de
     if (!throttled_send(dest, comm))
         return PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
     throttle.stats.ops_large_count++;
-    int32_t tokens = admit(count, datatype);
-    int rc = PMPI_Issend_c(buf, count, datatype, dest, tag, comm, request);
-    injected(tokens, rc, rc == MPI_SUCCESS ? *request : MPI_REQUEST_NULL, MPI_WIN_NULL, dest);
-    return rc;
+    return throttled_start(SEND_SYNCHRONOUS, buf, count, datatype, dest, tag, comm, request);
 }
 #endif
 
