@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 from rich.table import Table
@@ -51,6 +52,20 @@ COUNTED = {
 }
 
 
+def fail(problem: str) -> NoReturn:
+    print(f"engine_ab: error: {problem}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run(command: list[str]) -> subprocess.CompletedProcess:
+    """A command's output, or one line naming the command and its last words and exit code 2."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        fail(f"{' '.join(command[:3])}: exit code {done.returncode}: {last}")
+    return done
+
+
 def arguments(binary: str, case: tuple[str, str, bool], work: Path) -> list[str]:
     """The bench binary's arguments for a case, writing its GOAL file once (with `binary`)."""
     pattern, ranks, goal = case
@@ -58,25 +73,27 @@ def arguments(binary: str, case: tuple[str, str, bool], work: Path) -> list[str]
         return ["gen", pattern, ranks, "1"]
     path = work / f"{pattern}-{ranks}.goal"
     if not path.exists():
-        subprocess.run([binary, "write", pattern, ranks, "1", str(path)], check=True, capture_output=True)
+        run([binary, "write", pattern, ranks, "1", str(path)])
     return ["goal", str(path)]
 
 
 def timed(binary: str, args: list[str]) -> tuple[float, float, tuple]:
     """Simulation seconds, the process's CPU seconds, and what must not change (digest, events)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = json.loads(subprocess.run([binary, *args], check=True, capture_output=True, text=True).stdout)
+    try:
+        out = json.loads(run([binary, *args]).stdout)
+        seconds, result = float(out["sim_seconds"]), (out["finish_digest"], out["events"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        fail(f"{binary}: its output is not the JSON of contend-engine-bench")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return out["sim_seconds"], cpu, (out["finish_digest"], out["events"])
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, result
 
 
 def instructions(binary: str, args: list[str]) -> int:
-    run = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-                          binary, *args], check=True, capture_output=True, text=True)
-    found = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr)
+    done = run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", binary, *args])
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
     if not found:
-        raise SystemExit("engine_ab: error: no instruction count in valgrind's output")
+        fail("no instruction count in valgrind's output")
     return int(found.group(1).replace(",", ""))
 
 
@@ -129,6 +146,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--instructions", action="store_true", help="also count instructions (valgrind)")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     for binary in (args.before, args.after):
         if not os.access(binary, os.X_OK):
             parser.error(f"{binary}: not an executable")
