@@ -153,13 +153,17 @@ TOLERANCE = 0.1
 # The cases whose waits agree in every run (tested), and those that do not, or not in every run, with
 # why (not tested as agreeing; docs/measurements.md has how often each agreed).
 AGREE = {("figure1", "token2"), ("figure1", "rate"), ("figure1", "proxy"), ("figure1", "adaptive"),
-         ("figure2", "rate"), ("figure2", "proxy"), ("alltoall", "proxy"), ("alltoall", "adaptive")}
+         ("figure2", "rate"), ("figure2", "proxy"), ("alltoall", "proxy")}
 APART = {
     ("figure2", "token2"): "not in every run (5 of 7 at load 2): the library's waits are 0.00..0.09 in most runs "
                            "and more where its origins' core turns fall out of step; the engine's 0.00",
     ("figure2", "adaptive"): "not in every run (2 of 7 at load 2): the library's limit moves between 1 and 4 on "
                              "this host's noisy completion rates and its origins wait 0.14..0.20 a send; the "
                              "engine's twin origins are symmetric, never wait, and its limit never moves",
+    ("alltoall", "adaptive"): "not in every run (3 of 5 at load 2): the twin's completion rate is steady, so slow "
+                              "start takes its limit to the ceiling within two rounds and its sends stop waiting "
+                              "(0.00..0.06); the library's rates on shared cores vary by more than the rule's 5%, "
+                              "its limit falls back and its sends wait 0.04..0.25",
     ("alltoall", "token1"): "not in every run (5 of 7 at load 2): engine 0.51..0.82, library 0.28..0.39; the "
                             "twin's two ranks a node run in lock step and hold a token g + (s-1)G, the real "
                             "ones share 2 cores among 4 and hold it for the call",
