@@ -21,6 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only
 import matplotlib.pyplot as plt  # noqa: E402
+from rich import box  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -41,18 +42,28 @@ def _cells(row) -> list[str]:
 
 HEADER = ["case", "quantity", "measured (median)", "range over runs", "simulated", "error", "worst sender",
           "within 15%"]
+# The terminal tables, one per quantity (its unit in the title) so that each fits 80 columns.
+SHORT_HEADER = ["case", "median", "range", "model", "error", "worst", "ok"]
 
 
-def rich_table(check: Check) -> Table:
-    table = Table(title=f"Emulated fabric ({check.fabric.topology} of {check.fabric.nodes}, {check.fabric.link}) "
-                        f"vs contend, {check.settings.repeats} runs")
-    for column in HEADER:
-        table.add_column(column, justify="left" if column in ("case", "quantity") else "right")
-    for row in check.rows:
-        cells = _cells(row)
-        cells[5] = f"[{'green' if row.within else 'red'}]{cells[5]}[/]"
-        table.add_row(*cells)
-    return table
+def rich_tables(check: Check) -> list[Table]:
+    tables = []
+    for unit in dict.fromkeys(row.unit for row in check.rows):
+        table = Table(title=f"{unit}: measured ({check.settings.repeats} runs) vs simulated",
+                      box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for column in SHORT_HEADER:
+            if column == "case":  # words wrap here, numbers never do
+                table.add_column(column, ratio=1)
+            else:
+                table.add_column(column, justify="right", no_wrap=True)
+        for row in (r for r in check.rows if r.unit == unit):
+            cells = _cells(row)
+            del cells[1]  # the unit: the title's
+            cells[2] = f"{row.low:.3f}..{row.high:.3f}"
+            cells[4] = f"[{'green' if row.within else 'red'}]{cells[4]}[/]"
+            table.add_row(*cells)
+        tables.append(table)
+    return tables
 
 
 def markdown(check: Check) -> str:
@@ -103,7 +114,7 @@ def run() -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(repeats=args.repeats, pair_iters=args.pair_iters,
                         incasts=tuple(n for n in Settings.incasts if n < args.nodes))
-    console = Console()
+    console = Console(width=80)
     try:
         with console.status("building the fabric") as status:
             check = run_check(settings, nodes=args.nodes, topology=args.topology, link=args.link,
@@ -111,7 +122,11 @@ def run() -> int:
     except UserError as exc:  # not root, a fabric already up, a failed run: the fabric is down again
         console.print(f"[red]error:[/] {exc}")
         return 2
-    console.print(rich_table(check))
+    console.print(f"Emulated fabric: {check.fabric.topology} of {check.fabric.nodes}, {check.fabric.link}; "
+                  f"'model' is contend's simulation, 'worst' the sender furthest from it, 'ok' within "
+                  f"{100 * TOLERANCE:.0f}%")
+    for table in rich_tables(check):
+        console.print(table)
     cal = check.calibration
     console.print(f"calibration: one flow {cal.link_Bps * 8 / 1e9:.4f} Gbit/s, o {cal.o:.0f} ns, g {cal.gap:.0f} ns, "
                   f"1-byte one-way {cal.one_way:.0f} ns, hop latency {cal.hop_latency:.0f} ns, MTU {cal.mtu}; "
