@@ -234,6 +234,23 @@ def test_nimc_train_and_detect(cli, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_predict_table(width):
+    """`contend predict`'s table (its own test runs a short real ping-pong): runs of seconds whose range
+    spans four orders of magnitude, predicted with noise; every number whole."""
+    from contend.commands.predict import table
+
+    def spread(median_ms, low_ms, high_ms):
+        return {"median_ns": median_ms * 1e6, "min_ns": low_ms * 1e6, "max_ns": high_ms * 1e6, "runs": 5}
+
+    summary = {"ranks": 1024, "untraced": spread(16434.804, 0.672, 16902.47), "traced": spread(15096.021, 515.9, 123456.789),
+               "predicted": spread(116.29, 74.73, 216.49), "noisy": spread(5641.27, 2912.5, 7697.42),
+               "tracing_overhead_pct": 4661.2, "error_pct": -99.3, "error_vs_traced_pct": -98.9, "error_noisy_pct": -65.7}
+    text = rendered(table([("mpiexec -n 1024 ./app-halo 300 100000 1024 10", summary)]), width)
+    assert_fits(text, width, ["1024", "16434.804", "0.672..16902.470", "515.900..123456.789", "116.290", "5641.270",
+                              "2912.500..7697.420", "+4661.2", "-99.3", "-98.9", "-65.7"])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_tune_quick(cli, width):
     code, out = cli(width, "tune", "--machine", "ib-congestion", "--quick", "--workers", "1", "-o", "tuned")
     assert code == 0
