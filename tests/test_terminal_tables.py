@@ -209,6 +209,19 @@ def test_bench_nimc_and_fit_tables(width):
     text = rendered(nimc_table(pd.DataFrame([row]), period=1.0, on=0.5), width)
     assert_fits(text, width, ["3.91", "12.3", "+23.5", "-1.2..+47.8", "+31.5", "+29.0 [+17.5, +40.5]", "0.97",
                               "3.25", "NO"])
+    # with the mitigations' columns and three-digit slowdowns: still tables at 80 columns, not a line per cell
+    mitigated = pd.DataFrame([row, {**row, "source": "rma", "mitigation": "reserve-core", "rate_target": "1.5GB/s",
+                                    "slowdown_min": -125.25, "slowdown_max": 147.75, "paired_ci_low": -117.5,
+                                    "wall_slowdown_pct": -155.5}])
+    mitigated.loc[0, ["mitigation", "rate_target", "wall_slowdown_pct"]] = ["none", "500MB/s", 1.5]
+    text = rendered(nimc_table(mitigated, period=1.0, on=0.5), width)
+    assert_fits(text, width, ["reserve-core", "-125.2..+147.8", "+29.0 [-117.5, +40.5]", "-155.5", "+1.5"])
+    if width == 80:
+        lines = text.splitlines()
+        for header in (["source", "mitigation", "rate", "vs spin %", "min..max %"],
+                       ["source", "mitigation", "rate", "median", "mean [95% CI]"],
+                       ["source", "mitigation", "rate", "runs", "per wall s %", "CPU share", "checked"]):
+            assert any(all(word in line for word in header) for line in lines), f"no table headed {header}"
     fit = pd.DataFrame({"bytes": [8, 65536], "regime": ["eager", "rendezvous"], "measured_ns": [1234.0, 56789.0],
                         "predicted_ns": [1300.0, 99999.0], "engine_ns": [1301.0, 100001.0], "error_pct": [5.3, 76.1]})
     assert_fits(rendered(fit_table(fit), width), width, ["1.234", "56.789", "99.999", "100.001", "+5.3", "+76.1"])
