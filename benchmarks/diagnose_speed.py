@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 import contend
 from contend.analysis.diagnose import diagnose
 from contend.analysis.diagnose_input import load_records
 from contend.experiments.onesided import trace_view
+from contend.report.terminal import Table
 
 
 def timed(fn):

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from rich.console import Console
-from rich.table import Table
+
+from contend.report.terminal import Table
 
 R20 = str(1 << 20)
 WALL = {  # label: (pattern, ranks, from GOAL text); diss = dissemination, binom = binomial broadcast

@@ -26,7 +26,8 @@ from pathlib import Path
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
+
+from contend.report.terminal import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "target" / "release" / "contend-engine-bench"

@@ -23,12 +23,12 @@ matplotlib.use("Agg")  # files only
 import matplotlib.pyplot as plt  # noqa: E402
 from rich import box  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 from contend.atomic import atomic_path  # noqa: E402
 from contend.errors import UserError  # noqa: E402
 from contend.report.plots import save_figure  # noqa: E402
 from contend.experiments.fabric_check import TOLERANCE, Check, Settings, run_check  # noqa: E402
+from contend.report.terminal import Table  # noqa: E402
 
 PREFIX = "ctdv-"  # never the user's fabric (ctd-) nor the tests' (ctdt-)
 

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 from rich import box
 from rich.console import Console
-from rich.table import Table
+
+from contend.report.terminal import Table
 
 HALO = 4096  # bytes to each of the six neighbours
 CASES = (((16, 16, 16), 10.0), ((32, 32, 64), 120.0))  # torus shape = process grid, target seconds

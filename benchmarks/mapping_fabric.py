@@ -24,12 +24,13 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only
 import matplotlib.pyplot as plt  # noqa: E402
+from rich import box  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 from contend.atomic import atomic_path  # noqa: E402
 from contend.errors import UserError  # noqa: E402
 from contend.report.plots import save_figure  # noqa: E402
+from contend.report.terminal import Table  # noqa: E402
 from contend.experiments.mapping_fabric import PLACEMENTS, Settings, run_experiment  # noqa: E402
 
 PREFIX = "ctdm-"  # never the user's fabric (ctd-), the tests' (ctdt-) nor fabric_vs_sim's (ctdv-)
@@ -65,13 +66,32 @@ def _title(result: dict) -> str:
             f"{s['repeats']} runs each, {result['date']}; times in ms between MPI_Init and MPI_Finalize")
 
 
-def rich_table(result: dict) -> Table:
-    table = Table(title=_title(result), caption=_gain_line(result))
-    for column in HEADER:
-        table.add_column(column, justify="left" if column in HEADER[:2] else "right")
+# The terminal tables (the Markdown keeps HEADER), so that each fits 80 columns: the placements, their
+# median times, the times' range over the runs; short headings, LEGEND printed before them.
+LEGEND = ("times in ms between MPI_Init and MPI_Finalize. measured: the untraced runs; traced: the traced "
+          "runs; predicted: each traced run simulated; one schedule: the first default run's schedule "
+          "simulated under the placement")
+
+
+def rich_tables(result: dict) -> list[Table]:
+    def table(title: str, header: list[str]) -> Table:
+        out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for column in header:
+            if column in ("placement", "nodes of ranks 0.."):  # words wrap here, numbers never do
+                out.add_column(column, ratio=1)
+            else:
+                out.add_column(column, justify="right", no_wrap=True)
+        return out
+
+    placements = table(_title(result).split(";")[0], ["placement", "nodes of ranks 0..", "hops/B", "busiest link MiB"])
+    medians = table("medians (ms)", ["placement", "measured", "traced", "predicted", "one schedule"])
+    ranges = table("range over the runs (ms)", ["placement", "measured", "predicted"])
     for name in PLACEMENTS:
-        table.add_row(*_cells(result, name))
-    return table
+        cells = _cells(result, name)
+        placements.add_row(*cells[:4])
+        medians.add_row(name, cells[4], cells[6], cells[7], cells[9])
+        ranges.add_row(name, cells[5], cells[8])
+    return [placements, medians, ranges]
 
 
 def markdown(result: dict) -> str:
@@ -116,7 +136,7 @@ def run() -> int:
     out.mkdir(parents=True, exist_ok=True)
     settings = Settings(nodes=args.nodes, topology=args.topology, link=args.link, repeats=args.repeats,
                         iterations=args.iterations, halo=args.halo, method=args.method)
-    console = Console()
+    console = Console(width=80)
     try:
         with console.status("building the fabric") as status, \
                 tempfile.TemporaryDirectory(prefix="contend-mapping-fabric-") as work:
@@ -125,7 +145,10 @@ def run() -> int:
     except UserError as exc:  # not root, a fabric already up, a failed run: the fabric is down again
         console.print(f"[red]error:[/] {exc}")
         return 2
-    console.print(rich_table(result))
+    console.print(LEGEND)
+    for table in rich_tables(result):
+        console.print(table)
+    console.print(_gain_line(result))
     console.print(f"load average (1 min) during the runs: {result['loadavg_1min']['min']:.2f} .. "
                   f"{result['loadavg_1min']['max']:.2f}")
     with atomic_path(out / "mapping_fabric.json") as temporary:

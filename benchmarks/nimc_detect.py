@@ -24,9 +24,11 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from rich.console import Console
 
 from contend.analysis import nimc
 from contend.native.bench.nimc import read_samples
+from contend.native.bench.tables import nimc_table
 from contend.report.nimc import importance_figure
 
 TARGET = 0.9
@@ -48,9 +50,10 @@ def main() -> int:
         contend = [sys.executable, "-m", "contend.cli"]
         subprocess.run(contend + ["bench", "nimc", "--repeats", args.repeats, "--duration", args.duration,
                                   "-o", str(data)], check=True)
-    else:
-        table = pd.read_parquet(data / "slowdown.parquet")
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    else:  # the table `contend bench nimc` printed when it made the sweep (no period: continuous traffic)
+        settings = json.loads((data / "summary.json").read_text())["settings"]
+        Console().print(nimc_table(pd.read_parquet(data / "slowdown.parquet"), settings.get("period_s", 0.0),
+                                   settings.get("on_s", 0.0)))
     print(f"load average after measuring: {os.getloadavg()}")
 
     everything = read_samples(data)

@@ -32,10 +32,10 @@ import numpy as np
 import pandas as pd
 from rich import box
 from rich.console import Console
-from rich.table import Table
 
 import contend
 from contend.noise import write_trace
+from contend.report.terminal import Table
 
 CASES = {
     "no noise": None,

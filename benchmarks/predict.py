@@ -31,8 +31,8 @@ measures no noise. --extrapolate-from P (e.g. --ranks 4,8 --extrapolate-from 2):
 convert each trace with `--ranks N` (K = N/P copies of the traced job, weak scaling), simulate, and
 compare with N-rank untraced runs (no host noise is measured for those rows); on the fabric the star then
 has max(N, 4) nodes, still one rank per node. DIR/predict.json keeps the runs (written before the predictions too), so
---replay-only predicts them again, e.g. with another machine. Prints the table (rich and Markdown). The
-the anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
+--replay-only predicts them again, e.g. with another machine. Prints the results as three tables that fit
+80 columns (measured, simulated, errors) and as one Markdown table. The anchor: LogGOPSim's trace replay, <2% average error (Hoefler et al., 2010); targets here 10%
 (shared memory) and 15% (fabric).
 """
 
@@ -49,12 +49,13 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from rich import box
 from rich.console import Console
 
 from contend.native import mpi
 from contend.atomic import atomic_path
-from contend.commands.predict import table
 from contend.errors import UserError
+from contend.report.terminal import Table
 from contend.analysis.predict import Measured, fifo_command, measure_runs, predict_traces
 
 PREFIX = "ctdp-"  # never the user's fabric (ctd-) nor another benchmark's or test's
@@ -212,14 +213,55 @@ def calibrate_fabric(built, path: Path, console: Console) -> None:
         temporary.write_text(text)
 
 
-def markdown(rows: list[dict]) -> str:
-    def ms(spread: dict) -> str:
-        if spread["median_ns"] is None:
-            return "-"
-        return f"{spread['median_ns'] / 1e6:.2f} [{spread['min_ns'] / 1e6:.2f}..{spread['max_ns'] / 1e6:.2f}]"
+def ms(spread: dict) -> str:
+    """The median in ms, "-" when there were no runs."""
+    return "-" if spread["median_ns"] is None else f"{spread['median_ns'] / 1e6:.2f}"
 
-    def pct(value) -> str:
-        return "-" if value is None else f"{value:+.1f}%"
+
+def ms_range(spread: dict) -> str:
+    return "-" if spread["median_ns"] is None else f"{spread['min_ns'] / 1e6:.2f}..{spread['max_ns'] / 1e6:.2f}"
+
+
+def pct(value) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def shown(row: dict) -> dict:
+    """A row as the tables show it: a failed prediction has no error."""
+    return {**row, "error_pct": None} if row.get("failed") else row
+
+
+# The terminal tables (the Markdown has every column in one), so that each fits 80 columns: measured,
+# simulated, errors; short headings, LEGEND printed before them.
+LEGEND = ("times in ms between MPI_Init and MPI_Finalize: median and range over the runs. predicted: each "
+          "traced run simulated; noise: simulated with this host's noise. Errors against the untraced median "
+          "(tracer: the traced median's; vs traced: each traced run's prediction against that run's own time)")
+
+
+def rich_tables(rows: list[dict]) -> list[Table]:
+    def table(title: str, header: list[str]) -> Table:
+        out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        out.add_column("case", ratio=1)  # words wrap here, numbers never do
+        for column in header:
+            out.add_column(column, justify="right", no_wrap=True)
+        return out
+
+    measured = table("measured (ms)", ["untraced", "range", "traced", "range"])
+    simulated = table("simulated (ms)", ["predicted", "range", "noise", "range"])
+    errors = table("errors", ["tracer", "error", "vs traced", "noise", "target"])
+    for r in map(shown, rows):
+        case = f"{r['program']}, {r['setting']}, {r['ranks']} ranks" + (
+            f" (traced at {r['traced_ranks']})" if "traced_ranks" in r else "")
+        measured.add_row(case, ms(r["untraced"]), ms_range(r["untraced"]), ms(r["traced"]), ms_range(r["traced"]))
+        simulated.add_row(case, ms(r["predicted"]), ms_range(r["predicted"]), ms(r["noisy"]), ms_range(r["noisy"]))
+        errors.add_row(case, pct(r["tracing_overhead_pct"]), pct(r["error_pct"]), pct(r["error_vs_traced_pct"]),
+                       pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%")
+    return [measured, simulated, errors]
+
+
+def markdown(rows: list[dict]) -> str:
+    def spread(values: dict) -> str:
+        return ms(values) if values["median_ns"] is None else f"{ms(values)} [{ms_range(values)}]"
 
     head = ["program", "setting", "ranks", "traced at", "untraced (ms)", "traced (ms)", "tracer", "predicted (ms)",
             "error", "vs traced", "with host noise (ms)", "error", "target"]
@@ -229,12 +271,12 @@ def markdown(rows: list[dict]) -> str:
             lines.append(f"| {r['program']} | {r['setting']} | {r['ranks']} | {r.get('traced_ranks', r['ranks'])} | "
                          f"failed: {r.get('failed')} |")
             continue
-        if r.get("failed"):
-            r = {**r, "error_pct": None}
+        r = shown(r)
         lines.append("| " + " | ".join([
-            r["program"], r["setting"], str(r["ranks"]), str(r.get("traced_ranks", r["ranks"])), ms(r["untraced"]),
-            ms(r["traced"]), pct(r["tracing_overhead_pct"]), ms(r["predicted"]), pct(r["error_pct"]),
-            pct(r["error_vs_traced_pct"]), ms(r["noisy"]), pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%"]) + " |")
+            r["program"], r["setting"], str(r["ranks"]), str(r.get("traced_ranks", r["ranks"])), spread(r["untraced"]),
+            spread(r["traced"]), pct(r["tracing_overhead_pct"]), spread(r["predicted"]), pct(r["error_pct"]),
+            pct(r["error_vs_traced_pct"]), spread(r["noisy"]), pct(r["error_noisy_pct"]),
+            f"{TARGETS[r['setting']]:.0f}%"]) + " |")
     for key, what in (("error_pct", "without noise"), ("error_noisy_pct", "with this host's noise")):
         done = [r for r in rows if isinstance(r.get(key), float)]
         if done:
@@ -321,7 +363,10 @@ def main() -> int:
     predict_rows(rows, console)
     save(out, rows)
     good = [r for r in rows if "untraced" in r]
-    Console().print(table([(f"{r['program']} ({r['setting']})", r) for r in good]))
+    terminal = Console(width=80)
+    terminal.print(LEGEND)
+    for shown_table in rich_tables(good):
+        terminal.print(shown_table)
     print(markdown(rows))
     return 0
 

@@ -209,6 +209,19 @@ def test_bench_nimc_and_fit_tables(width):
     text = rendered(nimc_table(pd.DataFrame([row]), period=1.0, on=0.5), width)
     assert_fits(text, width, ["3.91", "12.3", "+23.5", "-1.2..+47.8", "+31.5", "+29.0 [+17.5, +40.5]", "0.97",
                               "3.25", "NO"])
+    # with the mitigations' columns and three-digit slowdowns: still tables at 80 columns, not a line per cell
+    mitigated = pd.DataFrame([row, {**row, "source": "rma", "mitigation": "reserve-core", "rate_target": "1.5GB/s",
+                                    "slowdown_min": -125.25, "slowdown_max": 147.75, "paired_ci_low": -117.5,
+                                    "wall_slowdown_pct": -155.5}])
+    mitigated.loc[0, ["mitigation", "rate_target", "wall_slowdown_pct"]] = ["none", "500MB/s", 1.5]
+    text = rendered(nimc_table(mitigated, period=1.0, on=0.5), width)
+    assert_fits(text, width, ["reserve-core", "-125.2..+147.8", "+29.0 [-117.5, +40.5]", "-155.5", "+1.5"])
+    if width == 80:
+        lines = text.splitlines()
+        for header in (["source", "mitigation", "rate", "vs spin %", "min..max %"],
+                       ["source", "mitigation", "rate", "median", "mean [95% CI]"],
+                       ["source", "mitigation", "rate", "runs", "per wall s %", "CPU share", "checked"]):
+            assert any(all(word in line for word in header) for line in lines), f"no table headed {header}"
     fit = pd.DataFrame({"bytes": [8, 65536], "regime": ["eager", "rendezvous"], "measured_ns": [1234.0, 56789.0],
                         "predicted_ns": [1300.0, 99999.0], "engine_ns": [1301.0, 100001.0], "error_pct": [5.3, 76.1]})
     assert_fits(rendered(fit_table(fit), width), width, ["1.234", "56.789", "99.999", "100.001", "+5.3", "+76.1"])
@@ -231,6 +244,23 @@ def test_nimc_train_and_detect(cli, width):
     numbers = [f"{summary['flagged']} of {summary['samples']}", f"{summary['slowdown_predicted_median']:+.1f}%"]
     numbers += [f"{run['slowdown_predicted']:+.1f}" for run in summary["runs"]]
     assert_fits(out, width, numbers)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_predict_table(width):
+    """`contend predict`'s table (its own test runs a short real ping-pong): runs of seconds whose range
+    spans four orders of magnitude, predicted with noise; every number whole."""
+    from contend.commands.predict import table
+
+    def spread(median_ms, low_ms, high_ms):
+        return {"median_ns": median_ms * 1e6, "min_ns": low_ms * 1e6, "max_ns": high_ms * 1e6, "runs": 5}
+
+    summary = {"ranks": 1024, "untraced": spread(16434.804, 0.672, 16902.47), "traced": spread(15096.021, 515.9, 123456.789),
+               "predicted": spread(116.29, 74.73, 216.49), "noisy": spread(5641.27, 2912.5, 7697.42),
+               "tracing_overhead_pct": 4661.2, "error_pct": -99.3, "error_vs_traced_pct": -98.9, "error_noisy_pct": -65.7}
+    text = rendered(table([("mpiexec -n 1024 ./app-halo 300 100000 1024 10", summary)]), width)
+    assert_fits(text, width, ["1024", "16434.804", "0.672..16902.470", "515.900..123456.789", "116.290", "5641.270",
+                              "2912.500..7697.420", "+4661.2", "-99.3", "-98.9", "-65.7"])
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pandas as pd
+from rich import box
+from rich.console import Group
+
 from contend.report.terminal import Table
 
 from contend.native.bench.registry import benchmark
@@ -155,28 +158,40 @@ def fit_table(table: pd.DataFrame) -> Table:
     return out
 
 
-def nimc_table(table: pd.DataFrame, period: float, on: float) -> Table:
-    """``contend bench nimc``: one row per (source, rate) of ``contend.native.bench.nimc.slowdown_table``; with
-    bursts (``period`` > 0, ``on`` s each) also the paired slowdown inside vs between them."""
+def nimc_table(table: pd.DataFrame, period: float, on: float) -> Group:
+    """``contend bench nimc``: one row per (source, rate) of ``contend.native.bench.nimc.slowdown_table``, in
+    tables narrow enough for 80 columns: the bandwidths and the slowdown against the round's spin run;
+    with bursts (``period`` > 0, ``on`` s each) the paired slowdown inside vs between them; the runs, the
+    triad's CPU share, the load and the checks (with mitigations, also the slowdown per wall second)."""
     bursts = period > 0
-    shown = Table(title="contend bench nimc: triad bandwidth (per CPU second) vs injected traffic"
-                        + (f" (bursts {on:g} s every {period:g} s)" if bursts else ""))
     mitigated = "mitigation" in table and bool((table["mitigation"] != "none").any())
-    columns = ["source", *(["mitigation"] if mitigated else []), "rate", "runs",
-               "injected GB/s" + (" in bursts" if bursts else ""), "triad GB/s",
-               "vs round's spin %", "min..max %", *(["per wall s %"] if mitigated else [])] + (
-                   ["in vs between bursts %", "min..max %", "mean [95% CI]"] if bursts else []) + [
-                   "CPU share", "load", "checked"]
-    for name in columns:
-        shown.add_column(name, justify="left" if name in ("source", "mitigation", "rate") else "right")
+    keys = ["source", *(["mitigation"] if mitigated else []), "rate"]
+
+    def narrow(title: str, columns: list[str]) -> Table:
+        out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for name in keys:
+            out.add_column(name)
+        for name in columns:
+            out.add_column(name, justify="right", no_wrap=True)
+        return out
+
+    injected = "injected GB/s in bursts" if bursts else "injected GB/s"
+    slowdown = narrow(f"contend bench nimc: triad GB/s per CPU second vs {injected}"
+                      + (f" (bursts {on:g} s every {period:g} s)" if bursts else "")
+                      + "; its slowdown vs the round's spin run, %",
+                      ["injected", "triad", "vs spin %", "min..max %"])
+    paired = narrow("the slowdown inside vs between bursts, same run, %", ["median", "min..max", "mean [95% CI]"])
+    shown = [slowdown, paired] if bursts else [slowdown]
+    runs = narrow("the runs: how many, the triad's share of its core, the load average, the checks",
+                  ["runs", *(["per wall s %"] if mitigated else []), "CPU share", "load", "checked"])
     for row in table.to_dict(orient="records"):
-        cells = [row["source"], *([row["mitigation"]] if mitigated else []), row["rate_target"], str(row["runs"]),
-                 f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}", f"{row['triad_GBps']:.1f}",
-                 f"{row['slowdown_pct']:+.1f}", f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}",
-                 *([f"{row['wall_slowdown_pct']:+.1f}"] if mitigated else [])]
+        key = [row["source"], *([row["mitigation"]] if mitigated else []), row["rate_target"]]
+        slowdown.add_row(*key, f"{row['injected_on_GBps'] if bursts else row['injected_GBps']:.2f}",
+                         f"{row['triad_GBps']:.1f}", f"{row['slowdown_pct']:+.1f}",
+                         f"{row['slowdown_min']:+.1f}..{row['slowdown_max']:+.1f}")
         if bursts:
-            cells += [f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
-                      f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]"]
-        cells += [f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]"]
-        shown.add_row(*cells)
-    return shown
+            paired.add_row(*key, f"{row['paired_pct']:+.1f}", f"{row['paired_min']:+.1f}..{row['paired_max']:+.1f}",
+                           f"{row['paired_mean']:+.1f} [{row['paired_ci_low']:+.1f}, {row['paired_ci_high']:+.1f}]")
+        runs.add_row(*key, str(row["runs"]), *([f"{row['wall_slowdown_pct']:+.1f}"] if mitigated else []),
+                     f"{row['cpu_share']:.2f}", f"{row['loadavg']:.2f}", "yes" if row["verified"] else "[bold red]NO[/]")
+    return Group(*shown, runs)
