@@ -24,8 +24,8 @@ from pathlib import Path
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
 
+from contend.report.terminal import Table
 from contend.experiments.throttle_agreement import (AGREE, POLICIES, SCENARIOS, TOLERANCE, host_noise, overlap,
                                                     spread, twin_model)
 

@@ -39,8 +39,8 @@ import sys
 
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 
+from contend.report.terminal import Table
 from contend.native import libthrottle
 from contend.native.bench.overhead import BASELINE, NOISE, interleaved, overhead
 from contend.native.bench.runner import run_benchmark
