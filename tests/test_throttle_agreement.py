@@ -24,7 +24,8 @@ from __future__ import annotations
 import pytest
 
 from contend.experiments.throttle_agreement import (AGREE, APART, POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS,
-                                                    TOLERANCE, compare, host_noise, overlap, spread, twin_model)
+                                                    TOLERANCE, compare, engine_policy, host_noise, library_counters,
+                                                    overlap, spread, twin_model)
 
 ROUNDS = 4
 
@@ -134,3 +135,50 @@ def test_the_engine_counts_each_send_once(tmp_path):
     assert engine_counters(tmp_path, pair, {"kind": "token", "tokens": 2}, 2) == (2, 0, 2)
     # Without a policy nothing is admitted, so nothing is counted.
     assert engine_counters(tmp_path, pair, None, 2) == (0, 0, 0)
+
+
+TRACED_PROGRAM = """
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+mine, left, right, shared = np.full(512, rank, float), np.empty(512), np.empty(512), np.empty(64)
+for step in range(20):
+    MPI.Request.Waitall([comm.Irecv(left, (rank - 1) % size, 0), comm.Irecv(right, (rank + 1) % size, 1),
+                         comm.Isend(mine, (rank + 1) % size, 0), comm.Isend(mine, (rank - 1) % size, 1)])
+    assert left[0] == (rank - 1) % size and right[0] == (rank + 1) % size
+    total = np.empty(1)
+    comm.Allreduce(np.array([mine.sum()]), total)
+    shared[:] = step if rank == step % size else -1
+    comm.Bcast(shared, root=step % size)
+    assert shared[0] == step
+    comm.Barrier()
+"""
+
+
+def test_a_traced_program_s_admitted_sends_are_the_library_s(built, tmp_path):
+    """A program of the field (an mpi4py ring exchange, an allreduce, a broadcast and a barrier per step,
+    4 ranks as 2 nodes of 2) traced, converted and replayed under token 1, and run under the library
+    with the same policy: both admit exactly its ring sends that leave their node (one of each rank's
+    two a step), and neither the collectives' messages, which MPICH makes below the PMPI layer."""
+    import sys
+
+    from contend.cli import main
+    from contend.native import libthrottle
+    from contend.simulation.simulate import simulate
+
+    program = tmp_path / "ring.py"
+    program.write_text(TRACED_PROGRAM)
+    launch = ["--", str(built.mpiexec), "-n", str(RANKS), sys.executable, str(program)]
+    assert main(["trace", "-o", str(tmp_path / "trace"), "--timeout", "120", *launch]) == 0
+    assert main(["goal", "convert", str(tmp_path / "trace"), "-o", str(tmp_path / "ring.goal")]) == 0
+    table = POLICIES["token1"]
+    engine = simulate(tmp_path / "ring.goal", ranks_per_node=RANKS_PER_NODE, throttle=engine_policy(table))
+    stats = tmp_path / "counters.jsonl"
+    assert main(["throttle", "--policy", "token", "--tokens", "1", "--ranks-per-node", str(RANKS_PER_NODE),
+                 "--stats", str(stats), "--timeout", "120", *launch]) == 0
+    library = library_counters(libthrottle.read_stats(stats))
+    leaving = 20 * RANKS  # one ring send of each rank a step leaves its node
+    assert engine.admission_grants == library["grants"] == leaving, (engine.admission_grants, library)
+    assert library["local"] == leaving  # the other half stay within the node, left alone on both sides

@@ -135,3 +135,92 @@ fn every_collective_runs_through_on_any_communicator() {
         }
     }
 }
+
+/// The tags of every send a converted schedule holds, by whether admission control applies to them.
+fn send_tags(text: &str) -> Vec<(u32, bool)> {
+    use contend_engine::schedule::{admitted, OpKind, Program};
+    let prog = parse_goal(text.as_bytes(), "converted").unwrap();
+    let mut tags = Vec::new();
+    for rank in 0..prog.num_ranks() {
+        for i in 0..prog.num_ops(rank) {
+            let op = prog.op(rank, i);
+            if op.kind == OpKind::Send {
+                tags.push((op.tag, admitted(op.tag)));
+            }
+        }
+    }
+    tags
+}
+
+/// What libcontend-throttle.so admits, the engine admits in a converted trace, and nothing else: the
+/// blocking all-to-all and all-gather (the library runs them as sends of its own), a put's data and
+/// a get's request; not the other collectives (MPI makes their messages below the PMPI layer), a
+/// nonblocking all-to-all, a get's reply, a get-accumulate or a fence.
+#[test]
+fn converted_traffic_is_admitted_where_the_library_admits_it() {
+    use CollKind::*;
+    let p = 4u32;
+    let convert_one = |event: &dyn Fn(u32) -> Vec<Call>| {
+        let calls: Vec<Vec<Call>> = (0..p).map(|r| {
+            let mut v = vec![call(1000, 1000, Event::Other), call(1000, 1000, Event::WinCreate { win: 7, comm: WORLD })];
+            v.extend(event(r));
+            v.push(call(90_000, 90_000, Event::Other));
+            v
+        }).collect();
+        run(calls).0
+    };
+    for kind in [Barrier, Bcast, Reduce, Allreduce, Gather, Scatter, Allgather, Allgatherv, Alltoall, Alltoallv, Scan] {
+        let root = matches!(kind, Bcast | Reduce | Gather | Scatter).then_some(0);
+        let text = convert_one(&|_| vec![call(2000, 3000, coll(kind, WORLD, root, 4096, p))]);
+        let library = matches!(kind, Allgather | Allgatherv | Alltoall | Alltoallv);
+        let tags = send_tags(&text);
+        assert!(!tags.is_empty() && tags.iter().all(|&(_, a)| a == library), "{kind:?}: {tags:?}");
+        // Nonblocking, the library passes it to MPI whole.
+        let mut c = match coll(kind, WORLD, root, 4096, p) { Event::Collective(c) => c, _ => unreachable!() };
+        c.req = Some(1);
+        let text = convert_one(&|_| vec![call(2000, 2100, Event::Collective(c.clone())), call(2100, 3000, Event::Complete(vec![1]))]);
+        assert!(send_tags(&text).iter().all(|&(_, a)| !a), "I{kind:?}");
+    }
+    let rma = |op: RmaOp| {
+        convert_one(&|r| if r == 0 {
+            vec![call(2000, 2100, Event::Rma(Rma { op, win: 7, target: 1, bytes: 64, req: None })),
+                 call(2100, 3000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } })]
+        } else { Vec::new() })
+    };
+    // A put: its data, admitted.
+    assert!(send_tags(&rma(RmaOp::Put)).iter().all(|&(_, a)| a));
+    // A get: the request admitted (rank 0 sends 0 bytes), the reply (rank 1 sends the data) not.
+    let text = rma(RmaOp::Get);
+    assert!(text.contains("send 0b to 1 tag") && text.contains("send 64b to 0 tag"), "{text}");
+    assert_eq!(send_tags(&text).iter().map(|&(_, a)| a).collect::<Vec<_>>(), vec![true, false], "{text}");
+    // A get-accumulate (fetch-and-op, compare-and-swap): neither way.
+    assert!(send_tags(&rma(RmaOp::GetAccumulate)).iter().all(|&(_, a)| !a));
+    // A fence: its barrier is not admitted.
+    let fence = convert_one(&|_| vec![call(2000, 2100, Event::RmaSync { win: 7, sync: RmaSync::Fence })]);
+    assert!(!send_tags(&fence).is_empty() && send_tags(&fence).iter().all(|&(_, a)| !a));
+}
+
+/// The engine's list of the collectives the library admits is the library's: the collectives
+/// native/throttle/collectives.c wraps (their large-count `_c` forms are the same collectives).
+#[test]
+fn the_collectives_admitted_are_the_ones_the_library_wraps() {
+    use contend_engine::replay::emit::admitted_by_the_library;
+    use CollKind::*;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../native/throttle/collectives.c");
+    let source = std::fs::read_to_string(&path).unwrap();
+    let mut wrapped: Vec<String> = source.lines()
+        .filter_map(|l| l.strip_prefix("int MPI_")?.split('(').next().map(|n| n.trim_end_matches("_c").to_string()))
+        .collect();
+    wrapped.sort();
+    wrapped.dedup();
+    let all = [
+        Barrier, Bcast, Reduce, Allreduce, Gather, Gatherv, Scatter, Scatterv, Allgather, Allgatherv, Alltoall, Alltoallv,
+        ReduceScatter, ReduceScatterBlock, Scan, Exscan,
+    ];
+    let mut admitted: Vec<String> = all.into_iter()
+        .filter(|&kind| match coll(kind, WORLD, Some(0), 8, 2) { Event::Collective(c) => admitted_by_the_library(&c), _ => false })
+        .map(|kind| format!("{kind:?}"))
+        .collect();
+    admitted.sort();
+    assert_eq!(admitted, wrapped);
+}

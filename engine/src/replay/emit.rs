@@ -22,7 +22,7 @@ use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Rma, RmaOp, 
 use super::TraceSet;
 use crate::schedule::collectives::{Collective as Generated, Pattern};
 use crate::schedule::writer::GoalSink;
-use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS};
+use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS, UNADMITTED_TAGS};
 use crate::u64_map::U64Map;
 
 /// Schedgen-like conversion options.
@@ -102,13 +102,27 @@ impl From<TraceError> for ConvertError {
     }
 }
 
-/// Collective-context tags: bit 31, 11 bits of communicator, 20 bits of sequence number (wrapping:
-/// matching is in order, so a reused number is met only after the earlier messages matched).
+/// Collective-context tags: bit 31, 11 bits of communicator, the unadmitted bit (bit 19,
+/// [`UNADMITTED_TAGS`]), 19 bits of sequence number (wrapping: matching is in order, so a reused
+/// number is met only after the earlier messages matched).
 const SEQ_BITS: u32 = 20;
 const CTX_MASK: u32 = (1 << 11) - 1;
+const SEQ_MASK: u32 = (1 << 19) - 1;
 
-fn context_tag(ctx: u32, seq: u64) -> u32 {
-    CONTEXT_TAGS | ((ctx & CTX_MASK) << SEQ_BITS) | (seq as u32 & ((1 << SEQ_BITS) - 1))
+fn context_tag(ctx: u32, seq: u64, admitted: bool) -> u32 {
+    let tag = CONTEXT_TAGS | ((ctx & CTX_MASK) << SEQ_BITS) | (seq as u32 & SEQ_MASK);
+    if admitted {
+        tag
+    } else {
+        tag | UNADMITTED_TAGS
+    }
+}
+
+/// The collectives libcontend-throttle.so admits (it runs them as sends of its own,
+/// native/throttle/collectives.c): the blocking all-to-all and all-gather, v-forms included. It
+/// passes every other collective to MPI whole, which makes their messages below the PMPI layer.
+pub fn admitted_by_the_library(c: &Collective) -> bool {
+    c.req.is_none() && matches!(c.kind, CollKind::Alltoall | CollKind::Alltoallv | CollKind::Allgather | CollKind::Allgatherv)
 }
 
 /// Where a call stands relative to the window of collectives (`Options::window`).
@@ -140,12 +154,16 @@ impl WindowFilter {
     }
 }
 
-/// One-sided traffic's tags: the last communicator context, one tag per purpose.
+/// One-sided traffic's tags: the last communicator context, one tag per purpose. The library admits
+/// a put's or accumulate's data and a get's request at the origin; it does not wrap the
+/// get-accumulate kind (fetch-and-op, compare-and-swap) and sees neither a reply, which the target's
+/// MPI sends, nor the epochs' synchronization: those are unadmitted ([`UNADMITTED_TAGS`]).
 const RMA_DATA: u32 = CONTEXT_TAGS | (CTX_MASK << SEQ_BITS);
 const RMA_GET: u32 = RMA_DATA + 1;
-const RMA_REPLY: u32 = RMA_DATA + 2;
-const RMA_POST: u32 = RMA_DATA + 3;
-const RMA_DONE: u32 = RMA_DATA + 4;
+const RMA_GET_ACCUMULATE: u32 = (RMA_DATA | UNADMITTED_TAGS) + 1;
+const RMA_REPLY: u32 = (RMA_DATA | UNADMITTED_TAGS) + 2;
+const RMA_POST: u32 = (RMA_DATA | UNADMITTED_TAGS) + 3;
+const RMA_DONE: u32 = (RMA_DATA | UNADMITTED_TAGS) + 4;
 
 /// One-sided operations arriving at one target: (origin, operation, bytes), in origin order.
 type Incoming = Vec<(u32, RmaOp, u64)>;
@@ -551,7 +569,7 @@ impl<W: Write> Emitter<'_, W> {
             return Err(st.err(format!("root {root} out of range for a communicator of {size} ranks")));
         }
         let seq = st.seq.entry(ctx).or_insert(0);
-        let tag = context_tag(ctx, *seq);
+        let tag = context_tag(ctx, *seq, admitted_by_the_library(c));
         *seq += 1;
         self.balance.collective(ctx, size, me, Origin { rank: st.rank, line: st.line });
 
@@ -740,7 +758,7 @@ impl<W: Write> Emitter<'_, W> {
                     self.put(Op::send(origin, bytes, RMA_REPLY), &[(q, false)])?;
                 }
                 RmaOp::GetAccumulate => {
-                    let q = self.sink.op(&Op::recv(origin, bytes, RMA_GET))?;
+                    let q = self.sink.op(&Op::recv(origin, bytes, RMA_GET_ACCUMULATE))?;
                     self.put(Op::send(origin, bytes, RMA_REPLY), &[(q, false)])?;
                 }
             }
@@ -763,8 +781,8 @@ impl<W: Write> Emitter<'_, W> {
                 (s, s)
             }
             RmaOp::Get | RmaOp::GetAccumulate => {
-                let out = if r.op == RmaOp::Get { 0 } else { r.bytes };
-                let s = self.put(Op::send(r.target, out, RMA_GET), &deps)?;
+                let (out, request) = if r.op == RmaOp::Get { (0, RMA_GET) } else { (r.bytes, RMA_GET_ACCUMULATE) };
+                let s = self.put(Op::send(r.target, out, request), &deps)?;
                 let reply = self.put(Op::recv(r.target, r.bytes, RMA_REPLY), &deps)?;
                 (s, reply)
             }

@@ -20,6 +20,18 @@ pub const ANY: u32 = u32::MAX;
 /// the any-tag wildcard does not match these tags; only the exact tag does.
 pub const CONTEXT_TAGS: u32 = 1 << 31;
 
+/// Context tags with this bit set as well carry messages that libcontend-throttle.so does not
+/// admit: those MPI makes below the PMPI layer (the collectives the library passes to MPI whole, a
+/// get's reply, the synchronization of one-sided epochs). Admission control leaves them alone as
+/// the library does; they still leave their node (docs/models.md, "Admission control").
+pub const UNADMITTED_TAGS: u32 = CONTEXT_TAGS | 1 << 19;
+
+/// Whether admission control applies to a message with this tag (see [`UNADMITTED_TAGS`]).
+#[inline]
+pub fn admitted(tag: u32) -> bool {
+    tag & UNADMITTED_TAGS != UNADMITTED_TAGS || tag == ANY
+}
+
 /// The three operation kinds. The discriminant order is the order in which operations that become
 /// ready together are issued (sends, then receives, then computation), as in LogGOPSim v1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

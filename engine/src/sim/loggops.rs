@@ -26,7 +26,7 @@ use crate::node::memory::MemorySim;
 use crate::node::NodeSpec;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
-use crate::schedule::{Op, OpKind, Program};
+use crate::schedule::{admitted, Op, OpKind, Program};
 use crate::sim::cpu_scale::CpuScale;
 use crate::sim::critical::Tracer;
 use crate::sim::params::{Execution, Options, Params};
@@ -764,7 +764,9 @@ impl<P: Program> Sim<'_, P> {
         let (h, i) = (e.host, e.data);
         let mut route = Route { nic_path: false, proxied: false, networked: false, held: 0 };
         if let Some(ns) = &mut self.node {
-            if ns.between_nodes(h, op.peer) {
+            if ns.between_nodes(h, op.peer) && !admitted(op.tag) {
+                route.nic_path = ns.nic_path(); // it leaves its node, outside admission control
+            } else if ns.between_nodes(h, op.peer) {
                 (route.nic_path, route.proxied) = (ns.nic_path(), ns.proxied());
                 match ns.admit(t, e, op.size) {
                     Admission::Now(tokens) => route.held = tokens,

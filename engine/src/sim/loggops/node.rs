@@ -10,7 +10,7 @@ use crate::policy::proxy::Proxy;
 use crate::policy::rate::RateLimiter;
 use crate::policy::tokens::TokenPool;
 use crate::policy::AdmissionSpec;
-use crate::schedule::Program;
+use crate::schedule::{admitted, Program};
 use crate::sim::queue::Entry;
 use crate::time::Time;
 use crate::u64_map::U64Map;
@@ -165,11 +165,11 @@ impl NodeSim {
                 let src = h.msg(id).src;
                 let node = self.node_of[src as usize];
                 match &mut self.proxy {
-                    Some((proxy, _)) => {
+                    Some((proxy, _)) if admitted(h.msg(id).tag) => {
                         proxy.push(node, src, id);
                         self.proxy_dispatch(node, h);
                     }
-                    None => self.nic_enqueue(id, h),
+                    _ => self.nic_enqueue(id, h), // no proxy, or a message the servers do not carry
                 }
             }
             NIC_DONE => self.nic_done(id, h),
