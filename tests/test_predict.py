@@ -79,6 +79,27 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     assert alone["noisy"]["runs"] == 0  # no --noise this time
 
 
+def test_a_throttled_run_and_its_prediction_both_keep_the_gap(built, machine, tmp_path, capsys):
+    """--throttle rate:GAP, one rank per node: the library spaces each rank's sends of the 20-round
+    ping-pong at least GAP apart, so the measured (throttled) run and its prediction both last at least
+    19 gaps; the unthrottled prediction of the same trace is shorter. A lower bound from the rule, on
+    any CPU."""
+    gap_ns, rounds = 200_000, 20
+    report = tmp_path / "throttled.json"
+    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(rounds), "8"]
+    code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
+                 "--throttle", f"rate:{gap_ns}ns", "--ranks-per-node", "1", "--", *command])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(report.read_text())
+    assert result["throttle"] == {"kind": "rate", "gap": gap_ns * 1000, "ranks_per_node": 1}
+    least = (rounds - 1) * gap_ns
+    assert result["untraced"]["min_ns"] >= least and result["predicted"]["min_ns"] >= least, result
+    assert all(plain < predicted for plain, predicted in zip(result["plain_ns"], result["predicted_ns"])), result
+    assert result["tracing_overhead_pct"] is None  # throttled against unthrottled runs: not the tracer's cost
+    assert "throttled" in out
+
+
 def test_the_summary_is_the_runs_arithmetic():
     m = Measured(untraced_ns=[100, 120, 90], traced_ns=[110, 130, 100], predicted_ns=[99, 117, 150], ranks=4)
     s = m.summary()
@@ -98,6 +119,16 @@ def test_the_summary_is_the_runs_arithmetic():
     (["predict", "--machine", "no-such-machine", "--", "true"], r"unknown machine"),
     (["predict", "--machine", "loggopsim-default", "--timeout", "0", "--", "true"], r"--timeout"),
     (["predict", "--machine", "loggopsim-default", "--noise", "bogus", "--", "true"], r"--noise"),
+    (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--", "true"], r"--throttle needs --ranks-per-node"),
+    (["predict", "--machine", "loggopsim-default", "--ranks-per-node", "2", "--", "true"], r"give --throttle too"),
+    (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--ranks-per-node", "1", "--trace", "x"],
+     r"--throttle applies to runs"),
+    (["predict", "--machine", "loggopsim-default", "--throttle", "token:0", "--ranks-per-node", "1", "--", "true"],
+     r"--throttle token:0: tokens"),
+    (["predict", "--machine", "loggopsim-default", "--throttle", "none", "--ranks-per-node", "1", "--", "true"],
+     r"--throttle none: give a policy"),
+    (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--ranks-per-node", "0", "--", "true"],
+     r"--ranks-per-node"),
 ])
 def test_bad_invocations_exit_2_with_one_line(fails_cleanly, args, pattern):
     fails_cleanly(args, pattern)

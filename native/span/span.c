@@ -3,8 +3,13 @@
  * Loaded with LD_PRELOAD by `contend predict` for its untraced runs. Both ends are taken after a barrier
  * on MPI_COMM_WORLD (every rank has initialized; every rank has reached MPI_Finalize), on rank 0's
  * clock, the same two moments the tracer's clock samples mark (native/trace/init.c). Rank 0 writes the
- * span in ns, one line, to $CONTEND_SPAN_FILE; without it the library does nothing. */
+ * span in ns, one line, to $CONTEND_SPAN_FILE; without it the library does nothing.
+ *
+ * Each call goes on to the next library that defines it (RTLD_NEXT), not straight to PMPI: preloaded
+ * before libcontend-throttle.so, it times a throttled run (`contend predict --throttle`), whose
+ * library initializes in its own MPI_Init and writes its counters in its own MPI_Finalize. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +29,17 @@ static void start(void)
     started = now_ns();
 }
 
+/* The next definition of an MPI call: another preloaded library's, else MPI's own. */
+static void *next(const char *name, void *pmpi)
+{
+    void *found = dlsym(RTLD_NEXT, name);
+    return found ? found : pmpi;
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
-    int rc = PMPI_Init(argc, argv);
+    int (*init)(int *, char ***) = next("MPI_Init", (void *)PMPI_Init);
+    int rc = init(argc, argv);
     if (rc == MPI_SUCCESS)
         start();
     return rc;
@@ -34,7 +47,8 @@ int MPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    int (*init_thread)(int *, char ***, int, int *) = next("MPI_Init_thread", (void *)PMPI_Init_thread);
+    int rc = init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
         start();
     return rc;
@@ -53,5 +67,6 @@ int MPI_Finalize(void)
             fprintf(stderr, "contend-span: error: cannot write %s\n", file);
         started = -1;
     }
-    return PMPI_Finalize();
+    int (*finalize)(void) = next("MPI_Finalize", (void *)PMPI_Finalize);
+    return finalize();
 }

@@ -11,6 +11,12 @@ the runs took between MPI_Init and MPI_Finalize:
 
 The prediction's error is against the untraced median (the program as it runs without us) and, run by
 run, against the traced run it was converted from (the model's own error, without the tracer's cost).
+
+With a throttle policy (``Throttle``) the untraced runs run under libcontend-throttle.so with it, and the
+prediction simulates the same policy on the traced runs' schedules: predicted against measured time of
+the throttled program. The traced runs stay unthrottled (the tracer and the library both wrap the MPI
+calls; the schedule is the program's, the policy the model's), so they are compared with the
+unthrottled prediction, as without a policy.
 """
 
 from __future__ import annotations
@@ -38,6 +44,22 @@ if TYPE_CHECKING:
 DEFAULT_RECORDS = 1 << 20
 
 
+@dataclass(frozen=True)
+class Throttle:
+    """A policy as the engine takes it (``contend.machine.admission.parse_spec``) and the ranks per node,
+    for both the library's runs and the simulation."""
+
+    policy: dict
+    ranks_per_node: int
+
+    def library_variables(self, stats: Path) -> dict[str, str]:
+        from contend.machine.admission import library_values
+        from contend.native import libthrottle
+
+        values = library_values(self.policy)
+        return libthrottle.settings(values.pop("policy"), ranks_per_node=self.ranks_per_node, stats=stats, **values)
+
+
 @dataclass
 class Measured:
     """Times in ns of one setting: untraced spans, traced spans and the predictions of the traced runs
@@ -48,6 +70,9 @@ class Measured:
     predicted_ns: list[int] = field(default_factory=list)
     schedule_ns: list[int] = field(default_factory=list)  # the schedules' own makespans (no outside time)
     noisy_ns: list[int] = field(default_factory=list)  # predictions with the given noise, if any
+    # with a throttle policy: the untraced runs are throttled and predicted_ns simulates the policy;
+    # plain_ns are the predictions without it, of the unthrottled traced runs
+    plain_ns: list[int] = field(default_factory=list)
     ranks: int = 0
     operations: int = 0  # schedule operations of the last converted run
     warnings: list[str] = field(default_factory=list)  # the conversions'
@@ -55,16 +80,17 @@ class Measured:
     def summary(self) -> dict:
         """Medians and ranges; errors in % of the measured time (positive: predicted too long)."""
         out: dict = {"ranks": self.ranks, "operations": self.operations, "warnings": list(self.warnings)}
-        for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns", "noisy_ns"):
+        for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns", "noisy_ns", "plain_ns"):
             values = getattr(self, key)
             out[key] = list(values)
             out[key.replace("_ns", "")] = _spread(values)
         predicted = out["predicted"]["median_ns"]
         untraced, traced = out["untraced"]["median_ns"], out["traced"]["median_ns"]
-        out["tracing_overhead_pct"] = _pct(traced, untraced)
+        throttled = bool(self.plain_ns)
+        out["tracing_overhead_pct"] = None if throttled else _pct(traced, untraced)
         out["error_pct"] = _pct(predicted, untraced)
         out["error_noisy_pct"] = _pct(out["noisy"]["median_ns"], untraced)
-        per_run = [_pct(p, t) for p, t in zip(self.predicted_ns, self.traced_ns)]
+        per_run = [_pct(p, t) for p, t in zip(self.plain_ns if throttled else self.predicted_ns, self.traced_ns)]
         out["error_vs_traced_pct"] = statistics.median(per_run) if per_run else None
         return out
 
@@ -135,19 +161,30 @@ def span_library():
     return library
 
 
-def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str], None]) -> int:
-    """Run the command once without the tracer; its time between MPI_Init and MPI_Finalize in ns."""
-    from contend.native import mpi
+def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str], None],
+                  throttle: Throttle | None = None) -> int:
+    """Run the command once without the tracer (under libcontend-throttle.so with ``throttle``); its
+    time between MPI_Init and MPI_Finalize in ns."""
+    from contend.native import libthrottle, mpi
 
     with tempfile.TemporaryDirectory(prefix="contend-span-") as scratch:
         span_file = Path(scratch) / "span"
         env = dict(os.environ)
-        library = str(span_library())
-        env["LD_PRELOAD"] = f"{library}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else library
+        preload = [str(span_library())]  # first: its calls go on to the throttle library's (native/span)
+        if throttle is not None:
+            library = mpi.throttle_library(mpi.find_mpi())
+            if not library.is_file():
+                raise UserError(f"{library} is not built: run `contend native build`")
+            preload.append(str(library))
+            env.update(throttle.library_variables(Path(scratch) / "counters.jsonl"))
+        env["LD_PRELOAD"] = ":".join(preload + ([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else []))
         env["CONTEND_SPAN_FILE"] = str(span_file)
         env[mpi.LAUNCHER_MARK] = str(os.getpid())
         finished = mpi.run_streaming(command, env, echo, timeout_s)
         _check_finished(finished, "the untraced run", timeout_s)
+        if throttle is not None and not libthrottle.read_stats(Path(scratch) / "counters.jsonl"):
+            raise UserError(f"predict: libcontend-throttle.so did not run in the ranks of {command[0]} (a "
+                            "program that MPI does not start, or one linked without MPI?)")
         try:
             return int(span_file.read_text())
         except (OSError, ValueError):
@@ -222,7 +259,7 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
 
 
 def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: NoiseSettings | bool | None = None,
-                   ranks: int | None = None) -> tuple[int, int, int]:
+                   ranks: int | None = None, throttle: Throttle | None = None) -> tuple[int, int, int]:
     """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
     operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
     call after its time before it (``outside_calls``), and the run ends after the last rank's finish
@@ -231,10 +268,12 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
     (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least.
     ``noise``: noise replacing the machine's, parsed once by the caller (``contend.noise.settings.resolve``
     of a ``--noise`` spec; False: none), e.g. this host's measured trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
-    copy k, which takes its times outside the calls too."""
+    copy k, which takes its times outside the calls too. ``throttle``: the policy simulated, replacing the
+    machine's."""
     from contend.simulation.simulate import simulate
 
-    result = simulate(goal, machine=machine, noise=noise)
+    policy = {} if throttle is None else {"throttle": throttle.policy, "ranks_per_node": throttle.ranks_per_node}
+    result = simulate(goal, machine=machine, noise=noise, **policy)
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
     leads, tails = outside_calls(directory)
@@ -248,17 +287,22 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
 
 
 def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Path, measured: Measured,
-                   noise: NoiseSettings | bool | None = None, ranks: int | None = None) -> None:
+                   noise: NoiseSettings | bool | None = None, ranks: int | None = None,
+                   throttle: Throttle | None = None) -> None:
     """Convert and simulate each trace directory (extrapolated to ``ranks`` if given); its prediction
-    joins ``measured``, and with ``noise`` a second one with that noise."""
+    joins ``measured``, with ``noise`` a second one with that noise, and with ``throttle`` the
+    predictions simulate the policy and the unthrottled ones join ``plain_ns``."""
     for directory in directories:
         goal = work / "app.goal"
         measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks)]
-        predicted, makespan, measured.operations = predicted_span(goal, machine, directory, ranks=ranks)
+        predicted, makespan, measured.operations = predicted_span(goal, machine, directory, ranks=ranks,
+                                                                  throttle=throttle)
         measured.predicted_ns.append(predicted)
         measured.schedule_ns.append(makespan)
+        if throttle is not None:
+            measured.plain_ns.append(predicted_span(goal, machine, directory, ranks=ranks)[0])
         if noise is not None:
-            measured.noisy_ns.append(predicted_span(goal, machine, directory, noise, ranks)[0])
+            measured.noisy_ns.append(predicted_span(goal, machine, directory, noise, ranks, throttle)[0])
 
 
 def predict_trace(directory: Path, machine: str, work: Path, noise: NoiseSettings | bool | None = None) -> Measured:
@@ -271,13 +315,14 @@ def predict_trace(directory: Path, machine: str, work: Path, noise: NoiseSetting
 
 def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: int = DEFAULT_RECORDS,
                  timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
-                 progress: Callable[[str], None] = lambda text: None) -> tuple[Measured, list[Path]]:
-    """``runs`` untraced and ``runs`` traced runs of the command, alternating; the traced runs' rank
-    files in ``traces``/run-K."""
+                 progress: Callable[[str], None] = lambda text: None,
+                 throttle: Throttle | None = None) -> tuple[Measured, list[Path]]:
+    """``runs`` untraced (with ``throttle``: throttled) and ``runs`` traced runs of the command,
+    alternating; the traced runs' rank files in ``traces``/run-K."""
     measured, directories = Measured(), []
     for run in range(runs):
-        progress(f"run {run + 1}/{runs}: untraced")
-        measured.untraced_ns.append(untraced_span(command, timeout_s, echo))
+        progress(f"run {run + 1}/{runs}: {'throttled' if throttle else 'untraced'}")
+        measured.untraced_ns.append(untraced_span(command, timeout_s, echo, throttle))
         progress(f"run {run + 1}/{runs}: traced")
         directory = traces / f"run-{run + 1}"
         traced_run(command, directory, records, timeout_s)
@@ -289,10 +334,10 @@ def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: in
 
 def predict_command(command: Sequence[str], machine: str | Machine, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
                     noise: NoiseSettings | bool | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
-                    progress: Callable[[str], None] = lambda text: None) -> Measured:
+                    progress: Callable[[str], None] = lambda text: None, throttle: Throttle | None = None) -> Measured:
     """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run."""
     measured, directories = measure_runs(command, runs, work / "traces", records=records, timeout_s=timeout_s,
-                                         echo=echo, progress=progress)
+                                         echo=echo, progress=progress, throttle=throttle)
     progress(f"converting and simulating {len(directories)} traced runs")
-    predict_traces(directories, machine, work, measured, noise)
+    predict_traces(directories, machine, work, measured, noise, throttle=throttle)
     return measured

@@ -2,6 +2,7 @@
 predicted time between MPI_Init and MPI_Finalize beside the measured one.
 
     contend predict --machine M [--runs N] [--json FILE] -- mpiexec -n 4 ./prog
+    contend predict --machine M --throttle SPEC --ranks-per-node K -- mpiexec -n 4 ./prog
     contend predict --machine M --trace DIR       (a `contend trace` directory: its own time)
 """
 
@@ -32,12 +33,19 @@ def register(subparsers) -> None:
         "against measured time between MPI_Init and MPI_Finalize: median and range of each, the tracer's "
         "cost, the error (docs/measure.md, \"Prediction against reality\").\n\n"
         "  contend predict --machine this-host.toml -- mpiexec -n 4 ./prog\n"
+        "  contend predict --machine this-host.toml --throttle token:2 --ranks-per-node 2 -- mpiexec -n 4 ./prog\n"
         "  contend predict --machine this-host.toml --trace DIR\n\nExit code 2 for bad input.")
     parser.add_argument("--machine", metavar="NAME|FILE.toml", help="machine model (e.g. from contend bench fit)")
     parser.add_argument("--trace", metavar="DIR", help="predict this trace directory against its own time; no runs")
     parser.add_argument("--noise", metavar="SPEC",
                         help="also predict with this noise (contend sim --noise), e.g. trace:host.noise from "
                              "contend noise measure --mpi -n N --per-core")
+    parser.add_argument("--throttle", metavar="SPEC",
+                        help="run the untraced runs under libcontend-throttle.so with this policy and simulate it "
+                             "(contend sim --throttle: token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, "
+                             "proxy:SERVERS[:TOKENS], adaptive[:TOKENS]); needs --ranks-per-node")
+    parser.add_argument("--ranks-per-node", metavar="K",
+                        help="with --throttle: ranks that share a node (its token pool), for the runs and the model")
     parser.add_argument("--fabric", action="store_true",
                         help="run `mpiexec -n N PROG` on the emulated fabric that is up (rank r on node r // ppn)")
     add_fabric_prefix(parser)
@@ -76,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
     noise = _check_machine(args.machine, args.noise)
+    throttle = _throttle(args, command)
     if args.json and args.json != "-":
         check_writable(args.json, "--json")
     keep = None
@@ -103,10 +112,12 @@ def run(args: argparse.Namespace) -> int:
             measured = predict.predict_trace(Path(args.trace), args.machine, work, noise)
         else:
             measured = predict.predict_command(command, machine, runs, work, records=records,
-                                               noise=noise, timeout_s=timeout, progress=progress)
+                                               noise=noise, timeout_s=timeout, progress=progress, throttle=throttle)
     for warning in measured.warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
-    summary = {"command": command or None, "trace": args.trace, "machine": args.machine, **measured.summary()}
+    summary = {"command": command or None, "trace": args.trace, "machine": args.machine,
+               "throttle": None if throttle is None else {**throttle.policy, "ranks_per_node": throttle.ranks_per_node},
+               **measured.summary()}
     if args.json:
         text = json.dumps(summary, indent=2)
         if args.json == "-":
@@ -149,6 +160,26 @@ def _check_machine(machine: str, noise: str | None) -> NoiseSettings | bool | No
     return resolve(noise, None) or False
 
 
+def _throttle(args: argparse.Namespace, command: list[str]):
+    """The policy of --throttle and --ranks-per-node, checked before any run (None without them)."""
+    if args.throttle is None:
+        if args.ranks_per_node is not None:
+            raise UserError("predict: --ranks-per-node says which ranks share a token pool: give --throttle too")
+        return None
+    if not command:
+        raise UserError("predict: --throttle applies to runs, not to --trace")
+    if args.ranks_per_node is None:
+        raise UserError("predict: --throttle needs --ranks-per-node (the ranks that share a node's pool)")
+    from contend.analysis.predict import Throttle
+    from contend.machine.admission import library_values, parse_spec
+
+    policy = parse_spec(args.throttle)
+    if policy is None:
+        raise UserError("predict: --throttle none: give a policy, or leave --throttle out")
+    library_values(policy)  # a policy the library can run
+    return Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
+
+
 def _ms(value) -> str:
     return "-" if value is None else f"{value / 1e6:.3f}"
 
@@ -171,8 +202,9 @@ def table(rows, title: str = "predicted vs measured time between MPI_Init and MP
     from contend.report.terminal import Table
 
     noisy = any(s["noisy"]["runs"] for _, s in rows)
+    throttled = any(s.get("throttle") for _, s in rows)
     out = Table(title=title)
-    columns = [("program", "left"), ("ranks", "right"), ("untraced", "right"), ("traced", "right"),
+    columns = [("program", "left"), ("ranks", "right"), ("throttled" if throttled else "untraced", "right"), ("traced", "right"),
                ("tracer %", "right"), ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
     if noisy:
         columns += [("with noise", "right"), ("error %", "right")]
@@ -186,5 +218,7 @@ def table(rows, title: str = "predicted vs measured time between MPI_Init and MP
         out.add_row(*cells)
     out.caption = ("error: predicted median against the untraced median; vs traced: each traced run's "
                    "prediction against that run's own time (median)" +
+                   ("; throttled: the untraced runs under libcontend-throttle.so, predicted with the same "
+                    "policy; the traced runs and their predictions (vs traced) are unthrottled" if throttled else "") +
                    ("; with noise: simulated with --noise" if noisy else ""))
     return out

@@ -141,6 +141,25 @@ def parse_spec(spec: str) -> dict[str, Any] | None:
     return out
 
 
+def library_values(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """The native library's settings (``contend.native.libthrottle.settings``' keywords, policy first) for
+    an engine policy as ``parse_spec`` gives it, so that a real run and its simulation apply one policy.
+    Algorithm 1 thresholds are the engine's alone: refused.
+
+    >>> library_values(parse_spec("rate:2us")), library_values(parse_spec("proxy:8:16"))
+    ({'policy': 'rate', 'gap_ns': 2000}, {'policy': 'proxy', 'servers': 8, 'tokens': 16})
+    """
+    if policy.get("thresholds"):
+        raise UserError("throttle: Algorithm 1 thresholds ([[throttle.class]]) exist in the engine only")
+    out: dict[str, Any] = {"policy": policy["kind"]}
+    for key in ("servers", "tokens", "size_per_token"):
+        if key in policy:
+            out[key] = policy[key]
+    if "gap" in policy:
+        out["gap_ns"] = -(-policy["gap"] // 1000)  # ps to the library's whole ns, never shorter
+    return out
+
+
 def native_config(tokens: int, size_per_token: int = 0, comment: str = "", memory_throttle: int = 0) -> str:
     """The text of a native throttle configuration (docs/formats.md) for the token policy, with the NiMC
     cap (bytes/s into each node) when given."""
