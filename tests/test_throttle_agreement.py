@@ -143,25 +143,35 @@ from mpi4py import MPI
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
-mine, left, right, shared = np.full(512, rank, float), np.empty(512), np.empty(512), np.empty(64)
+mine, left, right, shared, got = np.full(512, rank, float), np.empty(512), np.empty(512), np.empty(64), np.empty(8)
+exposed = np.zeros(8)
+win = MPI.Win.Create(exposed, comm=comm)
+win.Lock_all()
 for step in range(20):
     MPI.Request.Waitall([comm.Irecv(left, (rank - 1) % size, 0), comm.Irecv(right, (rank + 1) % size, 1),
                          comm.Isend(mine, (rank + 1) % size, 0), comm.Isend(mine, (rank - 1) % size, 1)])
     assert left[0] == (rank - 1) % size and right[0] == (rank + 1) % size
+    win.Put(np.full(8, float(step)), (rank + 1) % size)
+    win.Get(got, (rank - 1) % size)
+    win.Flush_all()
     total = np.empty(1)
     comm.Allreduce(np.array([mine.sum()]), total)
     shared[:] = step if rank == step % size else -1
     comm.Bcast(shared, root=step % size)
     assert shared[0] == step
     comm.Barrier()
+win.Unlock_all()
+win.Free()
 """
 
 
 def test_a_traced_program_s_admitted_sends_are_the_library_s(built, tmp_path):
-    """A program of the field (an mpi4py ring exchange, an allreduce, a broadcast and a barrier per step,
-    4 ranks as 2 nodes of 2) traced, converted and replayed under token 1, and run under the library
-    with the same policy: both admit exactly its ring sends that leave their node (one of each rank's
-    two a step), and neither the collectives' messages, which MPICH makes below the PMPI layer."""
+    """A program of the field (per step an mpi4py ring exchange, a put to the next rank and a get from the
+    one before in a passive epoch, an allreduce, a broadcast and a barrier; 4 ranks as 2 nodes of 2)
+    traced, converted and replayed under token 1, and run under the library with the same policy: both
+    admit exactly the ring sends, puts and gets that leave their node (one of each rank's two ring sends,
+    its put or its get: half of them), and neither the collectives' messages, which MPICH makes below
+    the PMPI layer, nor a get's reply or the epoch's synchronization."""
     import sys
 
     from contend.cli import main
@@ -179,6 +189,6 @@ def test_a_traced_program_s_admitted_sends_are_the_library_s(built, tmp_path):
     assert main(["throttle", "--policy", "token", "--tokens", "1", "--ranks-per-node", str(RANKS_PER_NODE),
                  "--stats", str(stats), "--timeout", "120", *launch]) == 0
     library = library_counters(libthrottle.read_stats(stats))
-    leaving = 20 * RANKS  # one ring send of each rank a step leaves its node
+    leaving = 20 * RANKS * 4 // 2  # 2 ring sends, a put and a get per rank and step; half leave the node
     assert engine.admission_grants == library["grants"] == leaving, (engine.admission_grants, library)
     assert library["local"] == leaving  # the other half stay within the node, left alone on both sides
