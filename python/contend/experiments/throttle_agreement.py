@@ -12,7 +12,9 @@ contend-bench's nicrate and outstanding, ``CONTEND_THROTTLE_RANKS_PER_NODE=2`` f
   share this host's 2 cores: they inject at once whenever both have a core.
 - ``figure2``: the same with ``window`` puts in flight per core (outstanding --windows W, then flush).
 - ``alltoall``: the overlapped all-to-all (contend-bench alltoall, every rank busy; the engine's twin
-  posts every receive, sends to rank + 1, + 2 .. and waits for all, exchange after exchange).
+  posts every receive, sends to rank + 1, + 2 .. and waits for all, exchange after exchange, each after
+  the harness's barrier: a dissemination barrier whose messages the policy leaves alone, as the
+  library leaves MPI_Barrier's).
 
 The twins keep the rounds' barriers (the pause until the sleeping targets join: ROUND_PAUSE_NS, then
 the origins' own, after which they start together: nicstream's injectors meet among themselves). A put
@@ -64,6 +66,8 @@ POLICIES: dict[str, dict[str, Any]] = {
 # join within their 1 ms naps (native/bench/nicstream.c); far longer than any gap compared.
 ROUND_PAUSE_NS = 200_000
 BARRIER_TAG = 1000
+# A GOAL tag of a message admission control leaves alone (docs/formats.md): the all-to-all's barrier.
+UNADMITTED_TAG = 2**31 + 2**19
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ class Scenario:
         left: list[list[Op]] = [[] for _ in range(RANKS)]  # what each rank waits for before a round
         for k in range(rounds):
             if self.pattern == "alltoall":
+                left = self._barrier(program, k, left)
                 left = [self._exchange(program, r, left[r]) for r in range(RANKS)]
                 continue
             start = self._round_start(program, k, left)
@@ -126,13 +131,27 @@ class Scenario:
             program.recv(partner, self.size, r, 1)
         return [program.send(r, self.size, partner, 1, after) for _ in range(self.window)]
 
+    def _barrier(self, program: GoalProgram, k: int, left: list[list[Op]]) -> list[list[Op]]:
+        """The harness's MPI_Barrier before exchange ``k`` (native/bench/exchange.c): a dissemination
+        barrier, log2(RANKS) rounds of a 0-byte message to rank + 2^i, never admitted."""
+        distance = 1
+        while distance < RANKS:
+            tag = UNADMITTED_TAG + k * RANKS + distance
+            left = [[program.send(r, 0, (r + distance) % RANKS, tag, left[r]),
+                     program.recv(r, 0, (r - distance) % RANKS, tag, left[r])] for r in range(RANKS)]
+            distance *= 2
+        return left
+
     def _exchange(self, program: GoalProgram, r: int, after: list[Op]) -> list[Op]:
         recvs = [program.recv(r, self.size, (r - k) % RANKS, 1, after) for k in range(1, RANKS)]
         return recvs + [program.send(r, self.size, (r + k) % RANKS, 1, after) for k in range(1, RANKS)]
 
     def barrier_messages(self, rounds: int) -> int:
-        """The twin's barrier messages of ``rounds`` rounds (within node 0: never admitted)."""
-        return rounds * RANKS_PER_NODE * (RANKS_PER_NODE - 1) if self.one_way else 0
+        """The twin's barrier messages of ``rounds`` rounds (never admitted: within node 0, or the
+        all-to-all's, unadmitted)."""
+        if self.one_way:
+            return rounds * RANKS_PER_NODE * (RANKS_PER_NODE - 1)
+        return rounds * RANKS * (RANKS - 1).bit_length()
 
     def sends(self, rounds: int) -> tuple[int, int]:
         """(all sends, sends that leave their node) of ``rounds`` rounds, over all ranks."""
@@ -164,17 +183,18 @@ APART = {
                               "start takes its limit to the ceiling within two rounds and its sends stop waiting "
                               "(0.00..0.06); the library's rates on shared cores vary by more than the rule's 5%, "
                               "its limit falls back and its sends wait 0.04..0.25",
-    ("alltoall", "token1"): "not in every run (5 of 7 at load 2): engine 0.51..0.82, library 0.28..0.39; the "
-                            "twin's two ranks a node run in lock step and hold a token g + (s-1)G, the real "
-                            "ones share 2 cores among 4 and hold it for the call",
+    ("alltoall", "token1"): "not in every run (2 of 3 at load 1-2, the twin with its barrier): engine "
+                            "0.19..0.62, library 0.24..0.42; the twin's two ranks a node run in lock step and "
+                            "hold a token g + (s-1)G, the real ones share 2 cores among 4 and hold it for the call",
     ("figure1", "token1"): "under load each origin has its core in turns of up to a tick, longer than a round: the "
                            "library's origins contend only in rounds where their turns overlap; the engine's "
                            "noise replay does not follow what a rank does, and its barrier resynchronizes them",
     ("figure2", "token1"): "as figure1 token1",
     ("alltoall", "token2"): "the library gives back a finished send's tokens when its task next asks or "
                             "waits; the engine at its completion (docs/models.md), before the other rank asks",
-    ("alltoall", "rate"): "borderline: the library's 0.50 (every other send: the harness's barrier before each "
-                          "exchange outlasts the gap) vs the engine's 0.6..0.9 (its twin has no such barrier)",
+    ("alltoall", "rate"): "the library's 0.50 (every other send: the harness's barrier before each exchange "
+                          "outlasts the gap, 4 ranks sharing 2 cores) vs the engine's 0.6..0.94: its twin's "
+                          "barrier, on a core per rank, takes about 2 us of the 20 us gap",
 }
 
 
