@@ -39,9 +39,11 @@ fn same_on<P: Program>(prog: &P, par: &Params, noise: Option<&Noise>, threads: &
         let what = format!("{what}, {n} threads");
         assert_eq!(windowed.finish, ordered.finish, "{what}");
         assert_eq!(windowed.makespan, ordered.makespan, "{what}");
+        // Not the requeue counts: the time-ordered loop queues a rank's sends that wait for one CPU
+        // one at a time (docs/models.md, "Waiting operations"), windows queue them all.
         assert_eq!(
-            (windowed.events, windowed.ops, windowed.messages, windowed.requeues, windowed.noise),
-            (ordered.events, ordered.ops, ordered.messages, ordered.requeues, ordered.noise),
+            (windowed.events, windowed.ops, windowed.messages, windowed.noise),
+            (ordered.events, ordered.ops, ordered.messages, ordered.noise),
             "{what}"
         );
         assert_eq!(windowed.deadlock, ordered.deadlock, "{what}");

@@ -19,6 +19,7 @@ mod prefetch;
 mod trace;
 mod waits;
 
+use std::collections::VecDeque;
 use std::ops::Range;
 
 use crate::net::Network;
@@ -101,6 +102,27 @@ const VERSION_MASK: u32 = WAITER - 1;
 /// Placeholder event standing for all initially ready operations of a rank.
 const ROOTS: u32 = u32::MAX;
 
+/// The fewest ops of one group that are chained (`Sim::chains`): for fewer, the requeues (at most
+/// 21) cost less than keeping a chain.
+const CHAIN_MIN: usize = 8;
+
+/// The end of the group of ops starting at `issue[k]` that wait behind it, if it has at least
+/// `CHAIN_MIN` (else `k`: none chained).
+fn group_end(issue: &[(u32, OpKind, u32, Op)], k: usize) -> usize {
+    let mut end = k + 1;
+    while end < issue.len() && follows(issue[end - 1], issue[end]) {
+        end += 1;
+    }
+    if end - k >= CHAIN_MIN { end } else { k }
+}
+
+/// Whether ready op `b` waits behind `a` (`Sim::chains`): both sends, or both calcs, of one rank
+/// on the same CPU (and NIC), so `b` cannot start before `a` has.
+#[inline]
+fn follows(a: (u32, OpKind, u32, Op), b: (u32, OpKind, u32, Op)) -> bool {
+    a.0 == b.0 && a.1 == b.1 && b.1 != OpKind::Recv && a.3.cpu == b.3.cpu && (b.1 == OpKind::Calc || a.3.nic == b.3.nic)
+}
+
 pub(super) struct Sim<'p, P: Program> {
     prog: &'p P,
     par: Params,
@@ -122,6 +144,13 @@ pub(super) struct Sim<'p, P: Program> {
     pub(super) windows: Option<Windows>,
     pub(super) next_key: u64,
     issue: Vec<(u32, OpKind, u32, Op)>,
+    /// Sends (or calcs) of a rank that became ready together and need the same CPU (and NIC): only
+    /// the first is queued; the others wait here, by the first's rank << 32 | op, in key order,
+    /// and the next is queued (with its own key) when the one before starts or admission
+    /// holds it back. Queuing them all at once would requeue every waiting one each time the CPU
+    /// frees, k(k-1)/2 times for k (an all-to-all's P-1 sends); the order of events is the same.
+    /// Not with windows or the critical path (which follows every requeue).
+    chains: U64Map<VecDeque<(u64, u32)>>,
     pub(super) ops_started: u64,
     messages: u64,
     requeues: u64,
@@ -278,6 +307,7 @@ impl<'p, P: Program> Sim<'p, P> {
             windows: None,
             next_key: (n as u64) << 32,
             issue: Vec::new(),
+            chains: U64Map::default(),
             ops_started: 0,
             messages: 0,
             requeues: 0,
@@ -459,6 +489,11 @@ impl<P: Program> Sim<'_, P> {
         let entries = issue.iter().enumerate().map(|(k, &(_, _, i, _))| Entry { key: base + k as u64, host: rank, data: i });
         match &mut self.windows {
             Some(w) => entries.for_each(|e| w.push(t, e, rank)),
+            None if self.crit.is_none() && issue.len() >= CHAIN_MIN => {
+                let entries: Vec<Entry> = entries.collect();
+                let heads = self.chain(&issue, &entries);
+                self.queue.push_front_now(t, heads.into_iter());
+            }
             None => self.queue.push_front_now(t, entries),
         }
         self.readiness.deps = roots;
@@ -528,6 +563,7 @@ impl<P: Program> Sim<'_, P> {
                 self.start(h, i);
                 let end = self.calc_end(h, t, &op);
                 self.hosts[c] = end;
+                self.release_next(h, i, t);
                 if let Some(cr) = &mut self.crit {
                     cr.started(h, i, t);
                     cr.calc(h, i, c.index);
@@ -545,7 +581,7 @@ impl<P: Program> Sim<'_, P> {
                     return self.requeue(free, e);
                 }
                 let Some(Route { nic_path, proxied, networked, held }) = self.route(t, e, &op) else {
-                    return; // admission control holds it back
+                    return self.release_next(h, i, t); // admission control holds it back
                 };
                 self.start(h, i);
                 let k = self.par.costs(op.size);
@@ -558,6 +594,7 @@ impl<P: Program> Sim<'_, P> {
                     // With NIC curves the node's shared NIC does this work instead (`nic_start`).
                     self.hosts[n] = t + k.g + if networked { 0 } else { extra * k.G };
                 }
+                self.release_next(h, i, t);
                 if let Some(cr) = &mut self.crit {
                     cr.started(h, i, t);
                     cr.send(h, i, c.index, (!nic_path).then_some(n.index), sent, networked);
@@ -839,6 +876,8 @@ impl<P: Program> Sim<'_, P> {
         if self.issue.len() > 1 {
             self.issue.sort_by_key(|&(h, kind, _, _)| (h, kind));
         }
+        let chained = self.windows.is_none() && self.crit.is_none() && self.issue.len() >= CHAIN_MIN;
+        let (mut head, mut chain_end) = (0, 0);
         // By index: the loop queues events through `self`, and nothing it calls touches `issue`.
         for k in 0..self.issue.len() {
             let (h, _, i, op) = self.issue[k];
@@ -857,7 +896,52 @@ impl<P: Program> Sim<'_, P> {
                 self.trace_queued(h, i, time, c, n);
             }
             let key = self.new_key();
+            if k < chain_end {
+                let first = self.issue[head].2;
+                self.chains.entry((h as u64) << 32 | first as u64).or_default().push_back((key, i));
+                continue;
+            }
+            if chained {
+                (head, chain_end) = (k, group_end(&self.issue, k));
+            }
             self.push_event(time, Entry { key, host: h, data: i });
+        }
+    }
+
+    /// Of a rank's initially ready ops (`issue`, their `entries`), the ones to queue now: each
+    /// group's first; the others wait in `chains` behind it.
+    fn chain(&mut self, issue: &[(u32, OpKind, u32, Op)], entries: &[Entry]) -> Vec<Entry> {
+        let mut heads = Vec::with_capacity(entries.len());
+        let (mut head, mut chain_end) = (0, 0);
+        for k in 0..issue.len() {
+            if k < chain_end {
+                let (h, i) = (issue[head].0, issue[head].2);
+                self.chains.entry((h as u64) << 32 | i as u64).or_default().push_back((entries[k].key, issue[k].2));
+            } else {
+                (head, chain_end) = (k, group_end(issue, k));
+                heads.push(entries[k]);
+            }
+        }
+        heads
+    }
+
+    /// Send or calc `i` of `h` started, or admission held it back: the next of its chain, if any,
+    /// is queued, when its CPU (and NIC) are free.
+    #[inline]
+    fn release_next(&mut self, h: u32, i: u32, t: Time) {
+        if self.chains.is_empty() {
+            return;
+        }
+        let Some(mut rest) = self.chains.remove(&((h as u64) << 32 | i as u64)) else { return };
+        let (key, next) = rest.pop_front().expect("a chain has followers");
+        let op = self.prog.op(h, next);
+        let mut time = self.hosts[self.o_slot(h, op.cpu)].max(t);
+        if op.kind == OpKind::Send {
+            time = time.max(self.hosts[self.gs_slot(h, op.nic)]);
+        }
+        self.push_event(time, Entry { key, host: h, data: next });
+        if !rest.is_empty() {
+            self.chains.insert((h as u64) << 32 | next as u64, rest);
         }
     }
 
