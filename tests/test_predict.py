@@ -100,6 +100,36 @@ def test_a_throttled_run_and_its_prediction_both_keep_the_gap(built, machine, tm
     assert "throttled" in out
 
 
+def test_the_callers_library_variables_do_not_reach_the_throttled_runs(built, machine, tmp_path, capsys, monkeypatch):
+    """--throttle and --ranks-per-node are the library's whole configuration, as in `contend throttle`: a
+    CONTEND_THROTTLE_CONFIG or _NODE left in the caller's environment would change the policy run (here the
+    library would refuse to start). The runs keep the gap of --throttle, one rank per node."""
+    monkeypatch.setenv("CONTEND_THROTTLE_CONFIG", str(tmp_path / "absent.conf"))
+    monkeypatch.setenv("CONTEND_THROTTLE_NODE", "one")
+    gap_ns, rounds = 200_000, 5
+    report = tmp_path / "throttled.json"
+    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(rounds), "8"]
+    code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
+                 "--throttle", f"rate:{gap_ns}ns", "--ranks-per-node", "1", "--", *command])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(report.read_text())["untraced"]["min_ns"] >= (rounds - 1) * gap_ns
+
+
+@pytest.mark.parametrize("spec, per_node, pattern", [
+    ("proxy:100", "1", r"--throttle proxy:100 --ranks-per-node 1: libcontend-throttle.so cannot run it: "
+                       r"CONTEND_THROTTLE_SERVERS=100: out of range, expected 1 to 64$"),
+    ("rate:2s", "1", r"cannot run it: CONTEND_THROTTLE_GAP_NS=2000000000: out of range"),
+    ("token:1", "2000000", r"cannot run it: CONTEND_THROTTLE_RANKS_PER_NODE=2000000: out of range"),
+])
+def test_a_policy_the_library_refuses_is_one_line_before_any_run(built, fails_cleanly, tmp_path, spec, per_node,
+                                                                  pattern):
+    ran = tmp_path / "ran"
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--throttle", spec,
+                   "--ranks-per-node", per_node, "--", "sh", "-c", f"touch {ran}"], pattern)
+    assert not ran.exists()
+
+
 def test_the_summary_is_the_runs_arithmetic():
     m = Measured(untraced_ns=[100, 120, 90], traced_ns=[110, 130, 100], predicted_ns=[99, 117, 150], ranks=4)
     s = m.summary()

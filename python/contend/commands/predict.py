@@ -176,8 +176,10 @@ def _throttle(args: argparse.Namespace, command: list[str]):
     policy = parse_spec(args.throttle)
     if policy is None:
         raise UserError("predict: --throttle none: give a policy, or leave --throttle out")
-    library_values(policy)  # a policy the library can run
-    return Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
+    library_values(policy)  # a policy the library has (no Algorithm 1 thresholds)
+    throttle = Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
+    throttle.check(f"predict: --throttle {args.throttle} --ranks-per-node {args.ranks_per_node}")
+    return throttle
 
 
 def _ms(value) -> str:
