@@ -141,6 +141,28 @@ def test_the_summary_is_the_runs_arithmetic():
     assert s["error_vs_traced_pct"] == pytest.approx(-10.0)
 
 
+def test_the_table_shows_the_tracer_cost_only_beside_an_unthrottled_row():
+    """Throttled runs against unthrottled traced runs are not the tracer's cost: no such column when every
+    row is throttled; beside an unthrottled row, a throttled one shows "-" there."""
+    from rich.console import Console
+
+    from contend.commands.predict import table
+
+    def text(*rows):
+        console = Console(width=200, record=True, file=open(os.devnull, "w"))
+        console.print(table(list(rows)))
+        return console.export_text()
+
+    plain = Measured(untraced_ns=[100], traced_ns=[110], predicted_ns=[99], ranks=2).summary()
+    throttled = {**Measured(untraced_ns=[300], traced_ns=[110], predicted_ns=[280], plain_ns=[99], ranks=2).summary(),
+                 "throttle": {"kind": "token", "tokens": 1, "ranks_per_node": 1}}
+    alone = text(("p", throttled))
+    assert "tracer %" not in alone and "throttled" in alone and "-6.7" in alone  # 280 against 300
+    both = text(("p", plain), ("p", throttled))
+    assert "tracer %" in both and "+10.0" in both  # 110 against 100
+    assert "tracer %" in text(("p", plain)) and "throttled" not in text(("p", plain))
+
+
 @pytest.mark.parametrize("args, pattern", [
     (["predict", "--", "mpiexec", "-n", "2", "true"], r"--machine is required"),
     (["predict", "--machine", "loggopsim-default"], r"either a launch command after -- or --trace"),

@@ -205,16 +205,18 @@ def table(rows, title: str = "predicted vs measured time between MPI_Init and MP
 
     noisy = any(s["noisy"]["runs"] for _, s in rows)
     throttled = any(s.get("throttle") for _, s in rows)
+    cost = not all(s.get("throttle") for _, s in rows)  # throttled against unthrottled: not the tracer's cost
     out = Table(title=title)
     columns = [("program", "left"), ("ranks", "right"), ("throttled" if throttled else "untraced", "right"), ("traced", "right"),
-               ("tracer %", "right"), ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
+               *[("tracer %", "right")] * cost, ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
     if noisy:
         columns += [("with noise", "right"), ("error %", "right")]
     for name, justify in columns:
         out.add_column(name, justify=justify)
     for label, s in rows:
-        cells = [label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]), _pct(s["tracing_overhead_pct"]),
-                 _range(s["predicted"]), _pct(s["error_pct"]), _pct(s["error_vs_traced_pct"])]
+        cells = [label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]),
+                 *[_pct(s["tracing_overhead_pct"])] * cost, _range(s["predicted"]), _pct(s["error_pct"]),
+                 _pct(s["error_vs_traced_pct"])]
         if noisy:
             cells += [_range(s["noisy"]), _pct(s["error_noisy_pct"])]
         out.add_row(*cells)
