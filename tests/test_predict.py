@@ -196,6 +196,15 @@ def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
                   r"untraced run exited with code")
 
 
+@pytest.mark.parametrize("throttle, pattern", [
+    ([], r"predict: the untraced run of true did not report its time"),
+    (["--throttle", "token:1", "--ranks-per-node", "1"], r"predict: libcontend-throttle.so did not run in the ranks of true "),
+])
+def test_a_program_without_mpi_is_named_in_one_line(built, fails_cleanly, throttle, pattern):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "60", *throttle, "--",
+                   str(built.mpiexec), "-n", "2", "true"], pattern)
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chrt") is None, reason="--fifo needs root and chrt")
 def test_fifo_puts_every_program_of_the_launch_under_chrt(built):
     from contend.analysis.predict import fifo_command

@@ -196,13 +196,23 @@ def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str]
         finished = mpi.run_streaming(command, env, echo, timeout_s)
         _check_finished(finished, "the untraced run", timeout_s)
         if throttle is not None and not libthrottle.read_stats(Path(scratch) / "counters.jsonl"):
-            raise UserError(f"predict: libcontend-throttle.so did not run in the ranks of {command[0]} (a "
+            raise UserError(f"predict: libcontend-throttle.so did not run in the ranks of {_program(command)} (a "
                             "program that MPI does not start, or one linked without MPI?)")
         try:
             return int(span_file.read_text())
         except (OSError, ValueError):
-            raise UserError(f"predict: the untraced run of {command[0]} did not report its time: did the "
+            raise UserError(f"predict: the untraced run of {_program(command)} did not report its time: did the "
                             "program call MPI_Init and MPI_Finalize?") from None
+
+
+def _program(command: Sequence[str]) -> str:
+    """The program a launch command runs (its first, for MPMD), to name it; else the command's first word."""
+    from contend.native import mpi
+
+    try:
+        return command[mpi.program_starts(command, mpi.launcher_mpi(command[0]).flavor)[0]]
+    except (UserError, IndexError):
+        return command[0]
 
 
 def _check_finished(finished, what: str, timeout_s: float) -> None:
