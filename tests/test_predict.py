@@ -130,6 +130,21 @@ def test_a_policy_the_library_refuses_is_one_line_before_any_run(built, fails_cl
     assert not ran.exists()
 
 
+def test_a_policy_on_one_node_is_a_warning(built, machine, tmp_path, capsys):
+    """Both ranks on one node: nothing leaves it, so neither the library nor the model throttles anything
+    (the prediction is the plain one), which the user is told."""
+    report = tmp_path / "one-node.json"
+    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "5", "8"]
+    code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
+                 "--throttle", "token:1", "--ranks-per-node", "2", "--", *command])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert err == ("contend: warning: predict: --ranks-per-node 2 puts all 2 ranks on one node: the policy "
+                   "throttles nothing (messages within a node are left alone)\n")
+    result = json.loads(report.read_text())
+    assert result["predicted_ns"] == result["plain_ns"]
+
+
 def test_the_summary_is_the_runs_arithmetic():
     m = Measured(untraced_ns=[100, 120, 90], traced_ns=[110, 130, 100], predicted_ns=[99, 117, 150], ranks=4)
     s = m.summary()

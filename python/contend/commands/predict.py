@@ -113,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             measured = predict.predict_command(command, machine, runs, work, records=records,
                                                noise=noise, timeout_s=timeout, progress=progress, throttle=throttle)
-    for warning in measured.warnings:
+    warnings = list(measured.warnings)
+    if throttle is not None and measured.ranks <= throttle.ranks_per_node:  # the library and the model alike
+        warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "
+                        "node: the policy throttles nothing (messages within a node are left alone)")
+    for warning in warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine,
                "throttle": None if throttle is None else {**throttle.policy, "ranks_per_node": throttle.ranks_per_node},
