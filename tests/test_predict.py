@@ -100,6 +100,51 @@ def test_a_throttled_run_and_its_prediction_both_keep_the_gap(built, machine, tm
     assert "throttled" in out
 
 
+def test_the_callers_library_variables_do_not_reach_the_throttled_runs(built, machine, tmp_path, capsys, monkeypatch):
+    """--throttle and --ranks-per-node are the library's whole configuration, as in `contend throttle`: a
+    CONTEND_THROTTLE_CONFIG or _NODE left in the caller's environment would change the policy run (here the
+    library would refuse to start). The runs keep the gap of --throttle, one rank per node."""
+    monkeypatch.setenv("CONTEND_THROTTLE_CONFIG", str(tmp_path / "absent.conf"))
+    monkeypatch.setenv("CONTEND_THROTTLE_NODE", "one")
+    gap_ns, rounds = 200_000, 5
+    report = tmp_path / "throttled.json"
+    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(rounds), "8"]
+    code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
+                 "--throttle", f"rate:{gap_ns}ns", "--ranks-per-node", "1", "--", *command])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(report.read_text())["untraced"]["min_ns"] >= (rounds - 1) * gap_ns
+
+
+@pytest.mark.parametrize("spec, per_node, pattern", [
+    ("proxy:100", "1", r"--throttle proxy:100 --ranks-per-node 1: libcontend-throttle.so cannot run it: "
+                       r"CONTEND_THROTTLE_SERVERS=100: out of range, expected 1 to 64$"),
+    ("rate:2s", "1", r"cannot run it: CONTEND_THROTTLE_GAP_NS=2000000000: out of range"),
+    ("token:1", "2000000", r"cannot run it: CONTEND_THROTTLE_RANKS_PER_NODE=2000000: out of range"),
+])
+def test_a_policy_the_library_refuses_is_one_line_before_any_run(built, fails_cleanly, tmp_path, spec, per_node,
+                                                                  pattern):
+    ran = tmp_path / "ran"
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--throttle", spec,
+                   "--ranks-per-node", per_node, "--", "sh", "-c", f"touch {ran}"], pattern)
+    assert not ran.exists()
+
+
+def test_a_policy_on_one_node_is_a_warning(built, machine, tmp_path, capsys):
+    """Both ranks on one node: nothing leaves it, so neither the library nor the model throttles anything
+    (the prediction is the plain one), which the user is told."""
+    report = tmp_path / "one-node.json"
+    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "5", "8"]
+    code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
+                 "--throttle", "token:1", "--ranks-per-node", "2", "--", *command])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert err == ("contend: warning: predict: --ranks-per-node 2 puts all 2 ranks on one node: the policy "
+                   "throttles nothing (messages within a node are left alone)\n")
+    result = json.loads(report.read_text())
+    assert result["predicted_ns"] == result["plain_ns"]
+
+
 def test_the_summary_is_the_runs_arithmetic():
     m = Measured(untraced_ns=[100, 120, 90], traced_ns=[110, 130, 100], predicted_ns=[99, 117, 150], ranks=4)
     s = m.summary()
@@ -109,6 +154,28 @@ def test_the_summary_is_the_runs_arithmetic():
     assert s["error_pct"] == pytest.approx(17.0)
     # run by run against its own traced time: -10%, -10%, +50%: the median -10%
     assert s["error_vs_traced_pct"] == pytest.approx(-10.0)
+
+
+def test_the_table_shows_the_tracer_cost_only_beside_an_unthrottled_row():
+    """Throttled runs against unthrottled traced runs are not the tracer's cost: no such column when every
+    row is throttled; beside an unthrottled row, a throttled one shows "-" there."""
+    from rich.console import Console
+
+    from contend.commands.predict import table
+
+    def text(*rows):
+        console = Console(width=200, record=True, file=open(os.devnull, "w"))
+        console.print(table(list(rows)))
+        return console.export_text()
+
+    plain = Measured(untraced_ns=[100], traced_ns=[110], predicted_ns=[99], ranks=2).summary()
+    throttled = {**Measured(untraced_ns=[300], traced_ns=[110], predicted_ns=[280], plain_ns=[99], ranks=2).summary(),
+                 "throttle": {"kind": "token", "tokens": 1, "ranks_per_node": 1}}
+    alone = text(("p", throttled))
+    assert "tracer %" not in alone and "throttled" in alone and "-6.7" in alone  # 280 against 300
+    both = text(("p", plain), ("p", throttled))
+    assert "tracer %" in both and "+10.0" in both  # 110 against 100
+    assert "tracer %" in text(("p", plain)) and "throttled" not in text(("p", plain))
 
 
 @pytest.mark.parametrize("args, pattern", [
@@ -142,6 +209,15 @@ def test_a_program_that_fails_is_one_line(built, fails_cleanly, tmp_path):
     fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "60", "--",
                    str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "zero"],
                   r"untraced run exited with code")
+
+
+@pytest.mark.parametrize("throttle, pattern", [
+    ([], r"predict: the untraced run of true did not report its time"),
+    (["--throttle", "token:1", "--ranks-per-node", "1"], r"predict: libcontend-throttle.so did not run in the ranks of true "),
+])
+def test_a_program_without_mpi_is_named_in_one_line(built, fails_cleanly, throttle, pattern):
+    fails_cleanly(["predict", "--machine", "loggopsim-default", "--runs", "1", "--timeout", "60", *throttle, "--",
+                   str(built.mpiexec), "-n", "2", "true"], pattern)
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("chrt") is None, reason="--fifo needs root and chrt")

@@ -258,6 +258,20 @@ def test_a_deadlocked_schedule_is_a_result_exit_3(tmp_path, capsys):
     assert json.loads((tmp_path / "out" / "whatif.json").read_text())["runs"][0]["relative"] is None
 
 
+def test_throttle_and_ranks_per_node_axes_give_a_machine_without_nodes_its_nodes(tmp_path):
+    """loggopsim-default has no nodes; the two axes together are the runs `contend sim --throttle SPEC
+    --ranks-per-node K` makes on it. A rate policy spaces the sends of ranks on different nodes; with all
+    four ranks on one node nothing leaves a node and nothing is throttled."""
+    goal = tmp_path / "app.goal"
+    goal.write_text(app_goal(4, 3, 1000, 1024))
+    result = run_axes(tmp_path, Workload(schedule=str(goal)), "throttle=none,rate:100us", "ranks-per-node=1,4")
+    spans = makespans(result)
+    assert spans == {(t, str(n)): simulate(str(goal), machine="loggopsim-default", throttle=t, ranks_per_node=n).makespan
+                     for t in ("none", "rate:100us") for n in (1, 4)}
+    assert spans[("rate:100us", "1")] >= 5 * 100_000 > spans[("none", "1")]  # 6 sends a rank: 5 gaps at least
+    assert spans[("rate:100us", "4")] == spans[("none", "4")] == spans[("none", "1")]
+
+
 @pytest.mark.parametrize("vary, pattern", [
     (["network"], r"--vary 'network': expected AXIS=VALUES"),
     (["netwrok=1x"], r"unknown axis 'netwrok' \(did you mean 'network'\?\)"),
@@ -284,6 +298,7 @@ def test_a_deadlocked_schedule_is_a_result_exit_3(tmp_path, capsys):
     (["ranks-per-node=0"], r"--vary ranks-per-node: 0 is out of range"),
     (["throttle=token:0"], r"--vary throttle=token:0: tokens"),
     (["throttle=token:4"], r"--vary throttle: machine loggopsim-default does not say how many ranks"),
+    (["throttle=none", "ranks-per-node=4"], r"--vary ranks-per-node: machine loggopsim-default has no nodes"),
     (["network=" + ",".join(f"{k + 1}x" for k in range(70)), "cpu=" + ",".join(f"{k + 1}x" for k in range(70))],
      r"70 x 70 = 4,900 runs, more than 4,096"),
 ])

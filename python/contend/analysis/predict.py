@@ -52,12 +52,25 @@ class Throttle:
     policy: dict
     ranks_per_node: int
 
-    def library_variables(self, stats: Path) -> dict[str, str]:
+    def library_variables(self, stats: Path | None = None) -> dict[str, str]:
         from contend.machine.admission import library_values
         from contend.native import libthrottle
 
         values = library_values(self.policy)
         return libthrottle.settings(values.pop("policy"), ranks_per_node=self.ranks_per_node, stats=stats, **values)
+
+    def check(self, what: str) -> None:
+        """Refuse before any run what the library would refuse in each rank's MPI_Init (its own rules,
+        ``throttle-check``: e.g. at most 64 proxy servers, a gap of at most 1 s); ``what`` names the
+        options in the message."""
+        from contend.native import libthrottle, mpi
+
+        checker = mpi.build_dir(mpi.find_mpi()) / "throttle-check"
+        if not checker.is_file():
+            raise UserError(f"{checker} is not built: run `contend native build`")
+        refused = libthrottle.check(checker, self.library_variables())
+        if isinstance(refused, str):
+            raise UserError(f"{what}: libcontend-throttle.so cannot run it: {refused}")
 
 
 @dataclass
@@ -169,7 +182,7 @@ def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str]
 
     with tempfile.TemporaryDirectory(prefix="contend-span-") as scratch:
         span_file = Path(scratch) / "span"
-        env = dict(os.environ)
+        env = libthrottle.environment({})  # the caller's CONTEND_THROTTLE_* would change the policy run
         preload = [str(span_library())]  # first: its calls go on to the throttle library's (native/span)
         if throttle is not None:
             library = mpi.throttle_library(mpi.find_mpi())
@@ -183,13 +196,23 @@ def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str]
         finished = mpi.run_streaming(command, env, echo, timeout_s)
         _check_finished(finished, "the untraced run", timeout_s)
         if throttle is not None and not libthrottle.read_stats(Path(scratch) / "counters.jsonl"):
-            raise UserError(f"predict: libcontend-throttle.so did not run in the ranks of {command[0]} (a "
+            raise UserError(f"predict: libcontend-throttle.so did not run in the ranks of {_program(command)} (a "
                             "program that MPI does not start, or one linked without MPI?)")
         try:
             return int(span_file.read_text())
         except (OSError, ValueError):
-            raise UserError(f"predict: the untraced run of {command[0]} did not report its time: did the "
+            raise UserError(f"predict: the untraced run of {_program(command)} did not report its time: did the "
                             "program call MPI_Init and MPI_Finalize?") from None
+
+
+def _program(command: Sequence[str]) -> str:
+    """The program a launch command runs (its first, for MPMD), to name it; else the command's first word."""
+    from contend.native import mpi
+
+    try:
+        return command[mpi.program_starts(command, mpi.launcher_mpi(command[0]).flavor)[0]]
+    except (UserError, IndexError):
+        return command[0]
 
 
 def _check_finished(finished, what: str, timeout_s: float) -> None:

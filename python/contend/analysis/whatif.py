@@ -233,16 +233,19 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
     if "ranks" in by_name and workload.root >= min(by_name["ranks"].values):
         raise UserError(f"--vary ranks: root {workload.root} is not a rank of {min(by_name['ranks'].values)} ranks")
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]
+    # A throttle axis and a ranks-per-node axis give a machine without nodes its nodes together, as
+    # `contend sim --throttle SPEC --ranks-per-node K` does; either alone would need the machine's.
+    policies = "throttle" in by_name and any(v is not None for v in by_name["throttle"].values)
     for needs, what, has in (("placement", "network ([topology])", lambda m: m.network is not None),
                              ("ranks-per-node", "nodes ([topology], [nic] or [throttle])",
-                              lambda m: m.network is not None or m.node is not None),
+                              lambda m: policies or m.network is not None or m.node is not None),
                              ("nic", "NIC congestion curves ([nic])", lambda m: m.node is not None
                               and m.node.get("nic") is not None)):
         if needs in by_name:
             lacking = next((m for m in machines if not has(m)), None)
             if lacking is not None:
                 raise UserError(f"--vary {needs}: machine {lacking.name} has no {what}")
-    if "throttle" in by_name and any(v is not None for v in by_name["throttle"].values):
+    if policies and "ranks-per-node" not in by_name:
         lacking = next((m for m in machines if m.node is None), None)
         if lacking is not None:
             raise UserError(f"--vary throttle: machine {lacking.name} does not say how many ranks share a node "
@@ -275,9 +278,10 @@ def configure(machine: Any, workload: Workload, setting: dict[str, Any]) -> tupl
         machine = dataclasses.replace(machine, network={**machine.network, "placement": setting["placement"]})
     if "ranks-per-node" in setting:  # one count of ranks per node for the links and the NIC alike
         per_node = setting["ranks-per-node"]
-        machine = dataclasses.replace(
-            machine, network={**machine.network, "ranks_per_node": per_node} if machine.network else None,
-            node={**machine.node, "ranks_per_node": per_node} if machine.node else None)
+        if machine.network:
+            machine = dataclasses.replace(machine, network={**machine.network, "ranks_per_node": per_node})
+        if machine.node is not None or setting.get("throttle"):  # a policy's nodes where the machine has none
+            kwargs["ranks_per_node"] = per_node
     if setting.get("nic") == "off":
         machine = dataclasses.replace(machine, node={**machine.node, "nic": None})
     if "cpu" in setting and setting["cpu"] != 1.0:

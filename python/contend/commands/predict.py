@@ -113,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             measured = predict.predict_command(command, machine, runs, work, records=records,
                                                noise=noise, timeout_s=timeout, progress=progress, throttle=throttle)
-    for warning in measured.warnings:
+    warnings = list(measured.warnings)
+    if throttle is not None and measured.ranks <= throttle.ranks_per_node:  # the library and the model alike
+        warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "
+                        "node: the policy throttles nothing (messages within a node are left alone)")
+    for warning in warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine,
                "throttle": None if throttle is None else {**throttle.policy, "ranks_per_node": throttle.ranks_per_node},
@@ -176,8 +180,10 @@ def _throttle(args: argparse.Namespace, command: list[str]):
     policy = parse_spec(args.throttle)
     if policy is None:
         raise UserError("predict: --throttle none: give a policy, or leave --throttle out")
-    library_values(policy)  # a policy the library can run
-    return Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
+    library_values(policy)  # a policy the library has (no Algorithm 1 thresholds)
+    throttle = Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
+    throttle.check(f"predict: --throttle {args.throttle} --ranks-per-node {args.ranks_per_node}")
+    return throttle
 
 
 def _ms(value) -> str:
@@ -203,16 +209,18 @@ def table(rows, title: str = "predicted vs measured time between MPI_Init and MP
 
     noisy = any(s["noisy"]["runs"] for _, s in rows)
     throttled = any(s.get("throttle") for _, s in rows)
+    cost = not all(s.get("throttle") for _, s in rows)  # throttled against unthrottled: not the tracer's cost
     out = Table(title=title)
     columns = [("program", "left"), ("ranks", "right"), ("throttled" if throttled else "untraced", "right"), ("traced", "right"),
-               ("tracer %", "right"), ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
+               *[("tracer %", "right")] * cost, ("predicted", "right"), ("error %", "right"), ("vs traced %", "right")]
     if noisy:
         columns += [("with noise", "right"), ("error %", "right")]
     for name, justify in columns:
         out.add_column(name, justify=justify)
     for label, s in rows:
-        cells = [label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]), _pct(s["tracing_overhead_pct"]),
-                 _range(s["predicted"]), _pct(s["error_pct"]), _pct(s["error_vs_traced_pct"])]
+        cells = [label, str(s["ranks"]), _range(s["untraced"]), _range(s["traced"]),
+                 *[_pct(s["tracing_overhead_pct"])] * cost, _range(s["predicted"]), _pct(s["error_pct"]),
+                 _pct(s["error_vs_traced_pct"])]
         if noisy:
             cells += [_range(s["noisy"]), _pct(s["error_noisy_pct"])]
         out.add_row(*cells)

@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -173,24 +172,17 @@ def _environment() -> dict[str, str]:
     """This environment without CONTEND_THROTTLE_*: the command's options are the whole configuration."""
     from contend.native import mpi, libthrottle
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(libthrottle.PREFIX)}
-    env[mpi.LAUNCHER_MARK] = str(os.getpid())
-    return env
+    return libthrottle.environment({mpi.LAUNCHER_MARK: str(os.getpid())})
 
 
 def _check(checker: Path, variables: dict[str, str], given: dict[str, tuple[str, str]]) -> dict:
     """The settings in force by the library's own rules, or its reason as a UserError in our words."""
-    try:
-        done = subprocess.run([str(checker)], env={**_environment(), **variables}, capture_output=True,
-                              text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"throttle: {checker} did not run: {exc}") from None
-    if done.returncode == 0:
-        return json.loads(done.stdout)
-    lines = done.stderr.strip().splitlines()
-    if done.returncode != 2 or len(lines) != 1:
-        raise UserError(f"throttle: {checker} failed (exit {done.returncode}): {' '.join(lines)[:300]}")
-    raise UserError(_in_our_words(lines[0], variables, given))
+    from contend.native import libthrottle
+
+    settings = libthrottle.check(checker, variables)
+    if isinstance(settings, str):
+        raise UserError(_in_our_words(settings, variables, given))
+    return settings
 
 
 def _in_our_words(message: str, variables: dict[str, str], given: dict[str, tuple[str, str]]) -> str:

@@ -14,8 +14,12 @@ keyword arguments. The variables go on the rank's command line through ``env``, 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from contend.errors import UserError
 
 PREFIX = "CONTEND_THROTTLE_"
 
@@ -29,6 +33,29 @@ def settings(policy: str, **values: object) -> dict[str, str]:
         if value is not None:
             out[f"{PREFIX}{key.upper()}"] = str(value)
     return out
+
+
+def environment(variables: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without its CONTEND_THROTTLE_* variables, then ``variables``: the
+    settings given are the library's whole configuration (a stray CONTEND_THROTTLE_CONFIG or _NODE of
+    the caller's would change the policy run)."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith(PREFIX)}, **variables}
+
+
+def check(checker: Path, variables: Mapping[str, str]) -> dict | str:
+    """The settings in force by the library's own rules (``throttle-check``, native/throttle/check),
+    without MPI: a dict, or the library's one-line reason for refusing them."""
+    try:
+        done = subprocess.run([str(checker)], env=environment(variables), capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"throttle: {checker} did not run: {exc}") from None
+    if done.returncode == 0:
+        return json.loads(done.stdout)
+    lines = done.stderr.strip().splitlines()
+    if done.returncode != 2 or len(lines) != 1:
+        raise UserError(f"throttle: {checker} failed (exit {done.returncode}): {' '.join(lines)[:300]}")
+    return lines[0]
 
 
 def preload(program: Sequence[str], library: Path, variables: Mapping[str, str]) -> list[str]:
