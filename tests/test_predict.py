@@ -190,6 +190,8 @@ def test_the_table_shows_the_tracer_cost_only_beside_an_unthrottled_row():
     (["predict", "--machine", "loggopsim-default", "--ranks-per-node", "2", "--", "true"], r"give --throttle too"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--ranks-per-node", "1", "--trace", "x"],
      r"--throttle applies to runs"),
+    (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--ranks-per-node", "1", "--fabric",
+      "--", "mpiexec", "-n", "2", "true"], r"--throttle on the emulated fabric is not supported yet"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "token:0", "--ranks-per-node", "1", "--", "true"],
      r"--throttle token:0: tokens"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "none", "--ranks-per-node", "1", "--", "true"],

@@ -172,6 +172,8 @@ def _throttle(args: argparse.Namespace, command: list[str]):
         return None
     if not command:
         raise UserError("predict: --throttle applies to runs, not to --trace")
+    if args.fabric:  # the fabric's nodes (its ppn, a placement) would have to be the library's and the model's
+        raise UserError("predict: --throttle on the emulated fabric is not supported yet: run it on this host")
     if args.ranks_per_node is None:
         raise UserError("predict: --throttle needs --ranks-per-node (the ranks that share a node's pool)")
     from contend.analysis.predict import Throttle
