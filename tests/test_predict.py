@@ -79,19 +79,25 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     assert alone["noisy"]["runs"] == 0  # no --noise this time
 
 
-def test_a_throttled_run_and_its_prediction_both_keep_the_gap(built, machine, tmp_path, capsys):
-    """--throttle rate:GAP, one rank per node: the library spaces each rank's sends of the 20-round
-    ping-pong at least GAP apart, so the measured (throttled) run and its prediction both last at least
-    19 gaps; the unthrottled prediction of the same trace is shorter. A lower bound from the rule, on
-    any CPU."""
-    gap_ns, rounds = 200_000, 20
+def rate_throttled_pingpong(built, machine, tmp_path, capsys, gap_ns: int, rounds: int) -> tuple[dict, str]:
+    """`contend predict --throttle rate:GAP --ranks-per-node 1` of a 2-rank ping-pong, one run: its JSON
+    and its table."""
     report = tmp_path / "throttled.json"
     command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(rounds), "8"]
     code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
                  "--throttle", f"rate:{gap_ns}ns", "--ranks-per-node", "1", "--", *command])
     out, err = capsys.readouterr()
     assert code == 0, err
-    result = json.loads(report.read_text())
+    return json.loads(report.read_text()), out
+
+
+def test_a_throttled_run_and_its_prediction_both_keep_the_gap(built, machine, tmp_path, capsys):
+    """--throttle rate:GAP, one rank per node: the library spaces each rank's sends of the 20-round
+    ping-pong at least GAP apart, so the measured (throttled) run and its prediction both last at least
+    19 gaps; the unthrottled prediction of the same trace is shorter. A lower bound from the rule, on
+    any CPU."""
+    gap_ns, rounds = 200_000, 20
+    result, out = rate_throttled_pingpong(built, machine, tmp_path, capsys, gap_ns, rounds)
     assert result["throttle"] == {"kind": "rate", "gap": gap_ns * 1000, "ranks_per_node": 1}
     least = (rounds - 1) * gap_ns
     assert result["untraced"]["min_ns"] >= least and result["predicted"]["min_ns"] >= least, result
@@ -107,13 +113,8 @@ def test_the_callers_library_variables_do_not_reach_the_throttled_runs(built, ma
     monkeypatch.setenv("CONTEND_THROTTLE_CONFIG", str(tmp_path / "absent.conf"))
     monkeypatch.setenv("CONTEND_THROTTLE_NODE", "one")
     gap_ns, rounds = 200_000, 5
-    report = tmp_path / "throttled.json"
-    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), str(rounds), "8"]
-    code = main(["predict", "--machine", str(machine), "--runs", "1", "--json", str(report), "--timeout", "120",
-                 "--throttle", f"rate:{gap_ns}ns", "--ranks-per-node", "1", "--", *command])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    assert json.loads(report.read_text())["untraced"]["min_ns"] >= (rounds - 1) * gap_ns
+    result, _ = rate_throttled_pingpong(built, machine, tmp_path, capsys, gap_ns, rounds)
+    assert result["untraced"]["min_ns"] >= (rounds - 1) * gap_ns
 
 
 @pytest.mark.parametrize("spec, per_node, pattern", [
