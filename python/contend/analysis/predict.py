@@ -65,7 +65,7 @@ class Throttle:
         options in the message."""
         from contend.native import libthrottle, mpi
 
-        checker = mpi.build_dir(mpi.find_mpi()) / "throttle-check"
+        checker = mpi.throttle_checker(mpi.find_mpi())
         if not checker.is_file():
             raise UserError(f"{checker} is not built: run `contend native build`")
         refused = libthrottle.check(checker, self.library_variables())

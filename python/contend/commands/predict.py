@@ -177,12 +177,11 @@ def _throttle(args: argparse.Namespace, command: list[str]):
     if args.ranks_per_node is None:
         raise UserError("predict: --throttle needs --ranks-per-node (the ranks that share a node's pool)")
     from contend.analysis.predict import Throttle
-    from contend.machine.admission import library_values, parse_spec
+    from contend.machine.admission import parse_spec
 
     policy = parse_spec(args.throttle)
     if policy is None:
         raise UserError("predict: --throttle none: give a policy, or leave --throttle out")
-    library_values(policy)  # a policy the library has (no Algorithm 1 thresholds)
     throttle = Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
     throttle.check(f"predict: --throttle {args.throttle} --ranks-per-node {args.ranks_per_node}")
     return throttle

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     given = _given(args)
     library_mpi = mpi.launcher_mpi(command[0])
     starts = mpi.program_starts(command, library_mpi.flavor)
-    library, checker = mpi.throttle_library(library_mpi), mpi.build_dir(library_mpi) / "throttle-check"
+    library, checker = mpi.throttle_library(library_mpi), mpi.throttle_checker(library_mpi)
     if not (library.is_file() and checker.is_file()):
         hint = "" if library_mpi.origin != "launcher" else f"CONTEND_MPICC={library_mpi.mpicc} "
         raise UserError(f"throttle: {library} is not built for {library_mpi.mpicc}: run `{hint}contend native "

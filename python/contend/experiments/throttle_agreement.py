@@ -66,8 +66,6 @@ POLICIES: dict[str, dict[str, Any]] = {
 # join within their 1 ms naps (native/bench/nicstream.c); far longer than any gap compared.
 ROUND_PAUSE_NS = 200_000
 BARRIER_TAG = 1000
-# A GOAL tag of a message admission control leaves alone (docs/formats.md): the all-to-all's barrier.
-UNADMITTED_TAG = 2**31 + 2**19
 
 
 @dataclass(frozen=True)
@@ -133,10 +131,13 @@ class Scenario:
 
     def _barrier(self, program: GoalProgram, k: int, left: list[list[Op]]) -> list[list[Op]]:
         """The harness's MPI_Barrier before exchange ``k`` (native/bench/exchange.c): a dissemination
-        barrier, log2(RANKS) rounds of a 0-byte message to rank + 2^i, never admitted."""
+        barrier, log2(RANKS) rounds of a 0-byte message to rank + 2^i, never admitted (tags with the
+        engine's unadmitted bits, docs/formats.md)."""
+        from contend.engine import engine
+
         distance = 1
         while distance < RANKS:
-            tag = UNADMITTED_TAG + k * RANKS + distance
+            tag = engine().UNADMITTED_TAGS + k * RANKS + distance
             left = [[program.send(r, 0, (r + distance) % RANKS, tag, left[r]),
                      program.recv(r, 0, (r - distance) % RANKS, tag, left[r])] for r in range(RANKS)]
             distance *= 2

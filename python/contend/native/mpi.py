@@ -111,6 +111,11 @@ def throttle_library(mpi: MPI) -> Path:
     return build_dir(mpi) / THROTTLE_LIBRARY
 
 
+def throttle_checker(mpi: MPI) -> Path:
+    """Where ``contend native build`` puts throttle-check, the library's own rules without MPI."""
+    return build_dir(mpi) / "throttle-check"
+
+
 def trace_library(mpi: MPI) -> Path:
     """Where ``contend native build`` puts libcontend-trace.so for this MPI."""
     return build_dir(mpi) / TRACE_LIBRARY
