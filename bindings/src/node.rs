@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use contend_engine::nic::{NicClass, NicSpec};
-use contend_engine::node::NodeSpec;
+use contend_engine::node::{CoreSpec, NodeSpec};
 use contend_engine::policy::{AdaptiveSpec, AdmissionSpec, Thresholds, TokenSpec};
 
 use crate::simulate::optional_dict;
@@ -18,7 +18,8 @@ fn pairs<T: Copy>(v: Vec<Vec<T>>) -> Option<Vec<(T, T)>> {
 
 /// Reads the optional "node" entry of the parameters (built by contend.machine.nic and .admission):
 /// "ranks_per_node", "nic" (None or a list of size classes {up_to, concurrency, outstanding} with
-/// curves as [[x, factor], ...]) and "policy" (None or {kind: token | rate | proxy | adaptive, ...}).
+/// curves as [[x, factor], ...]), "policy" (None or {kind: token | rate | proxy | adaptive, ...})
+/// and "cores" (None or {per_node, switch (ps)}: built by contend.machine.cores).
 pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
     let Some(n) = optional_dict(d, "node")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("{k}: {what}"));
@@ -88,5 +89,14 @@ pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
             })
         }
     };
-    Ok(Some(NodeSpec::new(ranks_per_node, nic, policy).map_err(spec_err)?))
+    let spec = NodeSpec::new(ranks_per_node, nic, policy).map_err(spec_err)?;
+    Ok(Some(match item(&n, "cores")? {
+        None => spec,
+        Some(c) => {
+            let c = c.cast::<PyDict>().map_err(|_| err("cores", "must be a dict"))?;
+            let per_node: u32 = item(c, "per_node")?.ok_or_else(|| err("per_node", "missing"))?.extract().map_err(|_| err("per_node", "must be a positive integer"))?;
+            let switch: u64 = item(c, "switch")?.map(|v| v.extract()).transpose().map_err(|_| err("switch", "must be ps"))?.unwrap_or(0);
+            spec.with_cores(CoreSpec::new(per_node, switch).map_err(spec_err)?)
+        }
+    }))
 }

@@ -2,12 +2,15 @@
 //! under congestion ([`crate::nic`]), and admission control in front of it ([`crate::policy`]).
 //! See docs/models.md, "NIC congestion and admission control". The memory bandwidth a node's
 //! computation shares with its incoming network traffic is in [`memory`] ("Memory contention (NiMC)").
+//! The CPU cores the ranks of a node share, when they are fewer than its ranks, are [`CoreSpec`]
+//! ("Shared cores").
 
 pub mod memory;
 
 use crate::nic::NicSpec;
 use crate::policy::AdmissionSpec;
 use crate::spec_error::SpecError;
+use crate::time::Time;
 
 /// The node-level models of a simulation, valid by construction ([`NodeSpec::new`]). Ranks `r`
 /// with equal `r / ranks_per_node` share a node (with a network, its placement decides instead).
@@ -17,6 +20,26 @@ pub struct NodeSpec {
     /// Congestion curves of the NIC; None: every rank keeps its own LogGOPS NIC.
     pub(crate) nic: Option<NicSpec>,
     pub(crate) policy: Option<AdmissionSpec>,
+    /// Cores the node's ranks share; None: a core per rank.
+    pub(crate) cores: Option<CoreSpec>,
+}
+
+/// A node's ranks share `per_node` cores; a core passing from one rank to another costs `switch`
+/// (the yield and context switch of a rank that waits, measured by `contend bench fit`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoreSpec {
+    pub(crate) per_node: u32,
+    pub(crate) switch: Time,
+}
+
+impl CoreSpec {
+    /// `per_node` must be at least 1 (its error names `cores.per_node`).
+    pub fn new(per_node: u32, switch: Time) -> Result<CoreSpec, SpecError> {
+        if per_node == 0 {
+            return Err(SpecError::new("cores.per_node", "must be at least 1"));
+        }
+        Ok(CoreSpec { per_node, switch })
+    }
 }
 
 impl NodeSpec {
@@ -26,6 +49,16 @@ impl NodeSpec {
         if ranks_per_node == 0 {
             return Err(SpecError::new("node.ranks_per_node", "must be at least 1"));
         }
-        Ok(NodeSpec { ranks_per_node, nic, policy: admission })
+        Ok(NodeSpec { ranks_per_node, nic, policy: admission, cores: None })
+    }
+
+    /// The same node, its ranks sharing `cores`.
+    pub fn with_cores(self, cores: CoreSpec) -> NodeSpec {
+        NodeSpec { cores: Some(cores), ..self }
+    }
+
+    /// Whether the NIC or admission model applies (`NodeSim`); cores alone need neither.
+    pub(crate) fn shares_the_nic(&self) -> bool {
+        self.nic.is_some() || self.policy.is_some()
     }
 }

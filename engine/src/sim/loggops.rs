@@ -9,6 +9,7 @@
 //! became ready. This stable rule is where `contend` departs from v1, whose unstable sort scrambles
 //! more than 16 simultaneously ready operations.
 
+mod cores;
 mod deadlock;
 mod flows;
 mod handle;
@@ -38,9 +39,11 @@ use crate::sim::matching::{MatchQueues, Queue};
 use crate::sim::queue::{Entry, EventQueue};
 use crate::sim::parallel::{merge, run_in_parallel, workers};
 use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH};
+use crate::spec_error::SpecError;
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
+use cores::Cores;
 use flows::Flows;
 use handle::{Handle, Readiness};
 use node::{Admission, NodeSim};
@@ -172,6 +175,9 @@ pub(super) struct Sim<'p, P: Program> {
     flows: Option<Flows>,
     /// NIC congestion and admission control (docs/models.md).
     node: Option<NodeSim>,
+    /// Cores a node's ranks share, when they are fewer than its ranks (docs/models.md, "Shared
+    /// cores").
+    cores: Option<Cores>,
     /// Detours that stretch CPU work (docs/models.md, "Noise").
     noise: Option<NoiseSim<'p>>,
     /// Memory contention (docs/models.md, "Memory contention (NiMC)").
@@ -224,6 +230,7 @@ fn windowed_width<P: Program>(prog: &P, par: &Params, opts: &Options, sim: &Sim<
         && sim.cpus == 1
         && sim.flows.is_none()
         && sim.node.is_none()
+        && sim.cores.is_none()
         && sim.memory.is_none()
         && !opts.records
         && !opts.timeline
@@ -246,6 +253,9 @@ pub const PROGRESS_EVERY: u64 = 1 << 22;
 /// do not fit the program or each other.
 pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario, opts: &Options, mut progress: F) -> Result<SimResult, Stopped> {
     let network = scenario.check(prog.num_ranks()).map_err(Stopped::Invalid)?;
+    if opts.critical_path && scenario.node.as_ref().is_some_and(|node| node.cores.is_some()) {
+        return Err(Stopped::Invalid(SpecError::new("cores", "the critical path does not follow shared cores yet (leave out one of the two)")));
+    }
     let (par, noise) = (&scenario.params, scenario.noise.as_ref());
     let n = prog.num_ranks() as usize;
     // --- memory contention (NiMC): its own node map, from the network's placement if any ---
@@ -286,10 +296,16 @@ impl<'p, P: Program> Sim<'p, P> {
         let n = prog.num_ranks() as usize;
         let cpus = prog.num_cpus().max(1) as usize;
         let nics = prog.num_nics().max(1) as usize;
-        let node = node.map(|model| {
-            let node_of = (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect();
-            NodeSim::new(model, node_of)
+        let node_of = |model: &NodeSpec| -> Vec<u32> { (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect() };
+        let cores = node.and_then(|model| {
+            let spec = model.cores.as_ref()?;
+            let node_of = node_of(model);
+            let mut ranks = vec![0u32; node_of.iter().map(|&k| k as usize + 1).max().unwrap_or(0)];
+            node_of.iter().for_each(|&k| ranks[k as usize] += 1);
+            // With a core for each rank, nothing is shared: exact LogGOPS.
+            ranks.iter().any(|&r| r > spec.per_node).then(|| Cores::new(spec, &node_of))
         });
+        let node = node.filter(|model| model.shares_the_nic()).map(|model| NodeSim::new(model, node_of(model)));
         Sim {
             prog,
             par: *par,
@@ -321,6 +337,7 @@ impl<'p, P: Program> Sim<'p, P> {
             wait_versions: 0,
             noise: noise.map(|n| NoiseSim::new(n, opts.records)),
             node,
+            cores,
             memory,
             crit: opts.critical_path.then(|| Tracer::new(prog, cpus + 2 * nics)),
             owned: 0..n as u32,
@@ -500,6 +517,28 @@ impl<P: Program> Sim<'_, P> {
         self.issue = issue;
     }
 
+    /// With shared cores, the core that op event `e` of rank `h`, its CPU free at `t`, runs on
+    /// (`Some(None)` without them); None if it must wait for one (it is queued again when one
+    /// is free).
+    #[inline]
+    fn core_at(&mut self, h: u32, t: Time, e: Entry) -> Option<Option<u32>> {
+        let Some(cores) = &self.cores else { return Some(None) };
+        let (start, core) = cores.earliest(h, t);
+        if start > t {
+            self.requeue(start, e);
+            return None;
+        }
+        Some(Some(core))
+    }
+
+    /// Rank `h` holds `core` (if cores are shared) until `end`.
+    #[inline]
+    fn occupy(&mut self, core: Option<u32>, h: u32, end: Time) {
+        if let (Some(cores), Some(core)) = (&mut self.cores, core) {
+            cores.occupy(core, h, end);
+        }
+    }
+
     /// When CPU work of `w` that may start at `t` on host `h` ends: `t + w`, stretched by noise.
     #[inline]
     fn cpu_work(&mut self, h: u32, t: Time, w: Time) -> Time {
@@ -560,9 +599,11 @@ impl<P: Program> Sim<'_, P> {
                     self.trace_queued(h, i, self.hosts[c], c, None);
                     return self.requeue(self.hosts[c], e);
                 }
+                let Some(core) = self.core_at(h, t, e) else { return };
                 self.start(h, i);
                 let end = self.calc_end(h, t, &op);
                 self.hosts[c] = end;
+                self.occupy(core, h, end);
                 self.release_next(h, i, t);
                 if let Some(cr) = &mut self.crit {
                     cr.started(h, i, t);
@@ -580,6 +621,7 @@ impl<P: Program> Sim<'_, P> {
                     self.trace_queued(h, i, free, c, Some(n));
                     return self.requeue(free, e);
                 }
+                let Some(core) = self.core_at(h, t, e) else { return };
                 let Some(Route { nic_path, proxied, networked, held }) = self.route(t, e, &op) else {
                     return self.release_next(h, i, t); // admission control holds it back
                 };
@@ -590,6 +632,7 @@ impl<P: Program> Sim<'_, P> {
                 // The message leaves when the (possibly stretched) overhead o is done.
                 let sent = self.cpu_work(h, t, k.o);
                 self.hosts[c] = self.cpu_bytes(h, sent, extra * k.O);
+                self.occupy(core, h, self.hosts[c]);
                 if !nic_path {
                     // With NIC curves the node's shared NIC does this work instead (`nic_start`).
                     self.hosts[n] = t + k.g + if networked { 0 } else { extra * k.G };
@@ -657,7 +700,11 @@ impl<P: Program> Sim<'_, P> {
         let m = self.msgs[id as usize];
         let c = self.o_slot(m.dst, m.cpu);
         let n = self.gr_slot(m.dst, m.nic);
-        let free = self.hosts[c].max(self.hosts[n]);
+        let mut free = self.hosts[c].max(self.hosts[n]);
+        let core = self.cores.as_ref().map(|cores| cores.earliest(m.dst, t.max(free)));
+        if let Some((start, _)) = core {
+            free = start;
+        }
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
         if first && self.superseded(e, list) {
@@ -686,6 +733,7 @@ impl<P: Program> Sim<'_, P> {
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
         let handled = self.cpu_work(m.dst, t, k.o);
         self.hosts[c] = self.cpu_bytes(m.dst, handled, extra * per_byte_cpu);
+        self.occupy(core.map(|(_, k)| k), m.dst, self.hosts[c]);
         if let Some(noise) = &mut self.noise {
             noise.received(id, self.hosts[c] - t - k.o - extra * per_byte_cpu);
         }

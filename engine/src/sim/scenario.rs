@@ -50,6 +50,9 @@ impl Scenario {
     /// The network of `ranks` ranks, if the scenario has one, after checking that the models fit
     /// together; the error names the key or the model at fault.
     pub(crate) fn check(&self, ranks: u32) -> Result<Option<Network>, SpecError> {
+        if self.memory.is_some() && self.node.as_ref().is_some_and(|node| node.cores.is_some()) {
+            return Err(SpecError::combination("memory", "cores", "memory: the memory model does not combine with shared cores yet (give one or the other)"));
+        }
         if self.memory.is_some() && self.noise.is_some() {
             return Err(SpecError::combination("memory", "noise", "memory: the memory model does not combine with noise yet (give one or the other)"));
         }

@@ -46,7 +46,10 @@ def register(subparsers) -> None:
                                      "The machine's [nic] curves apply; these replace its [throttle].")
     node.add_argument("--throttle", metavar="SPEC",
                       help="token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS], adaptive[:TOKENS] or none")
-    node.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a node (its NIC and token pool)")
+    node.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a node (its NIC, token pool and cores)")
+    node.add_argument("--cores", metavar="C[:SWITCH]",
+                      help="cores the ranks of a node share, e.g. 2 or 2:3.8us (the cost of a core passing "
+                      "from one rank to another), or none: replaces the machine's [cores]")
     memory = parser.add_argument_group("memory contention (NiMC)",
                                        "The machine's [memory] table applies; these apply its mitigations.")
     memory.add_argument("--memory-throttle", metavar="BW",
@@ -109,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
             noise=noise if noise is not None else False,
             throttle=args.throttle,
             ranks_per_node=args.ranks_per_node,
+            cores=args.cores,
             memory="none" if args.no_memory else None,
             memory_throttle=args.memory_throttle,
             reserve_core=args.reserve_core,

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from contend.machine.admission import policy_params
+from contend.machine.cores import cores_params
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine.memory import memory_params
@@ -62,7 +63,7 @@ PARAMETER_KEYS = COST_KEYS + ("S",)
 RENDEZVOUS = "rendezvous"  # [loggops.rendezvous]: the costs of messages larger than S
 RECORD_KEYS = ("o_s", "o_r")  # [loggops] keys that record measured overheads; no model reads them
 HEADER_KEYS = ("name", "description", "source")
-TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "memory")
+TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "cores", "memory")
 RECORD_TABLES = ("fit", "measured")  # how the numbers were measured: free-form, not checked
 # S is stored by the engine as a u64, but no message is larger than this in practice.
 MAX_THRESHOLD = 2**63 - 1
@@ -224,25 +225,27 @@ def _other_ranks_per_node(document: Mapping[str, Any]) -> int | None:
 
 def _node_model(document: Mapping[str, Any], where: Mapping[str, Where], places: dict[str, str]
                 ) -> dict[str, Any] | None:
-    """The engine's ``params["node"]`` from ``[nic]`` and ``[throttle]``; None without both.
+    """The engine's ``params["node"]`` from ``[nic]``, ``[throttle]`` and ``[cores]``; None without any.
     ``places`` receives where the engine's keys that are not the file's are written."""
     nic = nic_classes(document["nic"], where["nic"], places) if "nic" in document else None
     policy = policy_params(document["throttle"], where["throttle"], places) if "throttle" in document else None
-    if nic is None and "throttle" not in document:
+    cores = cores_params(document["cores"], where["cores"]) if "cores" in document else None
+    if nic is None and "throttle" not in document and cores is None:
         return None
-    return {"ranks_per_node": _ranks_per_node(document, where, places), "nic": nic, "policy": policy}
+    return {"ranks_per_node": _ranks_per_node(document, where, places), "nic": nic, "policy": policy,
+            "cores": cores}
 
 
 def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where], places: dict[str, str]) -> int:
-    """Ranks per node: [topology]'s, else [nic]'s, else [throttle]'s; at least one must say."""
-    for table in ("topology", "nic", "throttle"):
+    """Ranks per node: [topology]'s, else [nic]'s, [throttle]'s, [cores]'s; at least one must say."""
+    for table in ("topology", "nic", "throttle", "cores"):
         value = document.get(table, {}).get("ranks_per_node")
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
                 raise UserError(f"{where[table]('ranks_per_node')}: expected an integer >= 1, got {value!r}")
             places["node.ranks_per_node"] = where[table]("ranks_per_node")
             return value
-    table = "nic" if "nic" in document else "throttle"
+    table = next(name for name in ("nic", "throttle", "cores") if name in document)
     raise UserError(f"{where[table]()}: needs ranks_per_node (how many ranks share a node), here or in [topology]")
 
 

@@ -46,6 +46,7 @@ def simulate(
     noise: Any = None,
     throttle: Any = None,
     ranks_per_node: int | None = None,
+    cores: Any = None,
     memory: Any = None,
     memory_throttle: Any = None,
     reserve_core: bool | None = None,
@@ -75,6 +76,8 @@ def simulate(
     ``throttle`` replaces the machine's ``[throttle]`` policy: a spec (``"token:20"``, ``"rate:2us"``,
     ``"proxy:8:16"``, ``"none"``) or an engine policy dict (docs/models.md, "NIC congestion and
     admission control"); ``ranks_per_node`` replaces the machine's when a node model applies.
+    ``cores`` replaces the machine's ``[cores]``: the cores a node's ranks share, a spec
+    (``"2"``, ``"2:3.8us"``, ``"none"``) or an engine dict (docs/models.md, "Shared cores").
     ``memory`` replaces the machine's ``[memory]`` model: an engine memory dict, or ``"none"``/``False``
     for none; ``memory_throttle`` (a bandwidth, ``"none"``) and ``reserve_core`` apply its
     mitigations (docs/models.md, "Memory contention (NiMC)").
@@ -130,7 +133,7 @@ def simulate(
         if "network" not in params:
             raise UserError("sharing: the machine has no network; give a machine with a [topology] table")
         params["network"] = {**params["network"], "sharing": sharing_model(sharing, "sharing")}
-    _apply_node_options(params, throttle, ranks_per_node)
+    _apply_node_options(params, throttle, ranks_per_node, cores)
     _apply_memory_options(params, memory, memory_throttle, reserve_core)
     # Settings already resolved (contend sim's, with its --noise-* options) are taken as they are.
     settings = noise if isinstance(noise, NoiseSettings) else resolve(noise, machine.noise)
@@ -174,22 +177,26 @@ def simulate(
     return SimulationResult.from_engine(raw, params, workload)
 
 
-def _apply_node_options(params: dict[str, Any], throttle: Any, ranks_per_node: int | None) -> None:
-    """Replace the machine's policy and ranks per node in ``params["node"]``."""
+def _apply_node_options(params: dict[str, Any], throttle: Any, ranks_per_node: int | None, cores: Any) -> None:
+    """Replace the machine's policy, shared cores and ranks per node in ``params["node"]``."""
     from contend.machine.admission import parse_spec
+    from contend.machine.cores import parse_cores
 
-    if throttle is None and ranks_per_node is None:
+    if throttle is None and ranks_per_node is None and cores is None:
         return
-    node = dict(params.get("node") or {"ranks_per_node": None, "nic": None, "policy": None})
+    node = dict(params.get("node") or {"ranks_per_node": None, "nic": None, "policy": None, "cores": None})
     if throttle is not None:
         node["policy"] = parse_spec(throttle) if isinstance(throttle, str) else (throttle or None)
+    if cores is not None:
+        node["cores"] = parse_cores(cores) if isinstance(cores, str) else (cores or None)
     if ranks_per_node is not None:
         node["ranks_per_node"] = parse_count(ranks_per_node, "ranks per node", minimum=1, maximum=2**32 - 1)
     if node["ranks_per_node"] is None:
-        if node["policy"] is None:
+        if node["policy"] is None and node.get("cores") is None:
             return
-        raise UserError("throttle: the machine does not say how many ranks share a node; give ranks_per_node "
-                        "([nic], [topology] or [throttle] of the machine file, or --ranks-per-node)")
+        what = "throttle" if node["policy"] is not None else "cores"
+        raise UserError(f"{what}: the machine does not say how many ranks share a node; give ranks_per_node "
+                        "([nic], [topology], [throttle] or [cores] of the machine file, or --ranks-per-node)")
     params["node"] = node
 
 
