@@ -25,20 +25,23 @@ pub struct NodeSpec {
 }
 
 /// A node's ranks share `per_node` cores; a core passing from one rank to another costs `switch`
-/// (the yield and context switch of a rank that waits, measured by `contend bench fit`).
+/// (the yield and context switch of a rank that waits, measured by `contend bench fit`); a rank
+/// waiting in a spinning receive gives its core up only at the scheduler's ticks, every `quantum`
+/// (0: it yields like any other).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CoreSpec {
     pub(crate) per_node: u32,
     pub(crate) switch: Time,
+    pub(crate) quantum: Time,
 }
 
 impl CoreSpec {
     /// `per_node` must be at least 1 (its error names `cores.per_node`).
-    pub fn new(per_node: u32, switch: Time) -> Result<CoreSpec, SpecError> {
+    pub fn new(per_node: u32, switch: Time, quantum: Time) -> Result<CoreSpec, SpecError> {
         if per_node == 0 {
             return Err(SpecError::new("cores.per_node", "must be at least 1"));
         }
-        Ok(CoreSpec { per_node, switch })
+        Ok(CoreSpec { per_node, switch, quantum })
     }
 }
 

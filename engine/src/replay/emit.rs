@@ -22,7 +22,7 @@ use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Rma, RmaOp, 
 use super::TraceSet;
 use crate::schedule::collectives::{Collective as Generated, Pattern};
 use crate::schedule::writer::GoalSink;
-use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS, UNADMITTED_TAGS};
+use crate::schedule::{Op, Program, ANY, CONTEXT_TAGS, SPINNING_TAGS, UNADMITTED_TAGS};
 use crate::u64_map::U64Map;
 
 /// Schedgen-like conversion options.
@@ -103,19 +103,29 @@ impl From<TraceError> for ConvertError {
 }
 
 /// Collective-context tags: bit 31, 11 bits of communicator, the unadmitted bit (bit 19,
-/// [`UNADMITTED_TAGS`]), 19 bits of sequence number (wrapping: matching is in order, so a reused
-/// number is met only after the earlier messages matched).
+/// [`UNADMITTED_TAGS`]), the spinning bit (bit 18, [`SPINNING_TAGS`]), 18 bits of sequence number
+/// (wrapping: matching is in order, so a reused number is met only after the earlier messages
+/// matched).
 const SEQ_BITS: u32 = 20;
 const CTX_MASK: u32 = (1 << 11) - 1;
-const SEQ_MASK: u32 = (1 << 19) - 1;
+const SEQ_MASK: u32 = (1 << 18) - 1;
 
-fn context_tag(ctx: u32, seq: u64, admitted: bool) -> u32 {
+fn context_tag(ctx: u32, seq: u64, c: &Collective) -> u32 {
     let tag = CONTEXT_TAGS | ((ctx & CTX_MASK) << SEQ_BITS) | (seq as u32 & SEQ_MASK);
-    if admitted {
+    if waits_spinning(c) {
+        tag | SPINNING_TAGS
+    } else if admitted_by_the_library(c) {
         tag
     } else {
         tag | UNADMITTED_TAGS
     }
+}
+
+/// The collectives whose ranks wait spinning on shared memory, holding their core (MPICH's
+/// release-gather Barrier, Bcast, Reduce and Allreduce; measured in docs/measurements.md, "Shared
+/// cores"), blocking ones: the library passes them to MPI whole, so they are unadmitted too.
+pub fn waits_spinning(c: &Collective) -> bool {
+    c.req.is_none() && matches!(c.kind, CollKind::Barrier | CollKind::Bcast | CollKind::Reduce | CollKind::Allreduce)
 }
 
 /// The collectives libcontend-throttle.so admits (it runs them as sends of its own,
@@ -569,7 +579,7 @@ impl<W: Write> Emitter<'_, W> {
             return Err(st.err(format!("root {root} out of range for a communicator of {size} ranks")));
         }
         let seq = st.seq.entry(ctx).or_insert(0);
-        let tag = context_tag(ctx, *seq, admitted_by_the_library(c));
+        let tag = context_tag(ctx, *seq, c);
         *seq += 1;
         self.balance.collective(ctx, size, me, Origin { rank: st.rank, line: st.line });
 

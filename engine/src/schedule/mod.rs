@@ -26,6 +26,18 @@ pub const CONTEXT_TAGS: u32 = 1 << 31;
 /// the library does; they still leave their node (docs/models.md, "Admission control").
 pub const UNADMITTED_TAGS: u32 = CONTEXT_TAGS | 1 << 19;
 
+/// Unadmitted context tags with this bit set as well carry the messages of collectives whose
+/// receivers wait spinning, holding their core, instead of yielding it while they poll: MPICH's
+/// shared-memory Barrier, Bcast, Reduce and Allreduce. Only shared cores read it (docs/models.md,
+/// "Shared cores").
+pub const SPINNING_TAGS: u32 = UNADMITTED_TAGS | 1 << 18;
+
+/// Whether a receive of this tag waits spinning (see [`SPINNING_TAGS`]).
+#[inline]
+pub fn spins(tag: u32) -> bool {
+    tag & SPINNING_TAGS == SPINNING_TAGS && tag != ANY
+}
+
 /// Whether admission control applies to a message with this tag (see [`UNADMITTED_TAGS`]).
 #[inline]
 pub fn admitted(tag: u32) -> bool {

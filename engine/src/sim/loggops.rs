@@ -28,7 +28,7 @@ use crate::node::memory::MemorySim;
 use crate::node::NodeSpec;
 use crate::noise::{Noise, Phase};
 use crate::record::{MessageTimes, Records, SpanKind, Timeline};
-use crate::schedule::{admitted, Op, OpKind, Program};
+use crate::schedule::{admitted, spins, Op, OpKind, Program};
 use crate::sim::cpu_scale::CpuScale;
 use crate::sim::critical::Tracer;
 use crate::sim::params::{Execution, Options, Params};
@@ -689,7 +689,12 @@ impl<P: Program> Sim<'_, P> {
                         self.deliver(id, i, t, t);
                         self.done(h, i);
                     }
-                    None => self.queues.push(&mut self.hosts.get_mut(h).queues, Queue::Posted, op.peer, op.tag, i),
+                    None => {
+                        self.queues.push(&mut self.hosts.get_mut(h).queues, Queue::Posted, op.peer, op.tag, i);
+                        if let Some(cores) = self.cores.as_mut().filter(|_| spins(op.tag)) {
+                            cores.spin(h);
+                        }
+                    }
                 }
             }
         }
@@ -752,6 +757,9 @@ impl<P: Program> Sim<'_, P> {
             Some(recv_op) => {
                 if let Some(cr) = &mut self.crit {
                     cr.matched(m.src, m.send_op, m.dst, recv_op, true);
+                }
+                if let Some(cores) = self.cores.as_mut().filter(|_| spins(m.tag)) {
+                    cores.matched(m.dst);
                 }
                 self.deliver(id, recv_op, t, t);
                 self.done(m.dst, recv_op);

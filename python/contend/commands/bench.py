@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -243,6 +244,7 @@ def _fabric(args: argparse.Namespace):
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    import numpy as np
     from rich.console import Console
     from rich.markup import escape
 
@@ -265,10 +267,10 @@ def run_fit(args: argparse.Namespace) -> int:
     console = Console()
     on = _fabric(args)
 
-    def measure(name: str, these: list[int], label: str = ""):
+    def measure(name: str, these: list[int], label: str = "", cpus: str | None = None):
         with _progress_bar(f"{name} ({len(these)} sizes){label}") as advance:
             return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance,
-                                 fabric=on)
+                                 fabric=on, cpus=cpus)
 
     def pingpong_round_trips(these: list[int]) -> list[float]:
         return loggp.measured_round_trips(measure("pingpong", these))["measured_ns"].tolist()
@@ -294,12 +296,22 @@ def run_fit(args: argparse.Namespace) -> int:
         step = loggp.refine_step(step[0], step[1], pingpong_round_trips)
     fit = loggp.fit_loggp(parameters, step)
 
+    # On shared memory the host's ranks share its cores: round trips of the smallest size with both
+    # ranks on one core against the check's say what passing a core between ranks costs.
+    cores = None
+    if on is None:
+        first = str(min(os.sched_getaffinity(0)))
+        runs = [measure("pingpong", sizes[:1], f" on one core {repeat + 1}/{repeats}", first) for repeat in range(repeats)]
+        one_core = float(np.median([loggp.measured_round_trips(run)["measured_ns"].iloc[0] for run in runs]))
+        cores = loggp.shared_cores(len(os.sched_getaffinity(0)), one_core, float(measured["measured_ns"].iloc[0]),
+                                   fit.eager.L, sizes[0])
+
     table = loggp.compare(fit, check)
-    loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name), target)
+    loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name, cores), target)
     engine = loggp.engine_round_trips(target, table["bytes"].tolist())
     if engine is not None:  # the real check: the simulator reading the file we wrote
         table = loggp.compare(fit, check, engine)
-        loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name), target)
+        loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name, cores), target)
     write_run(parameters, stem.with_suffix(".loggp.parquet"))
     write_run(check, stem.with_suffix(".pingpong.parquet"))
     plot = plot_fit(table, stem.with_suffix(".png"))
@@ -310,6 +322,10 @@ def run_fit(args: argparse.Namespace) -> int:
             console.print(f"{label}: L={costs.L:.1f} ns  o={costs.o:.1f} ns  g={costs.g:.1f} ns  "
                           f"G={costs.G:.4f} ns/B  O={costs.O:.4f} ns/B")
     console.print(f"measured at the smallest size: o_s={fit.o_s:.1f} ns  o_r={fit.o_r:.1f} ns")
+    if cores is not None:
+        console.print(f"shared cores: {cores.per_node}, a switch between ranks {cores.switch_ns:.1f} ns "
+                      f"({cores.bytes} B round trip {cores.one_core_ns:.1f} ns on one core, "
+                      f"{cores.own_cores_ns:.1f} ns a core each)")
     worst = float(table["error_pct"].abs().max())
     checked_by = "contend sim" if engine is not None else "the closed form (engine not built)"
     verdict = "within" if worst <= 100 * loggp.TOLERANCE else "NOT within"

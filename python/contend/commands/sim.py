@@ -47,9 +47,10 @@ def register(subparsers) -> None:
     node.add_argument("--throttle", metavar="SPEC",
                       help="token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, proxy:SERVERS[:TOKENS], adaptive[:TOKENS] or none")
     node.add_argument("--ranks-per-node", metavar="N", help="ranks sharing a node (its NIC, token pool and cores)")
-    node.add_argument("--cores", metavar="C[:SWITCH]",
-                      help="cores the ranks of a node share, e.g. 2 or 2:3.8us (the cost of a core passing "
-                      "from one rank to another), or none: replaces the machine's [cores]")
+    node.add_argument("--cores", metavar="C[:SWITCH[:QUANTUM]]",
+                      help="cores the ranks of a node share (e.g. 2), what a core passing from one rank to "
+                      "another costs (2:3.8us) and the scheduler tick a rank spinning in a collective keeps "
+                      "its core until (2:3.8us:4ms); none: a core per rank. Replaces the machine's [cores]")
     memory = parser.add_argument_group("memory contention (NiMC)",
                                        "The machine's [memory] table applies; these apply its mitigations.")
     memory.add_argument("--memory-throttle", metavar="BW",

@@ -5,9 +5,13 @@ cores than there are ranks (docs/models.md, "Shared cores"), validated into the 
     [cores]
     per_node = 2          # cores the ranks of a node share
     switch = "3.8us"      # a core passing from one rank to another (bench fit measures it)
-    ranks_per_node = 4    # unless [topology], [nic] or [throttle] gives it
+    quantum = "4ms"       # a rank spinning in a collective gives its core up only at the
+                          #   scheduler's ticks, this far apart (default 0: it yields too)
+    ranks_per_node = 4    # unless [topology], [nic] or [throttle] gives it; default: every
+                          #   rank on one node (the machine is one host, as `bench fit` writes)
 
-On the command line: ``--cores 2`` or ``--cores 2:3.8us`` (``none``: a core per rank).
+On the command line: ``--cores 2``, ``--cores 2:3.8us`` or ``--cores 2:3.8us:4ms`` (``none``: a core
+per rank).
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from contend.errors import UserError
 from contend.machine.quantities import parse_count
 from contend.machine.tomlfile import reject_unknown_keys
 
-KEYS = ("per_node", "switch", "ranks_per_node")
+KEYS = ("per_node", "switch", "quantum", "ranks_per_node")
 MAX_CORES = 2**32 - 1
 
 
-def _switch_ps(value: Any, where: str) -> int:
+def _time_ps(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise UserError(f"{where}: expected a time such as 3.8us, got {value!r}")
     text = f"{value:.3f}" if isinstance(value, float) else str(value)
@@ -41,17 +45,20 @@ def cores_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[
     per_node = table["per_node"]
     if isinstance(per_node, bool) or not isinstance(per_node, int) or not 1 <= per_node <= MAX_CORES:
         raise UserError(f"{where('per_node')}: expected an integer >= 1, got {per_node!r}")
-    switch = _switch_ps(table["switch"], where("switch")) if "switch" in table else 0
-    return {"per_node": per_node, "switch": switch}
+    times = {key: _time_ps(table[key], where(key)) if key in table else 0 for key in ("switch", "quantum")}
+    return {"per_node": per_node, **times}
 
 
 def parse_cores(text: str, what: str = "--cores") -> dict[str, int] | None:
-    """``PER_NODE[:SWITCH]`` (``2``, ``2:3.8us``) as the engine's ``cores`` entry; ``none``: None."""
+    """``PER_NODE[:SWITCH[:QUANTUM]]`` (``2``, ``2:3.8us``, ``2:3.8us:4ms``) as the engine's ``cores``
+    entry; ``none``: None."""
     if text.strip() == "none":
         return None
-    per_node, _, switch = text.partition(":")
-    out = {"per_node": parse_count(per_node.strip(), f"{what} cores per node", minimum=1, maximum=MAX_CORES),
-           "switch": 0}
-    if switch:
-        out["switch"] = _switch_ps(switch.strip(), f"{what} switch")
+    fields = [field.strip() for field in text.split(":")]
+    if len(fields) > 3:
+        raise UserError(f"{what}: expected PER_NODE[:SWITCH[:QUANTUM]], got {text!r}")
+    out = {"per_node": parse_count(fields[0], f"{what} cores per node", minimum=1, maximum=MAX_CORES),
+           "switch": 0, "quantum": 0}
+    for key, field in zip(("switch", "quantum"), fields[1:]):
+        out[key] = _time_ps(field, f"{what} {key}")
     return out

@@ -64,7 +64,8 @@ RENDEZVOUS = "rendezvous"  # [loggops.rendezvous]: the costs of messages larger 
 RECORD_KEYS = ("o_s", "o_r")  # [loggops] keys that record measured overheads; no model reads them
 HEADER_KEYS = ("name", "description", "source")
 TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "cores", "memory")
-RECORD_TABLES = ("fit", "measured")  # how the numbers were measured: free-form, not checked
+RECORD_TABLES = ("fit", "measured")
+ALL_ON_ONE_NODE = 2**32 - 1  # ranks per node of a host file's [cores] without ranks_per_node  # how the numbers were measured: free-form, not checked
 # S is stored by the engine as a u64, but no message is larger than this in practice.
 MAX_THRESHOLD = 2**63 - 1
 
@@ -245,7 +246,9 @@ def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where], pla
                 raise UserError(f"{where[table]('ranks_per_node')}: expected an integer >= 1, got {value!r}")
             places["node.ranks_per_node"] = where[table]("ranks_per_node")
             return value
-    table = next(name for name in ("nic", "throttle", "cores") if name in document)
+    if "nic" not in document and "throttle" not in document:
+        return ALL_ON_ONE_NODE  # [cores] alone: the machine is one host, every rank on it
+    table = "nic" if "nic" in document else "throttle"
     raise UserError(f"{where[table]()}: needs ranks_per_node (how many ranks share a node), here or in [topology]")
 
 

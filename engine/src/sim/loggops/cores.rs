@@ -2,12 +2,14 @@
 //! them. CPU work of a rank (a calc, a send's or a receive's overhead) needs its own CPU clock free,
 //! as in LogGOPS, and one of its node's cores; a rank that waits for a message holds none, as an MPI
 //! rank that yields while it polls. A core that last ran another rank costs `switch` before the new
-//! one runs.
+//! one runs. A rank waiting in a spinning receive (`crate::schedule::spins`) does not yield: while
+//! it waits, its core goes to another rank only at the scheduler's next tick (a multiple of
+//! `quantum`), and it spins on again when that rank is done.
 
 use crate::node::CoreSpec;
 use crate::time::Time;
 
-/// `Cores::last` of a core no rank has run on.
+/// `Cores::last` of a core no rank has run on, `Cores::home` of a rank that has not run.
 const NOBODY: u32 = u32::MAX;
 
 pub(super) struct Cores {
@@ -15,22 +17,31 @@ pub(super) struct Cores {
     first: Vec<u32>,
     per_node: u32,
     switch: Time,
-    /// Per core: when it is free, and the rank it ran last.
+    quantum: Time,
+    /// Per core: when it is free, the rank it ran last, and how many ranks spin on it.
     free: Vec<Time>,
     last: Vec<u32>,
+    spinners: Vec<u32>,
+    /// Per rank: the core it ran on last, and its spinning receives posted and not yet matched.
+    home: Vec<u32>,
+    spinning: Vec<u32>,
 }
 
 impl Cores {
     /// The cores of nodes `node_of` (per rank), `spec.per_node` each.
     pub(super) fn new(spec: &CoreSpec, node_of: &[u32]) -> Cores {
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
-        let per_node = spec.per_node;
+        let (per_node, cores) = (spec.per_node, nodes * spec.per_node as usize);
         Cores {
             first: node_of.iter().map(|&n| n * per_node).collect(),
             per_node,
             switch: spec.switch,
-            free: vec![0; nodes * per_node as usize],
-            last: vec![NOBODY; nodes * per_node as usize],
+            quantum: spec.quantum,
+            free: vec![0; cores],
+            last: vec![NOBODY; cores],
+            spinners: vec![0; cores],
+            home: vec![NOBODY; node_of.len()],
+            spinning: vec![0; node_of.len()],
         }
     }
 
@@ -40,11 +51,22 @@ impl Cores {
     #[inline]
     pub(super) fn earliest(&self, h: u32, t: Time) -> (Time, u32) {
         let base = self.first[h as usize];
+        let mine = if self.spinning[h as usize] > 0 { self.home[h as usize] } else { NOBODY };
         let mut best = (Time::MAX, base);
         for core in base..base + self.per_node {
             let (free, last) = (self.free[core as usize], self.last[core as usize]);
             let switch = if last == h || last == NOBODY { 0 } else { self.switch };
-            let start = t.max(free + switch);
+            // A rank whose own work holds the core until it asks runs on; others wait for the tick.
+            let running_on = last == h && t <= free;
+            let others_spin = !running_on && self.spinners[core as usize] > (mine == core) as u32;
+            let start = if others_spin && self.quantum > 0 {
+                // A spinning rank keeps the core until the next tick; a rank asking within a
+                // switch after a tick caught it (so that asking again at the start it was given
+                // gives the same start).
+                t.saturating_sub(switch).max(free).div_ceil(self.quantum) * self.quantum + switch
+            } else {
+                t.max(free + switch)
+            };
             if start < best.0 || (start == best.0 && last == h) {
                 best = (start, core);
             }
@@ -52,11 +74,46 @@ impl Cores {
         best
     }
 
-    /// Rank `h` runs on `core` until `end`.
+    /// Rank `h` runs on `core` until `end` (and spins there from then on, if it is spinning).
     #[inline]
     pub(super) fn occupy(&mut self, core: u32, h: u32, end: Time) {
         self.free[core as usize] = end;
         self.last[core as usize] = h;
+        let home = &mut self.home[h as usize];
+        if self.spinning[h as usize] > 0 && *home != core {
+            if *home != NOBODY {
+                self.spinners[*home as usize] -= 1;
+            }
+            self.spinners[core as usize] += 1;
+        }
+        *home = core;
+    }
+
+    /// Rank `h` posted a spinning receive that found no message: it spins on the core it ran on
+    /// last (without a quantum, nothing spins).
+    #[inline]
+    pub(super) fn spin(&mut self, h: u32) {
+        if self.quantum == 0 {
+            return;
+        }
+        self.spinning[h as usize] += 1;
+        let home = self.home[h as usize];
+        if self.spinning[h as usize] == 1 && home != NOBODY {
+            self.spinners[home as usize] += 1;
+        }
+    }
+
+    /// A spinning receive of rank `h` matched.
+    #[inline]
+    pub(super) fn matched(&mut self, h: u32) {
+        if self.quantum == 0 {
+            return;
+        }
+        self.spinning[h as usize] -= 1;
+        let home = self.home[h as usize];
+        if self.spinning[h as usize] == 0 && home != NOBODY {
+            self.spinners[home as usize] -= 1;
+        }
     }
 }
 
@@ -67,7 +124,7 @@ mod tests {
     #[test]
     fn a_rank_keeps_its_core_and_pays_the_switch_to_take_another_s() {
         // Ranks 0..3 on one node of 2 cores, a switch of 5.
-        let mut cores = Cores::new(&CoreSpec::new(2, 5).unwrap(), &[0, 0, 0]);
+        let mut cores = Cores::new(&CoreSpec::new(2, 5, 0).unwrap(), &[0, 0, 0]);
         assert_eq!(cores.earliest(0, 0), (0, 0));
         cores.occupy(0, 0, 10);
         assert_eq!(cores.earliest(1, 0), (0, 1));
@@ -83,9 +140,37 @@ mod tests {
 
     #[test]
     fn nodes_do_not_share_cores() {
-        let mut cores = Cores::new(&CoreSpec::new(1, 5).unwrap(), &[0, 0, 1, 1]);
+        let mut cores = Cores::new(&CoreSpec::new(1, 5, 0).unwrap(), &[0, 0, 1, 1]);
         cores.occupy(0, 0, 10);
         assert_eq!(cores.earliest(1, 0), (15, 0));
         assert_eq!(cores.earliest(2, 0), (0, 1));
+    }
+
+    #[test]
+    fn a_spinning_rank_keeps_its_core_until_the_next_tick() {
+        // Ranks 0 and 1 on one core, a switch of 5, ticks every 1000.
+        let mut cores = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0]);
+        cores.occupy(0, 0, 10);
+        cores.spin(0);
+        // Rank 1 waits for the tick after 10, then its switch.
+        assert_eq!(cores.earliest(1, 0), (1005, 0));
+        assert_eq!(cores.earliest(1, 2500), (3005, 0));
+        // Asking again at the start it was given, it is given the same.
+        assert_eq!(cores.earliest(1, 1005), (1005, 0));
+        // Rank 1, running on from its own work, needs no tick.
+        let mut other = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0]);
+        other.occupy(0, 0, 5);
+        other.occupy(0, 1, 10);
+        other.spin(0);
+        assert_eq!(other.earliest(1, 10), (10, 0));
+        assert_eq!(other.earliest(1, 11), (1000, 0));
+        // Rank 0 itself needs no tick; once it has matched, rank 1 needs none either.
+        assert_eq!(cores.earliest(0, 20), (20, 0));
+        cores.matched(0);
+        assert_eq!(cores.earliest(1, 20), (20, 0));
+        // A preempted spinner spins on when the rank that took its core is done.
+        cores.spin(0);
+        cores.occupy(0, 1, 1100);
+        assert_eq!(cores.earliest(1, 1200), (2000, 0));
     }
 }

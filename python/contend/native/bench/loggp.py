@@ -392,9 +392,31 @@ def fit_notes(fit: LogGPFit, table: pd.DataFrame) -> list[str]:
     return notes
 
 
-def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "this-host") -> str:
-    """The machine file text: [machine], [loggops] (and [loggops.rendezvous]) for the engine, [fit] for
-    the record, including the per-size table of predicted vs measured round trips."""
+@dataclass(frozen=True)
+class SharedCores:
+    """The host's cores as its ranks share them (docs/models.md, "Shared cores"): ``per_node`` cores,
+    and what a core passing from one rank to another costs, from round trips of ``bytes`` with both
+    ranks pinned to one core against a core each."""
+
+    per_node: int
+    switch_ns: float
+    one_core_ns: float
+    own_cores_ns: float
+    bytes: int
+
+
+def shared_cores(per_node: int, one_core_ns: float, own_cores_ns: float, L_ns: float, size: int) -> SharedCores:
+    """On one core a message waits for the core to pass to its receiver instead of crossing the wire
+    (o + max(L, switch) + o each way, against o + L + o): switch = (one core - own cores) / 2 + L."""
+    switch = max(0.0, (one_core_ns - own_cores_ns) / 2 + L_ns)
+    return SharedCores(per_node, switch, one_core_ns, own_cores_ns, size)
+
+
+def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "this-host",
+                 cores: SharedCores | None = None) -> str:
+    """The machine file text: [machine], [loggops] (and [loggops.rendezvous]) for the engine, [cores]
+    when measured, [fit] for the record, including the per-size table of predicted vs measured round
+    trips."""
     host = ",".join(meta.get("hosts", [])) or "this host"
     library = meta.get("mpi_library", "unknown MPI")
     errors = table["error_pct"].abs()
@@ -417,6 +439,11 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
     if fit.rendezvous is not None:
         lines += ["", "[loggops.rendezvous]   # messages of more than S bytes",
                   *_costs_toml(fit.rendezvous, "as eager; the handshake is in L")]
+    if cores is not None:
+        lines += ["", "[cores]   # every rank on this host shares its cores",
+                  f"per_node = {cores.per_node}",
+                  f'switch = "{cores.switch_ns:.1f}ns"   # {cores.bytes} B round trip: {cores.one_core_ns:.1f} ns '
+                  f"both ranks on one core, {cores.own_cores_ns:.1f} ns a core each"]
     lines += [
         "",
         "[fit]",

@@ -7,6 +7,7 @@ Launch is on this host's shared memory by default, or on an emulated fabric that
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -75,12 +76,14 @@ def run_benchmark(
     timeout_s: float = 600,
     progress: ProgressCallback | None = None,
     throttle: Mapping[str, str] | None = None,
+    cpus: str | None = None,
 ) -> RunResult:
     """Run benchmark ``name`` and return its results (a UserError on bad input or a failed run).
 
     ``fabric``: the emulated fabric to run on (``fabric.session``, ``fabric.require``), else this host.
     ``throttle``: CONTEND_THROTTLE_* variables (``contend.native.libthrottle.settings``); the ranks then run under
-    libcontend-throttle.so with them, and the meta line records them."""
+    libcontend-throttle.so with them, and the meta line records them. ``cpus``: the CPU list every rank
+    is pinned to (``taskset -c``), e.g. ``"0"`` for ranks that share one core."""
     bench = benchmark(name)
     program_args = harness_arguments(
         name, sizes if sizes is not None else bench.default_sizes, iters, warmup, options or {}
@@ -101,6 +104,11 @@ def run_benchmark(
     if throttle is not None:
         program = libthrottle.preload(program, mpi.throttle_library(library), throttle)
         extra_meta["throttle"] = dict(throttle)
+    if cpus is not None:
+        if shutil.which("taskset") is None:
+            raise UserError("pinning ranks needs `taskset` (Debian: util-linux)")
+        program = ["taskset", "-c", cpus, *program]
+        extra_meta["cpus"] = cpus
 
     def on_line(line: str) -> None:
         if progress is not None and line.startswith('{"type":"progress"'):
