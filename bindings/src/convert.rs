@@ -76,7 +76,8 @@ fn convert_trace(
     let mut algos = Algorithms::new(match preset {
         "mpich" => Preset::Mpich,
         "schedgen" => Preset::Schedgen,
-        _ => return Err(PyValueError::new_err(format!("unknown algorithm preset '{preset}' (mpich or schedgen)"))),
+        "mpich-shm" => Preset::MpichShm,
+        _ => return Err(PyValueError::new_err(format!("unknown algorithm preset '{preset}' (mpich, mpich-shm or schedgen)"))),
     });
     for spec in &algorithms {
         algos.choose(spec).map_err(|e| PyValueError::new_err(format!("algorithm {e}")))?;

@@ -2,6 +2,7 @@
 #include "harness.h"
 
 int run_pingpong(bench *b);
+int run_barrier(bench *b);
 int run_put(bench *b);
 int run_get(bench *b);
 int run_msgrate(bench *b);
@@ -23,6 +24,7 @@ int run_nimc(bench *b);
 
 const pattern patterns[] = {
     {"pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, 0, run_pingpong},
+    {"barrier", "MPI_Barrier of all ranks: its time on rank 0 (the size is ignored)", 2, 0, run_barrier},
     {"put", "one-sided put latency and bandwidth, passive target, flush", 2, 0, run_put},
     {"get", "one-sided get latency and bandwidth, passive target, flush", 2, 0, run_get},
     {"msgrate", "message rate and bandwidth of disjoint pairs streaming windows", 2, 1, run_msgrate},

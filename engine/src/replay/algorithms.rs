@@ -19,6 +19,9 @@ const ALLGATHER_SHORT_MSG_SIZE: u64 = 81920;
 const ALLGATHER_LONG_MSG_SIZE: u64 = 524288;
 const ALLTOALL_SHORT_MSG_SIZE: u64 = 256;
 const ALLTOALL_MEDIUM_MSG_SIZE: u64 = 32768;
+/// MPICH 4's shared-memory release-gather collectives: messages up to its buffer (the default of
+/// `MPIR_CVAR_BCAST_INTRANODE_BUFFER_TOTAL_SIZE`) go through it.
+const RELEASE_GATHER_MAX: u64 = 32768;
 
 /// Where the default choices come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +31,11 @@ pub enum Preset {
     /// Schedgen's fixed choices: dissemination barrier (1 byte), binomial bcast and reduce,
     /// dissemination allreduce and allgather, linear alltoall.
     Schedgen,
+    /// MPICH 4 when every rank of the communicator is on one node (shared memory): Barrier, Bcast,
+    /// Reduce and Allreduce of small messages through its release-gather buffers, a flat tree
+    /// below the default radix (the ranks gather into rank 0, which releases them: linear gather
+    /// and linear broadcast); the rest as `Mpich`.
+    MpichShm,
 }
 
 /// The algorithm selection: a preset and the user's per-collective choices.
@@ -122,6 +130,10 @@ impl Algorithms {
             Some(P::AllgatherRecdoub) if !pof2 => P::AllgatherBruck,
             Some(pat) => pat,
             None => match (self.preset, kind) {
+                (Preset::MpichShm, C::Barrier) => return Plan::Phases((P::Gather, 0), (P::Scatter, 0)),
+                (Preset::MpichShm, C::Allreduce) if bytes <= RELEASE_GATHER_MAX => return Plan::Phases((P::Gather, bytes), (P::Scatter, bytes)),
+                (Preset::MpichShm, C::Bcast) if bytes <= RELEASE_GATHER_MAX => P::Scatter,
+                (Preset::MpichShm, C::Reduce) if bytes <= RELEASE_GATHER_MAX => P::Gather,
                 (Preset::Schedgen, C::Barrier) => return Plan::Pattern(P::Dissemination, 1),
                 (Preset::Schedgen, C::Allreduce | C::Allgather) => P::Dissemination,
                 (Preset::Schedgen, C::Alltoall) => P::AlltoallLinear,
@@ -214,6 +226,13 @@ mod tests {
         assert!(a.choose("bcst=binomial-bcast").unwrap_err().contains("unknown collective"));
         a.choose("allgather=allgather-recdoub").unwrap();
         assert_eq!(a.plan(CollKind::Allgather, 6, 8), Plan::Pattern(Pattern::AllgatherBruck, 8));
+        let shm = Algorithms::new(Preset::MpichShm);
+        assert_eq!(shm.plan(CollKind::Barrier, 4, 0), Plan::Phases((Pattern::Gather, 0), (Pattern::Scatter, 0)));
+        assert_eq!(shm.plan(CollKind::Allreduce, 4, 8), Plan::Phases((Pattern::Gather, 8), (Pattern::Scatter, 8)));
+        assert_eq!(shm.plan(CollKind::Bcast, 4, 8), Plan::Pattern(Pattern::Scatter, 8));
+        assert_eq!(shm.plan(CollKind::Reduce, 4, 32768), Plan::Pattern(Pattern::Gather, 32768));
+        assert_eq!(shm.plan(CollKind::Reduce, 4, 32769), Plan::Pattern(Pattern::BinomialReduce, 32769));
+        assert_eq!(shm.plan(CollKind::Alltoall, 4, 8), a.plan(CollKind::Alltoall, 4, 8));
         let s = Algorithms::new(Preset::Schedgen);
         assert_eq!(s.plan(CollKind::Barrier, 4, 0), Plan::Pattern(Pattern::Dissemination, 1));
         assert_eq!(s.plan(CollKind::Allreduce, 4, 1 << 20), Plan::Pattern(Pattern::Dissemination, 1 << 20));

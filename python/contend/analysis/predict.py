@@ -252,12 +252,13 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
     return span, len(traces)
 
 
-def convert(directory: Path, goal: Path, ranks: int | None = None) -> list[str]:
-    """The trace directory's schedule (``contend goal convert``'s engine conversion, its defaults: MPICH's
-    collective algorithms), extrapolated to ``ranks`` if given (``--ranks``); returns its warnings."""
+def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "mpich") -> list[str]:
+    """The trace directory's schedule (``contend goal convert``'s engine conversion, with the collective
+    algorithms of preset ``algorithms``), extrapolated to ``ranks`` if given (``--ranks``); returns its
+    warnings."""
     from contend.native.trace.replay import convert_input
 
-    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks)
+    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks, preset=algorithms)
     return read_warnings + list(summary["warnings"])
 
 
@@ -311,13 +312,14 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
 
 def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Path, measured: Measured,
                    noise: NoiseSettings | bool | None = None, ranks: int | None = None,
-                   throttle: Throttle | None = None) -> None:
-    """Convert and simulate each trace directory (extrapolated to ``ranks`` if given); its prediction
-    joins ``measured``, with ``noise`` a second one with that noise, and with ``throttle`` the
-    predictions simulate the policy and the unthrottled ones join ``plain_ns``."""
+                   throttle: Throttle | None = None, algorithms: str = "mpich") -> None:
+    """Convert (collectives by preset ``algorithms``) and simulate each trace directory (extrapolated to
+    ``ranks`` if given); its prediction joins ``measured``, with ``noise`` a second one with that noise,
+    and with ``throttle`` the predictions simulate the policy and the unthrottled ones join
+    ``plain_ns``."""
     for directory in directories:
         goal = work / "app.goal"
-        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks)]
+        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks, algorithms)]
         predicted, makespan, measured.operations = predicted_span(goal, machine, directory, ranks=ranks,
                                                                   throttle=throttle)
         measured.predicted_ns.append(predicted)
@@ -328,11 +330,12 @@ def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Pa
             measured.noisy_ns.append(predicted_span(goal, machine, directory, noise, ranks, throttle)[0])
 
 
-def predict_trace(directory: Path, machine: str, work: Path, noise: NoiseSettings | bool | None = None) -> Measured:
+def predict_trace(directory: Path, machine: str, work: Path, noise: NoiseSettings | bool | None = None,
+                  algorithms: str = "mpich") -> Measured:
     """One existing trace directory: its own time against its prediction."""
     span, ranks = traced_span(directory)
     measured = Measured(traced_ns=[span], ranks=ranks)
-    predict_traces([directory], machine, work, measured, noise)
+    predict_traces([directory], machine, work, measured, noise, algorithms=algorithms)
     return measured
 
 
@@ -357,10 +360,12 @@ def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: in
 
 def predict_command(command: Sequence[str], machine: str | Machine, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
                     noise: NoiseSettings | bool | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
-                    progress: Callable[[str], None] = lambda text: None, throttle: Throttle | None = None) -> Measured:
-    """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run."""
+                    progress: Callable[[str], None] = lambda text: None, throttle: Throttle | None = None,
+                    algorithms: str = "mpich") -> Measured:
+    """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run (collectives
+    by preset ``algorithms``)."""
     measured, directories = measure_runs(command, runs, work / "traces", records=records, timeout_s=timeout_s,
                                          echo=echo, progress=progress, throttle=throttle)
     progress(f"converting and simulating {len(directories)} traced runs")
-    predict_traces(directories, machine, work, measured, noise, throttle=throttle)
+    predict_traces(directories, machine, work, measured, noise, throttle=throttle, algorithms=algorithms)
     return measured

@@ -267,9 +267,9 @@ def run_fit(args: argparse.Namespace) -> int:
     console = Console()
     on = _fabric(args)
 
-    def measure(name: str, these: list[int], label: str = "", cpus: str | None = None):
+    def measure(name: str, these: list[int], label: str = "", cpus: str | None = None, times: int = iters):
         with _progress_bar(f"{name} ({len(these)} sizes){label}") as advance:
-            return run_benchmark(name, ranks=2, sizes=these, iters=iters, timeout_s=timeout, progress=advance,
+            return run_benchmark(name, ranks=2, sizes=these, iters=times, timeout_s=timeout, progress=advance,
                                  fabric=on, cpus=cpus)
 
     def pingpong_round_trips(these: list[int]) -> list[float]:
@@ -297,14 +297,18 @@ def run_fit(args: argparse.Namespace) -> int:
     fit = loggp.fit_loggp(parameters, step)
 
     # On shared memory the host's ranks share its cores: round trips of the smallest size with both
-    # ranks on one core against the check's say what passing a core between ranks costs.
+    # ranks on one core against the check's say what passing a core between ranks costs, and barriers
+    # there how long a rank spinning in a collective keeps its core.
     cores = None
     if on is None:
         first = str(min(os.sched_getaffinity(0)))
         runs = [measure("pingpong", sizes[:1], f" on one core {repeat + 1}/{repeats}", first) for repeat in range(repeats)]
         one_core = float(np.median([loggp.measured_round_trips(run)["measured_ns"].iloc[0] for run in runs]))
+        barriers = [measure("barrier", [0], f" on one core {repeat + 1}/{repeats}", first, loggp.BARRIERS)
+                    for repeat in range(repeats)]
+        barrier = float(np.median([run.results["t_p50_ns"].iloc[0] for run in barriers]))
         cores = loggp.shared_cores(len(os.sched_getaffinity(0)), one_core, float(measured["measured_ns"].iloc[0]),
-                                   fit.eager.L, sizes[0])
+                                   fit.eager.L, sizes[0], barrier)
 
     table = loggp.compare(fit, check)
     loggp.write_machine(loggp.machine_toml(fit, table, parameters.meta, args.name, cores), target)
@@ -325,7 +329,8 @@ def run_fit(args: argparse.Namespace) -> int:
     if cores is not None:
         console.print(f"shared cores: {cores.per_node}, a switch between ranks {cores.switch_ns:.1f} ns "
                       f"({cores.bytes} B round trip {cores.one_core_ns:.1f} ns on one core, "
-                      f"{cores.own_cores_ns:.1f} ns a core each)")
+                      f"{cores.own_cores_ns:.1f} ns a core each), a quantum of {cores.quantum_ns / 1e6:.3f} ms "
+                      f"(a barrier on one core {cores.barrier_ns / 1e6:.3f} ms)")
     worst = float(table["error_pct"].abs().max())
     checked_by = "contend sim" if engine is not None else "the closed form (engine not built)"
     verdict = "within" if worst <= 100 * loggp.TOLERANCE else "NOT within"

@@ -13,7 +13,7 @@ from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 from contend.machine.quantities import parse_count
-from contend.native.trace.replay import convert_input, trace_format
+from contend.native.trace.replay import ALGORITHMS, convert_input, trace_format
 from contend.report.progress import simulation_progress
 from contend.simulation.simulate import MAX_RANKS, collective_arguments
 
@@ -61,8 +61,9 @@ def register(subparsers) -> None:
     convert.add_argument("--ranks", metavar="N",
                          help="extrapolate to N ranks: N/P copies of the P traced ranks, talking to each other only in "
                               "collectives on the world (weak scaling; docs/models.md, 'Extrapolating a trace')")
-    convert.add_argument("--algorithms", choices=("mpich", "schedgen"), default="mpich",
-                         help="collective algorithm defaults: MPICH's selection by size (default) or Schedgen's")
+    convert.add_argument("--algorithms", choices=ALGORITHMS, default="mpich",
+                         help="collective algorithm defaults: MPICH's selection by size (default), MPICH's on "
+                              "shared memory (mpich-shm: every rank on one node) or Schedgen's")
     convert.add_argument("--algorithm", action="append", default=[], metavar="COLL=PATTERN",
                          help="fix one collective's algorithm, e.g. allreduce=allreduce-ring (repeatable)")
     convert.set_defaults(func=run_convert)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from contend.commands.options import add_fabric_prefix, launch_words, run_timeout
 from contend.errors import UserError
 from contend.machine.quantities import parse_count
+from contend.native.trace.replay import ALGORITHMS
 
 if TYPE_CHECKING:
     from contend.noise.settings import NoiseSettings
@@ -55,6 +56,9 @@ def register(subparsers) -> None:
     parser.add_argument("--fifo", action="store_true",
                         help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
                              "it; at most one rank per core")
+    parser.add_argument("--algorithms", choices=ALGORITHMS,
+                        help="collective algorithms of the schedules (contend goal convert --algorithms, default "
+                             "mpich)")
     parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
     parser.add_argument("--records", default=None, metavar="N",
                         help="records the tracer keeps per rank (default 2^20; a run that drops any is refused)")
@@ -108,11 +112,13 @@ def run(args: argparse.Namespace) -> int:
                 NetworkLayout.of(loggops_params(machine), len(node_of_rank))  # the engine checks it before any run
         if args.fifo:
             command = predict.fifo_command(command)
+        algorithms = args.algorithms or "mpich"
         if args.trace:
-            measured = predict.predict_trace(Path(args.trace), args.machine, work, noise)
+            measured = predict.predict_trace(Path(args.trace), args.machine, work, noise, algorithms)
         else:
-            measured = predict.predict_command(command, machine, runs, work, records=records,
-                                               noise=noise, timeout_s=timeout, progress=progress, throttle=throttle)
+            measured = predict.predict_command(command, machine, runs, work, records=records, noise=noise,
+                                               timeout_s=timeout, progress=progress, throttle=throttle,
+                                               algorithms=algorithms)
     warnings = list(measured.warnings)
     if throttle is not None and measured.ranks <= throttle.ranks_per_node:  # the library and the model alike
         warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "

@@ -392,24 +392,33 @@ def fit_notes(fit: LogGPFit, table: pd.DataFrame) -> list[str]:
     return notes
 
 
+# Barriers timed per run on one core (each lasts a few scheduler ticks).
+BARRIERS = 20
+
+
 @dataclass(frozen=True)
 class SharedCores:
-    """The host's cores as its ranks share them (docs/models.md, "Shared cores"): ``per_node`` cores,
-    and what a core passing from one rank to another costs, from round trips of ``bytes`` with both
-    ranks pinned to one core against a core each."""
+    """The host's cores as its ranks share them (docs/models.md, "Shared cores"): ``per_node`` cores;
+    what a core passing from one rank to another costs, from round trips of ``bytes`` with both ranks
+    pinned to one core against a core each; and the quantum, from barriers on one core."""
 
     per_node: int
     switch_ns: float
     one_core_ns: float
     own_cores_ns: float
     bytes: int
+    quantum_ns: float
+    barrier_ns: float
 
 
-def shared_cores(per_node: int, one_core_ns: float, own_cores_ns: float, L_ns: float, size: int) -> SharedCores:
+def shared_cores(per_node: int, one_core_ns: float, own_cores_ns: float, L_ns: float, size: int,
+                 barrier_ns: float) -> SharedCores:
     """On one core a message waits for the core to pass to its receiver instead of crossing the wire
-    (o + max(L, switch) + o each way, against o + L + o): switch = (one core - own cores) / 2 + L."""
+    (o + max(L, switch) + o each way, against o + L + o): switch = (one core - own cores) / 2 + L. A
+    barrier of two ranks spinning on one core waits for two ticks (each rank's arrival is seen at the
+    tick after it, the release likewise): quantum = barrier / 2."""
     switch = max(0.0, (one_core_ns - own_cores_ns) / 2 + L_ns)
-    return SharedCores(per_node, switch, one_core_ns, own_cores_ns, size)
+    return SharedCores(per_node, switch, one_core_ns, own_cores_ns, size, barrier_ns / 2, barrier_ns)
 
 
 def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "this-host",
@@ -443,7 +452,9 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
         lines += ["", "[cores]   # every rank on this host shares its cores",
                   f"per_node = {cores.per_node}",
                   f'switch = "{cores.switch_ns:.1f}ns"   # {cores.bytes} B round trip: {cores.one_core_ns:.1f} ns '
-                  f"both ranks on one core, {cores.own_cores_ns:.1f} ns a core each"]
+                  f"both ranks on one core, {cores.own_cores_ns:.1f} ns a core each",
+                  f'quantum = "{cores.quantum_ns:.1f}ns"   # half a barrier of two ranks on one core '
+                  f"({cores.barrier_ns:.1f} ns)"]
     lines += [
         "",
         "[fit]",

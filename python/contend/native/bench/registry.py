@@ -80,6 +80,8 @@ class Benchmark:
 _ALL = (
     Benchmark("pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, False, 2,
               POWERS_OF_4, "latency"),
+    Benchmark("barrier", "MPI_Barrier of all ranks: its time on rank 0 (the size is ignored)", 2, False, 2,
+              (0,), "latency"),
     Benchmark("put", "one-sided put latency and bandwidth, passive target, flush", 2, False, 2,
               POWERS_OF_4, "latency", ("window",)),
     Benchmark("get", "one-sided get latency and bandwidth, passive target, flush", 2, False, 2,

@@ -19,7 +19,7 @@ from contend.native.bench.results import RunResult
 
 TIME_COLUMNS = ("t_min_ns", "t_p50_ns", "t_p90_ns", "t_p99_ns", "t_max_ns")
 ONE_SIDED = ("put", "get", "randomaccess")
-NO_TRAFFIC = ("noise",)
+NO_TRAFFIC = ("noise", "barrier")  # no payload: nothing to balance
 # The copy bound's one factor: the message and the reference copy are timed at different moments, and
 # a core's clock (which a cache-resident copy's speed follows) can differ by this much between two
 # moments: a boost clock is up to ~1.5x the base clock, and which one a core runs at depends on what

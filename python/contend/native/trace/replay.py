@@ -9,6 +9,9 @@ from pathlib import Path
 from contend.engine import engine, user_errors
 from contend.errors import UserError
 
+# The engine's collective algorithm presets (engine/src/replay/algorithms.rs, `Preset`).
+ALGORITHMS = ("mpich", "mpich-shm", "schedgen")
+
 
 def trace_format(path: str) -> str:
     """Which reader takes INPUT (the engine's ``trace_format``, where readers of other formats join)."""
