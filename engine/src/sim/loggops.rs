@@ -517,26 +517,32 @@ impl<P: Program> Sim<'_, P> {
         self.issue = issue;
     }
 
-    /// With shared cores, the core that op event `e` of rank `h`, its CPU free at `t`, runs on
-    /// (`Some(None)` without them); None if it must wait for one (it is queued again when one
-    /// is free).
-    #[inline]
-    fn core_at(&mut self, h: u32, t: Time, e: Entry) -> Option<Option<u32>> {
-        let Some(cores) = &self.cores else { return Some(None) };
-        let (start, core) = cores.earliest(h, t);
+    /// With shared cores: whether op event `e` of rank `h`, its CPU free at `t`, must wait for a
+    /// core (it is queued again when one is free); if not, the core it takes is `Cores::chosen`.
+    /// Out of line, as the plain path only tests `self.cores`.
+    #[inline(never)]
+    fn waits_for_core(&mut self, h: u32, t: Time, e: Entry) -> bool {
+        let start = self.core_free(h, t);
         if start > t {
             self.requeue(start, e);
-            return None;
         }
-        Some(Some(core))
+        start > t
     }
 
-    /// Rank `h` holds `core` (if cores are shared) until `end`.
-    #[inline]
-    fn occupy(&mut self, core: Option<u32>, h: u32, end: Time) {
-        if let (Some(cores), Some(core)) = (&mut self.cores, core) {
-            cores.occupy(core, h, end);
-        }
+    /// With shared cores: when rank `h` can have a core at or after `t` (it is `Cores::chosen`).
+    #[inline(never)]
+    fn core_free(&mut self, h: u32, t: Time) -> Time {
+        let cores = self.cores.as_mut().expect("shared cores");
+        let (start, core) = cores.earliest(h, t);
+        cores.chosen = core;
+        start
+    }
+
+    /// With shared cores: rank `h` holds the core it was given until `end`.
+    #[inline(never)]
+    fn hold_core(&mut self, h: u32, end: Time) {
+        let cores = self.cores.as_mut().expect("shared cores");
+        cores.occupy(cores.chosen, h, end);
     }
 
     /// When CPU work of `w` that may start at `t` on host `h` ends: `t + w`, stretched by noise.
@@ -599,11 +605,15 @@ impl<P: Program> Sim<'_, P> {
                     self.trace_queued(h, i, self.hosts[c], c, None);
                     return self.requeue(self.hosts[c], e);
                 }
-                let Some(core) = self.core_at(h, t, e) else { return };
+                if self.cores.is_some() && self.waits_for_core(h, t, e) {
+                    return;
+                }
                 self.start(h, i);
                 let end = self.calc_end(h, t, &op);
                 self.hosts[c] = end;
-                self.occupy(core, h, end);
+                if self.cores.is_some() {
+                    self.hold_core(h, end);
+                }
                 self.release_next(h, i, t);
                 if let Some(cr) = &mut self.crit {
                     cr.started(h, i, t);
@@ -621,7 +631,9 @@ impl<P: Program> Sim<'_, P> {
                     self.trace_queued(h, i, free, c, Some(n));
                     return self.requeue(free, e);
                 }
-                let Some(core) = self.core_at(h, t, e) else { return };
+                if self.cores.is_some() && self.waits_for_core(h, t, e) {
+                    return;
+                }
                 let Some(Route { nic_path, proxied, networked, held }) = self.route(t, e, &op) else {
                     return self.release_next(h, i, t); // admission control holds it back
                 };
@@ -632,7 +644,9 @@ impl<P: Program> Sim<'_, P> {
                 // The message leaves when the (possibly stretched) overhead o is done.
                 let sent = self.cpu_work(h, t, k.o);
                 self.hosts[c] = self.cpu_bytes(h, sent, extra * k.O);
-                self.occupy(core, h, self.hosts[c]);
+                if self.cores.is_some() {
+                    self.hold_core(h, self.hosts[c]);
+                }
                 if !nic_path {
                     // With NIC curves the node's shared NIC does this work instead (`nic_start`).
                     self.hosts[n] = t + k.g + if networked { 0 } else { extra * k.G };
@@ -706,9 +720,8 @@ impl<P: Program> Sim<'_, P> {
         let c = self.o_slot(m.dst, m.cpu);
         let n = self.gr_slot(m.dst, m.nic);
         let mut free = self.hosts[c].max(self.hosts[n]);
-        let core = self.cores.as_ref().map(|cores| cores.earliest(m.dst, t.max(free)));
-        if let Some((start, _)) = core {
-            free = start;
+        if self.cores.is_some() {
+            free = self.core_free(m.dst, t.max(free));
         }
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
@@ -738,7 +751,9 @@ impl<P: Program> Sim<'_, P> {
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };
         let handled = self.cpu_work(m.dst, t, k.o);
         self.hosts[c] = self.cpu_bytes(m.dst, handled, extra * per_byte_cpu);
-        self.occupy(core.map(|(_, k)| k), m.dst, self.hosts[c]);
+        if self.cores.is_some() {
+            self.hold_core(m.dst, self.hosts[c]);
+        }
         if let Some(noise) = &mut self.noise {
             noise.received(id, self.hosts[c] - t - k.o - extra * per_byte_cpu);
         }
@@ -914,7 +929,7 @@ impl<P: Program> Sim<'_, P> {
     }
 
     /// Marks an operation complete: satisfies its requires dependents.
-    #[inline]
+    #[inline(always)]
     fn done(&mut self, h: u32, i: u32) {
         self.readiness.done(self.prog, h, i);
     }

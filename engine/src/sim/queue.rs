@@ -33,7 +33,7 @@ struct Bucket {
 }
 
 impl Bucket {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, e: Entry) {
         if self.fresh.back().is_none_or(|last| last.key < e.key) {
             self.fresh.push_back(e);

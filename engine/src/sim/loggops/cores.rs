@@ -25,6 +25,8 @@ pub(super) struct Cores {
     /// Per rank: the core it ran on last, and its spinning receives posted and not yet matched.
     home: Vec<u32>,
     spinning: Vec<u32>,
+    /// The core the last `earliest` asked by the simulator gave (its caller then occupies it).
+    pub(super) chosen: u32,
 }
 
 impl Cores {
@@ -42,6 +44,7 @@ impl Cores {
             spinners: vec![0; cores],
             home: vec![NOBODY; node_of.len()],
             spinning: vec![0; node_of.len()],
+            chosen: NOBODY,
         }
     }
 
