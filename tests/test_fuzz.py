@@ -733,6 +733,8 @@ class Cases:
              "ib-congestion", "--throttle", "token:4", "--ranks-per-node", "4", "--threads", "2"],
             ["sim", "--collective", "incast", "--ranks", "8", "--bytes", "64KiB", "--machine",
              "sandybridge-onload", "--memory-throttle", "1GB/s", "--reserve-core"],
+            ["sim", "--collective", "dissemination", "--ranks", "8", "--bytes", "8", "--cores", "2:3.8us:4ms",
+             "--ranks-per-node", "4"],
             ["sim", s / "hand.goal", "--sharing", "packet", "--heatmap-metric", "bytes"],
             ["goal", "write", "--collective", "binomial-bcast", "--ranks", "8", "--bytes", "8", "--root", "0",
              "--seed", "0", "-o", "g.goal"],

@@ -1,0 +1,118 @@
+"""Shared cores (docs/models.md, "Shared cores"): a node's ranks taking turns on fewer cores.
+
+Closed forms: a ping-pong of two ranks on one core, each message waiting for the core to pass to its
+receiver; a barrier of two ranks spinning on one core, two scheduler ticks; with a core for every rank
+the model changes nothing. And the errors of the [cores] table and of --cores.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from contend.errors import UserError
+from contend.machine.cores import parse_cores
+from contend.machine.file import parse_machine
+from contend.simulation.simulate import simulate
+
+L, O = 3000, 1500  # ns
+SWITCH, QUANTUM = 4000, 1_000_000  # ns
+# Context tags of a collective whose receivers spin (engine/src/schedule/mod.rs, SPINNING_TAGS).
+SPINNING = 2**31 + 2**19 + 2**18
+
+
+def pingpong(rounds: int) -> str:
+    ops = {0: [], 1: []}
+    for i in range(rounds):
+        ops[0] += [f"s{i}: send 8b to 1", f"r{i}: recv 8b from 1"]
+        ops[1] += [f"r{i}: recv 8b from 0", f"s{i}: send 8b to 0"]
+    return "num_ranks 2\n" + "".join(
+        f"rank {r} {{\n" + "".join(f"{op}\n{op.split(':')[0]} requires {prev.split(':')[0]}\n" if k else f"{op}\n"
+                                   for k, (op, prev) in enumerate(zip(lines, [""] + lines))) + "}\n"
+        for r, lines in ops.items())
+
+
+def run(tmp_path, text: str, cores: str, ranks_per_node: int = 2, **options):
+    path = tmp_path / "s.goal"
+    path.write_text(text)
+    return simulate(path, L=L, o=O, g=0, G=0, cores=cores, ranks_per_node=ranks_per_node, **options)
+
+
+@pytest.mark.parametrize("switch", [0, 2000, SWITCH])
+def test_a_ping_pong_on_one_core_waits_for_the_core_each_way(tmp_path, switch):
+    # Each message: o at the sender, then the core passes to the receiver (max(L, switch) after the
+    # sender's o), then o there: 2 (2o + max(L, switch)) a round trip.
+    r = run(tmp_path, pingpong(5), f"1:{switch}ns")
+    assert r.makespan == 5 * 2 * (2 * O + max(L, switch))
+
+
+def test_a_core_per_rank_changes_nothing(tmp_path):
+    text = pingpong(5)
+    plain = run(tmp_path, text, "none")
+    assert run(tmp_path, text, f"2:{SWITCH}ns:{QUANTUM}ns").ranks.tolist() == plain.ranks.tolist()
+    assert plain.makespan == 5 * 2 * (2 * O + L)
+    # Two nodes of one rank each: a core each, whatever the switch.
+    assert run(tmp_path, text, f"1:{SWITCH}ns", ranks_per_node=1).makespan == plain.makespan
+
+
+def test_a_barrier_of_two_ranks_spinning_on_one_core_takes_two_ticks(tmp_path):
+    # Rank 1 arrives (sends to rank 0) and rank 0 releases it, as MPICH's shared-memory barrier does;
+    # both receivers spin. Rank 0 computes first and spins from 1000 ns: rank 1 gets the core at the
+    # first tick (Q), computes, sends and spins; rank 0 sees its arrival at the second tick (2Q).
+    tag = SPINNING
+    text = ("num_ranks 2\nrank 0 {\nc: calc 1000\nr: recv 0b from 1 tag %d\nr requires c\ns: send 0b to 1 tag %d\n"
+            "s requires r\n}\nrank 1 {\nc: calc 1000\ns: send 0b to 0 tag %d\ns requires c\nr: recv 0b from 0 tag %d\n"
+            "r requires s\n}\n") % (tag, tag + 1, tag, tag + 1)
+    r = run(tmp_path, text, f"1:{SWITCH}ns:{QUANTUM}ns")
+    switch_back = 2 * QUANTUM + SWITCH + O  # rank 0 handles the arrival after the second tick
+    assert r.ranks.tolist()[0] == switch_back + O
+    assert r.ranks.tolist()[1] == switch_back + O + max(L, SWITCH) + O
+    # Without a quantum the same receivers yield: the core passes as soon as it is free.
+    yielding = run(tmp_path, text, f"1:{SWITCH}ns")
+    assert yielding.makespan < QUANTUM
+
+
+def test_the_cores_table_and_its_errors():
+    machine = parse_machine('[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n'
+                            '[cores]\nper_node = 2\nswitch = "3.8us"\nquantum = "4ms"\n', "m.toml")
+    assert machine.node["cores"] == {"per_node": 2, "switch": 3_800_000, "quantum": 4_000_000_000}
+    assert machine.node["ranks_per_node"] == 2**32 - 1  # a host: every rank on it
+    base = "[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n"
+    for table, message in [("[cores]\nswitch = 1\n", "m.toml:8: [cores]: needs per_node"),
+                           ("[cores]\nper_node = 0\n", "m.toml:9: [cores] per_node: expected an integer >= 1, got 0"),
+                           ("[cores]\nper_node = 2\nswich = 1\n", "swich"),
+                           ("[cores]\nper_node = 2\nquantum = \"-1ms\"\n", "must not be negative")]:
+        with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            parse_machine(base + table, "m.toml")
+
+
+def test_the_cores_option_and_its_errors():
+    assert parse_cores("2") == {"per_node": 2, "switch": 0, "quantum": 0}
+    assert parse_cores("2:3.8us:4ms") == {"per_node": 2, "switch": 3_800_000, "quantum": 4_000_000_000}
+    assert parse_cores("none") is None
+    for bad in ("0", "2:3.8us:4ms:1", "x", "2:fast", "2:1us:-4ms"):
+        with pytest.raises(UserError):
+            parse_cores(bad)
+
+
+def test_models_that_do_not_follow_shared_cores_say_so(tmp_path):
+    with pytest.raises(UserError, match="critical path does not follow shared cores"):
+        run(tmp_path, pingpong(1), "1", critical_path=True)
+    with pytest.raises(UserError, match="memory model does not combine with shared cores"):
+        run(tmp_path, pingpong(1), "1", memory={"ranks_per_node": 2, "bandwidth": 1e10, "compute_bandwidth": 1e10,
+                                                 "nic": "offload", "nic_bandwidth": 1e9, "throttle": None,
+                                                 "reserve_core": False, "floor": 0.0})
+
+
+def test_cli_cores_errors_are_one_line(tmp_path):
+    path = tmp_path / "s.goal"
+    path.write_text(pingpong(1))
+    done = subprocess.run([sys.executable, "-m", "contend.cli", "sim", str(path), "--cores", "2:soon"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--cores switch" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "contend.cli", "sim", str(path), "--cores", "1:4us"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "ranks_per_node" in done.stderr
