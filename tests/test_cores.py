@@ -116,3 +116,13 @@ def test_cli_cores_errors_are_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "contend.cli", "sim", str(path), "--cores", "1:4us"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "ranks_per_node" in done.stderr
+
+
+def test_a_result_shows_its_cores_in_ns(tmp_path):
+    from contend.report.tables import describe_cores
+
+    r = run(tmp_path, pingpong(1), "1:3us:4ms")
+    node = r.to_dict()["params"]["node"]
+    assert node["cores"] == {"per_node": 1, "switch": 3000, "quantum": 4_000_000}
+    assert describe_cores(node, r.num_ranks) == "1 per node of 2 ranks; switch 3 us, quantum 4 ms"
+    assert describe_cores({**node, "ranks_per_node": 1}, r.num_ranks) == "1 per node of 1 ranks: a core per rank"

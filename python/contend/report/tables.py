@@ -104,6 +104,19 @@ def describe_throttle(node: dict[str, Any] | None, waits: int) -> str:
     return f"{text}; {waits:,} sends waited"
 
 
+def describe_cores(node: dict[str, Any] | None, ranks: int) -> str:
+    """The cores a node's ranks share (``node`` in ns, as ``SimulationResult.params`` has it), or "off"."""
+    cores = (node or {}).get("cores")
+    if not cores:
+        return "a core per rank (the machine has no \\[cores] table)"
+    per_node = min(node["ranks_per_node"], ranks)
+    text = f"{cores['per_node']:,} per node of {per_node:,} ranks"
+    if per_node <= cores["per_node"]:
+        return text + ": a core per rank"
+    readable = [format_time(cores[key]).split(" (")[-1].rstrip(")") for key in ("switch", "quantum")]
+    return f"{text}; switch {readable[0]}, quantum {readable[1]}"
+
+
 def describe_memory(memory: dict[str, Any] | None) -> str:
     """The NiMC memory model's node and its mitigations, or "off"."""
     if memory is None:
@@ -138,6 +151,7 @@ def result_table(result: SimulationResult, title: str = "simulation",
         table.add_row("busiest link", describe_busiest_link(result.busiest_link()))
     table.add_row("NIC", describe_nic(params.get("node")))
     table.add_row("throttle", describe_throttle(params.get("node"), result.admission_waits))
+    table.add_row("cores", describe_cores(params.get("node"), result.num_ranks))
     noise = result.engine_params.get("noise")
     if noise is not None:
         from contend.noise.settings import NoiseSettings

@@ -287,7 +287,7 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
     same for the nested ``rendezvous`` costs (messages larger than S), which may be None. A
     ``network`` (from a machine's ``[topology]``) keeps its values, with ``hop_latency`` in ns; a
     ``noise`` becomes its settings in ns and Hz; a ``node`` model keeps its values, a rate policy's
-    gap in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns;
+    gap and its cores' switch and quantum in ns; a ``memory`` model keeps its values (bandwidths in bytes/s), ``cpu_per_byte`` in ns;
     ``cpu_scale`` (a factor) stays as it is.
 
     >>> parameters_ns({"L": 3_000_000, "o": 1_500_000, "g": 1_000_000, "G": 80, "O": 0, "S": 65535})
@@ -309,7 +309,10 @@ def parameters_ns(params: Mapping[str, Any]) -> dict[str, Any]:
             policy = value.get("policy")
             if policy is not None and "gap" in policy:
                 policy = {**policy, "gap": ps_to_ns(policy["gap"])}
-            converted[key] = {**value, "policy": policy}
+            cores = value.get("cores")
+            if cores is not None:
+                cores = {**cores, **{k: ps_to_ns(cores[k]) for k in ("switch", "quantum") if k in cores}}
+            converted[key] = {**value, "policy": policy, "cores": cores}
         else:
             converted[key] = value if key in ("S", "cpu_scale") else ps_to_ns(value)
     return converted
