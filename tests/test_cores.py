@@ -112,7 +112,7 @@ def test_cli_cores_errors_are_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "contend.cli", "sim", str(path), "--cores", "2:soon"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "--cores switch" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--cores: switch" in done.stderr
     done = subprocess.run([sys.executable, "-m", "contend.cli", "sim", str(path), "--cores", "1:4us"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "ranks_per_node" in done.stderr

@@ -272,6 +272,18 @@ def test_throttle_and_ranks_per_node_axes_give_a_machine_without_nodes_its_nodes
     assert spans[("rate:100us", "4")] == spans[("none", "4")] == spans[("none", "1")]
 
 
+def test_a_cores_axis_is_the_runs_contend_sim_makes(tmp_path):
+    """Four ranks on one node: a core each, then two cores taken in turns (each message's receiver
+    waiting for the core its sender ran on, 2 us a switch), then one."""
+    goal = tmp_path / "app.goal"
+    goal.write_text(app_goal(4, 3, 1000, 1024))
+    result = run_axes(tmp_path, Workload(schedule=str(goal)), "cores=none,2:2us,1:2us", "ranks-per-node=4")
+    spans = makespans(result)
+    assert spans == {(c, "4"): simulate(str(goal), machine="loggopsim-default", cores=c, ranks_per_node=4).makespan
+                     for c in ("none", "2:2us", "1:2us")}
+    assert spans[("none", "4")] < spans[("2:2us", "4")] < spans[("1:2us", "4")]
+
+
 @pytest.mark.parametrize("vary, pattern", [
     (["network"], r"--vary 'network': expected AXIS=VALUES"),
     (["netwrok=1x"], r"unknown axis 'netwrok' \(did you mean 'network'\?\)"),
@@ -298,6 +310,8 @@ def test_throttle_and_ranks_per_node_axes_give_a_machine_without_nodes_its_nodes
     (["ranks-per-node=0"], r"--vary ranks-per-node: 0 is out of range"),
     (["throttle=token:0"], r"--vary throttle=token:0: tokens"),
     (["throttle=token:4"], r"--vary throttle: machine loggopsim-default does not say how many ranks"),
+    (["cores=2"], r"--vary cores: machine loggopsim-default does not say how many ranks"),
+    (["cores=0"], r"--vary cores: cores per node"),
     (["throttle=none", "ranks-per-node=4"], r"--vary ranks-per-node: machine loggopsim-default has no nodes"),
     (["network=" + ",".join(f"{k + 1}x" for k in range(70)), "cpu=" + ",".join(f"{k + 1}x" for k in range(70))],
      r"70 x 70 = 4,900 runs, more than 4,096"),

@@ -83,6 +83,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GoalError", m.py().get_type::<GoalError>())?;
     // The tag bits a schedule's writer sets on a message admission control leaves alone (docs/formats.md).
     m.add("UNADMITTED_TAGS", contend_engine::schedule::UNADMITTED_TAGS)?;
+    m.add("SPINNING_TAGS", contend_engine::schedule::SPINNING_TAGS)?;
     m.add_function(wrap_pyfunction!(collectives, m)?)?;
     m.add_function(wrap_pyfunction!(write_goal, m)?)?;
     m.add_function(wrap_pyfunction!(goal_summary, m)?)?;

@@ -20,7 +20,7 @@ from contend.errors import UserError
 
 #: Axis names, in the order the help lists them.
 AXES = ("network", "cpu", "overhead", "noise", "noise-phase", "ranks", "machine", "placement", "ranks-per-node",
-        "nic", "throttle")
+        "nic", "throttle", "cores")
 #: The most runs one command makes (the cross product of its axes).
 MAX_RUNS = 4096
 #: Speed factors of the network and the CPU (and overhead factors) lie in [1/MAX_FACTOR, MAX_FACTOR].
@@ -217,10 +217,16 @@ def _throttle(label: str, where: str) -> Any:
         raise UserError(str(exc).replace("--throttle ", f"{where}=", 1)) from None
 
 
+def _cores(label: str, where: str) -> Any:
+    from contend.machine.cores import parse_cores
+
+    return parse_cores(label, where)
+
+
 _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "network": _factor, "cpu": _factor, "overhead": _overhead, "noise": _noise, "noise-phase": _phase,
     "ranks": _ranks, "machine": _machine, "placement": _choice(("block", "cyclic")), "ranks-per-node": _per_node,
-    "nic": _choice(("on", "off")), "throttle": _throttle,
+    "nic": _choice(("on", "off")), "throttle": _throttle, "cores": _cores,
 }
 
 
@@ -235,7 +241,8 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]
     # A throttle axis and a ranks-per-node axis give a machine without nodes its nodes together, as
     # `contend sim --throttle SPEC --ranks-per-node K` does; either alone would need the machine's.
-    policies = "throttle" in by_name and any(v is not None for v in by_name["throttle"].values)
+    policies = any(name in by_name and any(v is not None for v in by_name[name].values)
+                   for name in ("throttle", "cores"))
     for needs, what, has in (("placement", "network ([topology])", lambda m: m.network is not None),
                              ("ranks-per-node", "nodes ([topology], [nic] or [throttle])",
                               lambda m: policies or m.network is not None or m.node is not None),
@@ -248,8 +255,9 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
     if policies and "ranks-per-node" not in by_name:
         lacking = next((m for m in machines if m.node is None), None)
         if lacking is not None:
-            raise UserError(f"--vary throttle: machine {lacking.name} does not say how many ranks share a node "
-                            "(a [nic] or [throttle] table with ranks_per_node)")
+            axis = "throttle" if "throttle" in by_name else "cores"
+            raise UserError(f"--vary {axis}: machine {lacking.name} does not say how many ranks share a node "
+                            "(a [nic], [throttle] or [cores] table, or --vary ranks-per-node)")
     if "noise-phase" in by_name:
         noises = list(by_name["noise"].values) if "noise" in by_name else [m.noise for m in machines]
         if all(n is None for n in noises):
@@ -280,7 +288,7 @@ def configure(machine: Any, workload: Workload, setting: dict[str, Any]) -> tupl
         per_node = setting["ranks-per-node"]
         if machine.network:
             machine = dataclasses.replace(machine, network={**machine.network, "ranks_per_node": per_node})
-        if machine.node is not None or setting.get("throttle"):  # a policy's nodes where the machine has none
+        if machine.node is not None or setting.get("throttle") or setting.get("cores"):  # nodes the machine lacks
             kwargs["ranks_per_node"] = per_node
     if setting.get("nic") == "off":
         machine = dataclasses.replace(machine, node={**machine.node, "nic": None})
@@ -293,6 +301,8 @@ def configure(machine: Any, workload: Workload, setting: dict[str, Any]) -> tupl
         kwargs["noise"] = noise if noise is not None else False
     if "throttle" in setting:
         kwargs["throttle"] = setting["throttle"] or "none"
+    if "cores" in setting:
+        kwargs["cores"] = setting["cores"] or "none"
     return machine, kwargs
 
 

@@ -57,8 +57,8 @@ def parse_cores(text: str, what: str = "--cores") -> dict[str, int] | None:
     fields = [field.strip() for field in text.split(":")]
     if len(fields) > 3:
         raise UserError(f"{what}: expected PER_NODE[:SWITCH[:QUANTUM]], got {text!r}")
-    out = {"per_node": parse_count(fields[0], f"{what} cores per node", minimum=1, maximum=MAX_CORES),
+    out = {"per_node": parse_count(fields[0], f"{what}: cores per node", minimum=1, maximum=MAX_CORES),
            "switch": 0, "quantum": 0}
     for key, field in zip(("switch", "quantum"), fields[1:]):
-        out[key] = _time_ps(field, f"{what} {key}")
+        out[key] = _time_ps(field, f"{what}: {key}")
     return out
