@@ -59,8 +59,9 @@ impl Cores {
         for core in base..base + self.per_node {
             let (free, last) = (self.free[core as usize], self.last[core as usize]);
             let switch = if last == h || last == NOBODY { 0 } else { self.switch };
-            // A rank whose own work holds the core until it asks runs on; others wait for the tick.
-            let running_on = last == h && t <= free;
+            // A rank whose own work holds the core until it asks runs on, as does a spinner that
+            // ran there last (it is the one polling); others wait for the tick.
+            let running_on = last == h && (t <= free || mine == core);
             let others_spin = !running_on && self.spinners[core as usize] > (mine == core) as u32;
             let start = if others_spin && self.quantum > 0 {
                 // A spinning rank keeps the core until the next tick; a rank asking within a
@@ -171,6 +172,14 @@ mod tests {
         assert_eq!(cores.earliest(0, 20), (20, 0));
         cores.matched(0);
         assert_eq!(cores.earliest(1, 20), (20, 0));
+        // A spinner that ran on its core last is the one polling there: its message needs no tick.
+        let mut two = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0, 0]);
+        two.occupy(0, 0, 10);
+        two.spin(0);
+        two.occupy(0, 1, 20);
+        two.spin(1);
+        assert_eq!(two.earliest(1, 50), (50, 0));
+        assert_eq!(two.earliest(0, 50), (1005, 0));
         // A preempted spinner spins on when the rank that took its core is done.
         cores.spin(0);
         cores.occupy(0, 1, 1100);
