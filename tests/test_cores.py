@@ -126,3 +126,15 @@ def test_a_result_shows_its_cores_in_ns(tmp_path):
     assert node["cores"] == {"per_node": 1, "switch": 3000, "quantum": 4_000_000}
     assert describe_cores(node, r.num_ranks) == "1 per node of 2 ranks; switch 3 us, quantum 4 ms"
     assert describe_cores({**node, "ranks_per_node": 1}, r.num_ranks) == "1 per node of 1 ranks: a core per rank"
+
+
+def test_a_host_s_cores_give_tune_no_nodes(tmp_path, capsys):
+    """A machine file of one host (`bench fit`'s: [cores] without ranks_per_node) puts every rank on one
+    node; `contend tune` sweeps NIC concurrency per node and must not take that for a node size."""
+    from contend.cli import main
+
+    host = tmp_path / "host.toml"
+    host.write_text('[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n[cores]\nper_node = 2\n')
+    assert main(["tune", "--machine", str(host), "-o", str(tmp_path / "t")]) == 2
+    assert "says nothing of its nodes" in capsys.readouterr().err
+    assert not (tmp_path / "t").exists()

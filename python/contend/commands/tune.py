@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         rpn = real_ranks // 2
     elif args.ranks_per_node is not None:
         rpn = parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=4096)
-    elif machine.node is not None:
-        rpn = machine.node["ranks_per_node"]
+    elif machine.node is not None and (machine.node.get("nic") or machine.node.get("policy")):
+        rpn = machine.node["ranks_per_node"]  # the NIC's; a host's [cores] alone puts every rank on one node
     else:
         raise UserError(f"{machine.path}: the machine says nothing of its nodes; give --ranks-per-node "
                         "(or a [nic] table with ranks_per_node)")
