@@ -131,6 +131,24 @@ def test_a_policy_the_library_refuses_is_one_line_before_any_run(built, fails_cl
     assert not ran.exists()
 
 
+def test_more_ranks_than_cores_on_a_machine_without_cores_is_a_warning(built, machine, tmp_path, capsys):
+    """One rank more than this host's cores, and a machine file without [cores]: the model gives each
+    rank a core of its own, which the user is told; with [cores] nothing is said."""
+    import os
+
+    ranks = len(os.sched_getaffinity(0)) + 1
+    command = [str(built.mpiexec), "-n", str(ranks), str(mpi.build_dir(built) / "app-pingpong"), "5", "8"]
+    code = main(["predict", "--machine", str(machine), "--runs", "1", "--timeout", "120", "--", *command])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert f"{ranks} ranks ran on this host's {ranks - 1} cores, and the machine has no [cores]" in err
+    shared = tmp_path / "shared.toml"
+    shared.write_text(machine.read_text() + f"\n[cores]\nper_node = {ranks - 1}\n")
+    code = main(["predict", "--machine", str(shared), "--runs", "1", "--timeout", "120", "--", *command])
+    err = capsys.readouterr().err
+    assert code == 0 and "[cores]" not in err, err
+
+
 def test_a_policy_on_one_node_is_a_warning(built, machine, tmp_path, capsys):
     """Both ranks on one node: nothing leaves it, so neither the library nor the model throttles anything
     (the prediction is the plain one), which the user is told."""

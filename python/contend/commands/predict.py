@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -123,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
     if throttle is not None and measured.ranks <= throttle.ranks_per_node:  # the library and the model alike
         warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "
                         "node: the policy throttles nothing (messages within a node are left alone)")
+    cores = len(os.sched_getaffinity(0))
+    if command and measured.ranks > cores and not _shares_cores(machine):
+        warnings.append(f"predict: {measured.ranks} ranks ran on this host's {cores} cores, and the machine has no "
+                        "[cores]: the model gives every rank a core of its own (contend bench fit writes [cores])")
     for warning in warnings:
         print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine,
@@ -155,6 +160,14 @@ def _status():
         return
     with console.status("predict") as status:
         yield lambda text: status.update(f"predict: {text}")
+
+
+def _shares_cores(machine) -> bool:
+    """Whether the machine's ranks take turns on shared cores (its [cores])."""
+    from contend.machine.file import load_machine
+
+    loaded = machine if not isinstance(machine, str) else load_machine(machine)
+    return bool((loaded.node or {}).get("cores"))
 
 
 def _check_machine(machine: str, noise: str | None) -> NoiseSettings | bool | None:
