@@ -77,8 +77,11 @@ def test_a_barrier_of_two_ranks_spinning_on_one_core_takes_two_ticks(tmp_path):
 def test_the_cores_table_and_its_errors():
     machine = parse_machine('[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n'
                             '[cores]\nper_node = 2\nswitch = "3.8us"\nquantum = "4ms"\n', "m.toml")
-    assert machine.node["cores"] == {"per_node": 2, "switch": 3_800_000, "quantum": 4_000_000_000}
+    assert machine.node["cores"] == {"per_node": 2, "switch": 3_800_000, "quantum": 4_000_000_000, "one_host": True}
     assert machine.node["ranks_per_node"] == 2**32 - 1  # a host: every rank on it
+    with_nodes = parse_machine('[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n'
+                               '[cores]\nper_node = 2\nranks_per_node = 4\n', "m.toml")
+    assert with_nodes.node["ranks_per_node"] == 4 and "one_host" not in with_nodes.node["cores"]
     base = "[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n"
     for table, message in [("[cores]\nswitch = 1\n", "m.toml:8: [cores]: needs per_node"),
                            ("[cores]\nper_node = 0\n", "m.toml:9: [cores] per_node: expected an integer >= 1, got 0"),
@@ -126,6 +129,8 @@ def test_a_result_shows_its_cores_in_ns(tmp_path):
     assert node["cores"] == {"per_node": 1, "switch": 3000, "quantum": 4_000_000}
     assert describe_cores(node, r.num_ranks) == "1 per node of 2 ranks; switch 3 us, quantum 4 ms"
     assert describe_cores({**node, "ranks_per_node": 1}, r.num_ranks) == "1 per node of 1 ranks: a core per rank"
+    assert describe_cores({**node, "cores": {**node["cores"], "one_host": True}}, r.num_ranks) == \
+        "1 for all 2 ranks (one host); switch 3 us, quantum 4 ms"
 
 
 def test_a_host_s_cores_give_tune_no_nodes(tmp_path, capsys):
@@ -138,3 +143,17 @@ def test_a_host_s_cores_give_tune_no_nodes(tmp_path, capsys):
     assert main(["tune", "--machine", str(host), "-o", str(tmp_path / "t")]) == 2
     assert "says nothing of its nodes" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()
+
+
+def test_a_host_s_cores_stay_shared_by_every_rank_when_a_throttle_emulates_nodes(tmp_path):
+    """A host file's [cores] (no ranks_per_node: `bench fit`'s) is the host's: `--ranks-per-node 1` for a
+    throttle makes each rank its own node for the policy, and the two ranks still share the one core;
+    `--cores 1` alone is per node, so there each rank has its own."""
+    host = tmp_path / "host.toml"
+    host.write_text(f'[loggops]\nL = {L}\no = {O}\ng = 0\nG = 0\nO = 0\nS = 65535\n'
+                    f'[cores]\nper_node = 1\nswitch = "{SWITCH}ns"\n')
+    path = tmp_path / "s.goal"
+    path.write_text(pingpong(5))
+    shared = simulate(path, machine=str(host), throttle="rate:1ns", ranks_per_node=1)
+    assert shared.makespan == 5 * 2 * (2 * O + max(L, SWITCH))
+    assert simulate(path, machine=str(host), cores="1", ranks_per_node=1).makespan == 5 * 2 * (2 * O + L)

@@ -33,6 +33,9 @@ pub struct CoreSpec {
     pub(crate) per_node: u32,
     pub(crate) switch: Time,
     pub(crate) quantum: Time,
+    /// Every rank of the run shares the `per_node` cores, whatever node it is on: one host (whose
+    /// nodes, if any, are emulated: a throttle's ranks per node, namespaces).
+    pub(crate) one_host: bool,
 }
 
 impl CoreSpec {
@@ -41,7 +44,12 @@ impl CoreSpec {
         if per_node == 0 {
             return Err(SpecError::new("cores.per_node", "must be at least 1"));
         }
-        Ok(CoreSpec { per_node, switch, quantum })
+        Ok(CoreSpec { per_node, switch, quantum, one_host: false })
+    }
+
+    /// The same cores, shared by every rank of the run (one host).
+    pub fn on_one_host(self) -> CoreSpec {
+        CoreSpec { one_host: true, ..self }
     }
 }
 

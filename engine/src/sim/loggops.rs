@@ -299,7 +299,7 @@ impl<'p, P: Program> Sim<'p, P> {
         let node_of = |model: &NodeSpec| -> Vec<u32> { (0..n as u32).map(|r| network.as_ref().map_or(r / model.ranks_per_node, |net| net.node_of(r))).collect() };
         let cores = node.and_then(|model| {
             let spec = model.cores.as_ref()?;
-            let node_of = node_of(model);
+            let node_of = if spec.one_host { vec![0; n] } else { node_of(model) };
             let mut ranks = vec![0u32; node_of.iter().map(|&k| k as usize + 1).max().unwrap_or(0)];
             node_of.iter().for_each(|&k| ranks[k as usize] += 1);
             // With a core for each rank, nothing is shared: exact LogGOPS.

@@ -7,8 +7,9 @@ cores than there are ranks (docs/models.md, "Shared cores"), validated into the 
     switch = "3.8us"      # a core passing from one rank to another (bench fit measures it)
     quantum = "4ms"       # a rank spinning in a collective gives its core up only at the
                           #   scheduler's ticks, this far apart (default 0: it yields too)
-    ranks_per_node = 4    # unless [topology], [nic] or [throttle] gives it; default: every
-                          #   rank on one node (the machine is one host, as `bench fit` writes)
+    ranks_per_node = 4    # unless [topology], [nic] or [throttle] gives it; default: the machine
+                          #   is one host (as `bench fit` writes): every rank shares the cores,
+                          #   whatever nodes `--ranks-per-node` emulates for a throttle
 
 On the command line: ``--cores 2``, ``--cores 2:3.8us`` or ``--cores 2:3.8us:4ms`` (``none``: a core
 per rank).

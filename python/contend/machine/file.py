@@ -64,8 +64,8 @@ RENDEZVOUS = "rendezvous"  # [loggops.rendezvous]: the costs of messages larger 
 RECORD_KEYS = ("o_s", "o_r")  # [loggops] keys that record measured overheads; no model reads them
 HEADER_KEYS = ("name", "description", "source")
 TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "cores", "memory")
-RECORD_TABLES = ("fit", "measured")
-ALL_ON_ONE_NODE = 2**32 - 1  # ranks per node of a host file's [cores] without ranks_per_node  # how the numbers were measured: free-form, not checked
+RECORD_TABLES = ("fit", "measured")  # how the numbers were measured: free-form, not checked
+ALL_ON_ONE_NODE = 2**32 - 1  # ranks per node of a host file's [cores] without ranks_per_node
 # S is stored by the engine as a u64, but no message is larger than this in practice.
 MAX_THRESHOLD = 2**63 - 1
 
@@ -233,8 +233,11 @@ def _node_model(document: Mapping[str, Any], where: Mapping[str, Where], places:
     cores = cores_params(document["cores"], where["cores"]) if "cores" in document else None
     if nic is None and "throttle" not in document and cores is None:
         return None
-    return {"ranks_per_node": _ranks_per_node(document, where, places), "nic": nic, "policy": policy,
-            "cores": cores}
+    ranks_per_node = _ranks_per_node(document, where, places)
+    if cores is not None and ranks_per_node == ALL_ON_ONE_NODE:
+        # A host's cores: shared by every rank, whatever nodes a throttle or a run emulates on it.
+        cores["one_host"] = True
+    return {"ranks_per_node": ranks_per_node, "nic": nic, "policy": policy, "cores": cores}
 
 
 def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where], places: dict[str, str]) -> int:

@@ -109,8 +109,9 @@ def describe_cores(node: dict[str, Any] | None, ranks: int) -> str:
     cores = (node or {}).get("cores")
     if not cores:
         return "a core per rank (the machine has no \\[cores] table)"
-    per_node = min(node["ranks_per_node"], ranks)
-    text = f"{cores['per_node']:,} per node of {per_node:,} ranks"
+    per_node = ranks if cores.get("one_host") else min(node["ranks_per_node"], ranks)
+    text = f"{cores['per_node']:,} for all {ranks:,} ranks (one host)" if cores.get("one_host") else \
+        f"{cores['per_node']:,} per node of {per_node:,} ranks"
     if per_node <= cores["per_node"]:
         return text + ": a core per rank"
     readable = [format_time(cores[key]).split(" (")[-1].rstrip(")") for key in ("switch", "quantum")]
