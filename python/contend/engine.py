@@ -46,6 +46,19 @@ def user_errors(context: str = "") -> Iterator[None]:
         raise UserError(_with_context(context, f"number too large ({exc})")) from None
 
 
+def parse_quantity(value: object, where: str, per_byte: bool = False) -> int:
+    """A time (ps) or, with ``per_byte``, a per-byte cost (ps per byte) as a machine file or the command
+    line gives it: a number (ns, ns per byte) or a string with a unit, in the engine's grammar; never
+    negative. ``where`` names it in the one-line error."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise UserError(f"{where}: expected a number or a string with a unit, got {value!r}")
+    text = f"{value:.3f}" if isinstance(value, float) else str(value)  # the engine's resolution is 1 ps
+    if text.strip().startswith("-"):
+        raise UserError(f"{where}: must not be negative, got {value!r}")
+    with user_errors(where):
+        return engine().parse_per_byte(text) if per_byte else engine().parse_time(text)
+
+
 def _with_context(context: str, message: str) -> str:
     """Prefix ``context`` unless the engine's message already starts with it."""
     if not context or message.startswith(context):

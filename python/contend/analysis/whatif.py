@@ -239,12 +239,12 @@ def _check_combinations(axes: list[Axis], workload: Workload, machine: Any) -> N
     if "ranks" in by_name and workload.root >= min(by_name["ranks"].values):
         raise UserError(f"--vary ranks: root {workload.root} is not a rank of {min(by_name['ranks'].values)} ranks")
     machines = list(by_name["machine"].values) if "machine" in by_name else [machine]
-    # A throttle axis and a ranks-per-node axis give a machine without nodes its nodes together, as
-    # `contend sim --throttle SPEC --ranks-per-node K` does; either alone would need the machine's.
+    # A throttle or cores axis and a ranks-per-node axis give a machine without nodes its nodes together,
+    # as `contend sim --throttle SPEC --ranks-per-node K` does; either alone would need the machine's.
     policies = any(name in by_name and any(v is not None for v in by_name[name].values)
                    for name in ("throttle", "cores"))
     for needs, what, has in (("placement", "network ([topology])", lambda m: m.network is not None),
-                             ("ranks-per-node", "nodes ([topology], [nic] or [throttle])",
+                             ("ranks-per-node", "nodes ([topology], [nic], [throttle] or [cores])",
                               lambda m: policies or m.network is not None or m.node is not None),
                              ("nic", "NIC congestion curves ([nic])", lambda m: m.node is not None
                               and m.node.get("nic") is not None)):

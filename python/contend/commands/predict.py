@@ -57,7 +57,7 @@ def register(subparsers) -> None:
     parser.add_argument("--fifo", action="store_true",
                         help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
                              "it; at most one rank per core")
-    parser.add_argument("--algorithms", choices=ALGORITHMS,
+    parser.add_argument("--algorithms", choices=ALGORITHMS, default="mpich",
                         help="collective algorithms of the schedules (contend goal convert --algorithms, default "
                              "mpich)")
     parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
@@ -113,13 +113,12 @@ def run(args: argparse.Namespace) -> int:
                 NetworkLayout.of(loggops_params(machine), len(node_of_rank))  # the engine checks it before any run
         if args.fifo:
             command = predict.fifo_command(command)
-        algorithms = args.algorithms or "mpich"
         if args.trace:
-            measured = predict.predict_trace(Path(args.trace), args.machine, work, noise, algorithms)
+            measured = predict.predict_trace(Path(args.trace), args.machine, work, noise, args.algorithms)
         else:
             measured = predict.predict_command(command, machine, runs, work, records=records, noise=noise,
                                                timeout_s=timeout, progress=progress, throttle=throttle,
-                                               algorithms=algorithms)
+                                               algorithms=args.algorithms)
     warnings = list(measured.warnings)
     if throttle is not None and measured.ranks <= throttle.ranks_per_node:  # the library and the model alike
         warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "

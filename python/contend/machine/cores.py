@@ -19,23 +19,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from contend.engine import engine, user_errors
+from contend.engine import parse_quantity
 from contend.errors import UserError
 from contend.machine.quantities import parse_count
 from contend.machine.tomlfile import reject_unknown_keys
 
 KEYS = ("per_node", "switch", "quantum", "ranks_per_node")
 MAX_CORES = 2**32 - 1
-
-
-def _time_ps(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise UserError(f"{where}: expected a time such as 3.8us, got {value!r}")
-    text = f"{value:.3f}" if isinstance(value, float) else str(value)
-    if text.strip().startswith("-"):
-        raise UserError(f"{where}: must not be negative, got {value!r}")
-    with user_errors(where):
-        return engine().parse_time(text)
 
 
 def cores_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[str, int]:
@@ -46,7 +36,7 @@ def cores_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[
     per_node = table["per_node"]
     if isinstance(per_node, bool) or not isinstance(per_node, int) or not 1 <= per_node <= MAX_CORES:
         raise UserError(f"{where('per_node')}: expected an integer >= 1, got {per_node!r}")
-    times = {key: _time_ps(table[key], where(key)) if key in table else 0 for key in ("switch", "quantum")}
+    times = {key: parse_quantity(table[key], where(key)) if key in table else 0 for key in ("switch", "quantum")}
     return {"per_node": per_node, **times}
 
 
@@ -61,5 +51,5 @@ def parse_cores(text: str, what: str = "--cores") -> dict[str, int] | None:
     out = {"per_node": parse_count(fields[0], f"{what}: cores per node", minimum=1, maximum=MAX_CORES),
            "switch": 0, "quantum": 0}
     for key, field in zip(("switch", "quantum"), fields[1:]):
-        out[key] = _time_ps(field, f"{what}: {key}")
+        out[key] = parse_quantity(field, f"{what}: {key}")
     return out

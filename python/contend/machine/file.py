@@ -44,7 +44,7 @@ from typing import Any, Collection, Iterator, Mapping, Sequence
 
 from contend.machine.admission import policy_params
 from contend.machine.cores import cores_params
-from contend.engine import engine, user_errors
+from contend.engine import engine, parse_quantity
 from contend.errors import UserError
 from contend.machine.memory import memory_params
 from contend.machine.nic import nic_classes
@@ -334,17 +334,7 @@ def _parameter(key: str, value: Any, where) -> int:
         if not isinstance(value, int) or not 0 <= value <= MAX_THRESHOLD:
             raise UserError(f"{where()}: expected an integer number of bytes in [0, 2^63), got {value!r}")
         return value
-    if isinstance(value, float):
-        value = f"{value:.3f}"  # the engine's resolution is 1 ps = 0.001 ns
-    elif isinstance(value, int):
-        value = str(value)
-    if not isinstance(value, str):
-        raise UserError(f"{where()}: expected a number or a string with a unit, got {value!r}")
-    if value.strip().startswith("-"):
-        raise UserError(f"{where()}: must not be negative, got {value!r}")
-    parse = engine().parse_time if key in TIME_KEYS else engine().parse_per_byte
-    with user_errors(where()):
-        return parse(value)
+    return parse_quantity(value, where(), per_byte=key not in TIME_KEYS)
 
 
 def _decode_error_message(origin: str, text: str, exc: Exception) -> str:
