@@ -1,7 +1,7 @@
 """Shared cores (docs/models.md, "Shared cores"): a node's ranks taking turns on fewer cores.
 
 Closed forms: a ping-pong of two ranks on one core, each message waiting for the core to pass to its
-receiver; a barrier of two ranks spinning on one core, two scheduler ticks; with a core for every rank
+receiver (the critical path counts that wait as contention); a barrier of two ranks spinning on one core, two scheduler ticks; with a core for every rank
 the model changes nothing. And the errors of the [cores] table and of --cores.
 """
 
@@ -100,9 +100,19 @@ def test_the_cores_option_and_its_errors():
             parse_cores(bad)
 
 
-def test_models_that_do_not_follow_shared_cores_say_so(tmp_path):
-    with pytest.raises(UserError, match="critical path does not follow shared cores"):
-        run(tmp_path, pingpong(1), "1", critical_path=True)
+def test_the_critical_path_counts_waiting_for_a_core_as_contention(tmp_path):
+    # Each message waits for the core to pass to its receiver: the switch beyond L, 10 times.
+    switch = L + 2000
+    r = run(tmp_path, pingpong(5), f"1:{switch}ns", critical_path=True)
+    path = r.critical_path
+    assert path.length_ps == r.makespan * 1000
+    assert path.split == {"computation": 0, "overhead": 5 * 4 * O, "wire": 5 * 2 * L, "late_partner": 0,
+                          "contention": 5 * 2 * (switch - L), "noise": 0}
+    assert [s["activity"] for s in path.first_steps[:4]] == ["send overhead", "transit", "core wait",
+                                                             "receive overhead"]
+
+
+def test_the_memory_model_does_not_combine_with_shared_cores(tmp_path):
     with pytest.raises(UserError, match="memory model does not combine with shared cores"):
         run(tmp_path, pingpong(1), "1", memory={"ranks_per_node": 2, "bandwidth": 1e10, "compute_bandwidth": 1e10,
                                                  "nic": "offload", "nic_bandwidth": 1e9, "throttle": None,

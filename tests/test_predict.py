@@ -66,6 +66,12 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     assert sorted(p.name for p in (keep / "traces").iterdir()) == [f"run-{k}" for k in range(1, RUNS + 1)]
     # the table names the program and the error column
     assert "app-pingpong" in out and "error %" in out and "with noise" in out
+    # where the last schedule's time goes: its parts sum to its makespan, and a ping-pong is
+    # overhead and wire first of all
+    path = result["critical_path"]
+    assert abs(sum(path["split"].values()) - result["schedule_ns"][-1]) < 1e-3 * result["schedule_ns"][-1]
+    assert path["split"]["overhead"] > 0 and path["split"]["wire"] > 0
+    assert "where the predicted time goes" in out
 
     # the kept trace predicts again on its own, against its own time, the same schedule and machine
     again = tmp_path / "again.json"

@@ -16,15 +16,18 @@ use crate::sim::cpu_scale::CpuScale;
 use crate::sim::params::Params;
 use crate::time::Time;
 
-/// What a time came from: a kind in the top bits and the global index of an operation (for
-/// message kinds: of the message's send).
+/// What a time came from: a kind in bits 59..61, two marks above it, and the global index of an
+/// operation (for message kinds: of the message's send).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cause(u64);
 
-const KIND_SHIFT: u32 = 60;
+const KIND_SHIFT: u32 = 59;
+const KIND_BITS: u64 = 0b111;
 const OP_MASK: u64 = (1 << KIND_SHIFT) - 1;
 /// An operation's cause is kept from here on (it waited for admission, see `Tracer::held`).
 const FROZEN: u64 = 1 << 63;
+/// The operation, its clocks free, waited for a shared core (`Tracer::core_wait`).
+const CORE: u64 = 1 << 62;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -47,7 +50,7 @@ impl Cause {
     }
 
     fn kind(self) -> Kind {
-        match (self.0 & !FROZEN) >> KIND_SHIFT {
+        match (self.0 >> KIND_SHIFT) & KIND_BITS {
             0 => Kind::Origin,
             1 => Kind::Calc,
             2 => Kind::SendCpu,
@@ -65,6 +68,11 @@ impl Cause {
     fn frozen(self) -> bool {
         self.0 & FROZEN != 0
     }
+
+    /// The cause without its marks.
+    fn plain(self) -> Cause {
+        Cause(self.0 & !(FROZEN | CORE))
+    }
 }
 
 /// The parts of the makespan along the critical path, in picoseconds.
@@ -80,7 +88,8 @@ pub struct Split {
     /// posted (with the receiver's CPU free), or after a rendezvous message on the path reached
     /// its receiver (its sender waits for the match).
     pub late_partner: Time,
-    /// Time lost to sharing: links, the node's NIC, admission control, memory bandwidth.
+    /// Time lost to sharing: links, the node's NIC, admission control, memory bandwidth, shared
+    /// cores.
     pub contention: Time,
     /// Detours stretching CPU work.
     pub noise: Time,
@@ -117,6 +126,9 @@ pub enum Activity {
     RecvGap,
     /// A send held by admission control.
     Admission,
+    /// CPU work, or a message's handling, waiting for one of the node's shared cores (another
+    /// rank's work there, the switch, a spinner's tick).
+    CoreWait,
 }
 
 impl Activity {
@@ -129,6 +141,7 @@ impl Activity {
             Activity::RecvOverhead => "receive overhead",
             Activity::RecvGap => "receive gap",
             Activity::Admission => "admission",
+            Activity::CoreWait => "core wait",
         }
     }
 }
@@ -183,7 +196,8 @@ struct MsgTrace {
     link: Time,
     /// The receiver handled the arrival.
     handled: Time,
-    /// The receiver's CPU and NIC were free (at the handling), and what freed them last.
+    /// The receiver's CPU and NIC clocks were free (at the handling; with shared cores a core may
+    /// have come later), and what freed them last.
     free: Time,
     free_cause: Cause,
     /// The receive that matched it (global index; u64::MAX while none did).
@@ -276,6 +290,17 @@ impl Tracer {
         if !o.cause.frozen() {
             debug_assert_eq!(o.from, t);
             o.cause.0 |= FROZEN;
+        }
+    }
+
+    /// Operation `op` of `rank`, its clocks free, waits for a shared core: the wait until it starts
+    /// is core contention (unless admission held it first, which then covers the whole wait).
+    #[inline]
+    pub fn core_wait(&mut self, rank: u32, op: u32) {
+        let g = self.global(rank, op) as usize;
+        let o = &mut self.ops[g];
+        if !o.cause.frozen() {
+            o.cause.0 |= CORE;
         }
     }
 
@@ -443,8 +468,9 @@ impl Tracer {
                     let local = self.local(g);
                     path.ops += 1;
                     let waited = cursor - o.from;
-                    step(&mut path, &mut cursor, local, Activity::Admission, o.from, Split { contention: waited, ..Split::default() });
-                    at = At::Set(Cause(o.cause.0 & !FROZEN));
+                    let activity = if o.cause.0 & CORE != 0 { Activity::CoreWait } else { Activity::Admission };
+                    step(&mut path, &mut cursor, local, activity, o.from, Split { contention: waited, ..Split::default() });
+                    at = At::Set(o.cause.plain());
                 }
                 At::Handled(g) => {
                     let m = self.msg(g);
@@ -452,7 +478,13 @@ impl Tracer {
                     if m.posted_first {
                         path.ops += 1; // its receive (a late one is reached by its own start)
                     }
-                    if m.handled > m.arrived {
+                    let ready = m.free.max(m.arrived);
+                    if m.handled > ready {
+                        // Message and receiver were ready, a shared core was not.
+                        let receiver = self.receiver(prog, g, &m);
+                        step(&mut path, &mut cursor, receiver, Activity::CoreWait, ready, Split { contention: m.handled - ready, ..Split::default() });
+                    }
+                    if m.free > m.arrived {
                         // The receiver was busy: what kept it so.
                         at = At::Set(m.free_cause);
                         continue;

@@ -39,7 +39,6 @@ use crate::sim::matching::{MatchQueues, Queue};
 use crate::sim::queue::{Entry, EventQueue};
 use crate::sim::parallel::{merge, run_in_parallel, workers};
 use crate::sim::window::{FinalKeys, Windows, MAX_WIDTH};
-use crate::spec_error::SpecError;
 use crate::time::Time;
 use crate::u64_map::U64Map;
 
@@ -253,9 +252,6 @@ pub const PROGRESS_EVERY: u64 = 1 << 22;
 /// do not fit the program or each other.
 pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario, opts: &Options, mut progress: F) -> Result<SimResult, Stopped> {
     let network = scenario.check(prog.num_ranks()).map_err(Stopped::Invalid)?;
-    if opts.critical_path && scenario.node.as_ref().is_some_and(|node| node.cores.is_some()) {
-        return Err(Stopped::Invalid(SpecError::new("cores", "the critical path does not follow shared cores yet (leave out one of the two)")));
-    }
     let (par, noise) = (&scenario.params, scenario.noise.as_ref());
     let n = prog.num_ranks() as usize;
     // --- memory contention (NiMC): its own node map, from the network's placement if any ---
@@ -524,6 +520,9 @@ impl<P: Program> Sim<'_, P> {
     fn waits_for_core(&mut self, h: u32, t: Time, e: Entry) -> bool {
         let start = self.core_free(h, t);
         if start > t {
+            if let Some(cr) = &mut self.crit {
+                cr.core_wait(h, e.data);
+            }
             self.requeue(start, e);
         }
         start > t
@@ -719,10 +718,8 @@ impl<P: Program> Sim<'_, P> {
         let m = self.msgs[id as usize];
         let c = self.o_slot(m.dst, m.cpu);
         let n = self.gr_slot(m.dst, m.nic);
-        let mut free = self.hosts[c].max(self.hosts[n]);
-        if self.cores.is_some() {
-            free = self.core_free(m.dst, t.max(free));
-        }
+        let clocks = self.hosts[c].max(self.hosts[n]);
+        let free = if self.cores.is_some() { self.core_free(m.dst, t.max(clocks)) } else { clocks };
         let list = (m.dst as u64) << 16 | (m.cpu as u64) << 8 | m.nic as u64;
         let first = e.host & WAITER != 0;
         if first && self.superseded(e, list) {
@@ -745,7 +742,7 @@ impl<P: Program> Sim<'_, P> {
         }
         self.messages += 1;
         // What freed the receiver last (before this arrival takes it).
-        let freed = self.crit.as_ref().map(|_| (free, self.cause_of(c, Some(n))));
+        let freed = self.crit.as_ref().map(|_| (clocks, self.cause_of(c, Some(n))));
         let k = self.par.costs(m.size);
         let extra = m.size.saturating_sub(1);
         let (per_byte_cpu, per_byte_nic) = if m.networked { (k.O, 0) } else { (k.O.max(k.G), k.G) };

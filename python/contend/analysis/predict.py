@@ -37,6 +37,7 @@ from contend.errors import UserError
 if TYPE_CHECKING:
     from contend.machine.file import Machine
     from contend.native.fabric import Fabric
+    from contend.simulation.critical_path import CriticalPath
     from contend.noise.settings import NoiseSettings
 
 # Records the tracer keeps per rank in a predicted run (96 B each): a dropped record would leave a hole
@@ -88,11 +89,14 @@ class Measured:
     plain_ns: list[int] = field(default_factory=list)
     ranks: int = 0
     operations: int = 0  # schedule operations of the last converted run
+    # where the time of the last converted run's schedule goes (its prediction's critical path)
+    critical_path: CriticalPath | None = None
     warnings: list[str] = field(default_factory=list)  # the conversions'
 
     def summary(self) -> dict:
         """Medians and ranges; errors in % of the measured time (positive: predicted too long)."""
-        out: dict = {"ranks": self.ranks, "operations": self.operations, "warnings": list(self.warnings)}
+        out: dict = {"ranks": self.ranks, "operations": self.operations, "warnings": list(self.warnings),
+                     "critical_path": None if self.critical_path is None else self.critical_path.to_dict()}
         for key in ("untraced_ns", "traced_ns", "predicted_ns", "schedule_ns", "noisy_ns", "plain_ns"):
             values = getattr(self, key)
             out[key] = list(values)
@@ -283,9 +287,10 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
 
 
 def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: NoiseSettings | bool | None = None,
-                   ranks: int | None = None, throttle: Throttle | None = None) -> tuple[int, int, int]:
-    """The predicted time between MPI_Init and MPI_Finalize in ns, and the schedule's own makespan and
-    operations. The schedule simulated on the machine gives each rank's finish; a rank starts its first
+                   ranks: int | None = None, throttle: Throttle | None = None,
+                   critical_path: bool = False) -> tuple[int, int, int, CriticalPath | None]:
+    """The predicted time between MPI_Init and MPI_Finalize in ns, the schedule's own makespan and
+    operations, and (``critical_path``) where the schedule's makespan goes. The schedule simulated on the machine gives each rank's finish; a rank starts its first
     call after its time before it (``outside_calls``), and the run ends after the last rank's finish
     and the time after the last call. That is the least over the ranks of their time after their last
     call: each rank's clock sample at MPI_Finalize comes only once rank 0 has served the ranks before it
@@ -297,7 +302,7 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
     from contend.simulation.simulate import simulate
 
     policy = {} if throttle is None else {"throttle": throttle.policy, "ranks_per_node": throttle.ranks_per_node}
-    result = simulate(goal, machine=machine, noise=noise, **policy)
+    result = simulate(goal, machine=machine, noise=noise, critical_path=critical_path, **policy)
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
     leads, tails = outside_calls(directory)
@@ -307,7 +312,7 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
     if len(finish) != len(leads):
         raise UserError(f"predict: the schedule of {directory} has {len(finish)} ranks, the trace {len(leads)}")
     predicted = int(round(float(np.max(leads + finish) + np.min(tails))))
-    return predicted, int(round(result.makespan)), int(result.ops)
+    return predicted, int(round(result.makespan)), int(result.ops), result.critical_path
 
 
 def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Path, measured: Measured,
@@ -320,8 +325,8 @@ def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Pa
     for directory in directories:
         goal = work / "app.goal"
         measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks, algorithms)]
-        predicted, makespan, measured.operations = predicted_span(goal, machine, directory, ranks=ranks,
-                                                                  throttle=throttle)
+        predicted, makespan, measured.operations, measured.critical_path = predicted_span(
+            goal, machine, directory, ranks=ranks, throttle=throttle, critical_path=True)
         measured.predicted_ns.append(predicted)
         measured.schedule_ns.append(makespan)
         if throttle is not None:

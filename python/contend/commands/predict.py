@@ -144,7 +144,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json != "-":
         from rich.console import Console
 
-        Console().print(table([(" ".join(command) if command else args.trace, summary)]))
+        console = Console()
+        console.print(table([(" ".join(command) if command else args.trace, summary)]))
+        if measured.critical_path is not None:
+            console.print(measured.critical_path.table(
+                "where the predicted time goes (critical path of the last traced run's schedule)"))
     return 0
 
 
