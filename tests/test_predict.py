@@ -112,6 +112,36 @@ def test_a_throttled_run_and_its_prediction_both_keep_the_gap(built, machine, tm
     assert "throttled" in out
 
 
+@pytest.mark.fabric
+@pytest.mark.usefixtures("isolated_fabric")
+def test_a_throttled_run_on_the_fabric_and_its_prediction_both_keep_the_gap(built, tmp_path, capsys):
+    """--fabric --throttle rate:GAP: each rank is a node of the fabric, a pool of its own (the library
+    tells it by its namespace's host name, the model by the machine's placement), so the throttled run
+    and its prediction both last at least 19 gaps of the 20-round ping-pong; the unthrottled prediction of
+    the same trace is shorter."""
+    from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
+    from contend.native import fabric
+
+    gap_ns, rounds = 200_000, 20
+    built_fabric = fabric.Fabric(fabric.TEST_PREFIX, 2, 1, "1gbit", "star")
+    (tmp_path / "fabric.toml").write_text(machine_toml(
+        Calibration(built_fabric, (1e9 / 8,), (LatencySample(12000, 9000, 9500, 11000),), 1500), "a test"))
+    report = tmp_path / "throttled.json"
+    with fabric.session(2, 1, "1gbit", "star", fabric.TEST_PREFIX):
+        code = main(["predict", "--machine", str(tmp_path / "fabric.toml"), "--fabric", "--fabric-prefix",
+                     fabric.TEST_PREFIX, "--runs", "1", "--timeout", "120", "--json", str(report),
+                     "--throttle", f"rate:{gap_ns}ns", "--", "mpiexec", "-n", "2",
+                     str(mpi.build_dir(built) / "app-pingpong"), str(rounds), "8"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(report.read_text())
+    assert result["throttle"] == {"kind": "rate", "gap": gap_ns * 1000, "ranks_per_node": None}
+    least = (rounds - 1) * gap_ns
+    assert result["untraced"]["min_ns"] >= least and result["predicted"]["min_ns"] >= least, result
+    assert all(plain < predicted for plain, predicted in zip(result["plain_ns"], result["predicted_ns"])), result
+    assert "throttled" in out
+
+
 def test_the_callers_library_variables_do_not_reach_the_throttled_runs(built, machine, tmp_path, capsys, monkeypatch):
     """--throttle and --ranks-per-node are the library's whole configuration, as in `contend throttle`: a
     CONTEND_THROTTLE_CONFIG or _NODE left in the caller's environment would change the policy run (here the
@@ -216,7 +246,7 @@ def test_the_table_shows_the_tracer_cost_only_beside_an_unthrottled_row():
     (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--ranks-per-node", "1", "--trace", "x"],
      r"--throttle applies to runs"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--ranks-per-node", "1", "--fabric",
-      "--", "mpiexec", "-n", "2", "true"], r"--throttle on the emulated fabric is not supported yet"),
+      "--", "mpiexec", "-n", "2", "true"], r"on the emulated fabric its nodes share the pools .*leave out --ranks-per-node"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "token:0", "--ranks-per-node", "1", "--", "true"],
      r"--throttle token:0: tokens"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "none", "--ranks-per-node", "1", "--", "true"],

@@ -48,10 +48,11 @@ DEFAULT_RECORDS = 1 << 20
 @dataclass(frozen=True)
 class Throttle:
     """A policy as the engine takes it (``contend.machine.admission.parse_spec``) and the ranks per node,
-    for both the library's runs and the simulation."""
+    for both the library's runs and the simulation. ``ranks_per_node`` None: the nodes are the emulated
+    fabric's (the library tells them by host name, the model by the machine's placement)."""
 
     policy: dict
-    ranks_per_node: int
+    ranks_per_node: int | None
 
     def library_variables(self, stats: Path | None = None) -> dict[str, str]:
         from contend.machine.admission import library_values
@@ -301,7 +302,9 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
     machine's."""
     from contend.simulation.simulate import simulate
 
-    policy = {} if throttle is None else {"throttle": throttle.policy, "ranks_per_node": throttle.ranks_per_node}
+    policy = {} if throttle is None else {"throttle": throttle.policy}
+    if throttle is not None and throttle.ranks_per_node is not None:
+        policy["ranks_per_node"] = throttle.ranks_per_node
     result = simulate(goal, machine=machine, noise=noise, critical_path=critical_path, **policy)
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")

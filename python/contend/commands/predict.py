@@ -45,7 +45,8 @@ def register(subparsers) -> None:
     parser.add_argument("--throttle", metavar="SPEC",
                         help="run the untraced runs under libcontend-throttle.so with this policy and simulate it "
                              "(contend sim --throttle: token:TOKENS[:SIZE_PER_TOKEN], rate:GAP, "
-                             "proxy:SERVERS[:TOKENS], adaptive[:TOKENS]); needs --ranks-per-node")
+                             "proxy:SERVERS[:TOKENS], adaptive[:TOKENS]); needs --ranks-per-node, but on the fabric, "
+                             "whose nodes share the pools")
     parser.add_argument("--ranks-per-node", metavar="K",
                         help="with --throttle: ranks that share a node (its token pool), for the runs and the model")
     parser.add_argument("--fabric", action="store_true",
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
             built = fabric.require(args.fabric_prefix, "predict: --fabric")
             command, node_of_rank = predict.fabric_command(command, built, Path(scratch), args.placement)
-            if args.placement:
+            if args.placement or throttle is not None:  # a policy's nodes are the fabric's, in the model too
                 from contend.machine.file import load_machine, loggops_params
                 from contend.simulation.layout import NetworkLayout
 
@@ -120,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
                                                timeout_s=timeout, progress=progress, throttle=throttle,
                                                algorithms=args.algorithms)
     warnings = list(measured.warnings)
-    if throttle is not None and measured.ranks <= throttle.ranks_per_node:  # the library and the model alike
+    if throttle is not None and throttle.ranks_per_node is not None and measured.ranks <= throttle.ranks_per_node:
+        # the library and the model alike
         warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "
                         "node: the policy throttles nothing (messages within a node are left alone)")
     cores = len(os.sched_getaffinity(0))
@@ -194,9 +196,10 @@ def _throttle(args: argparse.Namespace, command: list[str]):
         return None
     if not command:
         raise UserError("predict: --throttle applies to runs, not to --trace")
-    if args.fabric:  # the fabric's nodes (its ppn, a placement) would have to be the library's and the model's
-        raise UserError("predict: --throttle on the emulated fabric is not supported yet: run it on this host")
-    if args.ranks_per_node is None:
+    if args.fabric and args.ranks_per_node is not None:
+        raise UserError("predict: on the emulated fabric its nodes share the pools (the library tells them by host "
+                        "name, the model by the placement): leave out --ranks-per-node")
+    if not args.fabric and args.ranks_per_node is None:
         raise UserError("predict: --throttle needs --ranks-per-node (the ranks that share a node's pool)")
     from contend.analysis.predict import Throttle
     from contend.machine.admission import parse_spec
@@ -204,8 +207,11 @@ def _throttle(args: argparse.Namespace, command: list[str]):
     policy = parse_spec(args.throttle)
     if policy is None:
         raise UserError("predict: --throttle none: give a policy, or leave --throttle out")
-    throttle = Throttle(policy, parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1, maximum=2**31 - 1))
-    throttle.check(f"predict: --throttle {args.throttle} --ranks-per-node {args.ranks_per_node}")
+    per_node = None if args.fabric else parse_count(args.ranks_per_node, "--ranks-per-node", minimum=1,
+                                                    maximum=2**31 - 1)
+    throttle = Throttle(policy, per_node)
+    throttle.check(f"predict: --throttle {args.throttle}" +
+                   ("" if per_node is None else f" --ranks-per-node {args.ranks_per_node}"))
     return throttle
 
 

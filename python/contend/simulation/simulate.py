@@ -191,6 +191,8 @@ def _apply_node_options(params: dict[str, Any], throttle: Any, ranks_per_node: i
         node["cores"] = parse_cores(cores) if isinstance(cores, str) else (cores or None)
     if ranks_per_node is not None:
         node["ranks_per_node"] = parse_count(ranks_per_node, "ranks per node", minimum=1, maximum=2**32 - 1)
+    if node["ranks_per_node"] is None and "network" in params:
+        node["ranks_per_node"] = params["network"]["ranks_per_node"]  # its placement decides the nodes
     if node["ranks_per_node"] is None:
         if node["policy"] is None and node.get("cores") is None:
             return
