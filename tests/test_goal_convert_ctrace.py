@@ -290,3 +290,18 @@ def test_mpi4py_atomics_pscw_and_nonblocking_collectives(built, capsys, tmp_path
         expected[(r, right, 0, RMA_DONE)] += 1
     assert rma == expected
     assert simulate(capsys, out)["deadlock"] is None
+
+
+def test_the_c_stress_converts_whole_through_the_classic_entry_points(built, capsys, tmp_path):
+    """native/trace/test/stress.c: every one-sided kind (Raccumulate, Rget_accumulate, Fetch_and_op and
+    Compare_and_swap among them), a PSCW epoch ended by a Win_test loop and the nonblocking collectives,
+    all through their classic (not `_c`) entry points: converted with no call left out, every message
+    received, the schedule runs to its end."""
+    trace = traced(built, tmp_path / "stress", [str(mpi.build_dir(built) / "trace-stress"), "60", "11"])
+    out = tmp_path / "stress.goal"
+    printed = "".join(convert(capsys, trace, out))
+    assert "time(s) in all" not in printed, printed
+    sends, recvs = messages(out)
+    assert sends == recvs
+    assert {t for (_, _, _, t) in sends} >= {RMA_GET_ACCUMULATE, RMA_REPLY, RMA_POST, RMA_DONE}
+    assert simulate(capsys, out)["deadlock"] is None
