@@ -164,9 +164,9 @@ fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId
 /// The per-record table (after the communicator table): 0-based record number -> its two lists, a
 /// v-collective's bytes sent to and received from each member, or a post's or start's group (world
 /// ranks) and nothing. Checked where a record uses them.
-type Sizes = HashMap<u64, (Vec<i64>, Vec<i64>)>;
+type PerRecord = HashMap<u64, (Vec<i64>, Vec<i64>)>;
 
-fn read_sizes(path: &Path, file: &mut File, h: &Header) -> Result<Sizes, TraceError> {
+fn read_per_record(path: &Path, file: &mut File, h: &Header) -> Result<PerRecord, TraceError> {
     let name = path.display().to_string();
     let mut bytes = vec![0u8; (h.size_words * 8) as usize];
     file.seek(SeekFrom::Start(h.comm_offset + 4 * h.comm_words))
@@ -429,7 +429,7 @@ pub struct RankReader {
     input: Box<dyn Read + std::marker::Send>,
     header: Header,
     comms: HashMap<CommId, Vec<u32>>,
-    sizes: Sizes,
+    per_record: PerRecord,
     announced: HashSet<CommId>,
     window_announced: bool,
     /// Records read so far (the next one's 0-based number).
@@ -449,10 +449,10 @@ impl RankReader {
         let mut file = File::open(path).map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         let header = read_header(path, &mut file)?;
         let comms = read_comms(path, &mut file, &header)?;
-        let sizes = read_sizes(path, &mut file, &header)?;
+        let per_record = read_per_record(path, &mut file, &header)?;
         file.seek(SeekFrom::Start(HEADER_BYTES))
             .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
-        Ok(RankReader::start(name, Box::new(BufReader::with_capacity(1 << 16, file)), header, comms, sizes))
+        Ok(RankReader::start(name, Box::new(BufReader::with_capacity(1 << 16, file)), header, comms, per_record))
     }
 
     fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
@@ -460,7 +460,7 @@ impl RankReader {
         let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
         let comms = parse_comms(&m.name, &m.comm_words, ranks)?;
         let input = Box::new(std::io::Cursor::new(SharedBytes(m.records.clone())));
-        Ok(RankReader::start(m.name.clone(), input, header, comms, Sizes::new()))
+        Ok(RankReader::start(m.name.clone(), input, header, comms, PerRecord::new()))
     }
 
     /// A reader at its first record, whichever the records come from (a file or memory).
@@ -469,14 +469,14 @@ impl RankReader {
         input: Box<dyn Read + std::marker::Send>,
         header: Header,
         comms: HashMap<CommId, Vec<u32>>,
-        sizes: Sizes,
+        per_record: PerRecord,
     ) -> RankReader {
         RankReader {
             name,
             input,
             header,
             comms,
-            sizes,
+            per_record,
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
@@ -621,7 +621,7 @@ impl RankReader {
             let me = self.header.rank as u32;
             if comm == WORLD { root == me } else { self.comms[&comm].get(root as usize) == Some(&me) }
         });
-        let (send_counts, recv_counts) = match self.sizes.remove(&(number - 1)) {
+        let (send_counts, recv_counts) = match self.per_record.remove(&(number - 1)) {
             Some((send, recv)) => (self.byte_counts(number, send)?, self.byte_counts(number, recv)?),
             None => match kind {
                 CollKind::Alltoallv => (vec![bytes; n], vec![bytes; n]),
@@ -645,7 +645,7 @@ impl RankReader {
 
     /// A post's or start's group (world ranks) from the per-record table.
     fn group(&mut self, number: u64) -> Result<Vec<u32>, TraceError> {
-        let Some((members, _)) = self.sizes.remove(&(number - 1)) else {
+        let Some((members, _)) = self.per_record.remove(&(number - 1)) else {
             return Err(self.bad(number, "the group of this post or start is not in the per-record table".into()));
         };
         let ranks = self.header.ranks as i64;
