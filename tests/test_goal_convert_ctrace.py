@@ -227,3 +227,81 @@ def test_mpi4py_collectives_on_world_and_a_split_communicator(built, capsys, tmp
     bcast = sorted((s, d, b) for (s, d, b, t) in sends if t >= CONTEXT + (1 << 20) and t % (1 << 20) == UNADMITTED + SPINNING)
     assert bcast == [(0, 2, 512), (1, 3, 512)]
     assert simulate(capsys, out)["deadlock"] is None
+
+
+# One-sided traffic's tags (engine/src/replay/emit.rs): context 2047; the origin's data admitted, the
+# replies and the epochs' synchronization not.
+RMA_DATA = CONTEXT + (2047 << 20)
+RMA_GET_ACCUMULATE, RMA_REPLY = RMA_DATA + 2, RMA_DATA + UNADMITTED + 2
+RMA_POST, RMA_DONE = RMA_DATA + UNADMITTED + 3, RMA_DATA + UNADMITTED + 4
+# tests/trace_rma_mpi4py.py's blocking/nonblocking pairs, in its order
+PAIRS = ("gather", "scatter", "alltoallv", "allgatherv", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
+         "gatherv", "scatterv")
+
+
+def test_mpi4py_atomics_pscw_and_nonblocking_collectives(built, capsys, tmp_path):
+    """tests/trace_rma_mpi4py.py: every nonblocking collective becomes the messages of its blocking form
+    (the same senders, receivers and sizes, v-forms' sizes per member included); each rank's atomics on
+    its right neighbour are a message there and one back of their size (Fetch_and_op and
+    Compare_and_swap 8 bytes, Get_accumulate 32, Rget_accumulate 16), its Raccumulate and PSCW put a
+    message there; the PSCW epoch is a post to the left neighbour and a complete to the right one. Nothing
+    is left out with a warning, and the schedule runs to its end."""
+    from contend.native.trace.files import KINDS, read_directory
+
+    program = Path(__file__).with_name("trace_rma_mpi4py.py")
+    trace = traced(built, tmp_path / "rma", [sys.executable, str(program)])
+    one_sided = {"put", "fetch_and_op", "compare_and_swap", "get_accumulate", "raccumulate", "rget_accumulate"}
+    pscw = {"win_post", "win_start", "win_complete", "win_wait"}
+    for rank_trace in read_directory(trace):
+        rows = rank_trace.records
+        kinds = [KINDS[int(k)] for k in rows["kind"]]
+        pairs = ["init"] + [kind for name in PAIRS for kind in (name, "i" + name, "wait")]
+        assert kinds[:len(pairs)] == pairs
+        right = (rank_trace.rank + 1) % RANKS
+        ops = [(kind, int(rows["bytes"][i]), int(rows["peer"][i])) for i, kind in enumerate(kinds) if kind in one_sided]
+        assert ops == [("fetch_and_op", 8, right), ("compare_and_swap", 8, right), ("get_accumulate", 32, right),
+                       ("raccumulate", 16, right), ("rget_accumulate", 16, right), ("put", 16, right)]
+        assert [kind for kind in kinds if kind in pscw] == ["win_post", "win_start", "win_complete", "win_wait"]
+    out = tmp_path / "rma.goal"
+    printed = "".join(convert(capsys, trace, out, "--cpu-scale", "0"))
+    assert "time(s) in all" not in printed, printed  # no call left out or repaired
+    sends, recvs = messages(out)
+    assert sends == recvs
+    world = Counter()
+    for (s, d, b, t), n in sends.items():
+        if CONTEXT <= t < CONTEXT + (1 << 20):
+            world[(t % (1 << 18), s, d, b)] += n
+    for k, name in enumerate(PAIRS):
+        blocking = Counter({(s, d, b): n for (seq, s, d, b), n in world.items() if seq == 2 * k})
+        nonblocking = Counter({(s, d, b): n for (seq, s, d, b), n in world.items() if seq == 2 * k + 1})
+        assert blocking and nonblocking == blocking, name
+    ialltoallv = {(s, d): b for (seq, s, d, b) in world if seq == 2 * PAIRS.index("alltoallv") + 1}
+    # rank r sends member j 2 (r + 1) + j doubles
+    assert ialltoallv == {(r, j): (2 * (r + 1) + j) * 8 for r in range(RANKS) for j in range(RANKS) if r != j}
+    rma = Counter({key: n for key, n in sends.items() if key[3] >= RMA_DATA})
+    expected = Counter()
+    for r in range(RANKS):
+        right, left = (r + 1) % RANKS, (r - 1) % RANKS
+        for size in (8, 8, 32, 16):  # fetch_and_op, compare_and_swap, get_accumulate, rget_accumulate
+            expected[(r, right, size, RMA_GET_ACCUMULATE)] += 1
+            expected[(right, r, size, RMA_REPLY)] += 1
+        expected[(r, right, 16, RMA_DATA)] += 2  # raccumulate, the PSCW put
+        expected[(r, left, 0, RMA_POST)] += 1
+        expected[(r, right, 0, RMA_DONE)] += 1
+    assert rma == expected
+    assert simulate(capsys, out)["deadlock"] is None
+
+
+def test_the_c_stress_converts_whole_through_the_classic_entry_points(built, capsys, tmp_path):
+    """native/trace/test/stress.c: every one-sided kind (Raccumulate, Rget_accumulate, Fetch_and_op and
+    Compare_and_swap among them), a PSCW epoch ended by a Win_test loop and the nonblocking collectives,
+    all through their classic (not `_c`) entry points: converted with no call left out, every message
+    received, the schedule runs to its end."""
+    trace = traced(built, tmp_path / "stress", [str(mpi.build_dir(built) / "trace-stress"), "60", "11"])
+    out = tmp_path / "stress.goal"
+    printed = "".join(convert(capsys, trace, out))
+    assert "time(s) in all" not in printed, printed
+    sends, recvs = messages(out)
+    assert sends == recvs
+    assert {t for (_, _, _, t) in sends} >= {RMA_GET_ACCUMULATE, RMA_REPLY, RMA_POST, RMA_DONE}
+    assert simulate(capsys, out)["deadlock"] is None

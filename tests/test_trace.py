@@ -94,12 +94,23 @@ def test_c_stress_records_every_operation_issued(c_stress):
     for line in lines:
         rank = line["rank"]
         for kind in ("send", "isend", "ssend", "issend", "recv", "irecv", "get", "accumulate",
-                     "get_accumulate", "rput", "rget"):
+                     "get_accumulate", "rput", "rget", "raccumulate", "rget_accumulate", "fetch_and_op",
+                     "compare_and_swap"):
             assert per_rank.get((rank, kind), 0) == line[kind], (rank, kind)
-        assert per_rank.get((rank, "put"), 0) == line["put"] + line["fence_put"]
+        assert per_rank.get((rank, "put"), 0) == line["put"] + line["fence_put"] + line["pscw_put"]
     assert sum(line["sendrecv"] for line in lines) > 0  # Sendrecv(_replace): counted in send and recv above
     assert all(line["buffered_ready"] == 4 for line in lines)  # Bsend, Rsend, Ibsend, Irsend: in send, isend
     assert all(line["persistent"] == 10 for line in lines)  # 5 starts of a Send_init and a Recv_init each
+    # the nonblocking collectives through their classic entry points, each completed by the one Waitall
+    regions = pd.read_parquet(directory / "regions.parquet")
+    nonblocking = ("igather", "iscatter", "ialltoallv", "iallgatherv", "igatherv", "iscatterv", "ireduce_scatter",
+                   "ireduce_scatter_block", "iscan", "iexscan")
+    assert all(line["nonblocking_collectives"] == len(nonblocking) for line in lines)
+    per_rank_regions = regions.groupby(["rank", "kind"]).size()
+    assert all(per_rank_regions.get((rank, kind), 0) == 1 for rank in range(RANKS) for kind in nonblocking)
+    # the PSCW epoch: its put completed at Win_complete, its exposure ended by the Win_test that succeeded
+    assert all(per_rank_regions.get((rank, kind), 0) == 1 for rank in range(RANKS)
+               for kind in ("win_post", "win_start", "win_complete", "win_wait"))
     assert lines[0]["all_sent"] == lines[0]["all_received"]
     sends = frame[frame["kind"].isin(SEND_KINDS)]
     assert sends["bytes"].sum() == lines[0]["all_sent"]
@@ -123,7 +134,8 @@ def test_clocks_on_one_host_agree_within_their_error_bound(c_stress):
 def test_one_sided_ops_complete_at_their_flush_and_regions_are_kept(c_stress):
     directory, _, _ = c_stress
     frame = records(directory)
-    one_sided = frame[frame["kind"].isin(("put", "get", "accumulate", "get_accumulate"))]
+    one_sided = frame[frame["kind"].isin(("put", "get", "accumulate", "get_accumulate", "fetch_and_op",
+                                          "compare_and_swap"))]
     assert len(one_sided) > 0 and (one_sided["src"] == one_sided["rank"]).all()
     assert (one_sided["completed"] > one_sided["returned"]).all()  # completed by a later flush or fence
     regions = pd.read_parquet(directory / "regions.parquet")

@@ -88,6 +88,67 @@ fn fence_is_a_barrier_after_the_epochs_operations() {
     assert_eq!(finish, vec![hop(0) + hop(8) + PAR.o; 2]);
 }
 
+/// A fetch-and-op of 8 bytes, flushed: the operand goes to the target, its old value comes back, and
+/// the flush returns when it has: two hops of 8 bytes.
+#[test]
+fn fetch_and_op_is_a_hop_there_and_a_hop_back() {
+    let (text, finish) = run(vec![
+        window(vec![
+            call(1000, 1100, Event::Rma(Rma { op: RmaOp::GetAccumulate, win: 7, target: 1, bytes: 8, req: None })),
+            call(1100, 9000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } }),
+            call(9000, 9000, Event::Other),
+        ]),
+        window(vec![call(1000, 1000, Event::Other)]),
+    ]);
+    assert!(text.contains("rank 1 {\nl0: recv 8b from 0 tag") && text.contains("l1: send 8b to 0 tag"), "{text}");
+    assert_eq!(finish[0], 2 * hop(8));
+}
+
+/// One post/start/complete/wait epoch, rank 0 putting 8 bytes into rank 1: the target's post reaches
+/// the origin (hop(0)), whose start returns and whose put leaves (its o); the put's data takes the
+/// target's CPU when it arrives (hop(8) after the put), and the origin's complete, sent once the put
+/// has left (its o), arrives while the target still receives the data, so the target's wait ends one
+/// o after. The origin ends when its complete has left.
+#[test]
+fn a_pscw_epoch_completes_the_put_before_the_targets_wait() {
+    let sync = |sync: RmaSync| call(1000, 1000, Event::RmaSync { win: 7, sync });
+    let (text, finish) = run(vec![
+        window(vec![
+            sync(RmaSync::Start { group: vec![1] }),
+            call(1000, 1000, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None })),
+            sync(RmaSync::Complete),
+            call(1000, 1000, Event::Other),
+        ]),
+        window(vec![sync(RmaSync::Post { group: vec![0] }), sync(RmaSync::Wait), call(1000, 1000, Event::Other)]),
+    ]);
+    assert_eq!(text.matches("send 0b").count(), 2, "{text}");
+    assert_eq!(finish, vec![hop(0) + 2 * PAR.o, hop(0) + hop(8) + PAR.o], "{text}");
+}
+
+/// A post between an access epoch's put and its complete (a rank both origin and target) completes
+/// nothing of its own: the complete still waits for the put.
+#[test]
+fn a_post_inside_an_access_epoch_leaves_its_operations_to_the_complete() {
+    let sync = |sync: RmaSync| call(1000, 1000, Event::RmaSync { win: 7, sync });
+    let (text, _) = run(vec![
+        window(vec![
+            sync(RmaSync::Start { group: vec![1] }),
+            call(1000, 1000, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None })),
+            sync(RmaSync::Post { group: vec![1] }),
+            sync(RmaSync::Complete),
+            sync(RmaSync::Wait),
+        ]),
+        window(vec![sync(RmaSync::Post { group: vec![0] }), sync(RmaSync::Start { group: vec![0] }), sync(RmaSync::Complete),
+            sync(RmaSync::Wait)]),
+    ]);
+    let rank0 = text.split("rank 1 {").next().unwrap();
+    let label = |needle: &str| rank0.lines().find(|l| l.contains(needle)).unwrap().split(':').next().unwrap().to_string();
+    let (put, posts) = (label("send 8b to 1"), rank0.lines().filter(|l| l.contains("send 0b to 1")).count());
+    assert_eq!(posts, 2, "{text}"); // the post, then the complete
+    let done = rank0.lines().filter(|l| l.contains("send 0b to 1")).nth(1).unwrap().split(':').next().unwrap();
+    assert!(rank0.contains(&format!("{done} requires {put}\n")), "{text}");
+}
+
 use contend_engine::replay::event::{CollKind, Collective};
 
 fn coll(kind: CollKind, comm: u64, root: Option<u32>, bytes: u64, p: u32) -> Event {
@@ -153,9 +214,9 @@ fn send_tags(text: &str) -> Vec<(u32, bool)> {
 }
 
 /// What libcontend-throttle.so admits, the engine admits in a converted trace, and nothing else: the
-/// blocking all-to-all and all-gather (the library runs them as sends of its own), a put's data and
-/// a get's request; not the other collectives (MPI makes their messages below the PMPI layer), a
-/// nonblocking all-to-all, a get's reply, a get-accumulate or a fence.
+/// blocking all-to-all and all-gather (the library runs them as sends of its own), a put's data, a
+/// get's request and a get-accumulate's data; not the other collectives (MPI makes their messages below
+/// the PMPI layer), a nonblocking all-to-all, a reply or a fence.
 #[test]
 fn converted_traffic_is_admitted_where_the_library_admits_it() {
     use contend_engine::schedule::spins;
@@ -197,8 +258,9 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
     let text = rma(RmaOp::Get);
     assert!(text.contains("send 0b to 1 tag") && text.contains("send 64b to 0 tag"), "{text}");
     assert_eq!(send_tags(&text).iter().map(|&(_, a)| a).collect::<Vec<_>>(), vec![true, false], "{text}");
-    // A get-accumulate (fetch-and-op, compare-and-swap): neither way.
-    assert!(send_tags(&rma(RmaOp::GetAccumulate)).iter().all(|&(_, a)| !a));
+    // A get-accumulate (fetch-and-op, compare-and-swap): its data admitted, the reply not.
+    let text = rma(RmaOp::GetAccumulate);
+    assert_eq!(send_tags(&text).iter().map(|&(_, a)| a).collect::<Vec<_>>(), vec![true, false], "{text}");
     // A fence: its barrier is not admitted.
     let fence = convert_one(&|_| vec![call(2000, 2100, Event::RmaSync { win: 7, sync: RmaSync::Fence })]);
     assert!(!send_tags(&fence).is_empty() && send_tags(&fence).iter().all(|&(_, a)| !a));

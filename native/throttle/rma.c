@@ -1,10 +1,13 @@
-/* The throttled one-sided calls (MPI_Put, MPI_Get, MPI_Accumulate, MPI_Rput, MPI_Rget, and their
- * large-count forms), and the synchronisation calls that complete them: flush, flush_local (one
- * target or all) and unlock (one or all) give back the tokens of the ops they cover. Lock calls are
- * followed so the library knows where it may flush on its own (epochs.h); freeing a window forgets it.
- * An op on MPI_PROC_NULL moves nothing and is not throttled, nor is one to a task of this node
- * (nodes.h: the engine admits only traffic that leaves its node). Requests of MPI_Rput and MPI_Rget also
- * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. With
+/* The throttled one-sided calls (MPI_Put, MPI_Get, MPI_Accumulate, MPI_Get_accumulate, MPI_Rput,
+ * MPI_Rget, MPI_Raccumulate, MPI_Rget_accumulate, and their large-count forms; MPI_Fetch_and_op and
+ * MPI_Compare_and_swap, one element), and the synchronisation calls that complete them: flush,
+ * flush_local (one target or all) and unlock (one or all) give back the tokens of the ops they cover.
+ * Lock calls are followed so the library knows where it may flush on its own (epochs.h); freeing a
+ * window forgets it. An op on MPI_PROC_NULL moves nothing and is not throttled, nor is one to a task of
+ * this node (nodes.h: the engine admits only traffic that leaves its node). Requests of the R forms also
+ * give their tokens back in the Wait/Test calls (complete.c), whichever comes first. The ops that fetch
+ * (get-accumulates, fetch-and-op, compare-and-swap) are sized by what comes back, their result, as a
+ * Get is: the origin's operand is at most as large and is ignored under MPI_NO_OP. With
  * memory_throttle, every op into another node is first paced at its target node's rate (target_rate.h),
  * under any policy, none included. Under the proxy policy a Put or Get may then be queued for a server
  * of the node instead, and every completing call waits for this task's queued operations first
@@ -110,6 +113,65 @@ int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype orig
     return rc;
 }
 
+int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       void *result_addr, int result_count, MPI_Datatype result_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    if (!paced_then_admitted(target_rank, win, result_count, result_datatype))
+        return PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                                   result_datatype, target_rank, target_disp, target_count,
+                                   target_datatype, op, win);
+    int32_t tokens = admitted(result_count, result_datatype);
+    int rc = PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                                 result_datatype, target_rank, target_disp, target_count,
+                                 target_datatype, op, win);
+    injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
+/* MPI_Rget_accumulate: as MPI_Get_accumulate; its request also gives the tokens back (complete.c). */
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    if (!paced_then_admitted(target_rank, win, result_count, result_datatype))
+        return PMPI_Rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
+                                    result_count, result_datatype, target_rank, target_disp,
+                                    target_count, target_datatype, op, win, request);
+    int32_t tokens = admitted(result_count, result_datatype);
+    int rc = PMPI_Rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                                  result_datatype, target_rank, target_disp, target_count,
+                                  target_datatype, op, win, request);
+    injected(tokens, rc, made(rc, request), win, target_rank);
+    return rc;
+}
+
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
+                     MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    if (!paced_then_admitted(target_rank, win, 1, datatype))
+        return PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
+    int32_t tokens = admitted(1, datatype);
+    int rc = PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
+    injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+    if (!paced_then_admitted(target_rank, win, 1, datatype))
+        return PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank,
+                                     target_disp, win);
+    int32_t tokens = admitted(1, datatype);
+    int rc = PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank,
+                                   target_disp, win);
+    injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
 int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
              int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
              MPI_Win win, MPI_Request *request)
@@ -204,6 +266,43 @@ int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count,
     int32_t tokens = admitted(origin_count, origin_datatype);
     int rc = PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
                                 target_disp, target_count, target_datatype, op, win, request);
+    injected(tokens, rc, made(rc, request), win, target_rank);
+    return rc;
+}
+
+int MPI_Get_accumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                         void *result_addr, MPI_Count result_count, MPI_Datatype result_datatype,
+                         int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                         MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)
+{
+    if (!paced_then_admitted(target_rank, win, result_count, result_datatype))
+        return PMPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
+                                     result_count, result_datatype, target_rank, target_disp,
+                                     target_count, target_datatype, op, win);
+    throttle.stats.ops_large_count++;
+    int32_t tokens = admitted(result_count, result_datatype);
+    int rc = PMPI_Get_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr, result_count,
+                                   result_datatype, target_rank, target_disp, target_count,
+                                   target_datatype, op, win);
+    injected(tokens, rc, MPI_REQUEST_NULL, win, target_rank);
+    return rc;
+}
+
+int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                          MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
+                          MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                          MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                          MPI_Win win, MPI_Request *request)
+{
+    if (!paced_then_admitted(target_rank, win, result_count, result_datatype))
+        return PMPI_Rget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
+                                      result_count, result_datatype, target_rank, target_disp,
+                                      target_count, target_datatype, op, win, request);
+    throttle.stats.ops_large_count++;
+    int32_t tokens = admitted(result_count, result_datatype);
+    int rc = PMPI_Rget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
+                                    result_count, result_datatype, target_rank, target_disp,
+                                    target_count, target_datatype, op, win, request);
     injected(tokens, rc, made(rc, request), win, target_rank);
     return rc;
 }

@@ -1,7 +1,7 @@
 /* Collectives, recorded as regions (entry to return): Barrier, Bcast, Allreduce, Reduce, Alltoall,
  * Allgather, Gather, Scatter, Alltoallv, Allgatherv, Gatherv, Scatterv, Reduce_scatter(_block), Scan,
- * Exscan; Ibarrier, Ibcast, Iallreduce, Ireduce, Ialltoall and Iallgather as operations completed by
- * the Wait/Test of their request; each (but Ibarrier, which has no count) also in its MPI 4
+ * Exscan; their nonblocking forms (Ibarrier, Ibcast, ..., Iscatterv) as operations completed by the
+ * Wait/Test of their request; each (but the barriers, which have no count) also in its MPI 4
  * large-count `_c` form, which mpi4py calls on MPICH. bytes: this rank's contribution (send count
  * times its type's size; for Bcast the buffer; for the v-forms the sum of its send counts, for
  * Reduce_scatter the whole vector); peer: the root's world rank for rooted ones; tag: the
@@ -52,44 +52,20 @@ SUMMED(summed, int)
 SUMMED(summed_c, MPI_Count)
 #endif
 
-/* The v-forms' per-peer sizes, for a converter to send each member what it was sent: a growing array
- * written with the file (the v-forms cost O(members) anyway; the array doubles, rarely). Nothing is
- * kept when memory runs out: the converter then spreads the total evenly. */
-static int64_t *sizes;
-static uint64_t sizes_used, sizes_capacity;
-
-const int64_t *sizes_table(uint64_t *words)
-{
-    *words = sizes_used;
-    return sizes;
-}
-
+/* The v-forms' per-peer sizes, for a converter to send each member what it was sent (the per-record
+ * table). Nothing is kept when memory runs out: the converter then spreads the total evenly. */
 #define KEEP_SIZES(NAME, COUNT_TYPE)                                                                  \
     static void NAME(const trace_record *r, MPI_Comm comm, const COUNT_TYPE *send, MPI_Datatype stype,  \
                      const COUNT_TYPE *recv, MPI_Datatype rtype)                                       \
     {                                                                                                 \
         int n = 0;                                                                                    \
         PMPI_Comm_size(comm, &n);                                                                     \
-        uint64_t ns = send ? (uint64_t)n : 0, nr = recv ? (uint64_t)n : 0, need = 3 + ns + nr;        \
-        if (sizes_used + need > sizes_capacity) {                                                     \
-            uint64_t want = sizes_capacity ? 2 * sizes_capacity : 4096;                               \
-            while (want < sizes_used + need)                                                          \
-                want *= 2;                                                                            \
-            int64_t *grown = realloc(sizes, want * sizeof *grown);                                    \
-            if (!grown)                                                                               \
-                return;                                                                               \
-            sizes = grown;                                                                            \
-            sizes_capacity = want;                                                                    \
-        }                                                                                             \
-        int64_t *w = sizes + sizes_used;                                                              \
-        *w++ = (int64_t)record_index(r);                                                              \
-        *w++ = (int64_t)ns;                                                                           \
-        *w++ = (int64_t)nr;                                                                           \
-        for (uint64_t i = 0; i < ns; i++)                                                             \
+        uint64_t ns = send ? (uint64_t)n : 0, nr = recv ? (uint64_t)n : 0;                            \
+        int64_t *w = per_record_add(r, ns, nr);                                                       \
+        for (uint64_t i = 0; w && i < ns; i++)                                                        \
             *w++ = type_bytes(stype, (int64_t)send[i]);                                               \
-        for (uint64_t i = 0; i < nr; i++)                                                             \
+        for (uint64_t i = 0; w && i < nr; i++)                                                        \
             *w++ = type_bytes(rtype, (int64_t)recv[i]);                                               \
-        sizes_used += need;                                                                           \
     }
 KEEP_SIZES(keep_sizes, int)
 #if MPI_VERSION >= 4
@@ -102,6 +78,17 @@ KEEP_SIZES(keep_sizes_c, MPI_Count)
     r->returned = r->completed = stamp();                                                            \
     if (rc == MPI_SUCCESS)                                                                            \
         KEEP;                                                                                         \
+    return rc;
+
+/* A nonblocking v-form: its sizes are kept at the call (MPI forbids changing the count arrays before
+ * the operation completes, so they are what it moves). */
+#define V_NONBLOCKING(KIND, FLAGS, BYTES, ROOT, CALL, KEEP)                                           \
+    COLL_CALL(KIND, FLAGS, BYTES, ROOT, CALL)                                                       \
+    r->returned = stamp();                                                                           \
+    if (rc == MPI_SUCCESS) {                                                                          \
+        requests_add(*request, r, comm);                                                              \
+        KEEP;                                                                                         \
+    }                                                                                                 \
     return rc;
 
 
@@ -271,6 +258,90 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                 PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
 }
 
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IGATHER, 0, SENT(sendbuf, sendcount, sendtype, recvcount, recvtype), root,
+                PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request))
+}
+
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISCATTER, 0, type_bytes(recvtype, recvcount), root,
+                PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request))
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    V_NONBLOCKING(K_IALLTOALLV, 0, in_place ? summed(comm, recvcounts, recvtype) : summed(comm, sendcounts, sendtype),
+                  -1, PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                      comm, request),
+                  keep_sizes(r, comm, in_place ? recvcounts : sendcounts, in_place ? recvtype : sendtype, recvcounts,
+                             recvtype))
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    V_NONBLOCKING(K_IALLGATHERV, 0,
+                  sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcounts[rank_in(comm)]) : type_bytes(sendtype, sendcount),
+                  -1, PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request),
+                  keep_sizes(r, comm, NULL, MPI_DATATYPE_NULL, recvcounts, recvtype))
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    V_NONBLOCKING(K_IGATHERV, 0, sendbuf == MPI_IN_PLACE ? 0 : type_bytes(sendtype, sendcount), root,
+                  PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                                request),
+                  is_root(comm, root) ? keep_sizes(r, comm, NULL, MPI_DATATYPE_NULL, recvcounts, recvtype) : (void)0)
+}
+
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                  MPI_Request *request)
+{
+    V_NONBLOCKING(K_ISCATTERV, 0, recvbuf == MPI_IN_PLACE ? 0 : type_bytes(recvtype, recvcount), root,
+                  PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                                 request),
+                  is_root(comm, root) ? keep_sizes(r, comm, sendcounts, sendtype, NULL, MPI_DATATYPE_NULL) : (void)0)
+}
+
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IREDUCE_SCATTER, 0, summed(comm, recvcounts, datatype), -1,
+                PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request))
+}
+
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IREDUCE_SCATTER_BLOCK, 0, type_bytes(datatype, recvcount), -1,
+                PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request))
+}
+
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+              MPI_Request *request)
+{
+    NONBLOCKING(K_ISCAN, 0, type_bytes(datatype, count), -1,
+                PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request))
+}
+
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                MPI_Request *request)
+{
+    NONBLOCKING(K_IEXSCAN, 0, type_bytes(datatype, count), -1,
+                PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request))
+}
+
 #if MPI_VERSION >= 4
 int MPI_Bcast_c(void *buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
@@ -420,5 +491,90 @@ int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
 {
     NONBLOCKING(K_IALLGATHER, F_LARGE_COUNT, SENT(sendbuf, sendcount, sendtype, recvcount, recvtype), -1,
                 PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request))
+}
+int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IGATHER, F_LARGE_COUNT, SENT(sendbuf, sendcount, sendtype, recvcount, recvtype), root,
+                PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request))
+}
+
+int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISCATTER, F_LARGE_COUNT, type_bytes(recvtype, recvcount), root,
+                PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request))
+}
+
+int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                     MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    int in_place = sendbuf == MPI_IN_PLACE;
+    V_NONBLOCKING(K_IALLTOALLV, F_LARGE_COUNT,
+                  in_place ? summed_c(comm, recvcounts, recvtype) : summed_c(comm, sendcounts, sendtype), -1,
+                  PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                                    comm, request),
+                  keep_sizes_c(r, comm, in_place ? recvcounts : sendcounts, in_place ? recvtype : sendtype,
+                               recvcounts, recvtype))
+}
+
+int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                      MPI_Request *request)
+{
+    V_NONBLOCKING(K_IALLGATHERV, F_LARGE_COUNT,
+                  sendbuf == MPI_IN_PLACE ? type_bytes(recvtype, recvcounts[rank_in(comm)]) : type_bytes(sendtype, sendcount),
+                  -1, PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+                                         request),
+                  keep_sizes_c(r, comm, NULL, MPI_DATATYPE_NULL, recvcounts, recvtype))
+}
+
+int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    V_NONBLOCKING(K_IGATHERV, F_LARGE_COUNT, sendbuf == MPI_IN_PLACE ? 0 : type_bytes(sendtype, sendcount), root,
+                  PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
+                                  request),
+                  is_root(comm, root) ? keep_sizes_c(r, comm, NULL, MPI_DATATYPE_NULL, recvcounts, recvtype) : (void)0)
+}
+
+int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+                    MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    V_NONBLOCKING(K_ISCATTERV, F_LARGE_COUNT, recvbuf == MPI_IN_PLACE ? 0 : type_bytes(recvtype, recvcount), root,
+                  PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                                   request),
+                  is_root(comm, root) ? keep_sizes_c(r, comm, sendcounts, sendtype, NULL, MPI_DATATYPE_NULL) : (void)0)
+}
+
+int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype,
+                          MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IREDUCE_SCATTER, F_LARGE_COUNT, summed_c(comm, recvcounts, datatype), -1,
+                PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request))
+}
+
+int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype,
+                                MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IREDUCE_SCATTER_BLOCK, F_LARGE_COUNT, type_bytes(datatype, recvcount), -1,
+                PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request))
+}
+
+int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_ISCAN, F_LARGE_COUNT, type_bytes(datatype, count), -1,
+                PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request))
+}
+
+int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    NONBLOCKING(K_IEXSCAN, F_LARGE_COUNT, type_bytes(datatype, count), -1,
+                PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request))
 }
 #endif

@@ -52,7 +52,7 @@ typedef struct {
     int32_t reserved;
     int64_t calibration[4]; /* tick0, ns0, tick1, ns1: ticks -> ns = ns0 + (t - tick0) * (ns1 - ns0) / (tick1 - tick0) */
     uint64_t comm_words; /* int32 words of the communicator table after the names (comms.c) */
-    uint64_t size_words; /* int64 words of the v-collectives' per-peer sizes, at the end (coll.c) */
+    uint64_t size_words; /* int64 words of the per-record table, at the end (per_record.c) */
 } file_header;
 
 _Static_assert(sizeof(file_header) == 256, "the header size is part of the file format");
@@ -355,7 +355,7 @@ void trace_write(void)
     const int32_t *comms = comm_table(&comm_words);
     h.comm_words = comm_words;
     uint64_t size_words;
-    const int64_t *sizes = sizes_table(&size_words);
+    const int64_t *sizes = per_record_table(&size_words);
     h.size_words = size_words;
 
     char path[sizeof tracer.dir + 32], temporary[sizeof tracer.dir + 48];

@@ -122,6 +122,22 @@ int world_of_win(MPI_Win win, int rank)
     return translate(t, rank);
 }
 
+void world_of_group(MPI_Group group, int n, int64_t *world)
+{
+    /* not cached: a post or start costs O(members) in MPI anyway */
+    int *ranks = malloc(sizeof(int) * (2 * (size_t)n + 1));
+    int *out = ranks ? ranks + n : NULL;
+    MPI_Group everyone;
+    PMPI_Comm_group(MPI_COMM_WORLD, &everyone);
+    for (int i = 0; ranks && i < n; i++)
+        ranks[i] = i;
+    int ok = ranks && (n == 0 || PMPI_Group_translate_ranks(group, n, ranks, everyone, out) == MPI_SUCCESS);
+    for (int i = 0; i < n; i++)
+        world[i] = ok && out[i] != MPI_UNDEFINED ? out[i] : -1;
+    PMPI_Group_free(&everyone);
+    free(ranks);
+}
+
 static void forget(uintptr_t handle, int is_win)
 {
     translation *t = find(handle, is_win);

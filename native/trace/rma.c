@@ -1,8 +1,10 @@
-/* One-sided: MPI_Put, Get, Accumulate, Get_accumulate, Rput, Rget (classic and large-count). Each is
- * one record, src = this rank (the initiator), peer = the target's world rank, tag = its window's id. It completes when a
- * flush, flush_local, unlock or fence of its window covering its target returns (Rput/Rget: or the
- * Wait/Test of its request, whichever comes first). The synchronisation calls are recorded as regions.
- * An operation on MPI_PROC_NULL moves nothing: not recorded. */
+/* One-sided: MPI_Put, Get, Accumulate, Get_accumulate, Rput, Rget, Raccumulate, Rget_accumulate
+ * (classic and large-count), Fetch_and_op, Compare_and_swap. Each is one record, src = this rank (the
+ * initiator), peer = the target's world rank, tag = its window's id. It completes when a flush,
+ * flush_local, unlock, fence or Win_complete of its window covering its target returns (the R forms: or
+ * the Wait/Test of their request, whichever comes first). The synchronisation calls are recorded as
+ * regions; Win_post and Win_start also keep their group. An operation on MPI_PROC_NULL moves nothing:
+ * not recorded. */
 #include <stdlib.h>
 
 #include "trace.h"
@@ -147,6 +149,42 @@ int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, 
                                 target_disp, target_count, target_datatype, win, request))
 }
 
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    REQUEST_ONE_SIDED(K_RACCUMULATE, 0, origin_count, origin_datatype,
+                      PMPI_Raccumulate(origin_addr, origin_count, origin_datatype, target_rank,
+                                       target_disp, target_count, target_datatype, op, win, request))
+}
+
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    REQUEST_ONE_SIDED(K_RGET_ACCUMULATE, 0, result_count, result_datatype,
+                      PMPI_Rget_accumulate(origin_addr, origin_count, origin_datatype, result_addr,
+                                           result_count, result_datatype, target_rank, target_disp,
+                                           target_count, target_datatype, op, win, request))
+}
+
+/* One element each way (Compare_and_swap's compare value is not counted). */
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
+                     MPI_Aint target_disp, MPI_Op op, MPI_Win win)
+{
+    ONE_SIDED(K_FETCH_AND_OP, 0, 1, datatype,
+              PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win))
+}
+
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win)
+{
+    ONE_SIDED(K_COMPARE_AND_SWAP, 0, 1, datatype,
+              PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank,
+                                    target_disp, win))
+}
+
 #if MPI_VERSION >= 4
 int MPI_Put_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
               int target_rank, MPI_Aint target_disp, MPI_Count target_count,
@@ -203,6 +241,27 @@ int MPI_Rget_c(void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_da
     REQUEST_ONE_SIDED(K_RGET, F_LARGE_COUNT, origin_count, origin_datatype,
                       PMPI_Rget_c(origin_addr, origin_count, origin_datatype, target_rank,
                                   target_disp, target_count, target_datatype, win, request))
+}
+
+int MPI_Raccumulate_c(const void *origin_addr, MPI_Count origin_count, MPI_Datatype origin_datatype,
+                      int target_rank, MPI_Aint target_disp, MPI_Count target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request)
+{
+    REQUEST_ONE_SIDED(K_RACCUMULATE, F_LARGE_COUNT, origin_count, origin_datatype,
+                      PMPI_Raccumulate_c(origin_addr, origin_count, origin_datatype, target_rank,
+                                         target_disp, target_count, target_datatype, op, win, request))
+}
+
+int MPI_Rget_accumulate_c(const void *origin_addr, MPI_Count origin_count,
+                          MPI_Datatype origin_datatype, void *result_addr, MPI_Count result_count,
+                          MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                          MPI_Count target_count, MPI_Datatype target_datatype, MPI_Op op,
+                          MPI_Win win, MPI_Request *request)
+{
+    REQUEST_ONE_SIDED(K_RGET_ACCUMULATE, F_LARGE_COUNT, result_count, result_datatype,
+                      PMPI_Rget_accumulate_c(origin_addr, origin_count, origin_datatype, result_addr,
+                                             result_count, result_datatype, target_rank, target_disp,
+                                             target_count, target_datatype, op, win, request))
 }
 #endif
 
@@ -275,6 +334,61 @@ int MPI_Win_lock_all(int assert, MPI_Win win)
 int MPI_Win_unlock_all(MPI_Win win)
 {
     SYNC(K_UNLOCK_ALL, MPI_ANY_SOURCE, 1, PMPI_Win_unlock_all(win))
+}
+
+/* Post and start: a region whose group's world ranks go to the per-record table (bytes: its size),
+ * read after the call so the region is MPI's time alone. */
+#define EPOCH_OPEN(KIND, CALL)                                                                        \
+    trace_record *r = record_begin(KIND, __builtin_return_address(0));                               \
+    int rc = CALL;                                                                                    \
+    if (r) {                                                                                          \
+        r->returned = r->completed = stamp();                                                        \
+        r->tag = win_id(win);                                                                         \
+        int n = 0;                                                                                    \
+        PMPI_Group_size(group, &n);                                                                   \
+        r->bytes = n;                                                                                 \
+        int64_t *members = per_record_add(r, (uint64_t)n, 0);                                         \
+        if (members)                                                                                  \
+            world_of_group(group, n, members);                                                        \
+    }                                                                                                 \
+    return rc;
+
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win)
+{
+    EPOCH_OPEN(K_WIN_POST, PMPI_Win_post(group, assert, win))
+}
+
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win)
+{
+    EPOCH_OPEN(K_WIN_START, PMPI_Win_start(group, assert, win))
+}
+
+/* Ends the access epoch: its operations are complete at their targets. */
+int MPI_Win_complete(MPI_Win win)
+{
+    SYNC(K_WIN_COMPLETE, MPI_ANY_SOURCE, 1, PMPI_Win_complete(win))
+}
+
+int MPI_Win_wait(MPI_Win win)
+{
+    SYNC(K_WIN_WAIT, MPI_ANY_SOURCE, 0, PMPI_Win_wait(win))
+}
+
+/* A Win_test that found the exposure epoch over is its Win_wait; one that did not leaves no record (a
+ * polling loop's would fill the buffer). */
+int MPI_Win_test(MPI_Win win, int *flag)
+{
+    int64_t entry = tracer.on ? stamp() : 0;
+    int rc = PMPI_Win_test(win, flag);
+    if (rc != MPI_SUCCESS || !*flag)
+        return rc;
+    trace_record *r = record_begin(K_WIN_WAIT, __builtin_return_address(0));
+    if (r) {
+        r->posted = entry;
+        r->tag = win_id(win);
+        r->returned = r->completed = stamp();
+    }
+    return rc;
 }
 
 /* Freeing a window completes what is left on it (MPI requires it synchronised) and forgets its group

@@ -27,9 +27,12 @@
 /* Record kinds: the numbers are part of the file format (python/contend/native/trace/files.py KINDS). */
 enum {
     K_SEND = 0, K_ISEND, K_SSEND, K_ISSEND, K_RECV, K_IRECV,
-    K_PUT = 8, K_GET, K_ACCUMULATE, K_GET_ACCUMULATE, K_RPUT, K_RGET,
-    /* nonblocking collectives: complete in the Wait/Test of their request, like an Isend */
-    K_IBARRIER = 16, K_IBCAST, K_IALLREDUCE, K_IREDUCE, K_IALLTOALL, K_IALLGATHER,
+    K_PUT = 8, K_GET, K_ACCUMULATE, K_GET_ACCUMULATE, K_RPUT, K_RGET, K_RACCUMULATE, K_RGET_ACCUMULATE,
+    /* nonblocking collectives: complete in the Wait/Test of their request, like an Isend; each is its
+     * blocking form's kind minus 16 */
+    K_IBARRIER = 16, K_IBCAST, K_IALLREDUCE, K_IREDUCE, K_IALLTOALL, K_IALLGATHER, K_IGATHER, K_ISCATTER,
+    K_IALLTOALLV, K_IALLGATHERV, K_IREDUCE_SCATTER, K_IREDUCE_SCATTER_BLOCK, K_ISCAN, K_IEXSCAN, K_IGATHERV,
+    K_ISCATTERV,
     /* regions: time inside a call, no message of its own */
     K_BARRIER = 32, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLTOALL, K_ALLGATHER, K_GATHER, K_SCATTER,
     K_ALLTOALLV, K_ALLGATHERV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK, K_SCAN, K_EXSCAN, K_GATHERV,
@@ -42,6 +45,12 @@ enum {
     K_FINALIZE = 61,    /* MPI_Finalize entered: the run's end */
     K_WIN_CREATE = 62,  /* MPI_Win_create, allocate(_shared), create_dynamic: tag the comm's id, bytes the window's */
     K_WIN_FREE = 63,    /* MPI_Win_free: tag the window's id */
+    /* one-sided like get_accumulate (data to the target, its old contents back), one element each */
+    K_FETCH_AND_OP = 64, K_COMPARE_AND_SWAP,
+    /* post/start/complete/wait epochs, regions on their window: post and start name their group in
+     * the per-record table; complete completes the epoch's operations, wait (or a Win_test that
+     * succeeded) ends the exposure */
+    K_WIN_POST = 66, K_WIN_START, K_WIN_COMPLETE, K_WIN_WAIT,
 };
 
 /* flags */
@@ -156,6 +165,8 @@ static inline uint64_t record_index(const trace_record *r)
 /* The world rank of `rank` in a communicator or a window's group (-1 for MPI_PROC_NULL / ANY). */
 int world_of_comm(MPI_Comm comm, int rank);
 int world_of_win(MPI_Win win, int rank);
+/* The world ranks of a group's n members, in group order, into world[0..n) (-1 where unknown). */
+void world_of_group(MPI_Group group, int n, int64_t *world);
 void forget_comm(MPI_Comm comm);
 void forget_win(MPI_Win win);
 
@@ -172,9 +183,13 @@ void comm_forget(MPI_Comm comm);
 /* The table for the file: `words` int32 of [id, size, world rank of each member...] per communicator. */
 const int32_t *comm_table(uint64_t *words);
 
-/* Per-peer sizes of a v-collective (coll.c), kept for the file: [record index, n_send, n_recv, n_send
- * byte counts, n_recv byte counts] as int64 words. */
-const int64_t *sizes_table(uint64_t *words);
+/* The per-record table, written at the end of the file (per_record.c): [record index, n_first,
+ * n_second, n_first words, n_second words] as int64 per record that needs more than its fields: a
+ * v-collective's bytes sent to and received from each member (coll.c), a post's or start's group
+ * as world ranks (rma.c). per_record_add returns the n_first + n_second words to fill, NULL when
+ * memory ran out (nothing kept then). */
+int64_t *per_record_add(const trace_record *r, uint64_t n_first, uint64_t n_second);
+const int64_t *per_record_table(uint64_t *words);
 
 /* Requests of nonblocking operations, until a Wait/Test completes them (requests.c). */
 void requests_add(MPI_Request req, trace_record *r, MPI_Comm comm);

@@ -21,13 +21,17 @@
 //! - Collectives carry their communicator's id (agreed by its members, the same on every rank);
 //!   its members come from the file's table, announced by an [`Event::CommCreate`] at the
 //!   creating call or, for one the tracer registered at its first collective, just before it.
-//!   The v-forms' per-peer sizes come from the file's size table (what this rank sent to and received
-//!   from each member); without one (records built in memory) this rank's total is spread evenly.
+//!   The v-forms' per-peer sizes come from the file's per-record table (what this rank sent to and
+//!   received from each member); without one (records built in memory) this rank's total is spread
+//!   evenly. A nonblocking collective is its blocking form's algorithm, started at the call and
+//!   completed by the Wait/Test of its request.
 //! - Point-to-point records carry world ranks but not their communicator: they travel on
 //!   [`WORLD`]. One-sided records carry their window's id, its creation record its communicator; a
 //!   window the tracer did not see created (id 0, and every window of records built in memory) is
-//!   taken to be over `MPI_COMM_WORLD`. The request of an `Rput`/`Rget` is not modelled (its flush
-//!   or unlock completes it).
+//!   taken to be over `MPI_COMM_WORLD`. Fetch_and_op and Compare_and_swap are get-accumulates of one
+//!   element. The request of an `Rput`, `Rget`, `Raccumulate` or `Rget_accumulate` is not modelled (its
+//!   flush, unlock, fence or complete completes it). A post's or start's group (world ranks) comes from
+//!   the per-record table.
 //!
 //! Errors are [`TraceError`]s naming the file and, for a bad record, its 1-based record number.
 
@@ -59,7 +63,7 @@ struct Header {
     records: u64,
     /// Ticks to ns: (tick0, ns0, scale), or None for ns stamps.
     ticks: Option<(i64, i64, f64)>,
-    /// Where the communicator table starts, and its int32 words; then the per-peer sizes' int64 words.
+    /// Where the communicator table starts, and its int32 words; then the per-record table's int64 words.
     comm_offset: u64,
     comm_words: u64,
     size_words: u64,
@@ -157,11 +161,12 @@ fn read_comms(path: &Path, file: &mut File, h: &Header) -> Result<HashMap<CommId
     parse_comms(&name, &words, h.ranks)
 }
 
-/// The v-collectives' per-peer sizes (after the communicator table): 0-based record number ->
-/// (bytes sent to, bytes received from each member).
-type Sizes = HashMap<u64, (Vec<u64>, Vec<u64>)>;
+/// The per-record table (after the communicator table): 0-based record number -> its two lists, a
+/// v-collective's bytes sent to and received from each member, or a post's or start's group (world
+/// ranks) and nothing. Checked where a record uses them.
+type PerRecord = HashMap<u64, (Vec<i64>, Vec<i64>)>;
 
-fn read_sizes(path: &Path, file: &mut File, h: &Header) -> Result<Sizes, TraceError> {
+fn read_per_record(path: &Path, file: &mut File, h: &Header) -> Result<PerRecord, TraceError> {
     let name = path.display().to_string();
     let mut bytes = vec![0u8; (h.size_words * 8) as usize];
     file.seek(SeekFrom::Start(h.comm_offset + 4 * h.comm_words))
@@ -171,16 +176,16 @@ fn read_sizes(path: &Path, file: &mut File, h: &Header) -> Result<Sizes, TraceEr
     let mut table = HashMap::new();
     let mut at = 0usize;
     while at < words.len() {
-        let bad = || TraceError::new(name.as_str(), 0, format!("per-peer size table at word {at}: truncated or corrupt"));
+        let bad = || TraceError::new(name.as_str(), 0, format!("per-record table at word {at}: truncated or corrupt"));
         if at + 3 > words.len() || words[at] < 0 || words[at + 1] < 0 || words[at + 2] < 0 {
             return Err(bad());
         }
         let (ns, nr) = (words[at + 1] as usize, words[at + 2] as usize);
         let end = match ns.checked_add(nr).and_then(|n| n.checked_add(at + 3)) {
-            Some(end) if end <= words.len() && words[at + 3..end].iter().all(|&w| w >= 0) => end,
+            Some(end) if end <= words.len() => end,
             _ => return Err(bad()),
         };
-        let all: Vec<u64> = words[at + 3..end].iter().map(|&w| w as u64).collect();
+        let all = &words[at + 3..end];
         table.insert(words[at] as u64, (all[..ns].to_vec(), all[ns..].to_vec()));
         at = end;
     }
@@ -251,34 +256,37 @@ const K_INIT: u16 = 60;
 const K_FINALIZE: u16 = 61;
 const K_WIN_CREATE: u16 = 62;
 const K_WIN_FREE: u16 = 63;
+const K_FETCH_AND_OP: u16 = 64;
+const K_COMPARE_AND_SWAP: u16 = 65;
+const K_WIN_POST: u16 = 66;
+const K_WIN_START: u16 = 67;
+const K_WIN_COMPLETE: u16 = 68;
+const K_WIN_WAIT: u16 = 69;
 
+/// A collective kind, and whether it is nonblocking (16..=31: its blocking form's kind minus 16).
 fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
     use CollKind::*;
-    Some(match kind {
-        16 => (Barrier, true),
-        17 => (Bcast, true),
-        18 => (Allreduce, true),
-        19 => (Reduce, true),
-        20 => (Alltoall, true),
-        21 => (Allgather, true),
-        32 => (Barrier, false),
-        33 => (Bcast, false),
-        34 => (Allreduce, false),
-        35 => (Reduce, false),
-        36 => (Alltoall, false),
-        37 => (Allgather, false),
-        38 => (Gather, false),
-        39 => (Scatter, false),
-        40 => (Alltoallv, false),
-        41 => (Allgatherv, false),
-        42 => (ReduceScatter, false),
-        43 => (ReduceScatterBlock, false),
-        44 => (Scan, false),
-        45 => (Exscan, false),
-        46 => (Gatherv, false),
-        47 => (Scatterv, false),
+    let (blocking, nonblocking) = if (16..32).contains(&kind) { (kind + 16, true) } else { (kind, false) };
+    let coll = match blocking {
+        32 => Barrier,
+        33 => Bcast,
+        34 => Allreduce,
+        35 => Reduce,
+        36 => Alltoall,
+        37 => Allgather,
+        38 => Gather,
+        39 => Scatter,
+        40 => Alltoallv,
+        41 => Allgatherv,
+        42 => ReduceScatter,
+        43 => ReduceScatterBlock,
+        44 => Scan,
+        45 => Exscan,
+        46 => Gatherv,
+        47 => Scatterv,
         _ => return None,
-    })
+    };
+    Some((coll, nonblocking))
 }
 
 /// A `contend trace` directory (one `rank-NNNNN.ctrace` per world rank, all of one run), or the
@@ -421,7 +429,7 @@ pub struct RankReader {
     input: Box<dyn Read + std::marker::Send>,
     header: Header,
     comms: HashMap<CommId, Vec<u32>>,
-    sizes: Sizes,
+    per_record: PerRecord,
     announced: HashSet<CommId>,
     window_announced: bool,
     /// Records read so far (the next one's 0-based number).
@@ -441,10 +449,10 @@ impl RankReader {
         let mut file = File::open(path).map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
         let header = read_header(path, &mut file)?;
         let comms = read_comms(path, &mut file, &header)?;
-        let sizes = read_sizes(path, &mut file, &header)?;
+        let per_record = read_per_record(path, &mut file, &header)?;
         file.seek(SeekFrom::Start(HEADER_BYTES))
             .map_err(|e| TraceError::new(name.clone(), 0, format!("cannot read ({e})")))?;
-        Ok(RankReader::start(name, Box::new(BufReader::with_capacity(1 << 16, file)), header, comms, sizes))
+        Ok(RankReader::start(name, Box::new(BufReader::with_capacity(1 << 16, file)), header, comms, per_record))
     }
 
     fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
@@ -452,7 +460,7 @@ impl RankReader {
         let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
         let comms = parse_comms(&m.name, &m.comm_words, ranks)?;
         let input = Box::new(std::io::Cursor::new(SharedBytes(m.records.clone())));
-        Ok(RankReader::start(m.name.clone(), input, header, comms, Sizes::new()))
+        Ok(RankReader::start(m.name.clone(), input, header, comms, PerRecord::new()))
     }
 
     /// A reader at its first record, whichever the records come from (a file or memory).
@@ -461,14 +469,14 @@ impl RankReader {
         input: Box<dyn Read + std::marker::Send>,
         header: Header,
         comms: HashMap<CommId, Vec<u32>>,
-        sizes: Sizes,
+        per_record: PerRecord,
     ) -> RankReader {
         RankReader {
             name,
             input,
             header,
             comms,
-            sizes,
+            per_record,
             announced: HashSet::new(),
             window_announced: false,
             next: 0,
@@ -613,8 +621,8 @@ impl RankReader {
             let me = self.header.rank as u32;
             if comm == WORLD { root == me } else { self.comms[&comm].get(root as usize) == Some(&me) }
         });
-        let (send_counts, recv_counts) = match self.sizes.remove(&(number - 1)) {
-            Some(kept) => kept,
+        let (send_counts, recv_counts) = match self.per_record.remove(&(number - 1)) {
+            Some((send, recv)) => (self.byte_counts(number, send)?, self.byte_counts(number, recv)?),
             None => match kind {
                 CollKind::Alltoallv => (vec![bytes; n], vec![bytes; n]),
                 CollKind::Allgatherv => (vec![], vec![bytes; n]),
@@ -627,6 +635,32 @@ impl RankReader {
         Ok(Event::Collective(Collective { kind, comm, root, bytes, send_counts, recv_counts, req }))
     }
 
+    /// A v-collective's per-member byte counts from the per-record table.
+    fn byte_counts(&self, number: u64, words: Vec<i64>) -> Result<Vec<u64>, TraceError> {
+        words
+            .into_iter()
+            .map(|w| u64::try_from(w).map_err(|_| self.bad(number, format!("a per-member size of {w} bytes"))))
+            .collect()
+    }
+
+    /// A post's or start's group (world ranks) from the per-record table.
+    fn group(&mut self, number: u64) -> Result<Vec<u32>, TraceError> {
+        let Some((members, _)) = self.per_record.remove(&(number - 1)) else {
+            return Err(self.bad(number, "the group of this post or start is not in the per-record table".into()));
+        };
+        let ranks = self.header.ranks as i64;
+        members
+            .into_iter()
+            .map(|m| {
+                if (0..ranks).contains(&m) {
+                    Ok(m as u32)
+                } else {
+                    Err(self.bad(number, format!("group member rank {m} is not one of the {ranks} ranks")))
+                }
+            })
+            .collect()
+    }
+
     fn rma_sync(&mut self, number: u64, r: &Record) -> Result<RmaSync, TraceError> {
         Ok(match r.kind {
             49 => RmaSync::Fence,
@@ -637,7 +671,11 @@ impl RankReader {
             54 => RmaSync::Lock { target: self.peer(number, r, "target")?, exclusive: r.bytes == 1 },
             55 => RmaSync::Unlock { target: self.peer(number, r, "target")? },
             56 => RmaSync::LockAll,
-            _ => RmaSync::UnlockAll,
+            57 => RmaSync::UnlockAll,
+            K_WIN_POST => RmaSync::Post { group: self.group(number)? },
+            K_WIN_START => RmaSync::Start { group: self.group(number)? },
+            K_WIN_COMPLETE => RmaSync::Complete,
+            _ => RmaSync::Wait,
         })
     }
 
@@ -665,18 +703,18 @@ impl RankReader {
             K_ISEND | K_ISSEND => Event::Send(self.send(number, &r, true)?),
             K_RECV => Event::Recv(self.recv(number, &r, false)?),
             K_IRECV => Event::Recv(self.recv(number, &r, true)?),
-            8..=13 => {
+            8..=15 | K_FETCH_AND_OP | K_COMPARE_AND_SWAP => {
                 let win = self.window(number, &r, start);
                 let op = match r.kind {
                     8 | 12 => RmaOp::Put,
                     9 | 13 => RmaOp::Get,
-                    10 => RmaOp::Accumulate,
-                    _ => RmaOp::GetAccumulate,
+                    10 | 14 => RmaOp::Accumulate,
+                    _ => RmaOp::GetAccumulate, // get_accumulate, rget_accumulate, fetch_and_op, compare_and_swap
                 };
                 Event::Rma(Rma { op, win, target: self.peer(number, &r, "target")?, bytes: r.bytes.max(0) as u64, req: None })
             }
             K_WAIT | K_TEST => Event::Complete(self.pending.remove(&r.returned).unwrap_or_default()),
-            49..=57 => {
+            49..=57 | K_WIN_POST..=K_WIN_WAIT => {
                 let win = self.window(number, &r, start);
                 Event::RmaSync { win, sync: self.rma_sync(number, &r)? }
             }
@@ -740,6 +778,19 @@ mod tests {
 
     /// Writes a version-2 rank file as the tracer does (ns clock unless `ticks`).
     fn write_rank(dir: &Path, rank: i32, ranks: i32, records: &[Rec], comms: &[i32], ticks: Option<[i64; 4]>) {
+        write_rank_with_table(dir, rank, ranks, records, comms, ticks, &[]);
+    }
+
+    /// The same with a per-record table.
+    fn write_rank_with_table(
+        dir: &Path,
+        rank: i32,
+        ranks: i32,
+        records: &[Rec],
+        comms: &[i32],
+        ticks: Option<[i64; 4]>,
+        table: &[i64],
+    ) {
         let mut b = vec![0u8; HEADER_BYTES as usize];
         b[0..8].copy_from_slice(MAGIC);
         for (at, v) in [(8, VERSION), (12, 256), (16, 96), (20, 6)] {
@@ -753,6 +804,7 @@ mod tests {
             b[208 + 8 * k..216 + 8 * k].copy_from_slice(&v.to_le_bytes());
         }
         b[240..248].copy_from_slice(&(comms.len() as u64).to_le_bytes());
+        b[248..256].copy_from_slice(&(table.len() as u64).to_le_bytes());
         for &(kind, posted, returned, completed, bytes, peer, tag) in records {
             let mut r = vec![0u8; 96];
             for (at, v) in [(0, posted), (8, returned), (16, completed), (24, bytes)] {
@@ -766,6 +818,9 @@ mod tests {
             b.extend(r);
         }
         for w in comms {
+            b.extend(w.to_le_bytes());
+        }
+        for w in table {
             b.extend(w.to_le_bytes());
         }
         File::create(dir.join(format!("rank-{rank:05}.ctrace"))).unwrap().write_all(&b).unwrap();
@@ -854,6 +909,72 @@ mod tests {
             Event::RmaSync { win: 1, sync: RmaSync::Unlock { target: 1 } },
             Event::WinFree { win: 1 },
         ]);
+    }
+
+    #[test]
+    fn nonblocking_v_collectives_take_their_sizes_and_complete_at_their_wait() {
+        let d = temp("iv");
+        // Ialltoallv (24, record 1) on the world: sent 8 and 16 bytes, received 24 and 32; Igatherv (30,
+        // record 2) rooted here, receiving 40 and 48; a Waitall (record 3) completing both
+        let table = [0, 2, 2, 8, 16, 24, 32, 1, 0, 2, 40, 48];
+        write_rank_with_table(&d, 0, 2, &[(24, 10, 20, 50, 24, -1, 0), (30, 30, 40, 50, 40, 0, 0),
+            (K_WAIT, 45, 50, 50, 2, -1, -1)], &[], None, &table);
+        write_rank(&d, 1, 2, &[], &[], None);
+        let c = calls(&CtraceSet::open_dir(&d).unwrap(), 0);
+        assert_eq!(c[0].event, Event::Collective(Collective { kind: CollKind::Alltoallv, comm: WORLD, root: None,
+            bytes: 12, send_counts: vec![8, 16], recv_counts: vec![24, 32], req: Some(1) }));
+        assert_eq!(c[1].event, Event::Collective(Collective { kind: CollKind::Gatherv, comm: WORLD, root: Some(0),
+            bytes: 40, send_counts: vec![], recv_counts: vec![40, 48], req: Some(2) }));
+        assert_eq!(c[2].event, Event::Complete(vec![1, 2]));
+        // every nonblocking kind is its blocking form's
+        for kind in 16..32u16 {
+            assert_eq!(collective_kind(kind), collective_kind(kind + 16).map(|(c, _)| (c, true)));
+        }
+    }
+
+    #[test]
+    fn atomics_and_request_accumulates_are_one_sided_operations() {
+        let d = temp("atomics");
+        // Raccumulate (14), Rget_accumulate (15), Fetch_and_op (64), Compare_and_swap (65) to rank 1 of
+        // window 0 (not seen created: the world), completed by a flush_all (51)
+        write_rank(&d, 0, 2, &[(14, 10, 11, 60, 32, 1, 0), (15, 20, 21, 60, 16, 1, 0), (K_FETCH_AND_OP, 30, 31, 60, 8, 1, 0),
+            (K_COMPARE_AND_SWAP, 40, 41, 60, 4, 1, 0), (51, 50, 60, 60, 0, -1, 0)], &[], None);
+        write_rank(&d, 1, 2, &[], &[], None);
+        let events: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().map(|c| c.event).collect();
+        let rma = |op, bytes| Event::Rma(Rma { op, win: 0, target: 1, bytes, req: None });
+        assert_eq!(events, vec![
+            Event::WinCreate { win: 0, comm: WORLD },
+            rma(RmaOp::Accumulate, 32),
+            rma(RmaOp::GetAccumulate, 16),
+            rma(RmaOp::GetAccumulate, 8),
+            rma(RmaOp::GetAccumulate, 4),
+            Event::RmaSync { win: 0, sync: RmaSync::FlushAll },
+        ]);
+    }
+
+    #[test]
+    fn a_pscw_epoch_names_its_groups_in_world_ranks() {
+        let d = temp("pscw");
+        // rank 1 posts to {0, 2} and waits; rank 0 starts towards {1}, puts, completes
+        write_rank_with_table(&d, 1, 3, &[(K_WIN_POST, 10, 20, 20, 2, -1, 0), (K_WIN_WAIT, 30, 40, 40, 0, -1, 0)], &[], None,
+            &[0, 2, 0, 0, 2]);
+        write_rank_with_table(&d, 0, 3, &[(K_WIN_START, 10, 20, 20, 1, -1, 0), (8, 21, 22, 30, 64, 1, 0),
+            (K_WIN_COMPLETE, 25, 30, 30, 0, -1, 0)], &[], None, &[0, 1, 0, 1]);
+        write_rank(&d, 2, 3, &[], &[], None);
+        let set = CtraceSet::open_dir(&d).unwrap();
+        let events = |rank| calls(&set, rank).into_iter().map(|c| c.event).skip(1).collect::<Vec<_>>();
+        assert_eq!(events(1), vec![Event::RmaSync { win: 0, sync: RmaSync::Post { group: vec![0, 2] } },
+            Event::RmaSync { win: 0, sync: RmaSync::Wait }]);
+        assert_eq!(events(0), vec![Event::RmaSync { win: 0, sync: RmaSync::Start { group: vec![1] } },
+            Event::Rma(Rma { op: RmaOp::Put, win: 0, target: 1, bytes: 64, req: None }),
+            Event::RmaSync { win: 0, sync: RmaSync::Complete }]);
+        // a group the table does not hold, or with a member outside the run: the record is refused
+        write_rank(&d, 2, 3, &[(K_WIN_POST, 10, 20, 20, 1, -1, 0)], &[], None);
+        let e = CtraceSet::open_dir(&d).unwrap().open(2).unwrap().find_map(Result::err).unwrap();
+        assert_eq!((e.line, e.msg.as_str()), (1, "the group of this post or start is not in the per-record table"));
+        write_rank_with_table(&d, 2, 3, &[(K_WIN_START, 10, 20, 20, 1, -1, 0)], &[], None, &[0, 1, 0, -1]);
+        let e = CtraceSet::open_dir(&d).unwrap().open(2).unwrap().find_map(Result::err).unwrap();
+        assert_eq!((e.line, e.msg.as_str()), (1, "group member rank -1 is not one of the 3 ranks"));
     }
 
     #[test]

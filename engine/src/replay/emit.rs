@@ -165,12 +165,12 @@ impl WindowFilter {
 }
 
 /// One-sided traffic's tags: the last communicator context, one tag per purpose. The library admits
-/// a put's or accumulate's data and a get's request at the origin; it does not wrap the
-/// get-accumulate kind (fetch-and-op, compare-and-swap) and sees neither a reply, which the target's
-/// MPI sends, nor the epochs' synchronization: those are unadmitted ([`UNADMITTED_TAGS`]).
+/// what the origin sends: a put's or accumulate's data, a get's request, a get-accumulate's
+/// (fetch-and-op's, compare-and-swap's) data; it sees neither a reply, which the target's MPI sends,
+/// nor the epochs' synchronization: those are unadmitted ([`UNADMITTED_TAGS`]).
 const RMA_DATA: u32 = CONTEXT_TAGS | (CTX_MASK << SEQ_BITS);
 const RMA_GET: u32 = RMA_DATA + 1;
-const RMA_GET_ACCUMULATE: u32 = (RMA_DATA | UNADMITTED_TAGS) + 1;
+const RMA_GET_ACCUMULATE: u32 = RMA_DATA + 2;
 const RMA_REPLY: u32 = (RMA_DATA | UNADMITTED_TAGS) + 2;
 const RMA_POST: u32 = (RMA_DATA | UNADMITTED_TAGS) + 3;
 const RMA_DONE: u32 = (RMA_DATA | UNADMITTED_TAGS) + 4;
@@ -818,19 +818,24 @@ impl<W: Write> Emitter<'_, W> {
             return Ok(());
         }
         self.compute(st, call.start)?;
-        let target = match sync {
-            RmaSync::Flush { target } | RmaSync::FlushLocal { target } | RmaSync::Unlock { target } => Some(*target),
-            _ => None,
+        // The targets whose operations it completes: one, all (None), or none (post, start and wait
+        // open and close epochs without completing this rank's operations).
+        let covers = match sync {
+            RmaSync::Flush { target } | RmaSync::FlushLocal { target } | RmaSync::Unlock { target } => Some(Some(*target)),
+            RmaSync::Post { .. } | RmaSync::Start { .. } | RmaSync::Wait => None,
+            _ => Some(None),
         };
         let pending = &mut st.wins.get_mut(&win).expect("checked").1;
         let mut done = Vec::new();
-        pending.retain(|&(t, op)| {
-            let hit = target.is_none_or(|x| x == t);
-            if hit {
-                done.push(op);
-            }
-            !hit
-        });
+        if let Some(target) = covers {
+            pending.retain(|&(t, op)| {
+                let hit = target.is_none_or(|x| x == t);
+                if hit {
+                    done.push(op);
+                }
+                !hit
+            });
+        }
         let at = Origin { rank: st.rank, line: st.line };
         match sync {
             RmaSync::Fence => {

@@ -13,8 +13,9 @@
  *     matched by persistent receives, started again and again with Start or Startall.
  *  4. Collectives: MPI_Alltoall, Alltoallv, Allgather, Allgatherv (and _c), a third in place, on the
  *     world and on a reordered communicator, with derived datatypes that leave gaps.
- *  5. One-sided, passive target (lock_all): MPI_Put, MPI_Rput, MPI_Accumulate, MPI_Raccumulate (and
- *     the _c forms) into slots only the origin writes, with random flushes (flush, flush_local, of one
+ *  5. One-sided, passive target (lock_all): MPI_Put, MPI_Rput into slots only the origin writes,
+ *     MPI_Accumulate, MPI_Raccumulate, MPI_Get_accumulate, MPI_Rget_accumulate (and the _c forms) and
+ *     MPI_Fetch_and_op into one counter per origin, with random flushes (flush, flush_local, of one
  *     target or all); then MPI_Get and MPI_Rget of what was written.
  *  6. One-sided, fence epochs: a few puts per rank between two fences.
  * Buffered sends are at most BSEND_MAX bytes, from an attached buffer that holds them all.
@@ -715,15 +716,18 @@ enum { SLOT = 512, FENCE_OPS = 16, FENCE_SLOT = 64 };
 
 typedef struct {
     int target, kind;  /* kind: 0 Put, 1 Rput, 2 Accumulate, 3 Put_c, 4 Rput_c, 5 Raccumulate,
-                        * 6 Raccumulate_c */
+                        * 6 Raccumulate_c, 7 Get_accumulate, 8 Rget_accumulate, 9 Fetch_and_op,
+                        * 10 Get_accumulate_c, 11 Rget_accumulate_c */
     int slot;
     int64_t bytes;
     int value;         /* Accumulate: what is added */
 } one_sided_op;
 
+enum { KINDS = 12 };
+
 static int accumulates(int kind)
 {
-    return kind == 2 || kind == 5 || kind == 6;
+    return kind == 2 || kind >= 5;
 }
 
 static one_sided_op *rma_plan(int origin, const options *o, int *slots_used)
@@ -734,7 +738,7 @@ static one_sided_op *rma_plan(int origin, const options *o, int *slots_used)
     for (int k = 0; k < o->ops; k++) {
         one_sided_op *op = &plan[k];
         op->target = (int)(next(&state) % (uint64_t)size);
-        op->kind = (int)(next(&state) % 7);
+        op->kind = (int)(next(&state) % KINDS);
         op->bytes = 1 + random_size(&state, SLOT - 1);
         op->value = (int)(next(&state) % 1000);
         op->slot = accumulates(op->kind) ? -1 : slots_used[op->target]++;
@@ -781,8 +785,9 @@ static void flush_some(MPI_Win win, int target, uint64_t *state, MPI_Request *rr
     }
 }
 
+/* result: where a fetching accumulate puts the counter's old value (untouched until completion) */
 static void issue_write(const one_sided_op *op, unsigned char *src, MPI_Aint disp, MPI_Aint counter,
-                        MPI_Win win, MPI_Request *req)
+                        int *result, MPI_Win win, MPI_Request *req)
 {
     *req = MPI_REQUEST_NULL;
     switch (op->kind) {
@@ -795,6 +800,17 @@ static void issue_write(const one_sided_op *op, unsigned char *src, MPI_Aint dis
     case 5:
         MPI_Raccumulate(&op->value, 1, MPI_INT, op->target, counter, 1, MPI_INT, MPI_SUM, win, req);
         break;
+    case 7:
+        MPI_Get_accumulate(&op->value, 1, MPI_INT, result, 1, MPI_INT, op->target, counter, 1, MPI_INT,
+                           MPI_SUM, win);
+        break;
+    case 8:
+        MPI_Rget_accumulate(&op->value, 1, MPI_INT, result, 1, MPI_INT, op->target, counter, 1, MPI_INT,
+                            MPI_SUM, win, req);
+        break;
+    case 9:
+        MPI_Fetch_and_op(&op->value, result, MPI_INT, op->target, counter, MPI_SUM, win);
+        break;
 #if MPI_VERSION >= 4
     case 3:
         MPI_Put_c(src, op->bytes, MPI_BYTE, op->target, disp, op->bytes, MPI_BYTE, win);
@@ -805,9 +821,22 @@ static void issue_write(const one_sided_op *op, unsigned char *src, MPI_Aint dis
     case 6:
         MPI_Raccumulate_c(&op->value, 1, MPI_INT, op->target, counter, 1, MPI_INT, MPI_SUM, win, req);
         break;
+    case 10:
+        MPI_Get_accumulate_c(&op->value, 1, MPI_INT, result, 1, MPI_INT, op->target, counter, 1, MPI_INT,
+                             MPI_SUM, win);
+        break;
+    case 11:
+        MPI_Rget_accumulate_c(&op->value, 1, MPI_INT, result, 1, MPI_INT, op->target, counter, 1,
+                              MPI_INT, MPI_SUM, win, req);
+        break;
 #else
     case 6:
         MPI_Raccumulate(&op->value, 1, MPI_INT, op->target, counter, 1, MPI_INT, MPI_SUM, win, req);
+        break;
+    case 10:
+    case 11:
+        MPI_Get_accumulate(&op->value, 1, MPI_INT, result, 1, MPI_INT, op->target, counter, 1, MPI_INT,
+                           MPI_SUM, win);
         break;
 #endif
     default:
@@ -886,6 +915,7 @@ static long one_sided(const options *o)
     one_sided_op *mine = plans[rank];
     unsigned char *src = malloc((size_t)o->ops * SLOT);
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)o->ops);
+    int *results = malloc(sizeof(int) * (size_t)o->ops);
     uint64_t state = mix(o->seed + 99 * (uint64_t)rank);
 
     MPI_Win_lock_all(o->nocheck ? MPI_MODE_NOCHECK : 0, win);
@@ -894,7 +924,7 @@ static long one_sided(const options *o)
         unsigned char *from = src + (size_t)k * SLOT; /* stays untouched until the final unlock */
         fill(from, op->bytes, slot_key(rank, op->target, op->slot));
         MPI_Aint disp = (MPI_Aint)rank * region + (MPI_Aint)op->slot * SLOT;
-        issue_write(op, from, disp, counters + (MPI_Aint)sizeof(int) * rank, win, &reqs[k]);
+        issue_write(op, from, disp, counters + (MPI_Aint)sizeof(int) * rank, &results[k], win, &reqs[k]);
         off_node[5] += leaves(op->target);
         flush_some(win, op->target, &state, reqs, k + 1);
     }
@@ -949,7 +979,7 @@ static long one_sided(const options *o)
     MPI_Win_free(&win);
     for (int s = 0; s < size; s++)
         free(plans[s]);
-    free(plans), free(slots), free(src), free(reqs), free(fsrc);
+    free(plans), free(slots), free(src), free(reqs), free(results), free(fsrc);
     return o->ops + FENCE_OPS + o->ops / 4 + 1;
 }
 

@@ -8,17 +8,22 @@
  * by Send, Ssend, Sendrecv or Sendrecv_replace. At the end, a ring of buffered and ready sends
  * (Bsend, Rsend, Ibsend, Irsend), then one of persistent requests (Send_init, Recv_init, Start(all)).
  * One-sided rounds: Put,
- * Get, Accumulate, Get_accumulate, Rput, Rget to a random target in a lock_all epoch, completed by
- * flush, flush_all, flush_local or the request's Wait; then a fence epoch of puts. */
+ * Get, Accumulate, Get_accumulate, Rput, Rget, Raccumulate, Rget_accumulate, Fetch_and_op,
+ * Compare_and_swap to a random target in a lock_all epoch, completed by flush, flush_all, flush_local
+ * or the request's Wait; then a fence epoch of puts, and a post/start/complete/wait epoch of one put
+ * to the right neighbour, its exposure ended by a Win_test loop. Last, every nonblocking collective
+ * with a count (classic entry points), completed by one Waitall. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, FENCE_PUT, SENDRECV, BUFFERED_READY,
-       PERSISTENT, KINDS };
+enum { SEND, ISEND, SSEND, ISSEND, RECV, IRECV, PUT, GET, ACC, GACC, RPUT, RGET, RACC, RGACC, FOP, CAS, FENCE_PUT,
+       PSCW_PUT, SENDRECV, BUFFERED_READY, PERSISTENT, NONBLOCKING_COLLECTIVES, KINDS };
 static const char *names[KINDS] = {"send", "isend", "ssend", "issend", "recv", "irecv", "put", "get",
-                                   "accumulate", "get_accumulate", "rput", "rget", "fence_put", "sendrecv",
-                                   "buffered_ready", "persistent"};
+                                   "accumulate", "get_accumulate", "rput", "rget", "raccumulate",
+                                   "rget_accumulate", "fetch_and_op", "compare_and_swap", "fence_put",
+                                   "pscw_put", "sendrecv", "buffered_ready", "persistent",
+                                   "nonblocking_collectives"};
 static long issued[KINDS];
 static long bytes_sent, bytes_received;
 
@@ -138,7 +143,7 @@ int main(int argc, char **argv)
                 int target = (int)(next(&own) % (unsigned)size), count = 1 + (int)(next(&own) % 16);
                 long value[16] = {0}, result[16];
                 MPI_Request r;
-                switch (next(&own) % 6) {
+                switch (next(&own) % 10) {
                 case 0: MPI_Put(value, count, MPI_LONG, target, 0, count, MPI_LONG, win); issued[PUT]++; break;
                 case 1: MPI_Get(result, count, MPI_LONG, target, 16, count, MPI_LONG, win); issued[GET]++; break;
                 case 2: MPI_Accumulate(value, count, MPI_LONG, target, 32, count, MPI_LONG, MPI_SUM, win);
@@ -148,8 +153,16 @@ int main(int argc, char **argv)
                         issued[GACC]++; break;
                 case 4: MPI_Rput(value, count, MPI_LONG, target, 64 + 16 * rank, count, MPI_LONG, win, &r);
                         MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RPUT]++; break;
-                default: MPI_Rget(result, count, MPI_LONG, target, 16, count, MPI_LONG, win, &r);
-                         MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RGET]++; break;
+                case 5: MPI_Rget(result, count, MPI_LONG, target, 16, count, MPI_LONG, win, &r);
+                        MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RGET]++; break;
+                case 6: MPI_Raccumulate(value, count, MPI_LONG, target, 32, count, MPI_LONG, MPI_SUM, win, &r);
+                        MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RACC]++; break;
+                case 7: MPI_Rget_accumulate(value, count, MPI_LONG, result, count, MPI_LONG, target, 48, count,
+                                            MPI_LONG, MPI_SUM, win, &r);
+                        MPI_Wait(&r, MPI_STATUS_IGNORE); issued[RGACC]++; break;
+                case 8: MPI_Fetch_and_op(value, result, MPI_LONG, target, 100, MPI_SUM, win); issued[FOP]++; break;
+                default: MPI_Compare_and_swap(value, value + 1, result, MPI_LONG, target, 101, win);
+                         issued[CAS]++; break;
                 }
                 switch (next(&own) % 3) {
                 case 0: MPI_Win_flush(target, win); break;
@@ -223,7 +236,48 @@ int main(int argc, char **argv)
         issued[FENCE_PUT]++;
     }
     MPI_Win_fence(0, win);
+
+    /* a post/start/complete/wait epoch: exposed to the left neighbour, a put into the right one */
+    MPI_Group world_group, exposed, accessed;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    int left = (rank + size - 1) % size, right = (rank + 1) % size;
+    MPI_Group_incl(world_group, 1, &left, &exposed);
+    MPI_Group_incl(world_group, 1, &right, &accessed);
+    MPI_Win_post(exposed, 0, win);
+    MPI_Win_start(accessed, 0, win);
+    long value = rank;
+    MPI_Put(&value, 1, MPI_LONG, right, 300 + rank, 1, MPI_LONG, win);
+    issued[PSCW_PUT]++;
+    MPI_Win_complete(win);
+    for (int flag = 0; !flag;)
+        MPI_Win_test(win, &flag);
+    MPI_Group_free(&exposed);
+    MPI_Group_free(&accessed);
+    MPI_Group_free(&world_group);
     MPI_Win_free(&win);
+
+    /* every nonblocking collective with a count, rooted at rank 0 */
+    int *counts = malloc(sizeof(int) * (size_t)size), *displs = malloc(sizeof(int) * (size_t)size);
+    for (int r = 0; r < size; r++)
+        counts[r] = 2, displs[r] = 2 * r;
+    long in[2] = {rank, rank}, all_in[64], all_out[64], two[2], sum[2];
+    MPI_Request coll[10];
+    MPI_Igather(in, 2, MPI_LONG, all_out, 2, MPI_LONG, 0, MPI_COMM_WORLD, &coll[0]);
+    MPI_Iscatter(all_in, 2, MPI_LONG, two, 2, MPI_LONG, 0, MPI_COMM_WORLD, &coll[1]);
+    MPI_Ialltoallv(all_in, counts, displs, MPI_LONG, all_out + 16, counts, displs, MPI_LONG, MPI_COMM_WORLD,
+                   &coll[2]);
+    MPI_Iallgatherv(in, 2, MPI_LONG, all_out + 32, counts, displs, MPI_LONG, MPI_COMM_WORLD, &coll[3]);
+    MPI_Igatherv(in, 2, MPI_LONG, all_out + 48, counts, displs, MPI_LONG, 0, MPI_COMM_WORLD, &coll[4]);
+    MPI_Iscatterv(all_in + 16, counts, displs, MPI_LONG, sum, 2, MPI_LONG, 0, MPI_COMM_WORLD, &coll[5]);
+    long vector[32] = {0}, block[2], scanned[2], exscanned[2];
+    MPI_Ireduce_scatter(vector, block, counts, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &coll[6]);
+    MPI_Ireduce_scatter_block(vector + 16, all_in + 32, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &coll[7]);
+    MPI_Iscan(in, scanned, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &coll[8]);
+    MPI_Iexscan(in, exscanned, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &coll[9]);
+    MPI_Waitall(10, coll, MPI_STATUSES_IGNORE);
+    issued[NONBLOCKING_COLLECTIVES] += 10;
+    free(counts);
+    free(displs);
 
     long totals[2] = {bytes_sent, bytes_received}, sums[2];
     MPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -6,7 +6,7 @@ row per call on the corrected global clock, in integer picoseconds.
   them in order) share a ``message`` number, so each message has both ends. A send or receive
   without a partner keeps ``message = -1`` and is counted in a warning.
 - One-sided operations: one row each, ``src`` the initiator, ``dst`` the target, ``completed`` the
-  flush / unlock / fence (or, for Rput/Rget, Wait) that completed it.
+  flush / unlock / fence / Win_complete (or, for the R forms, Wait) that completed it.
 - Collectives are regions (``src = dst =`` the rank) in the records, as ``contend diagnose`` expects;
   ``regions.parquet`` holds every region, the Waits and window synchronisations too.
 - A receive's ``bytes`` is its message's (the tracer keeps only the posted count, an upper bound);
@@ -26,8 +26,8 @@ import numpy as np
 
 from contend.errors import UserError
 from contend.native.trace import clock as clocks
-from contend.native.trace.files import (COMPLETERS, FIRST_REGION, FLAG_FREED, FLAG_UNTRACKED, KINDS,
-                                 NONBLOCKING_COLLECTIVES, RankTrace, read_directory)
+from contend.native.trace.files import (COMPLETERS, FLAG_FREED, FLAG_UNTRACKED, KINDS, RankTrace, is_region,
+                                 read_directory)
 from contend.native.trace.symbols import symbolize
 
 SENDS = ("send", "isend", "ssend", "issend")
@@ -144,7 +144,8 @@ def _waited(frame) -> np.ndarray:
     completers = frame.loc[frame["kind_code"].isin(COMPLETERS) & (frame["completed_local"] >= 0), key + ["posted"]]
     completers = completers.drop_duplicates(key).rename(columns={"posted": "completer_entry"})
     deferred = frame["kind"].isin(("isend", "issend", "irecv", "put", "get", "accumulate", "get_accumulate",
-                                   "rput", "rget")).to_numpy()
+                                   "rput", "rget", "raccumulate", "rget_accumulate", "fetch_and_op",
+                                   "compare_and_swap")).to_numpy()
     rows = frame.loc[deferred, key].assign(row=np.flatnonzero(deferred))
     joined = rows.merge(completers, on=key, how="inner")
     waited[joined["row"].to_numpy()] = joined["completer_entry"].to_numpy()
@@ -195,7 +196,7 @@ def convert(directory: str | os.PathLike) -> Converted:
     rank = frame["rank"].to_numpy()
     peer = frame["peer"].to_numpy()
     receiving = frame["kind"].isin(RECVS).to_numpy()
-    region = ((frame["kind_code"] >= FIRST_REGION) | frame["kind_code"].isin(NONBLOCKING_COLLECTIVES)).to_numpy()
+    region = is_region(frame["kind_code"].to_numpy())
     frame["src"] = np.where(receiving, peer, rank)
     frame["dst"] = np.where(receiving, rank, np.where(region, rank, peer))
     unresolved = (frame["src"] < 0) | (frame["dst"] < 0)
@@ -219,8 +220,8 @@ def convert(directory: str | os.PathLike) -> Converted:
     frame["site_id"] = np.array([site_ids[s] for s in call_sites], dtype=np.int64)
 
     ps = 1000
-    is_region = (frame["kind_code"] >= FIRST_REGION) | frame["kind_code"].isin(NONBLOCKING_COLLECTIVES)
-    kept = ~is_region | frame["kind"].isin(DIAGNOSED_REGIONS)
+    regional = is_region(frame["kind_code"].to_numpy())
+    kept = ~regional | frame["kind"].isin(DIAGNOSED_REGIONS).to_numpy()
     ops = frame[kept]
     records = pd.DataFrame({
         "src": ops["src"].astype(np.int64), "dst": ops["dst"].astype(np.int64),
@@ -231,7 +232,7 @@ def convert(directory: str | os.PathLike) -> Converted:
         "call_site": ops["call_site"].astype(str), "context": ops["context"].astype(str),
         "site_id": ops["site_id"], "message": ops["message"], "rank": ops["rank"],
     }).sort_values(["posted", "rank"], kind="stable").reset_index(drop=True)
-    reg = frame[is_region]
+    reg = frame[regional]
     regions = pd.DataFrame({
         "rank": reg["rank"].astype(np.int64), "kind": reg["kind"].astype(str),
         "start": reg["posted"] * ps, "end": reg["completed"] * ps, "peer": reg["peer"],

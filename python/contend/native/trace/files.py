@@ -40,21 +40,36 @@ NO_NAME = 0xFFFFFFFF
 # native/trace/trace.h, enum of kinds: the numbers are the file format.
 KINDS = {
     0: "send", 1: "isend", 2: "ssend", 3: "issend", 4: "recv", 5: "irecv",
-    8: "put", 9: "get", 10: "accumulate", 11: "get_accumulate", 12: "rput", 13: "rget",
+    8: "put", 9: "get", 10: "accumulate", 11: "get_accumulate", 12: "rput", 13: "rget", 14: "raccumulate",
+    15: "rget_accumulate",
     16: "ibarrier", 17: "ibcast", 18: "iallreduce", 19: "ireduce", 20: "ialltoall", 21: "iallgather",
+    22: "igather", 23: "iscatter", 24: "ialltoallv", 25: "iallgatherv", 26: "ireduce_scatter",
+    27: "ireduce_scatter_block", 28: "iscan", 29: "iexscan", 30: "igatherv", 31: "iscatterv",
     32: "barrier", 33: "bcast", 34: "allreduce", 35: "reduce", 36: "alltoall", 37: "allgather",
     38: "gather", 39: "scatter", 40: "alltoallv", 41: "allgatherv", 42: "reduce_scatter",
     43: "reduce_scatter_block", 44: "scan", 45: "exscan", 46: "gatherv", 47: "scatterv",
     48: "wait", 49: "fence", 50: "win_flush", 51: "win_flush_all", 52: "win_flush_local",
     53: "win_flush_local_all", 54: "win_lock", 55: "win_unlock", 56: "win_lock_all", 57: "win_unlock_all",
     58: "test", 59: "comm_create", 60: "init", 61: "finalize", 62: "win_create", 63: "win_free",
+    64: "fetch_and_op", 65: "compare_and_swap", 66: "win_post", 67: "win_start", 68: "win_complete", 69: "win_wait",
 }
 FIRST_REGION = 32
 # Nonblocking collectives: operations completed by a Wait/Test, with no peer of their own.
-NONBLOCKING_COLLECTIVES = range(16, 22)
+NONBLOCKING_COLLECTIVES = range(16, 32)
+# One-sided operations; fetch_and_op and compare_and_swap came later than the regions' numbers.
+ONE_SIDED = (*range(8, 16), 64, 65)
 # Calls that complete earlier operations: an operation's `completed` equals exactly one of these
 # records' `returned` (the tracer makes these stamps unique per rank).
-COMPLETERS = (48, 49, 50, 51, 52, 53, 55, 57, 58)
+COMPLETERS = (48, 49, 50, 51, 52, 53, 55, 57, 58, 68)
+
+
+def is_region(kinds: np.ndarray) -> np.ndarray:
+    """Which kind codes are regions (a call's time, no message of its own): the collectives, blocking
+    or not, and the synchronisation calls."""
+    kinds = np.asarray(kinds)
+    return ((kinds >= FIRST_REGION) & ~np.isin(kinds, ONE_SIDED)) | np.isin(kinds, NONBLOCKING_COLLECTIVES)
+
+
 FLAG_LARGE_COUNT, FLAG_FREED, FLAG_UNTRACKED = 1, 2, 4
 _NAME = re.compile(r"^rank-(\d+)\.ctrace$")
 
