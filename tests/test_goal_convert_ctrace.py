@@ -124,9 +124,11 @@ def test_put_flush_epoch_and_a_test_polled_receive(capsys, tmp_path, replay_trac
     """Each rank puts 512 bytes into its right neighbour and flushes: the put is a message to the target
     (in the one-sided context, received by the target's passive side), and what follows the flush (the
     Irecv) requires it. The receive is completed by the one MPI_Test that found it done; every send has
-    its receive."""
+    its receive. Done in place (the default here: MPI's window, one host), the put is no message."""
     out = tmp_path / "rma.goal"
-    convert(capsys, replay_traces["rma"], out, "--cpu-scale", "0")
+    # its window is MPI's (Win_allocate) and all ranks on this host: the put is a message only when
+    # the ranks stand for nodes (--no-in-place); by default it is the origin's work in its call
+    convert(capsys, replay_traces["rma"], out, "--cpu-scale", "0", "--no-in-place")
     sends, recvs = messages(out)
     assert sends == recvs
     assert Counter((s, d, b, t) for s, d, b, t in sends if t == 3) == Counter(
@@ -138,6 +140,10 @@ def test_put_flush_epoch_and_a_test_polled_receive(capsys, tmp_path, replay_trac
         receive = next(line.split(":")[0] for line in block if line.endswith(f"recv 8b from {(r + 3) % 4} tag 3"))
         assert f"{receive} requires {put}" in block
     assert simulate(capsys, out)["deadlock"] is None
+    in_place = tmp_path / "in-place.goal"
+    assert f"{RANKS} one-sided operations done in place" in convert(capsys, replay_traces["rma"], in_place)[0]
+    assert not {(s, d) for s, d, b, t in messages(in_place)[0] if b == 512 and t >= CONTEXT}
+    assert simulate(capsys, in_place)["deadlock"] is None
 
 
 def test_mpi4py_program_converts_with_every_message_matched(built, capsys, tmp_path):
@@ -262,8 +268,15 @@ def test_mpi4py_atomics_pscw_and_nonblocking_collectives(built, capsys, tmp_path
         assert ops == [("fetch_and_op", 8, right), ("compare_and_swap", 8, right), ("get_accumulate", 32, right),
                        ("raccumulate", 16, right), ("rget_accumulate", 16, right), ("put", 16, right)]
         assert [kind for kind in kinds if kind in pscw] == ["win_post", "win_start", "win_complete", "win_wait"]
+    # The window is MPI's (Win.Allocate) and every rank on this host: MPI does the data movement in
+    # place, so by default only the epoch's synchronization is messages; --no-in-place (ranks standing
+    # for nodes) makes every operation one.
+    in_place = tmp_path / "in-place.goal"
+    printed = "".join(convert(capsys, trace, in_place, "--cpu-scale", "0"))
+    assert f"{6 * RANKS} one-sided operations done in place" in printed, printed
+    assert {t for (*_, t) in messages(in_place)[0] if t >= RMA_DATA} == {RMA_POST, RMA_DONE}
     out = tmp_path / "rma.goal"
-    printed = "".join(convert(capsys, trace, out, "--cpu-scale", "0"))
+    printed = "".join(convert(capsys, trace, out, "--cpu-scale", "0", "--no-in-place"))
     assert "time(s) in all" not in printed, printed  # no call left out or repaired
     sends, recvs = messages(out)
     assert sends == recvs
@@ -299,7 +312,7 @@ def test_the_c_stress_converts_whole_through_the_classic_entry_points(built, cap
     received, the schedule runs to its end."""
     trace = traced(built, tmp_path / "stress", [str(mpi.build_dir(built) / "trace-stress"), "60", "11"])
     out = tmp_path / "stress.goal"
-    printed = "".join(convert(capsys, trace, out))
+    printed = "".join(convert(capsys, trace, out, "--no-in-place"))  # its windows are MPI's: every op a message
     assert "time(s) in all" not in printed, printed
     sends, recvs = messages(out)
     assert sends == recvs

@@ -52,10 +52,11 @@ fn open_records(ranks: Vec<(String, Vec<u8>, Vec<i32>)>) -> PyResult<Box<dyn Tra
 /// Converts the trace `input` (of `format`, as `trace_format` says: a path; or `records`, see
 /// `open_records`) into GOAL at `output` (gzip when it ends in .gz).
 /// Trace problems raise ValueError("file:line: problem"); `progress(rank, ranks, records)` is called
-/// now and then; `ranks` extrapolates the trace to that many ranks. Returns {ranks, records, ops, warnings}.
+/// now and then; `ranks` extrapolates the trace to that many ranks; `in_place` false makes every
+/// one-sided operation a message. Returns {ranks, records, ops, in_place, warnings}.
 #[pyfunction]
 #[pyo3(signature = (input, output, format="liballprof", cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
-                    copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None, ranks=None))]
+                    copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None, ranks=None, in_place=true))]
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
@@ -72,6 +73,7 @@ fn convert_trace(
     algorithms: Vec<String>,
     progress: Option<Py<PyAny>>,
     ranks: Option<u64>,
+    in_place: bool,
 ) -> PyResult<Py<PyDict>> {
     let mut algos = Algorithms::new(match preset {
         "mpich" => Preset::Mpich,
@@ -87,7 +89,7 @@ fn convert_trace(
             return Err(PyValueError::new_err(format!("{what}: must be a finite number >= 0, not {x}")));
         }
     }
-    let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos };
+    let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos, in_place };
     let traces = if format == "records" {
         open_records(input.extract()?)?
     } else {
@@ -126,6 +128,7 @@ fn convert_trace(
     d.set_item("ranks", summary.ranks)?;
     d.set_item("records", summary.records)?;
     d.set_item("ops", summary.ops)?;
+    d.set_item("in_place", summary.in_place)?;
     d.set_item("warnings", summary.warnings)?;
     Ok(d.unbind())
 }

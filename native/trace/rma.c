@@ -410,8 +410,8 @@ int MPI_Win_free(MPI_Win *win)
 }
 
 /* A window's creation (collective over comm): a region whose tag is the communicator's id and bytes
- * the new window's. */
-#define WIN_CREATE(CALL)                                                                              \
+ * the new window's; FLAGS F_MPI_MEMORY where MPI allocated the memory. */
+#define WIN_CREATE(FLAGS, CALL)                                                                       \
     int32_t comm_ident = tracer.on ? comm_id(comm) : -1;                                              \
     trace_record *r = record_begin(K_WIN_CREATE, __builtin_return_address(0));                       \
     int rc = CALL;                                                                                    \
@@ -419,46 +419,47 @@ int MPI_Win_free(MPI_Win *win)
     if (r) {                                                                                          \
         r->tag = comm_ident;                                                                          \
         r->bytes = id;                                                                                \
+        r->flags |= FLAGS;                                                                            \
         r->returned = r->completed = stamp();                                                         \
     }                                                                                                 \
     return rc;
 
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_create(base, size, disp_unit, info, comm, win))
+    WIN_CREATE(0, PMPI_Win_create(base, size, disp_unit, info, comm, win))
 }
 
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win))
+    WIN_CREATE(F_MPI_MEMORY, PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win))
 }
 
 int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                             MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win))
+    WIN_CREATE(F_MPI_MEMORY, PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win))
 }
 
 int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_create_dynamic(info, comm, win))
+    WIN_CREATE(0, PMPI_Win_create_dynamic(info, comm, win))
 }
 
 #if MPI_VERSION >= 4
 int MPI_Win_create_c(void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_create_c(base, size, disp_unit, info, comm, win))
+    WIN_CREATE(0, PMPI_Win_create_c(base, size, disp_unit, info, comm, win))
 }
 
 int MPI_Win_allocate_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                        MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win))
+    WIN_CREATE(F_MPI_MEMORY, PMPI_Win_allocate_c(size, disp_unit, info, comm, baseptr, win))
 }
 
 int MPI_Win_allocate_shared_c(MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                               MPI_Win *win)
 {
-    WIN_CREATE(PMPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win))
+    WIN_CREATE(F_MPI_MEMORY, PMPI_Win_allocate_shared_c(size, disp_unit, info, comm, baseptr, win))
 }
 #endif

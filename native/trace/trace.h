@@ -57,6 +57,8 @@ enum {
 #define F_LARGE_COUNT 1u /* through an MPI 4 `_c` entry point */
 #define F_FREED 2u       /* the request was freed before anything completed it: completed unknown */
 #define F_UNTRACKED 4u   /* the request or one-sided table was full: completed unknown */
+#define F_MPI_MEMORY 8u  /* win_create: MPI allocated the window's memory (Win_allocate, allocate_shared),
+                          * so ranks on one host may share it */
 
 typedef struct {
     int64_t posted;    /* stamp() at call entry: ns, or ticks (file header says which) */

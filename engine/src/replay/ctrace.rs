@@ -39,6 +39,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::event::{
     Call, CollKind, Collective, CommId, Event, Recv, Rma, RmaOp, RmaSync, Send, SendMode, TraceError,
@@ -67,6 +68,8 @@ struct Header {
     comm_offset: u64,
     comm_words: u64,
     size_words: u64,
+    /// The rank's host name (empty: unknown).
+    host: Vec<u8>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -108,6 +111,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
         )));
     }
     let (rank, ranks) = (i32_at(&b, 24), i32_at(&b, 28));
+    let host = b[136..200].split(|&c| c == 0).next().unwrap_or_default().to_vec();
     let records = u64_at(&b, 40);
     let (addresses, names_bytes) = (u64_at(&b, 120), u64_at(&b, 128));
     let (comm_words, size_words) = (u64_at(&b, 240), u64_at(&b, 248));
@@ -147,7 +151,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
         }
         other => return Err(err(format!("unknown clock kind {other}"))),
     };
-    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words, size_words })
+    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words, size_words, host })
 }
 
 /// The communicator table of a file.
@@ -226,6 +230,7 @@ struct Record {
     peer: i32,
     tag: i32,
     kind: u16,
+    flags: u16,
     site: u64,
 }
 
@@ -238,6 +243,7 @@ fn parse(b: &[u8]) -> Record {
         peer: i32_at(b, 32),
         tag: i32_at(b, 36),
         kind: u16::from_le_bytes([b[40], b[41]]),
+        flags: u16::from_le_bytes([b[42], b[43]]),
         site: u64_at(b, 48),
     }
 }
@@ -255,6 +261,8 @@ const K_COMM_CREATE: u16 = 59;
 const K_INIT: u16 = 60;
 const K_FINALIZE: u16 = 61;
 const K_WIN_CREATE: u16 = 62;
+/// A window's creation flag: MPI allocated its memory (native/trace/trace.h).
+const F_MPI_MEMORY: u16 = 8;
 const K_WIN_FREE: u16 = 63;
 const K_FETCH_AND_OP: u16 = 64;
 const K_COMPARE_AND_SWAP: u16 = 65;
@@ -293,6 +301,8 @@ fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
 /// same records built in memory by another reader (the OTF2 import: one owner of what records mean).
 pub struct CtraceSet {
     ranks: Vec<Source>,
+    /// Each rank's host name, from the files' headers (None: records without headers).
+    hosts: Option<Arc<Vec<Vec<u8>>>>,
 }
 
 enum Source {
@@ -339,10 +349,12 @@ impl CtraceSet {
             return Err(TraceError::new(shown, 0, "no rank-NNNNN.ctrace files"));
         }
         let mut ranks = None;
+        let mut hosts = Vec::with_capacity(found.len());
         for (rank, path) in &found {
             let mut file = File::open(path)
                 .map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read ({e})")))?;
             let h = read_header(path, &mut file)?;
+            hosts.push(h.host.clone());
             let here = path.display().to_string();
             if h.rank as u32 != *rank {
                 return Err(TraceError::new(here, 0, format!("holds rank {}, not {rank} as its name says", h.rank)));
@@ -377,7 +389,7 @@ impl CtraceSet {
                 format!("{} of {ranks} rank files missing (first: rank-{missing:05}.ctrace)", ranks as usize - found.len()),
             ));
         }
-        Ok(CtraceSet { ranks: found.into_iter().map(|(_, p)| Source::File(p)).collect() })
+        Ok(CtraceSet { ranks: found.into_iter().map(|(_, p)| Source::File(p)).collect(), hosts: Some(Arc::new(hosts)) })
     }
 
     /// Records built in memory, rank i's at position i (errors in their communicator tables are
@@ -390,7 +402,7 @@ impl CtraceSet {
             }
             parse_comms(&rank.name, &rank.comm_words, n)?;
         }
-        Ok(CtraceSet { ranks: ranks.into_iter().map(Source::Memory).collect() })
+        Ok(CtraceSet { ranks: ranks.into_iter().map(Source::Memory).collect(), hosts: None })
     }
 }
 
@@ -408,7 +420,7 @@ impl TraceSet for CtraceSet {
 
     fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
         Ok(Box::new(match &self.ranks[rank as usize] {
-            Source::File(path) => RankReader::open(path)?,
+            Source::File(path) => RankReader::open(path)?.on_hosts(self.hosts.clone()),
             Source::Memory(m) => RankReader::memory(m, rank as i32, self.ranks.len() as i32)?,
         }))
     }
@@ -441,6 +453,10 @@ pub struct RankReader {
     /// Calls made from one record that are still to be returned (announcements come first).
     queued: std::collections::VecDeque<Call>,
     failed: bool,
+    /// Every rank's host name (`CtraceSet::hosts`), and this rank's windows whose memory MPI
+    /// allocated: together they tell the one-sided operations MPI does in place.
+    hosts: Option<Arc<Vec<Vec<u8>>>>,
+    mpi_memory: HashSet<u64>,
 }
 
 impl RankReader {
@@ -455,9 +471,25 @@ impl RankReader {
         Ok(RankReader::start(name, Box::new(BufReader::with_capacity(1 << 16, file)), header, comms, per_record))
     }
 
+    /// The host names of the run's ranks, for telling one-sided operations done in place.
+    fn on_hosts(mut self, hosts: Option<Arc<Vec<Vec<u8>>>>) -> RankReader {
+        self.hosts = hosts;
+        self
+    }
+
+    /// Whether MPI does a one-sided operation on `win` to `target` in place, as loads and stores
+    /// by this rank (docs/models.md, "Replaying traces"): MPI allocated the window's memory and the
+    /// target runs on this rank's host, so the window is mapped here (MPICH's and Open MPI's shared
+    /// memory windows). Unknown hosts never are.
+    fn in_place(&self, win: u64, target: u32) -> bool {
+        let Some(hosts) = &self.hosts else { return false };
+        let mine = &hosts[self.header.rank as usize];
+        self.mpi_memory.contains(&win) && !mine.is_empty() && hosts.get(target as usize) == Some(mine)
+    }
+
     fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
         let records = m.records.len() as u64 / RECORD_BYTES;
-        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0 };
+        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0, host: Vec::new() };
         let comms = parse_comms(&m.name, &m.comm_words, ranks)?;
         let input = Box::new(std::io::Cursor::new(SharedBytes(m.records.clone())));
         Ok(RankReader::start(m.name.clone(), input, header, comms, PerRecord::new()))
@@ -484,6 +516,8 @@ impl RankReader {
             pending: HashMap::new(),
             queued: Default::default(),
             failed: false,
+            hosts: None,
+            mpi_memory: HashSet::new(),
         }
     }
 
@@ -711,7 +745,9 @@ impl RankReader {
                     10 | 14 => RmaOp::Accumulate,
                     _ => RmaOp::GetAccumulate, // get_accumulate, rget_accumulate, fetch_and_op, compare_and_swap
                 };
-                Event::Rma(Rma { op, win, target: self.peer(number, &r, "target")?, bytes: r.bytes.max(0) as u64, req: None })
+                let target = self.peer(number, &r, "target")?;
+                let in_place = self.in_place(win, target);
+                Event::Rma(Rma { op, win, target, bytes: r.bytes.max(0) as u64, req: None, in_place })
             }
             K_WAIT | K_TEST => Event::Complete(self.pending.remove(&r.returned).unwrap_or_default()),
             49..=57 | K_WIN_POST..=K_WIN_WAIT => {
@@ -731,6 +767,9 @@ impl RankReader {
                     return Err(self.bad(number, "a window on an intercommunicator".into()));
                 }
                 self.announce_comm(number, r.tag as CommId, start, start)?;
+                if r.flags & F_MPI_MEMORY != 0 {
+                    self.mpi_memory.insert(r.bytes as u64);
+                }
                 Event::WinCreate { win: r.bytes as u64, comm: r.tag as CommId }
             }
             K_WIN_FREE if r.tag > 0 => Event::WinFree { win: r.tag as u64 },
@@ -905,10 +944,48 @@ mod tests {
             Event::CommCreate { comm: 2, members: vec![1, 0] },
             Event::WinCreate { win: 1, comm: 2 },
             Event::RmaSync { win: 1, sync: RmaSync::Lock { target: 1, exclusive: true } },
-            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 1, bytes: 64, req: None }),
+            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 1, bytes: 64, req: None, in_place: false }),
             Event::RmaSync { win: 1, sync: RmaSync::Unlock { target: 1 } },
             Event::WinFree { win: 1 },
         ]);
+    }
+
+    /// Sets rank `rank`'s host name and the flags of its record `index` in a file `write_rank` wrote.
+    fn patch(dir: &Path, rank: i32, host: &[u8], flagged: Option<(u64, u16)>) {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(dir.join(format!("rank-{rank:05}.ctrace"))).unwrap();
+        f.seek(SeekFrom::Start(136)).unwrap();
+        f.write_all(host).unwrap();
+        if let Some((index, flags)) = flagged {
+            f.seek(SeekFrom::Start(HEADER_BYTES + RECORD_BYTES * index + 42)).unwrap();
+            f.write_all(&flags.to_le_bytes()).unwrap();
+        }
+    }
+
+    #[test]
+    fn one_sided_operations_on_mpi_memory_of_the_same_host_are_done_in_place() {
+        // Rank 0 creates windows 1 (MPI's memory) and 2 (its own), then puts to rank 1 on each.
+        let put_on = |win: i32| (8, 40, 41, -1, 64, 1, win);
+        let records = [(K_WIN_CREATE, 10, 20, 20, 1, -1, 0), (K_WIN_CREATE, 21, 22, 22, 2, -1, 0), put_on(1), put_on(2)];
+        for (host1, expected) in [(&b"a\0"[..], [true, false]), (&b"b\0"[..], [false, false])] {
+            let d = temp("in-place");
+            write_rank(&d, 0, 2, &records, &[], None);
+            write_rank(&d, 1, 2, &[], &[], None);
+            patch(&d, 0, b"a\0", Some((0, F_MPI_MEMORY)));
+            patch(&d, 1, host1, None);
+            let got: Vec<bool> = calls(&CtraceSet::open_dir(&d).unwrap(), 0)
+                .into_iter()
+                .filter_map(|c| if let Event::Rma(r) = c.event { Some(r.in_place) } else { None })
+                .collect();
+            assert_eq!(got, expected, "rank 1 on {:?}", std::str::from_utf8(host1));
+        }
+        // Unknown (empty) host names: never in place.
+        let d = temp("no-host");
+        write_rank(&d, 0, 2, &records, &[], None);
+        write_rank(&d, 1, 2, &[], &[], None);
+        patch(&d, 0, b"\0", Some((0, F_MPI_MEMORY)));
+        patch(&d, 1, b"\0", None);
+        assert!(calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().all(|c| !matches!(c.event, Event::Rma(Rma { in_place: true, .. }))));
     }
 
     #[test]
@@ -941,7 +1018,7 @@ mod tests {
             (K_COMPARE_AND_SWAP, 40, 41, 60, 4, 1, 0), (51, 50, 60, 60, 0, -1, 0)], &[], None);
         write_rank(&d, 1, 2, &[], &[], None);
         let events: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().map(|c| c.event).collect();
-        let rma = |op, bytes| Event::Rma(Rma { op, win: 0, target: 1, bytes, req: None });
+        let rma = |op, bytes| Event::Rma(Rma { op, win: 0, target: 1, bytes, req: None, in_place: false });
         assert_eq!(events, vec![
             Event::WinCreate { win: 0, comm: WORLD },
             rma(RmaOp::Accumulate, 32),
@@ -966,7 +1043,7 @@ mod tests {
         assert_eq!(events(1), vec![Event::RmaSync { win: 0, sync: RmaSync::Post { group: vec![0, 2] } },
             Event::RmaSync { win: 0, sync: RmaSync::Wait }]);
         assert_eq!(events(0), vec![Event::RmaSync { win: 0, sync: RmaSync::Start { group: vec![1] } },
-            Event::Rma(Rma { op: RmaOp::Put, win: 0, target: 1, bytes: 64, req: None }),
+            Event::Rma(Rma { op: RmaOp::Put, win: 0, target: 1, bytes: 64, req: None, in_place: false }),
             Event::RmaSync { win: 0, sync: RmaSync::Complete }]);
         // a group the table does not hold, or with a member outside the run: the record is refused
         write_rank(&d, 2, 3, &[(K_WIN_POST, 10, 20, 20, 1, -1, 0)], &[], None);

@@ -44,6 +44,9 @@ pub struct Options {
     /// point-to-point receive.
     pub copy_ns_per_byte: f64,
     pub algorithms: Algorithms,
+    /// One-sided operations that MPI does in place (`Rma::in_place`) are the origin's work, not
+    /// messages; false: every one is a message (ranks on one host standing for several nodes).
+    pub in_place: bool,
 }
 
 impl Default for Options {
@@ -56,6 +59,7 @@ impl Default for Options {
             window: None,
             copy_ns_per_byte: 0.0,
             algorithms: Algorithms::new(Preset::Mpich),
+            in_place: true,
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct Summary {
     pub records: u64,
     /// GOAL operations written.
     pub ops: u64,
+    /// One-sided operations MPI does in place (`Rma::in_place`): their calls' time is work.
+    pub in_place: u64,
     /// Repairs made, one line each (the first few of each kind).
     pub warnings: Vec<String>,
 }
@@ -199,11 +205,19 @@ fn incoming_rma<T: TraceSet + ?Sized>(traces: &T, opts: &Options) -> Result<Vec<
                 if r.target >= traces.num_ranks() {
                     return Err(TraceError::new(traces.source(rank), call.line, format!("target rank {} out of range", r.target)).into());
                 }
-                incoming[r.target as usize].push((rank, r.op, r.bytes));
+                if !done_in_place(opts, r) {
+                    incoming[r.target as usize].push((rank, r.op, r.bytes));
+                }
             }
         }
     }
     Ok(incoming)
+}
+
+/// Whether a one-sided operation is converted as the origin's work during its call (both sides
+/// of the conversion ask this).
+fn done_in_place(opts: &Options, r: &Rma) -> bool {
+    opts.in_place && r.in_place
 }
 
 /// Records between two progress reports.
@@ -227,6 +241,7 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
         members: vec![Vec::new()],
         balance: Balance::default(),
         records: 0,
+        in_place: 0,
         warn: Warnings::default(),
     };
     let incoming = incoming_rma(traces, opts)?;
@@ -258,7 +273,7 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
     }
     let ops = e.sink.ops_written();
     e.sink.into_inner().flush()?;
-    Ok(Summary { ranks, records: e.records, ops, warnings: e.warn.lines() })
+    Ok(Summary { ranks, records: e.records, ops, in_place: e.in_place, warnings: e.warn.lines() })
 }
 
 /// Repairs made, counted per kind with the first place each happened.
@@ -363,6 +378,7 @@ struct Emitter<'a, W: Write> {
     members: Vec<Vec<u32>>,
     balance: Balance,
     records: u64,
+    in_place: u64,
     warn: Warnings,
 }
 
@@ -778,10 +794,19 @@ impl<W: Write> Emitter<'_, W> {
 
     /// The origin's side: put and accumulate send the data, get sends a request and receives the
     /// reply; all start at the call, like nonblocking operations, and complete at a synchronization.
+    /// An operation MPI does in place is the origin's work during its call, and complete then.
     fn rma(&mut self, st: &mut RankState, call: &Call, r: &Rma) -> Result<(), ConvertError> {
         self.check_peer(st, r.target, "target")?;
         if !st.wins.contains_key(&r.win) {
             return Err(st.err(format!("window {} used before it was created", r.win)));
+        }
+        if done_in_place(self.opts, r) {
+            self.in_place += 1;
+            if let Some(q) = r.req {
+                st.reqs.insert(q, Vec::new());
+            }
+            transparent(st, call);
+            return Ok(());
         }
         self.compute(st, call.start)?;
         let deps = std::mem::take(&mut st.frontier);

@@ -200,6 +200,9 @@ pub struct Rma {
     pub bytes: u64,
     /// Request of `MPI_Rput`, `Rget`, ...: completing it completes the operation at the origin.
     pub req: Option<ReqId>,
+    /// MPI does it in place: the target's memory is mapped at the origin (a window MPI allocated,
+    /// both on one host), so the origin's loads and stores are the whole operation, no message.
+    pub in_place: bool,
 }
 
 /// One-sided synchronization. Targets are world ranks.

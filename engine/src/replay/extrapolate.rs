@@ -226,7 +226,7 @@ mod tests {
     fn one_sided_targets_and_groups_stay_inside_the_copy() {
         let rank0 = vec![
             Event::WinCreate { win: 1, comm: WORLD },
-            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 1, bytes: 8, req: None }),
+            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 1, bytes: 8, req: None, in_place: false }),
             Event::RmaSync { win: 1, sync: RmaSync::Lock { target: 1, exclusive: true } },
             Event::RmaSync { win: 1, sync: RmaSync::Flush { target: 1 } },
             Event::RmaSync { win: 1, sync: RmaSync::FlushLocal { target: 0 } },
@@ -238,7 +238,7 @@ mod tests {
         let got = events(vec![rank0, vec![]], 4, 2);
         let want = vec![
             Event::WinCreate { win: 1, comm: WORLD },
-            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 3, bytes: 8, req: None }),
+            Event::Rma(Rma { op: RmaOp::Put, win: 1, target: 3, bytes: 8, req: None, in_place: false }),
             Event::RmaSync { win: 1, sync: RmaSync::Lock { target: 3, exclusive: true } },
             Event::RmaSync { win: 1, sync: RmaSync::Flush { target: 3 } },
             Event::RmaSync { win: 1, sync: RmaSync::FlushLocal { target: 2 } },

@@ -257,13 +257,16 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
     return span, len(traces)
 
 
-def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "mpich") -> list[str]:
+def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "mpich",
+            in_place: bool = True) -> list[str]:
     """The trace directory's schedule (``contend goal convert``'s engine conversion, with the collective
-    algorithms of preset ``algorithms``), extrapolated to ``ranks`` if given (``--ranks``); returns its
+    algorithms of preset ``algorithms``), extrapolated to ``ranks`` if given (``--ranks``), one-sided
+    operations MPI does in place as work unless ``in_place`` is false (``--no-in-place``); returns its
     warnings."""
     from contend.native.trace.replay import convert_input
 
-    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks, preset=algorithms)
+    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks, preset=algorithms,
+                                           in_place=in_place)
     return read_warnings + list(summary["warnings"])
 
 
@@ -327,7 +330,10 @@ def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Pa
     ``plain_ns``."""
     for directory in directories:
         goal = work / "app.goal"
-        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks, algorithms)]
+        # Nodes emulated on one host (--ranks-per-node) are separate nodes to the model: no window is
+        # shared between them.
+        emulated = throttle is not None and throttle.ranks_per_node is not None
+        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks, algorithms, not emulated)]
         predicted, makespan, measured.operations, measured.critical_path = predicted_span(
             goal, machine, directory, ranks=ranks, throttle=throttle, critical_path=True)
         measured.predicted_ns.append(predicted)

@@ -86,7 +86,8 @@ def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workl
     converted = {}
     for ranks in counts:
         converted[ranks] = f"{directory}/app-{ranks or 'traced'}.goal"
-        convert_input(workload.trace, converted[ranks], ranks=ranks)
+        # Every one-sided operation a message: the axes move the ranks onto other machines and nodes.
+        convert_input(workload.trace, converted[ranks], ranks=ranks, in_place=False)
     return dataclasses.replace(workload, converted=converted)
 
 

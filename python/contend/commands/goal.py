@@ -52,6 +52,9 @@ def register(subparsers) -> None:
                          help="computation times times X (0.5: a CPU twice as fast; default 1)")
     convert.add_argument("--no-p2p", action="store_true", help="leave out point-to-point calls (their time becomes computation)")
     convert.add_argument("--no-collectives", action="store_true", help="leave out collectives (their time becomes computation)")
+    convert.add_argument("--no-in-place", action="store_true",
+                         help="make every one-sided operation a message, also those MPI does in place (a window MPI "
+                              "allocated, origin and target on one host): for ranks of one host standing for nodes")
     convert.add_argument("--nbc-prepost", metavar="TIME", default="0",
                          help="start each blocking collective TIME earlier, overlapping the computation before it (e.g. 10us)")
     convert.add_argument("--window", metavar="FIRST:COUNT",
@@ -122,10 +125,12 @@ def run_convert(args: argparse.Namespace) -> int:
             args.input, str(temporary), progress=lambda rank, total, records: progress(rank, total), kind=kind,
             cpu_scale=args.cpu_scale, p2p=not args.no_p2p, collectives=not args.no_collectives,
             nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns, preset=args.algorithms,
-            algorithms=args.algorithm, ranks=ranks)
+            algorithms=args.algorithm, ranks=ranks, in_place=not args.no_in_place)
     elapsed = max(time.perf_counter() - start, 1e-9)
     for warning in read_warnings + summary["warnings"]:
         print(f"contend: warning: {warning}", file=sys.stderr)
+    in_place = (f"; {summary['in_place']:,} one-sided operations done in place (windows MPI allocated, target on "
+                "the same host): their calls' time is work" if summary.get("in_place") else "")
     print(f"wrote {target}: {summary['ranks']:,} ranks, {summary['records']:,} records read, "
-          f"{summary['ops']:,} ops written ({summary['records'] / elapsed:,.0f} records/s)")
+          f"{summary['ops']:,} ops written ({summary['records'] / elapsed:,.0f} records/s){in_place}")
     return 0

@@ -82,7 +82,8 @@ class CommGraph:
 
         with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
             goal = os.path.join(scratch, "trace.goal")
-            convert_input(os.fspath(path), goal)
+            # Every one-sided operation a message: a mapping moves ranks off the host they shared.
+            convert_input(os.fspath(path), goal, in_place=False)
             return cls.from_goal(goal)
 
     @classmethod
