@@ -208,6 +208,8 @@ def test_predict_runs_and_simulates_the_ranks_where_the_placement_puts_them(buil
     assert code == 0, capsys.readouterr().err
     hosts = {t.rank: t.header["host"].decode() for t in read_directory(tmp_path / "kept" / "traces" / "run-1")}
     assert hosts == {rank: f"{fabric.TEST_PREFIX}node{node}" for rank, node in enumerate(placement)}
+    from contend.native.trace.replay import algorithms_of
+    assert algorithms_of(tmp_path / "kept" / "traces" / "run-1", "auto") == "mpich"  # four hosts
     import json
     result = json.loads((tmp_path / "p.json").read_text())
     assert result["ranks"] == 4 and len(result["predicted_ns"]) == 1 and result["predicted_ns"][0] > 0

@@ -64,6 +64,12 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     # every message of the ping-pong is in the schedule: 2 operations per round on each rank at least
     assert result["operations"] >= 4 * ROUNDS
     assert sorted(p.name for p in (keep / "traces").iterdir()) == [f"run-{k}" for k in range(1, RUNS + 1)]
+    # both ranks ran on this host: MPICH's shared-memory collectives, unless extrapolated or chosen
+    from contend.native.trace.replay import algorithms_of
+    kept = keep / "traces" / "run-1"
+    assert algorithms_of(kept, "auto") == "mpich-shm"
+    assert algorithms_of(kept, "auto", extrapolated=True) == "mpich"
+    assert algorithms_of(kept, "schedgen") == "schedgen"
     # the table names the program and the error column
     assert "app-pingpong" in out and "error %" in out and "with noise" in out
     # where the last schedule's time goes: its parts sum to its makespan, and a ping-pong is

@@ -704,8 +704,8 @@ impl<P: Program> Sim<'_, P> {
                     }
                     None => {
                         self.queues.push(&mut self.hosts.get_mut(h).queues, Queue::Posted, op.peer, op.tag, i);
-                        if let Some(cores) = self.cores.as_mut().filter(|_| spins(op.tag)) {
-                            cores.spin(h);
+                        if let Some(cores) = self.cores.as_mut() {
+                            cores.wait(h, spins(op.tag));
                         }
                     }
                 }

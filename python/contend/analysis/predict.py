@@ -257,15 +257,16 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
     return span, len(traces)
 
 
-def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "mpich",
+def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "auto",
             in_place: bool = True) -> list[str]:
     """The trace directory's schedule (``contend goal convert``'s engine conversion, with the collective
-    algorithms of preset ``algorithms``), extrapolated to ``ranks`` if given (``--ranks``), one-sided
+    algorithms of preset ``algorithms``, ``auto`` by the trace's hosts: ``algorithms_of``), extrapolated to ``ranks`` if given (``--ranks``), one-sided
     operations MPI does in place as work unless ``in_place`` is false (``--no-in-place``); returns its
     warnings."""
-    from contend.native.trace.replay import convert_input
+    from contend.native.trace.replay import algorithms_of, convert_input
 
-    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks, preset=algorithms,
+    preset = algorithms_of(directory, algorithms, extrapolated=ranks is not None)
+    summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks, preset=preset,
                                            in_place=in_place)
     return read_warnings + list(summary["warnings"])
 
@@ -323,7 +324,7 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
 
 def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Path, measured: Measured,
                    noise: NoiseSettings | bool | None = None, ranks: int | None = None,
-                   throttle: Throttle | None = None, algorithms: str = "mpich") -> None:
+                   throttle: Throttle | None = None, algorithms: str = "auto") -> None:
     """Convert (collectives by preset ``algorithms``) and simulate each trace directory (extrapolated to
     ``ranks`` if given); its prediction joins ``measured``, with ``noise`` a second one with that noise,
     and with ``throttle`` the predictions simulate the policy and the unthrottled ones join
@@ -345,7 +346,7 @@ def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Pa
 
 
 def predict_trace(directory: Path, machine: str, work: Path, noise: NoiseSettings | bool | None = None,
-                  algorithms: str = "mpich") -> Measured:
+                  algorithms: str = "auto") -> Measured:
     """One existing trace directory: its own time against its prediction."""
     span, ranks = traced_span(directory)
     measured = Measured(traced_ns=[span], ranks=ranks)
@@ -375,7 +376,7 @@ def measure_runs(command: Sequence[str], runs: int, traces: Path, *, records: in
 def predict_command(command: Sequence[str], machine: str | Machine, runs: int, work: Path, *, records: int = DEFAULT_RECORDS,
                     noise: NoiseSettings | bool | None = None, timeout_s: float = 600.0, echo: Callable[[str], None] = lambda line: None,
                     progress: Callable[[str], None] = lambda text: None, throttle: Throttle | None = None,
-                    algorithms: str = "mpich") -> Measured:
+                    algorithms: str = "auto") -> Measured:
     """Measure (``measure_runs``, the traces in ``work``/traces) and predict every traced run (collectives
     by preset ``algorithms``)."""
     measured, directories = measure_runs(command, runs, work / "traces", records=records, timeout_s=timeout_s,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from contend.commands.options import add_fabric_prefix, launch_words, run_timeout
 from contend.errors import UserError
 from contend.machine.quantities import parse_count
-from contend.native.trace.replay import ALGORITHMS
+from contend.native.trace.replay import ALGORITHMS, AUTO_ALGORITHMS
 
 if TYPE_CHECKING:
     from contend.noise.settings import NoiseSettings
@@ -58,9 +58,9 @@ def register(subparsers) -> None:
     parser.add_argument("--fifo", action="store_true",
                         help="run every rank with real-time priority (chrt -f 1, root) so other jobs cannot preempt "
                              "it; at most one rank per core")
-    parser.add_argument("--algorithms", choices=ALGORITHMS, default="mpich",
-                        help="collective algorithms of the schedules (contend goal convert --algorithms, default "
-                             "mpich)")
+    parser.add_argument("--algorithms", choices=(AUTO_ALGORITHMS, *ALGORITHMS), default=AUTO_ALGORITHMS,
+                        help="collective algorithms of the schedules (contend goal convert --algorithms; default "
+                             "auto: mpich-shm when every traced rank ran on one host, else mpich)")
     parser.add_argument("--runs", default="5", metavar="N", help="untraced and traced runs each (default 5)")
     parser.add_argument("--records", default=None, metavar="N",
                         help="records the tracer keeps per rank (default 2^20; a run that drops any is refused)")

@@ -22,9 +22,11 @@ pub(super) struct Cores {
     free: Vec<Time>,
     last: Vec<u32>,
     spinners: Vec<u32>,
-    /// Per rank: the core it ran on last, and its spinning receives posted and not yet matched.
+    /// Per rank: the core it ran on last, its spinning receives posted and not yet matched, and
+    /// whether it has waited for a message since it last ran (gave up its core's turn).
     home: Vec<u32>,
     spinning: Vec<u32>,
+    waited: Vec<bool>,
     /// The core the last `earliest` asked by the simulator gave (its caller then occupies it).
     pub(super) chosen: u32,
 }
@@ -44,6 +46,7 @@ impl Cores {
             spinners: vec![0; cores],
             home: vec![NOBODY; node_of.len()],
             spinning: vec![0; node_of.len()],
+            waited: vec![false; node_of.len()],
             chosen: NOBODY,
         }
     }
@@ -59,9 +62,10 @@ impl Cores {
         for core in base..base + self.per_node {
             let (free, last) = (self.free[core as usize], self.last[core as usize]);
             let switch = if last == h || last == NOBODY { 0 } else { self.switch };
-            // A rank whose own work holds the core until it asks runs on, as does a spinner that
-            // ran there last (it is the one polling); others wait for the tick.
-            let running_on = last == h && (t <= free || mine == core);
+            // A rank that ran there last runs on: it never left the core unless it waited for a
+            // message (its own NIC's gap or its own operations kept it in the call), or it is the
+            // spinner polling there; others wait for the tick.
+            let running_on = last == h && (t <= free || mine == core || !self.waited[h as usize]);
             let others_spin = !running_on && self.spinners[core as usize] > (mine == core) as u32;
             let start = if others_spin && self.quantum > 0 {
                 // A spinning rank keeps the core until the next tick; a rank asking within a
@@ -83,6 +87,7 @@ impl Cores {
     pub(super) fn occupy(&mut self, core: u32, h: u32, end: Time) {
         self.free[core as usize] = end;
         self.last[core as usize] = h;
+        self.waited[h as usize] = false;
         let home = &mut self.home[h as usize];
         if self.spinning[h as usize] > 0 && *home != core {
             if *home != NOBODY {
@@ -93,11 +98,12 @@ impl Cores {
         *home = core;
     }
 
-    /// Rank `h` posted a spinning receive that found no message: it spins on the core it ran on
-    /// last (without a quantum, nothing spins).
+    /// Rank `h` posted a receive that found no message: it waits (yielding its core's turn), or,
+    /// `spinning`, spins on the core it ran on last (without a quantum, nothing spins).
     #[inline]
-    pub(super) fn spin(&mut self, h: u32) {
-        if self.quantum == 0 {
+    pub(super) fn wait(&mut self, h: u32, spinning: bool) {
+        self.waited[h as usize] = true;
+        if !spinning || self.quantum == 0 {
             return;
         }
         self.spinning[h as usize] += 1;
@@ -155,7 +161,7 @@ mod tests {
         // Ranks 0 and 1 on one core, a switch of 5, ticks every 1000.
         let mut cores = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0]);
         cores.occupy(0, 0, 10);
-        cores.spin(0);
+        cores.wait(0, true);
         // Rank 1 waits for the tick after 10, then its switch.
         assert_eq!(cores.earliest(1, 0), (1005, 0));
         assert_eq!(cores.earliest(1, 2500), (3005, 0));
@@ -165,7 +171,7 @@ mod tests {
         let mut other = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0]);
         other.occupy(0, 0, 5);
         other.occupy(0, 1, 10);
-        other.spin(0);
+        other.wait(0, true);
         assert_eq!(other.earliest(1, 10), (10, 0));
         assert_eq!(other.earliest(1, 11), (1000, 0));
         // Rank 0 itself needs no tick; once it has matched, rank 1 needs none either.
@@ -175,13 +181,13 @@ mod tests {
         // A spinner that ran on its core last is the one polling there: its message needs no tick.
         let mut two = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0, 0]);
         two.occupy(0, 0, 10);
-        two.spin(0);
+        two.wait(0, true);
         two.occupy(0, 1, 20);
-        two.spin(1);
+        two.wait(1, true);
         assert_eq!(two.earliest(1, 50), (50, 0));
         assert_eq!(two.earliest(0, 50), (1005, 0));
         // A preempted spinner spins on when the rank that took its core is done.
-        cores.spin(0);
+        cores.wait(0, true);
         cores.occupy(0, 1, 1100);
         assert_eq!(cores.earliest(1, 1200), (2000, 0));
     }

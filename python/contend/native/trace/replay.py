@@ -11,6 +11,22 @@ from contend.errors import UserError
 
 # The engine's collective algorithm presets (engine/src/replay/algorithms.rs, `Preset`).
 ALGORITHMS = ("mpich", "mpich-shm", "schedgen")
+# Not a preset: MPICH's own choice for a traced run, by where its ranks ran (``algorithms_of``).
+AUTO_ALGORITHMS = "auto"
+
+
+def algorithms_of(directory: str | Path, choice: str, extrapolated: bool = False) -> str:
+    """The preset ``choice`` stands for on a ``contend trace`` directory: ``auto`` is ``mpich-shm`` when
+    every rank ran on one host (MPICH runs a node's collectives through shared memory) and the
+    schedule is not extrapolated (its copies stand for other nodes), else ``mpich``."""
+    if choice != AUTO_ALGORITHMS:
+        return choice
+    if extrapolated:
+        return "mpich"
+    from contend.native.trace.files import read_directory
+
+    hosts = {bytes(trace.header["host"]) for trace in read_directory(directory)}
+    return "mpich-shm" if len(hosts) == 1 and b"" not in hosts else "mpich"
 
 
 def trace_format(path: str) -> str:
