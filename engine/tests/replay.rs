@@ -40,7 +40,7 @@ fn put_then_flush() {
     let data = CONTEXT_TAGS | (2047 << 20);
     let (text, finish) = run(vec![
         window(vec![
-            call(2000, 2100, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 1000, req: None })),
+            call(2000, 2100, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 1000, req: None, in_place: false })),
             call(2100, 9000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } }),
             call(12000, 12000, Event::Other),
         ]),
@@ -60,7 +60,7 @@ fn put_then_flush() {
 fn get_is_a_request_and_a_reply() {
     let (text, finish) = run(vec![
         window(vec![
-            call(1000, 1100, Event::Rma(Rma { op: RmaOp::Get, win: 7, target: 1, bytes: 500, req: None })),
+            call(1000, 1100, Event::Rma(Rma { op: RmaOp::Get, win: 7, target: 1, bytes: 500, req: None, in_place: false })),
             call(1100, 9000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } }),
             call(9000, 9000, Event::Other),
         ]),
@@ -75,7 +75,7 @@ fn get_is_a_request_and_a_reply() {
 #[test]
 fn fence_is_a_barrier_after_the_epochs_operations() {
     let fence = |t: u64| call(t, t + 10, Event::RmaSync { win: 7, sync: RmaSync::Fence });
-    let put = |t: u64, target: u32| call(t, t + 10, Event::Rma(Rma { op: RmaOp::Put, win: 7, target, bytes: 8, req: None }));
+    let put = |t: u64, target: u32| call(t, t + 10, Event::Rma(Rma { op: RmaOp::Put, win: 7, target, bytes: 8, req: None, in_place: false }));
     let (text, finish) = run(vec![
         window(vec![fence(1000), put(1010, 1), fence(1020), call(1030, 1030, Event::Other)]),
         window(vec![fence(1000), put(1010, 0), fence(1020), call(1030, 1030, Event::Other)]),
@@ -94,7 +94,7 @@ fn fence_is_a_barrier_after_the_epochs_operations() {
 fn fetch_and_op_is_a_hop_there_and_a_hop_back() {
     let (text, finish) = run(vec![
         window(vec![
-            call(1000, 1100, Event::Rma(Rma { op: RmaOp::GetAccumulate, win: 7, target: 1, bytes: 8, req: None })),
+            call(1000, 1100, Event::Rma(Rma { op: RmaOp::GetAccumulate, win: 7, target: 1, bytes: 8, req: None, in_place: false })),
             call(1100, 9000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } }),
             call(9000, 9000, Event::Other),
         ]),
@@ -115,7 +115,7 @@ fn a_pscw_epoch_completes_the_put_before_the_targets_wait() {
     let (text, finish) = run(vec![
         window(vec![
             sync(RmaSync::Start { group: vec![1] }),
-            call(1000, 1000, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None })),
+            call(1000, 1000, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None, in_place: false })),
             sync(RmaSync::Complete),
             call(1000, 1000, Event::Other),
         ]),
@@ -133,7 +133,7 @@ fn a_post_inside_an_access_epoch_leaves_its_operations_to_the_complete() {
     let (text, _) = run(vec![
         window(vec![
             sync(RmaSync::Start { group: vec![1] }),
-            call(1000, 1000, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None })),
+            call(1000, 1000, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None, in_place: false })),
             sync(RmaSync::Post { group: vec![1] }),
             sync(RmaSync::Complete),
             sync(RmaSync::Wait),
@@ -248,7 +248,7 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
     }
     let rma = |op: RmaOp| {
         convert_one(&|r| if r == 0 {
-            vec![call(2000, 2100, Event::Rma(Rma { op, win: 7, target: 1, bytes: 64, req: None })),
+            vec![call(2000, 2100, Event::Rma(Rma { op, win: 7, target: 1, bytes: 64, req: None, in_place: false })),
                  call(2100, 3000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } })]
         } else { Vec::new() })
     };

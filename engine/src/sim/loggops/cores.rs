@@ -157,6 +157,21 @@ mod tests {
     }
 
     #[test]
+    fn a_rank_keeps_its_core_between_its_own_operations_until_it_waits_for_a_message() {
+        // Rank 1 ran on the one core and spins there; rank 0 takes it at the tick and works to 1010.
+        let mut cores = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0]);
+        cores.occupy(0, 1, 10);
+        cores.wait(1, true);
+        assert_eq!(cores.earliest(0, 20), (1005, 0));
+        cores.occupy(0, 0, 1010);
+        // Its next send, after its NIC's gap: it never left the core.
+        assert_eq!(cores.earliest(0, 1012), (1012, 0));
+        // Once it has waited for a message, the spinner's turn comes first: the next tick.
+        cores.wait(0, false);
+        assert_eq!(cores.earliest(0, 1012), (2000, 0));
+    }
+
+    #[test]
     fn a_spinning_rank_keeps_its_core_until_the_next_tick() {
         // Ranks 0 and 1 on one core, a switch of 5, ticks every 1000.
         let mut cores = Cores::new(&CoreSpec::new(1, 5, 1000).unwrap(), &[0, 0]);
@@ -173,6 +188,9 @@ mod tests {
         other.occupy(0, 1, 10);
         other.wait(0, true);
         assert_eq!(other.earliest(1, 10), (10, 0));
+        assert_eq!(other.earliest(1, 11), (11, 0));
+        // After waiting for a message it asks anew: the tick.
+        other.wait(1, false);
         assert_eq!(other.earliest(1, 11), (1000, 0));
         // Rank 0 itself needs no tick; once it has matched, rank 1 needs none either.
         assert_eq!(cores.earliest(0, 20), (20, 0));
@@ -186,9 +204,11 @@ mod tests {
         two.wait(1, true);
         assert_eq!(two.earliest(1, 50), (50, 0));
         assert_eq!(two.earliest(0, 50), (1005, 0));
-        // A preempted spinner spins on when the rank that took its core is done.
+        // A preempted spinner spins on when the rank that took its core waits for a message.
         cores.wait(0, true);
         cores.occupy(0, 1, 1100);
+        assert_eq!(cores.earliest(1, 1200), (1200, 0));
+        cores.wait(1, false);
         assert_eq!(cores.earliest(1, 1200), (2000, 0));
     }
 }
