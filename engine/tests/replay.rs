@@ -290,3 +290,47 @@ fn the_collectives_admitted_are_the_ones_the_library_wraps() {
     admitted.sort();
     assert_eq!(admitted, wrapped);
 }
+
+/// MPICH's shared-memory broadcast (`mpich-shm`): a root runs at most `BCAST_CELLS` broadcasts ahead
+/// of its readers, who note each cell they copied out of. Ten broadcasts from rank 0, then 5C of its
+/// own work; its readers compute C before each receive. The root's tenth waits for the notes of its
+/// sixth, which the readers send after about 6C, so it finishes after 11C; with MPICH's network
+/// algorithms (no cells) after 5C. Every note is received: the schedule runs through.
+#[test]
+fn a_shared_memory_broadcast_root_runs_at_most_four_cells_ahead() {
+    use contend_engine::replay::algorithms::{Algorithms, Preset, BCAST_CELLS};
+    const C: u64 = 100_000; // ns
+    let ranks: Vec<Vec<Call>> = (0..3u64)
+        .map(|r| {
+            let mut calls = vec![call(0, 0, Event::Other)];
+            for k in 0..10u64 {
+                let at = if r == 0 { 10 * k } else { (k + 1) * C };
+                calls.push(call(at, at + 1, coll(CollKind::Bcast, WORLD, Some(0), 8, 3)));
+            }
+            let end = if r == 0 { 100 + 5 * C } else { 11 * C };
+            calls.push(call(end, end, Event::Other));
+            calls
+        })
+        .collect();
+    let root_finish = |preset| {
+        let mut out = Vec::new();
+        let opts = Options { algorithms: Algorithms::new(preset), ..Options::default() };
+        convert(&ranks, &opts, &mut out, &mut |_, _| true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let prog = parse_goal(text.as_bytes(), "converted").unwrap();
+        let r = simulate(&prog, &Scenario::new(PAR), &SimOptions::default(), |_| true).unwrap();
+        assert!(r.deadlock.is_none());
+        (text, r.finish[0])
+    };
+    let (text, cells) = root_finish(Preset::MpichShm);
+    // Each reader notes all ten broadcasts to the root, which receives every note.
+    let notes = |line: &str| line.contains("send 0b to 0 tag");
+    assert_eq!(text.lines().filter(|l| notes(l)).count(), 20);
+    assert_eq!(text.lines().filter(|l| l.contains("recv 0b from 1 tag") || l.contains("recv 0b from 2 tag")).count(), 20);
+    // The tenth waits for the notes of the sixth: 10 - BCAST_CELLS.
+    assert_eq!(BCAST_CELLS, 4);
+    // (each of the six rounds also costs the readers a receive and a note, o each)
+    assert!(cells > 11 * C * NS && cells < 11 * C * NS + C * NS / 2, "{cells}");
+    let (_, free) = root_finish(Preset::Mpich);
+    assert!(free > 5 * C * NS && free < 5 * C * NS + C * NS / 2, "{free}");
+}

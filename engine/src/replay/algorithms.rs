@@ -22,6 +22,9 @@ const ALLTOALL_MEDIUM_MSG_SIZE: u64 = 32768;
 /// MPICH 4's shared-memory release-gather collectives: messages up to its buffer (the default of
 /// `MPIR_CVAR_BCAST_INTRANODE_BUFFER_TOTAL_SIZE`) go through it.
 const RELEASE_GATHER_MAX: u64 = 32768;
+/// The cells of MPICH's shared-memory broadcast buffer (`MPIR_CVAR_BCAST_INTRANODE_NUM_CELLS`): a root
+/// reuses a cell once every reader has copied out of it, so it runs at most this many broadcasts ahead.
+pub const BCAST_CELLS: u64 = 4;
 
 /// Where the default choices come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +114,13 @@ impl Algorithms {
         self.overrides.retain(|(kk, _)| *kk != kind);
         self.overrides.push((kind, pattern));
         Ok(())
+    }
+
+    /// Whether a broadcast of `bytes` on `p` ranks goes through MPICH's shared-memory buffer cells
+    /// (`mpich-shm`'s linear broadcast, no algorithm chosen instead): its readers then free their
+    /// cell, and the root waits for that before reusing it (`BCAST_CELLS`).
+    pub fn bcast_in_cells(&self, p: u32, bytes: u64) -> bool {
+        self.preset == Preset::MpichShm && p > 1 && bytes <= RELEASE_GATHER_MAX && !self.overrides.iter().any(|(k, _)| *k == C::Bcast)
     }
 
     /// The plan for `kind` on a communicator of `p` ranks with `bytes` per rank (see

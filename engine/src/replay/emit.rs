@@ -12,11 +12,11 @@
 //!   communicator's members, mapped to world ranks, tagged in the collective context
 //!   ([`CONTEXT_TAGS`]) so that no application receive can take its messages.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, Write};
 
-use super::algorithms::{Algorithms, Plan, Preset};
+use super::algorithms::{Algorithms, Plan, Preset, BCAST_CELLS};
 use super::balance::{Balance, Origin};
 use super::event::{Call, CollKind, Collective, CommId, Event, Recv, Rma, RmaOp, RmaSync, Send, TraceError, WinId, WORLD};
 use super::TraceSet;
@@ -318,6 +318,9 @@ struct RankState {
     /// Open PSCW epochs per window: the origins of the post, the targets of the start.
     posted: HashMap<WinId, Vec<u32>>,
     started: HashMap<WinId, Vec<u32>>,
+    /// Per context, this rank's broadcasts in shared-memory cells whose readers' notes it has not
+    /// yet received: (sequence number, tag, readers as world ranks). Ordered: drained in context order.
+    cells: BTreeMap<u32, VecDeque<(u64, u32, Vec<u32>)>>,
     line: u64,
 }
 
@@ -336,6 +339,7 @@ impl RankState {
             wins: HashMap::new(),
             posted: HashMap::new(),
             started: HashMap::new(),
+            cells: BTreeMap::new(),
             line: 0,
         }
     }
@@ -595,7 +599,7 @@ impl<W: Write> Emitter<'_, W> {
             return Err(st.err(format!("root {root} out of range for a communicator of {size} ranks")));
         }
         let seq = st.seq.entry(ctx).or_insert(0);
-        let tag = context_tag(ctx, *seq, c);
+        let (number, tag) = (*seq, context_tag(ctx, *seq, c));
         *seq += 1;
         self.balance.collective(ctx, size, me, Origin { rank: st.rank, line: st.line });
 
@@ -626,13 +630,33 @@ impl<W: Write> Emitter<'_, W> {
             }
             Plan::Linear => phases.push((self.linear(st, c, size, me, root, &world_of, tag)?, None)),
         }
+        let in_cells = c.req.is_none() && c.kind == CollKind::Bcast && self.opts.algorithms.bcast_in_cells(size, self.block_bytes(c, size));
+        let (root_world, readers): (u32, Vec<u32>) = (world_of(root), (0..size).filter(|&i| i != root).map(&world_of).collect());
         let mut entry = st.frontier.clone();
+        if in_cells && me == root {
+            // The root reuses the cell of its broadcast BCAST_CELLS ago once every reader has
+            // left it: it waits for their notes.
+            let pending = st.cells.entry(ctx).or_default();
+            while pending.front().is_some_and(|&(n, _, _)| n + BCAST_CELLS <= number) {
+                let (_, old, from) = pending.pop_front().expect("checked");
+                for r in from {
+                    entry.push((self.put(Op::recv(r, 0, old), &st.frontier)?, false));
+                }
+            }
+        }
         let mut sinks = Vec::new();
         for (ops, gen) in &phases {
             sinks = self.phase(ops, gen.as_ref(), me, &entry)?;
             if !sinks.is_empty() {
                 entry = sinks.iter().map(|&s| (s, false)).collect();
             }
+        }
+        if in_cells && me == root {
+            st.cells.entry(ctx).or_default().push_back((number, tag, readers));
+        } else if in_cells {
+            // A reader's note that it has copied out of the cell (MPICH's gather flag).
+            let copied: Vec<(u32, bool)> = sinks.iter().map(|&s| (s, false)).collect();
+            self.put(Op::send(root_world, 0, tag), &copied)?;
         }
         // One join operation stands for a collective that ends in several operations.
         if sinks.len() > 1 {
@@ -921,6 +945,12 @@ impl<W: Write> Emitter<'_, W> {
     fn finish_rank(&mut self, st: &mut RankState) -> Result<(), ConvertError> {
         if let Some(t) = st.tail_start {
             self.compute(st, t)?;
+        }
+        // The notes of the last broadcasts' readers, which no later broadcast waited for.
+        for (_, old, from) in std::mem::take(&mut st.cells).into_values().flatten() {
+            for r in from {
+                self.put(Op::recv(r, 0, old), &st.frontier)?;
+            }
         }
         if !st.reqs.is_empty() {
             let n = st.reqs.len();

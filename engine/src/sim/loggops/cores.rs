@@ -63,9 +63,11 @@ impl Cores {
             let (free, last) = (self.free[core as usize], self.last[core as usize]);
             let switch = if last == h || last == NOBODY { 0 } else { self.switch };
             // A rank that ran there last runs on: it never left the core unless it waited for a
-            // message (its own NIC's gap or its own operations kept it in the call), or it is the
-            // spinner polling there; others wait for the tick.
-            let running_on = last == h && (t <= free || mine == core || !self.waited[h as usize]);
+            // message (its own NIC's gap or its own operations kept it in the call) or a tick
+            // came since, which hands the core to a waiting spinner; or it is the spinner polling
+            // there. Others wait for the tick.
+            let same_turn = self.quantum == 0 || t / self.quantum == free / self.quantum;
+            let running_on = last == h && (t <= free || mine == core || (!self.waited[h as usize] && same_turn));
             let others_spin = !running_on && self.spinners[core as usize] > (mine == core) as u32;
             let start = if others_spin && self.quantum > 0 {
                 // A spinning rank keeps the core until the next tick; a rank asking within a
