@@ -318,3 +318,23 @@ def test_the_c_stress_converts_whole_through_the_classic_entry_points(built, cap
     assert sends == recvs
     assert {t for (_, _, _, t) in sends} >= {RMA_GET_ACCUMULATE, RMA_REPLY, RMA_POST, RMA_DONE}
     assert simulate(capsys, out)["deadlock"] is None
+
+
+def test_calls_without_an_algorithm_are_named_not_lost(built, capsys, tmp_path):
+    """tests/trace_unconverted_mpi4py.py: Alltoallw, a neighborhood allgather, a nonblocking
+    neighborhood alltoall and a persistent Allreduce are traced as calls the converter leaves out, each
+    named in one warning with its count (their time counts as computation), and the rest converts and
+    runs to its end."""
+    from contend.native.trace.files import KINDS, read_directory
+
+    program = Path(__file__).with_name("trace_unconverted_mpi4py.py")
+    trace = traced(built, tmp_path / "unconverted", [sys.executable, str(program)])
+    for rank_trace in read_directory(trace):
+        kinds = [KINDS[int(k)] for k in rank_trace.records["kind"]]
+        assert kinds.count("unconverted") == 4, kinds  # the persistent request's init once, its starts not
+    out = tmp_path / "unconverted.goal"
+    _, err = convert(capsys, trace, out, "--cpu-scale", "0")
+    for name in ("MPI_Neighbor_allgather", "MPI_Ineighbor_alltoall", "MPI_Alltoallw", "MPI_Allreduce_init"):
+        line = next(line for line in err.splitlines() if name + ":" in line)
+        assert f"({RANKS} time(s) in all)" in line, line
+    assert simulate(capsys, out)["deadlock"] is None

@@ -51,6 +51,46 @@ enum {
      * the per-record table; complete completes the epoch's operations, wait (or a Win_test that
      * succeeded) ends the exposure */
     K_WIN_POST = 66, K_WIN_START, K_WIN_COMPLETE, K_WIN_WAIT,
+    K_UNCONVERTED = 70, /* a call the converter has no algorithm for (unconverted.c): bytes its code */
+};
+
+/* K_UNCONVERTED's codes, one per call (its `_c` form shares it); engine/src/replay/ctrace.rs names them
+ * in this order. */
+enum {
+    U_ALLTOALLW = 1,
+    U_IALLTOALLW = 2,
+    U_NEIGHBOR_ALLGATHER = 3,
+    U_NEIGHBOR_ALLGATHERV = 4,
+    U_NEIGHBOR_ALLTOALL = 5,
+    U_NEIGHBOR_ALLTOALLV = 6,
+    U_NEIGHBOR_ALLTOALLW = 7,
+    U_INEIGHBOR_ALLGATHER = 8,
+    U_INEIGHBOR_ALLGATHERV = 9,
+    U_INEIGHBOR_ALLTOALL = 10,
+    U_INEIGHBOR_ALLTOALLV = 11,
+    U_INEIGHBOR_ALLTOALLW = 12,
+    U_ALLGATHER_INIT = 13,
+    U_ALLGATHERV_INIT = 14,
+    U_ALLREDUCE_INIT = 15,
+    U_ALLTOALL_INIT = 16,
+    U_ALLTOALLV_INIT = 17,
+    U_ALLTOALLW_INIT = 18,
+    U_BARRIER_INIT = 19,
+    U_BCAST_INIT = 20,
+    U_EXSCAN_INIT = 21,
+    U_GATHER_INIT = 22,
+    U_GATHERV_INIT = 23,
+    U_REDUCE_INIT = 24,
+    U_REDUCE_SCATTER_INIT = 25,
+    U_REDUCE_SCATTER_BLOCK_INIT = 26,
+    U_SCAN_INIT = 27,
+    U_SCATTER_INIT = 28,
+    U_SCATTERV_INIT = 29,
+    U_NEIGHBOR_ALLGATHER_INIT = 30,
+    U_NEIGHBOR_ALLGATHERV_INIT = 31,
+    U_NEIGHBOR_ALLTOALL_INIT = 32,
+    U_NEIGHBOR_ALLTOALLV_INIT = 33,
+    U_NEIGHBOR_ALLTOALLW_INIT = 34,
 };
 
 /* flags */

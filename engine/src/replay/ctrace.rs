@@ -270,6 +270,45 @@ const K_WIN_POST: u16 = 66;
 const K_WIN_START: u16 = 67;
 const K_WIN_COMPLETE: u16 = 68;
 const K_WIN_WAIT: u16 = 69;
+const K_UNCONVERTED: u16 = 70;
+/// What K_UNCONVERTED's calls (by code, from 1, native/trace/trace.h's order) become: left out, with a
+/// warning that names them.
+const UNCONVERTED: [&str; 34] = [
+    "MPI_Alltoallw: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Ialltoallw: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Neighbor_allgather: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Neighbor_allgatherv: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Neighbor_alltoall: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Neighbor_alltoallv: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Neighbor_alltoallw: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Ineighbor_allgather: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Ineighbor_allgatherv: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Ineighbor_alltoall: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Ineighbor_alltoallv: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Ineighbor_alltoallw: no algorithm for it, not converted: its time counts as computation",
+    "MPI_Allgather_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Allgatherv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Allreduce_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Alltoall_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Alltoallv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Alltoallw_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Barrier_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Bcast_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Exscan_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Gather_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Gatherv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Reduce_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Reduce_scatter_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Reduce_scatter_block_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Scan_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Scatter_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Scatterv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Neighbor_allgather_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Neighbor_allgatherv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Neighbor_alltoall_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Neighbor_alltoallv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+    "MPI_Neighbor_alltoallw_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
+];
 
 /// A collective kind, and whether it is nonblocking (16..=31: its blocking form's kind minus 16).
 fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
@@ -762,6 +801,10 @@ impl RankReader {
                 Event::Other
             }
             K_INIT | K_FINALIZE => Event::Other,
+            K_UNCONVERTED => match usize::try_from(r.bytes).ok().and_then(|k| k.checked_sub(1)).and_then(|k| UNCONVERTED.get(k)) {
+                Some(&left_out) => Event::Skipped(left_out),
+                None => return Err(self.bad(number, format!("unknown call code {} of an unconverted call", r.bytes))),
+            },
             K_WIN_CREATE if r.bytes > 0 => {
                 if r.tag < 0 {
                     return Err(self.bad(number, "a window on an intercommunicator".into()));

@@ -52,6 +52,7 @@ KINDS = {
     53: "win_flush_local_all", 54: "win_lock", 55: "win_unlock", 56: "win_lock_all", 57: "win_unlock_all",
     58: "test", 59: "comm_create", 60: "init", 61: "finalize", 62: "win_create", 63: "win_free",
     64: "fetch_and_op", 65: "compare_and_swap", 66: "win_post", 67: "win_start", 68: "win_complete", 69: "win_wait",
+    70: "unconverted",  # a call the converter has no algorithm for (Alltoallw, neighborhood, persistent)
 }
 FIRST_REGION = 32
 # Nonblocking collectives: operations completed by a Wait/Test, with no peer of their own.
