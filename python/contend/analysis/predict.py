@@ -260,9 +260,9 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
 def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "auto",
             in_place: bool = True) -> list[str]:
     """The trace directory's schedule (``contend goal convert``'s engine conversion, with the collective
-    algorithms of preset ``algorithms``, ``auto`` by the trace's hosts: ``algorithms_of``), extrapolated to ``ranks`` if given (``--ranks``), one-sided
-    operations MPI does in place as work unless ``in_place`` is false (``--no-in-place``); returns its
-    warnings."""
+    algorithms of preset ``algorithms``, ``auto`` by the trace's hosts: ``algorithms_of``), extrapolated
+    to ``ranks`` if given (``--ranks``), one-sided operations MPI does in place as work unless
+    ``in_place`` is false (``--no-in-place``); returns its warnings."""
     from contend.native.trace.replay import algorithms_of, convert_input
 
     preset = algorithms_of(directory, algorithms, extrapolated=ranks is not None)
@@ -294,14 +294,15 @@ def outside_calls(directory: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]
 def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: NoiseSettings | bool | None = None,
                    ranks: int | None = None, throttle: Throttle | None = None,
                    critical_path: bool = False) -> tuple[int, int, int, CriticalPath | None]:
-    """The predicted time between MPI_Init and MPI_Finalize in ns, the schedule's own makespan and
-    operations, and (``critical_path``) where the schedule's makespan goes. The schedule simulated on the machine gives each rank's finish; a rank starts its first
-    call after its time before it (``outside_calls``), and the run ends after the last rank's finish
-    and the time after the last call. That is the least over the ranks of their time after their last
-    call: each rank's clock sample at MPI_Finalize comes only once rank 0 has served the ranks before it
-    (native/trace/init.c), so the ranks that arrived early also waited there; the least waited least.
-    ``noise``: noise replacing the machine's, parsed once by the caller (``contend.noise.settings.resolve``
-    of a ``--noise`` spec; False: none), e.g. this host's measured trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
+    """The predicted time between MPI_Init and MPI_Finalize in ns, the schedule's own makespan and operations,
+    and (``critical_path``) where the schedule's makespan goes. The schedule simulated on the machine gives
+    each rank's finish; a rank starts its first call after its time before it (``outside_calls``), and the
+    run ends after the last rank's finish and the time after the last call. That is the least over the ranks
+    of their time after their last call: each rank's clock sample at MPI_Finalize comes only once rank 0 has
+    served the ranks before it (native/trace/init.c), so the ranks that arrived early also waited there; the
+    least waited least. ``noise``: noise replacing the machine's, parsed once by the caller
+    (``contend.noise.settings.resolve`` of a ``--noise`` spec; False: none), e.g. this host's measured
+    trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
     copy k, which takes its times outside the calls too. ``throttle``: the policy simulated, replacing the
     machine's."""
     from contend.simulation.simulate import simulate
