@@ -88,6 +88,9 @@ def test_noise_in_a_calc_chain(tmp_path):
     ("xt3-torus", {"sharing": "packet"}),
     ("ib-congestion", {"ranks_per_node": 8}),
     ("ib-congestion", {"ranks_per_node": 8, "throttle": "token:1"}),
+    ("ib-congestion", {"ranks_per_node": 8, "cores": "2:3us:1ms"}),  # and 8 ranks taking turns on 2 cores
+    ("bgp-torus", {"cores": "1:3us", "ranks_per_node": 4, "noise": {"kind": "periodic", "period": "50us",
+                                                                    "duration": "5us", "phase": "1us"}}),
 ])
 def test_contention_shows_and_sums_exactly(machine, options):
     r = simulate(collective="alltoall-linear", ranks=16, bytes=4096, machine=machine, critical_path=True, **options)
