@@ -1,7 +1,7 @@
 """Shared cores (docs/models.md, "Shared cores"): a node's ranks taking turns on fewer cores.
 
 Closed forms: a ping-pong of two ranks on one core, each message waiting for the core to pass to its
-receiver (the critical path counts that wait as contention); a barrier of two ranks spinning on one core, two scheduler ticks; with a core for every rank
+receiver (the critical path counts that wait in its cores part); a barrier of two ranks spinning on one core, two scheduler ticks; with a core for every rank
 the model changes nothing. And the errors of the [cores] table and of --cores.
 """
 
@@ -135,14 +135,14 @@ def test_the_cores_option_and_its_errors():
             parse_cores(bad)
 
 
-def test_the_critical_path_counts_waiting_for_a_core_as_contention(tmp_path):
+def test_the_critical_path_counts_waiting_for_a_core(tmp_path):
     # Each message waits for the core to pass to its receiver: the switch beyond L, 10 times.
     switch = L + 2000
     r = run(tmp_path, pingpong(5), f"1:{switch}ns", critical_path=True)
     path = r.critical_path
     assert path.length_ps == r.makespan * 1000
     assert path.split == {"computation": 0, "overhead": 5 * 4 * O, "wire": 5 * 2 * L, "late_partner": 0,
-                          "contention": 5 * 2 * (switch - L), "noise": 0}
+                          "contention": 0, "cores": 5 * 2 * (switch - L), "noise": 0}
     assert [s["activity"] for s in path.first_steps[:4]] == ["send overhead", "transit", "core wait",
                                                              "receive overhead"]
 

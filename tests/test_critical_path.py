@@ -34,7 +34,7 @@ def assert_exact(result):
 def test_pingpong_is_o_wire_o_each_way():
     r = simulate(collective="pingpong", ranks=2, bytes=1, **REFERENCE, critical_path=True)
     path = assert_exact(r)
-    assert path.split == {"computation": 0, "overhead": 6000, "wire": 6000, "late_partner": 0, "contention": 0,
+    assert path.split == {"computation": 0, "overhead": 6000, "wire": 6000, "late_partner": 0, "contention": 0, "cores": 0,
                           "noise": 0}
     assert [s["activity"] for s in path.first_steps] == ["send overhead", "transit", "receive overhead"] * 2
     assert [s["rank"] for s in path.first_steps] == [0, 0, 1, 1, 1, 0]
@@ -46,7 +46,7 @@ def test_binomial_broadcast_closed_form():
     r = simulate(collective="binomial-bcast", ranks=8, bytes=4096, **REFERENCE, critical_path=True)
     path = assert_exact(r)
     assert path.split_ps == {"computation": 0, "overhead": 3 * 2 * 1_500_000, "wire": 3 * (3_000_000 + 4095 * 6000),
-                             "late_partner": 0, "contention": 0, "noise": 0}
+                             "late_partner": 0, "contention": 0, "cores": 0, "noise": 0}
 
 
 def test_late_sender_waits_the_senders_calc(tmp_path):
@@ -55,7 +55,7 @@ def test_late_sender_waits_the_senders_calc(tmp_path):
                     "rank 1 {\nl1: recv 1b from 0 tag 0\n}\n")
     r = simulate(goal, **REFERENCE, critical_path=True)
     path = assert_exact(r)
-    assert path.split == {"computation": 0, "overhead": 3000, "wire": 3000, "late_partner": 12345, "contention": 0,
+    assert path.split == {"computation": 0, "overhead": 3000, "wire": 3000, "late_partner": 12345, "contention": 0, "cores": 0,
                           "noise": 0}
     # A CPU twice as fast: half the wait.
     assert simulate(goal, **REFERENCE, critical_path=True, cpu_scale=0.5).critical_path.split["late_partner"] == 6172.5
@@ -79,7 +79,7 @@ def test_noise_in_a_calc_chain(tmp_path):
     r = simulate(goal, noise=noise, critical_path=True)
     path = assert_exact(r)
     assert r.noise_charged > 0
-    assert path.split == {"computation": 33000, "overhead": 0, "wire": 0, "late_partner": 0, "contention": 0,
+    assert path.split == {"computation": 33000, "overhead": 0, "wire": 0, "late_partner": 0, "contention": 0, "cores": 0,
                           "noise": r.noise_charged}
 
 
@@ -131,7 +131,7 @@ def test_cli_json_records_and_table(tmp_path, capsys):
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     cp = out["critical_path"]
-    assert cp["split"] == {"computation": 0, "overhead": 9000, "wire": 9000, "late_partner": 0, "contention": 0,
+    assert cp["split"] == {"computation": 0, "overhead": 9000, "wire": 9000, "late_partner": 0, "contention": 0, "cores": 0,
                            "noise": 0}
     assert cp["shares"]["overhead"] == 0.5 and cp["ops"] == 6 and cp["steps"] == 9
     assert cp["first_steps"][0] == {"rank": 0, "op": 0, "activity": "send overhead", "start": 0, "end": 1500,

@@ -117,7 +117,7 @@ fn deadlock_dict<'py>(py: Python<'py>, d: &Deadlock) -> PyResult<Bound<'py, PyDi
 
 fn split_dict<'py>(py: Python<'py>, s: &Split) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    for (k, v) in [("computation", s.computation), ("overhead", s.overhead), ("wire", s.wire), ("late_partner", s.late_partner), ("contention", s.contention), ("noise", s.noise)] {
+    for (k, v) in [("computation", s.computation), ("overhead", s.overhead), ("wire", s.wire), ("late_partner", s.late_partner), ("contention", s.contention), ("cores", s.cores), ("noise", s.noise)] {
         d.set_item(k, v)?;
     }
     Ok(d)

@@ -139,21 +139,21 @@ fn traced_on_cores<P: Program + Sync>(prog: &P, par: &Params, ranks_per_node: u3
 #[test]
 fn a_ping_pong_on_one_core_waits_for_the_core_each_way() {
     // Each message: the sender's o, L on the wire, the core passing to its receiver (the switch
-    // beyond L is contention), the receiver's o.
+    // beyond L is the path's cores part), the receiver's o.
     let (L, o, g, G, O) = SETS[0];
     let par = params(L, o, g, G, O);
     for switch in [0, L / 2, L + 700_000, 3 * L] {
         let (r, path) = traced_on_cores(&Collective::new(Pattern::Pingpong, 2, 1, 0, 0).unwrap(), &par, 2, CoreSpec::new(1, switch, 0).unwrap());
         let waited = switch.saturating_sub(L);
         assert_eq!(r.makespan, 2 * (2 * o + L + waited));
-        assert_eq!(path.split, Split { overhead: 4 * o, wire: 2 * L, contention: 2 * waited, ..Split::default() });
+        assert_eq!(path.split, Split { overhead: 4 * o, wire: 2 * L, cores: 2 * waited, ..Split::default() });
         let core_waits = path.steps.iter().filter(|s| s.activity == Activity::CoreWait).count();
         assert_eq!(core_waits, if waited > 0 { 2 } else { 0 });
     }
 }
 
 #[test]
-fn work_waiting_for_a_busy_core_is_contention() {
+fn work_waiting_for_a_busy_core_is_the_cores_part() {
     // Two ranks on one core compute 5000 and 3000 ns: rank 0 runs first (lowest rank), rank 1
     // waits for it and the switch, then finishes last.
     let (L, o, g, G, O) = SETS[0];
@@ -162,7 +162,7 @@ fn work_waiting_for_a_busy_core_is_contention() {
     let p = goal("num_ranks 2\nrank 0 {\nl1: calc 5000\n}\nrank 1 {\nl1: calc 3000\n}\n");
     let (r, path) = traced_on_cores(&p, &par, 2, CoreSpec::new(1, switch, 0).unwrap());
     assert_eq!(r.makespan, 8000 * NS + switch);
-    assert_eq!(path.split, Split { computation: 3000 * NS, contention: 5000 * NS + switch, ..Split::default() });
+    assert_eq!(path.split, Split { computation: 3000 * NS, cores: 5000 * NS + switch, ..Split::default() });
     assert_eq!(path.steps.iter().map(|s| s.activity).collect::<Vec<_>>(), vec![Activity::CoreWait, Activity::Calc]);
 }
 
@@ -193,7 +193,7 @@ fn a_barrier_spinning_on_one_core_waits_two_ticks() {
     assert_eq!(path.split.late_partner, 1000 * NS);
     assert_eq!(path.split.overhead, 4 * o);
     assert_eq!(path.split.wire, 2 * L);
-    assert_eq!(path.split.contention, r.makespan - 1000 * NS - 4 * o - 2 * L);
+    assert_eq!(path.split.cores, r.makespan - 1000 * NS - 4 * o - 2 * L);
 }
 
 #[test]

@@ -88,16 +88,18 @@ pub struct Split {
     /// posted (with the receiver's CPU free), or after a rendezvous message on the path reached
     /// its receiver (its sender waits for the match).
     pub late_partner: Time,
-    /// Time lost to sharing: links, the node's NIC, admission control, memory bandwidth, shared
-    /// cores.
+    /// Time lost to sharing: links, the node's NIC, admission control, memory bandwidth.
     pub contention: Time,
+    /// Time waiting for a node's shared core (another rank's work on it, the switch, a spinner's
+    /// tick).
+    pub cores: Time,
     /// Detours stretching CPU work.
     pub noise: Time,
 }
 
 impl Split {
     pub fn total(&self) -> Time {
-        self.computation + self.overhead + self.wire + self.late_partner + self.contention + self.noise
+        self.computation + self.overhead + self.wire + self.late_partner + self.contention + self.cores + self.noise
     }
 
     fn add(&mut self, other: &Split) {
@@ -106,6 +108,7 @@ impl Split {
         self.wire += other.wire;
         self.late_partner += other.late_partner;
         self.contention += other.contention;
+        self.cores += other.cores;
         self.noise += other.noise;
     }
 }
@@ -468,8 +471,9 @@ impl Tracer {
                     let local = self.local(g);
                     path.ops += 1;
                     let waited = cursor - o.from;
+                    let split = if o.cause.0 & CORE != 0 { Split { cores: waited, ..Split::default() } } else { Split { contention: waited, ..Split::default() } };
                     let activity = if o.cause.0 & CORE != 0 { Activity::CoreWait } else { Activity::Admission };
-                    step(&mut path, &mut cursor, local, activity, o.from, Split { contention: waited, ..Split::default() });
+                    step(&mut path, &mut cursor, local, activity, o.from, split);
                     at = At::Set(o.cause.plain());
                 }
                 At::Handled(g) => {
@@ -482,7 +486,7 @@ impl Tracer {
                     if m.handled > ready {
                         // Message and receiver were ready, a shared core was not.
                         let receiver = self.receiver(prog, g, &m);
-                        step(&mut path, &mut cursor, receiver, Activity::CoreWait, ready, Split { contention: m.handled - ready, ..Split::default() });
+                        step(&mut path, &mut cursor, receiver, Activity::CoreWait, ready, Split { cores: m.handled - ready, ..Split::default() });
                     }
                     if m.free > m.arrived {
                         // The receiver was busy: what kept it so.

@@ -14,10 +14,11 @@ from typing import Any, Mapping
 from contend.simulation.result import ps_to_ns
 
 #: The parts of the split, in the order they are shown.
-PARTS = ("computation", "overhead", "wire", "late_partner", "contention", "noise")
+PARTS = ("computation", "overhead", "wire", "late_partner", "contention", "cores", "noise")
 #: How each part reads in tables and plots.
 LABELS = {"computation": "computation", "overhead": "CPU/NIC overhead", "wire": "wire",
-          "late_partner": "waiting on a late partner", "contention": "contention", "noise": "noise"}
+          "late_partner": "waiting on a late partner", "contention": "contention",
+          "cores": "waiting for a shared core", "noise": "noise"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ class CriticalPath:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CriticalPath:
         """Back from ``to_dict`` (e.g. a records file's metadata); ns to exact ps."""
-        return cls(split_ps={k: round(data["split"][k] * 1000) for k in PARTS}, ops=int(data["ops"]),
+        # (records written before the cores part have no "cores": none waited for one)
+        return cls(split_ps={k: round(data["split"].get(k, 0) * 1000) for k in PARTS}, ops=int(data["ops"]),
                    steps=int(data["steps"]), first_steps=list(data.get("first_steps", [])))
 
     def table(self, title: str = "where the time goes (critical path)"):

@@ -123,7 +123,7 @@ def simulate(
 
     >>> r = simulate(collective="pingpong", ranks=2, bytes=1, L=3000, o=1500, critical_path=True)
     >>> r.critical_path.split
-    {'computation': 0, 'overhead': 6000, 'wire': 6000, 'late_partner': 0, 'contention': 0, 'noise': 0}
+    {'computation': 0, 'overhead': 6000, 'wire': 6000, 'late_partner': 0, 'contention': 0, 'cores': 0, 'noise': 0}
     """
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
