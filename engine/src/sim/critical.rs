@@ -297,7 +297,7 @@ impl Tracer {
     }
 
     /// Operation `op` of `rank`, its clocks free, waits for a shared core: the wait until it starts
-    /// is core contention (unless admission held it first, which then covers the whole wait).
+    /// is the path's cores part (unless admission held it first, which then covers the whole wait).
     #[inline]
     pub fn core_wait(&mut self, rank: u32, op: u32) {
         let g = self.global(rank, op) as usize;

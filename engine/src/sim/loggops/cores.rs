@@ -168,7 +168,9 @@ mod tests {
         cores.occupy(0, 0, 1010);
         // Its next send, after its NIC's gap: it never left the core.
         assert_eq!(cores.earliest(0, 1012), (1012, 0));
-        // Once it has waited for a message, the spinner's turn comes first: the next tick.
+        // Asking after a tick has passed, the spinner's turn comes first: the next tick.
+        assert_eq!(cores.earliest(0, 2012), (3000, 0));
+        // Once it has waited for a message, likewise.
         cores.wait(0, false);
         assert_eq!(cores.earliest(0, 1012), (2000, 0));
     }
