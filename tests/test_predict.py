@@ -82,13 +82,19 @@ def test_a_traced_pingpong_is_measured_converted_simulated_and_reported(built, m
     # the kept trace predicts again on its own, against its own time, the same schedule and machine
     again = tmp_path / "again.json"
     assert main(["predict", "--machine", str(machine), "--trace", str(keep / "traces" / f"run-{RUNS}"),
-                 "--json", str(again)]) == 0
+                 "--json", str(again), "--html", str(tmp_path / "report")]) == 0
     capsys.readouterr()
     alone = json.loads(again.read_text())
     assert alone["traced_ns"] == [result["traced_ns"][-1]]
     assert alone["predicted_ns"] == [result["predicted_ns"][-1]]
     assert alone["untraced"]["runs"] == 0 and alone["error_pct"] is None
     assert alone["noisy"]["runs"] == 0  # no --noise this time
+    # the page: the same summary beside it, the runs and where the time goes drawn
+    assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["critical-path.png", "index.html",
+                                                                       "predict.json", "runs.png"]
+    assert json.loads((tmp_path / "report" / "predict.json").read_text()) == alone
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Predicted against measured" in page and "Where the predicted time goes" in page
 
 
 def rate_throttled_pingpong(built, machine, tmp_path, capsys, gap_ns: int, rounds: int) -> tuple[dict, str]:
@@ -246,6 +252,8 @@ def test_the_table_shows_the_tracer_cost_only_beside_an_unthrottled_row():
     (["predict", "--machine", "loggopsim-default", "--runs", "0", "--", "true"], r"--runs"),
     (["predict", "--machine", "no-such-machine", "--", "true"], r"unknown machine"),
     (["predict", "--machine", "loggopsim-default", "--timeout", "0", "--", "true"], r"--timeout"),
+    (["predict", "--machine", "loggopsim-default", "--html", "/proc/contend-report", "--", "true"],
+     r"--html: cannot create directory"),
     (["predict", "--machine", "loggopsim-default", "--noise", "bogus", "--", "true"], r"--noise"),
     (["predict", "--machine", "loggopsim-default", "--throttle", "rate:1us", "--", "true"], r"--throttle needs --ranks-per-node"),
     (["predict", "--machine", "loggopsim-default", "--ranks-per-node", "2", "--", "true"], r"give --throttle too"),

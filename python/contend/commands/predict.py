@@ -39,6 +39,8 @@ def register(subparsers) -> None:
         "  contend predict --machine this-host.toml --trace DIR\n\nExit code 2 for bad input.")
     parser.add_argument("--machine", metavar="NAME|FILE.toml", help="machine model (e.g. from contend bench fit)")
     parser.add_argument("--trace", metavar="DIR", help="predict this trace directory against its own time; no runs")
+    parser.add_argument("--html", metavar="DIR", help="also write DIR/index.html: predicted against measured time "
+                        "run by run, and where the predicted time goes")
     parser.add_argument("--noise", metavar="SPEC",
                         help="also predict with this noise (contend sim --noise), e.g. trace:host.noise from "
                              "contend noise measure --mpi -n N --per-core")
@@ -93,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
     throttle = _throttle(args, command)
     if args.json and args.json != "-":
         check_writable(args.json, "--json")
+    if args.html:
+        from contend.atomic import output_directory
+
+        output_directory(args.html, "--html")
     keep = None
     if args.keep:
         from contend.atomic import output_directory
@@ -143,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
 
             with atomic_path(args.json) as path:
                 path.write_text(text + "\n")
+    if args.html:
+        from contend.report.predict import write_report
+
+        write_report(" ".join(command) if command else args.trace, summary, args.html)
     if args.json != "-":
         from rich.console import Console
 
