@@ -48,6 +48,8 @@ def warm() -> None:
     # Cases run as nobody cannot import what lies under /root (the interpreter's own library may): what
     # the commands import late is imported here, before the fork.
     import contend.analysis.nimc  # noqa: F401
+    import contend.analysis.predict  # noqa: F401
+    import contend.report.predict  # noqa: F401
     import contend.analysis.whatif  # noqa: F401
     import contend.parallel  # noqa: F401
     import contend.report.whatif  # noqa: F401

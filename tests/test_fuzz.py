@@ -807,6 +807,7 @@ class Cases:
              "--heatmap", False),
             (["diagnose", s / "incast.parquet"], "--json", False),
             (["diagnose", s / "incast.parquet"], "--html", True),
+            (["predict", "--machine", "loggopsim-default", "--trace", s / "trace"], "--html", True),
             (["goal", "write", "--collective", "ring", "--ranks", "4", "--bytes", "8"], "-o", False),
             (["trace", "import", s / "otf2" / "traces.otf2"], "-o", False),
             (["nimc", "detect", s / "nimc.model", s / "nimc.parquet"], "-o", False),

@@ -96,16 +96,20 @@ def run(args: argparse.Namespace) -> int:
     if args.json and args.json != "-":
         check_writable(args.json, "--json")
     if args.html:
-        from contend.atomic import output_directory
+        from contend.atomic import check_directory
 
-        output_directory(args.html, "--html")
+        check_directory(args.html, "--html")
     keep = None
     if args.keep:
         from contend.atomic import output_directory
 
         keep = output_directory(args.keep, "--keep")
     machine = args.machine
-    with tempfile.TemporaryDirectory(prefix="contend-predict-") as scratch, _status() as progress:
+    try:
+        scratch_directory = tempfile.TemporaryDirectory(prefix="contend-predict-")
+    except OSError:  # tempfile found no directory it can write a file in
+        raise UserError("predict: no writable temporary directory (TMPDIR, /tmp) to work in") from None
+    with scratch_directory as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
         if args.fabric:
             from contend.native import fabric

@@ -15,13 +15,17 @@ SERIES = {"untraced": "measured, untraced", "traced": "measured, traced", "predi
 
 def write_report(label: str, summary: dict[str, Any], directory: str | os.PathLike) -> list[str]:
     """``predict.json``, ``index.html``, ``runs.png`` and (with a critical path) ``critical-path.png``
-    into ``directory``; the names written."""
-    from contend.atomic import atomic_path
+    into ``directory``, which appears complete or not at all; the names written."""
+    from contend.atomic import atomic_directory
+
+    with atomic_directory(directory, "--html") as out:
+        return _write(label, summary, out)
+
+
+def _write(label: str, summary: dict[str, Any], out: Path) -> list[str]:
     from contend.report.html import HtmlPage
 
-    out = Path(directory)
-    with atomic_path(out / "predict.json") as tmp:
-        tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    (out / "predict.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     written = ["predict.json"]
     page = HtmlPage(f"Prediction of {label}")
     page.paragraph(f"{summary['ranks']} ranks. Time between MPI_Init and MPI_Finalize, measured and predicted "
