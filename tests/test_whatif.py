@@ -282,6 +282,13 @@ def test_a_cores_axis_is_the_runs_contend_sim_makes(tmp_path):
     assert spans == {(c, "4"): simulate(str(goal), machine="loggopsim-default", cores=c, ranks_per_node=4).makespan
                      for c in ("none", "2:2us", "1:2us")}
     assert spans[("none", "4")] < spans[("2:2us", "4")] < spans[("1:2us", "4")]
+    # Where the time goes: a core per rank waits for none; fewer cores, the more the path waits for one.
+    traced = run_axes(tmp_path, Workload(schedule=str(goal)), "cores=none,2:2us,1:2us", "ranks-per-node=4",
+                      critical_path=True)
+    waited = {run["settings"]["cores"]: run["critical_path"]["split"]["cores"] for run in traced.runs}
+    assert waited["none"] == 0 < waited["2:2us"] <= waited["1:2us"]
+    assert all(abs(sum(run["critical_path"]["split"].values()) - run["makespan_ns"]) < 1e-6 * run["makespan_ns"]
+               for run in traced.runs)
 
 
 @pytest.mark.parametrize("vary, pattern", [
