@@ -271,44 +271,26 @@ const K_WIN_START: u16 = 67;
 const K_WIN_COMPLETE: u16 = 68;
 const K_WIN_WAIT: u16 = 69;
 const K_UNCONVERTED: u16 = 70;
+/// The warning of each call left out, by phrase (`&'static str`: the warnings are counted by it).
+macro_rules! left_out {
+    ($why:literal: $($name:literal),* $(,)?) => { [$(concat!($name, ": ", $why)),*] };
+}
 /// What K_UNCONVERTED's calls (by code, from 1, native/trace/trace.h's order) become: left out, with a
-/// warning that names them.
-const UNCONVERTED: [&str; 34] = [
-    "MPI_Alltoallw: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Ialltoallw: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Neighbor_allgather: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Neighbor_allgatherv: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Neighbor_alltoall: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Neighbor_alltoallv: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Neighbor_alltoallw: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Ineighbor_allgather: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Ineighbor_allgatherv: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Ineighbor_alltoall: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Ineighbor_alltoallv: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Ineighbor_alltoallw: no algorithm for it, not converted: its time counts as computation",
-    "MPI_Allgather_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Allgatherv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Allreduce_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Alltoall_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Alltoallv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Alltoallw_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Barrier_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Bcast_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Exscan_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Gather_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Gatherv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Reduce_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Reduce_scatter_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Reduce_scatter_block_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Scan_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Scatter_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Scatterv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Neighbor_allgather_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Neighbor_allgatherv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Neighbor_alltoall_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Neighbor_alltoallv_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-    "MPI_Neighbor_alltoallw_init: a persistent collective, not converted: its starts' and waits' time counts as computation",
-];
+/// warning that names them; the collectives without an algorithm first, then the persistent ones.
+const WITHOUT_ALGORITHM: [&str; 12] = left_out!("no algorithm for it, not converted: its time counts as computation":
+    "MPI_Alltoallw", "MPI_Ialltoallw", "MPI_Neighbor_allgather", "MPI_Neighbor_allgatherv",
+    "MPI_Neighbor_alltoall", "MPI_Neighbor_alltoallv", "MPI_Neighbor_alltoallw", "MPI_Ineighbor_allgather",
+    "MPI_Ineighbor_allgatherv", "MPI_Ineighbor_alltoall", "MPI_Ineighbor_alltoallv",
+    "MPI_Ineighbor_alltoallw"
+);
+const PERSISTENT: [&str; 22] = left_out!("a persistent collective, not converted: its starts' and waits' time counts as computation":
+    "MPI_Allgather_init", "MPI_Allgatherv_init", "MPI_Allreduce_init", "MPI_Alltoall_init",
+    "MPI_Alltoallv_init", "MPI_Alltoallw_init", "MPI_Barrier_init", "MPI_Bcast_init", "MPI_Exscan_init",
+    "MPI_Gather_init", "MPI_Gatherv_init", "MPI_Reduce_init", "MPI_Reduce_scatter_init",
+    "MPI_Reduce_scatter_block_init", "MPI_Scan_init", "MPI_Scatter_init", "MPI_Scatterv_init",
+    "MPI_Neighbor_allgather_init", "MPI_Neighbor_allgatherv_init", "MPI_Neighbor_alltoall_init",
+    "MPI_Neighbor_alltoallv_init", "MPI_Neighbor_alltoallw_init"
+);
 
 /// A collective kind, and whether it is nonblocking (16..=31: its blocking form's kind minus 16).
 fn collective_kind(kind: u16) -> Option<(CollKind, bool)> {
@@ -801,7 +783,7 @@ impl RankReader {
                 Event::Other
             }
             K_INIT | K_FINALIZE => Event::Other,
-            K_UNCONVERTED => match usize::try_from(r.bytes).ok().and_then(|k| k.checked_sub(1)).and_then(|k| UNCONVERTED.get(k)) {
+            K_UNCONVERTED => match usize::try_from(r.bytes).ok().and_then(|k| k.checked_sub(1)).and_then(|k| WITHOUT_ALGORITHM.iter().chain(&PERSISTENT).nth(k)) {
                 Some(&left_out) => Event::Skipped(left_out),
                 None => return Err(self.bad(number, format!("unknown call code {} of an unconverted call", r.bytes))),
             },
@@ -1029,6 +1011,23 @@ mod tests {
         patch(&d, 0, b"\0", Some((0, F_MPI_MEMORY)));
         patch(&d, 1, b"\0", None);
         assert!(calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().all(|c| !matches!(c.event, Event::Rma(Rma { in_place: true, .. }))));
+    }
+
+    #[test]
+    fn an_unconverted_call_is_left_out_by_name_and_an_unknown_code_is_an_error() {
+        let d = temp("unconverted");
+        write_rank(&d, 0, 1, &[(K_UNCONVERTED, 10, 20, 20, 1, -1, -1), (K_UNCONVERTED, 30, 40, 40, 34, -1, -1)], &[], None);
+        let left: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().map(|c| c.event).collect();
+        assert_eq!(left, vec![
+            Event::Skipped("MPI_Alltoallw: no algorithm for it, not converted: its time counts as computation"),
+            Event::Skipped("MPI_Neighbor_alltoallw_init: a persistent collective, not converted: its starts' and waits' time counts as computation"),
+        ]);
+        for code in [0, 35, -1] {
+            let d = temp("unconverted-bad");
+            write_rank(&d, 0, 1, &[(K_UNCONVERTED, 10, 20, 20, code, -1, -1)], &[], None);
+            let err = CtraceSet::open_dir(&d).unwrap().open(0).unwrap().find_map(Result::err).expect("an error");
+            assert!(err.to_string().contains(&format!("unknown call code {code}")), "{err}");
+        }
     }
 
     #[test]

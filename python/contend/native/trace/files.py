@@ -170,6 +170,23 @@ def _communicators(path: Path, words: np.ndarray, ranks: int) -> dict:
     return table
 
 
+def host_names(directory: str | os.PathLike) -> set[bytes]:
+    """The host names of a trace directory's rank files, from their headers alone (a file too short or
+    unreadable is left out: reading the directory whole says what is wrong with it)."""
+    names = set()
+    for entry in Path(directory).iterdir():
+        if not _NAME.match(entry.name):
+            continue
+        try:
+            with open(entry, "rb") as f:
+                head = f.read(HEADER.itemsize)
+        except OSError:
+            continue
+        if len(head) == HEADER.itemsize:
+            names.add(bytes(np.frombuffer(head, HEADER, count=1)[0]["host"]))
+    return names
+
+
 def read_directory(directory: str | os.PathLike) -> list[RankTrace]:
     """Every rank's file of a trace directory, checked to be one complete run: the same rank count in
     every file, and a file for each rank."""

@@ -23,9 +23,9 @@ def algorithms_of(directory: str | Path, choice: str, extrapolated: bool = False
         return choice
     if extrapolated:
         return "mpich"
-    from contend.native.trace.files import read_directory
+    from contend.native.trace.files import host_names
 
-    hosts = {bytes(trace.header["host"]) for trace in read_directory(directory)}
+    hosts = host_names(directory)
     return "mpich-shm" if len(hosts) == 1 and b"" not in hosts else "mpich"
 
 
