@@ -2,7 +2,8 @@
 
 Closed forms: a ping-pong of two ranks on one core, each message waiting for the core to pass to its
 receiver (the critical path counts that wait in its cores part); a barrier of two ranks spinning on one core, two scheduler ticks; with a core for every rank
-the model changes nothing. And the errors of the [cores] table and of --cores.
+the model changes nothing; two ranks that spin beside two that work leave them half of the cores (the
+kernel's fair share). And the errors of the [cores] table and of --cores.
 """
 
 from __future__ import annotations
@@ -202,3 +203,32 @@ def test_a_host_s_cores_stay_shared_by_every_rank_when_a_throttle_emulates_nodes
     shared = simulate(path, machine=str(host), throttle="rate:1ns", ranks_per_node=1)
     assert shared.makespan == 5 * 2 * (2 * O + max(L, SWITCH))
     assert simulate(path, machine=str(host), cores="1", ranks_per_node=1).makespan == 5 * 2 * (2 * O + L)
+
+
+def test_spinners_beside_working_ranks_take_their_fair_half_of_the_cores(tmp_path):
+    """4 ranks on 2 cores: ranks 0 and 1 spin from 10 us on, until ranks 2 and 3 have ping-ponged
+    200 rounds with 100 us of computation each. The kernel's fair share (docs/models.md, "Shared
+    cores") gives the workers the cores whenever they have had less of them than the spinners, so
+    they run half the time, in stretches between ticks: twice their time alone, to within 10% (the
+    switches and the ticks that end each stretch); not a tick a round (the rule without it: 200
+    quanta, 9 times their time alone)."""
+    rounds, calc = 200, 100_000
+    text = ["num_ranks 4"]
+    for r in (0, 1):
+        text += [f"rank {r} {{", "c: calc 10000", f"w: recv 8b from {r + 2} tag {SPINNING}", "w requires c", "}"]
+    for r in (2, 3):
+        peer, ops, prev = 5 - r, [], None
+        for i in range(rounds):
+            pair = [f"s{i}: send 8b to {peer}", f"r{i}: recv 8b from {peer}"]
+            for op in (pair if r == 2 else pair[::-1]) + [f"c{i}: calc {calc}"]:
+                ops.append(op)
+                if prev:
+                    ops.append(f"{op.split(':')[0]} requires {prev}")
+                prev = op.split(":")[0]
+        ops += [f"end: send 8b to {r - 2} tag {SPINNING}", f"end requires {prev}"]
+        text += [f"rank {r} {{", *ops, "}"]
+    text = "\n".join(text) + "\n"
+    alone = run(tmp_path, text, "none", ranks_per_node=4).makespan
+    shared = run(tmp_path, text, f"2:{SWITCH}ns:{QUANTUM}ns", ranks_per_node=4).makespan
+    assert alone > 20 * QUANTUM
+    assert 1.9 * alone <= shared <= 2.2 * alone, (shared, alone)

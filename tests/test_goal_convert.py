@@ -18,7 +18,7 @@ SCHEDGEN = DATA / "schedgen"
 L, O, G_GAP, G = 2500, 1500, 1000, 6
 PARAMS = ["-L", str(L), "-o", str(O), "-g", str(G_GAP), "-G", str(G), "-O", "0", "-S", "65535"]
 # A collective's tag bits: unadmitted (2^19) and spinning (2^18) (docs/formats.md).
-SPINNING = (1 << 19) + (1 << 18)
+UNADMITTED = 1 << 19
 
 
 def hop(size: int) -> int:
@@ -123,12 +123,12 @@ def test_ring_of_isend_irecv_waitall(capsys, tmp_path):
 def test_bcast_on_a_sub_communicator(capsys, tmp_path):
     """MPI_Comm_split(color = rank % 2, key = -rank): members [2, 0] and [3, 1], so the broadcasts' roots
     (rank 0 of each) are world ranks 2 and 3; each broadcast is one message in its own context, with
-    the unadmitted bit (2^19: libcontend-throttle.so passes a broadcast to MPI whole) and the spinning
-    bit (2^18: MPICH's receivers spin on shared memory)."""
+    the unadmitted bit (2^19: libcontend-throttle.so passes a broadcast to MPI whole); MPICH's
+    point-to-point broadcast (the default algorithms) does not spin."""
     out = tmp_path / "sub.goal"
     convert(capsys, DATA / "hand" / "subcomm", out)
     blocks = rank_blocks(out)
-    tag_a, tag_b = 2**31 + (1 << 20) + SPINNING, 2**31 + (2 << 20) + SPINNING
+    tag_a, tag_b = 2**31 + (1 << 20) + UNADMITTED, 2**31 + (2 << 20) + UNADMITTED
     assert blocks[0] == ["l0: calc 3000", f"l1: recv 1000b from 2 tag {tag_a}", "l1 requires l0"]
     assert blocks[2] == ["l0: calc 3000", f"l1: send 1000b to 0 tag {tag_a}", "l1 requires l0"]
     assert blocks[1] == ["l0: calc 3000", f"l1: recv 1000b from 3 tag {tag_b}", "l1 requires l0"]
@@ -152,7 +152,7 @@ def test_nbc_prepost_overlaps_the_computation_before_a_collective(capsys, tmp_pa
     out = tmp_path / "nb.goal"
     convert(capsys, DATA / "hand" / "subcomm", out, "--nbc-prepost", "1us")
     assert rank_blocks(out)[0] == ["l0: calc 2000", "l1: calc 1000", "l1 requires l0",
-                                   f"l2: recv 1000b from 2 tag {2**31 + (1 << 20) + SPINNING}", "l2 requires l0"]
+                                   f"l2: recv 1000b from 2 tag {2**31 + (1 << 20) + UNADMITTED}", "l2 requires l0"]
     assert ranks_of(capsys, out) == [2000 + hop(1000)] * 2 + [3000 + O] * 2
 
 

@@ -116,7 +116,8 @@ def test_bcast_on_a_split_communicator_lands_on_world_ranks(capsys, tmp_path, re
     tags = [tag for _, _, _, tag in bcasts]
     assert tags[0] != tags[1] and min(tags) > CONTEXT  # not the world's context
     barrier = [key for key in sends if key[2] == 0]
-    assert barrier and all(tag == CONTEXT + UNADMITTED + SPINNING for *_, tag in barrier)
+    # MPICH's point-to-point barrier (the default `mpich` algorithms): passed to MPI whole, waits yield
+    assert barrier and all(tag == CONTEXT + UNADMITTED for *_, tag in barrier)
     assert simulate(capsys, out)["deadlock"] is None
 
 
@@ -153,6 +154,34 @@ def test_mpi4py_program_converts_with_every_message_matched(built, capsys, tmp_p
     sends, recvs = messages(out)
     ends = lambda counter: Counter({(s, d, t): n for (s, d, _, t), n in counter.items()})
     assert sum(sends.values()) > 0 and ends(sends) == ends(recvs)
+    assert simulate(capsys, out)["deadlock"] is None
+
+
+@pytest.mark.parametrize("level, spinning", [("single", [False, False, True, True]),
+                                             ("multiple", [False, False, False, False])])
+def test_mpich_s_shared_memory_barriers_follow_its_threshold_and_thread_level(built, capsys, tmp_path, level,
+                                                                              spinning):
+    """With `--algorithms mpich-shm`, MPICH's first two barriers on a communicator are point-to-point
+    (dissemination: two messages a rank on 4 ranks, waits that yield), the next ones flat release-gather
+    barriers whose receivers spin; the tracer records the thread level MPI provided, and under
+    MPI_THREAD_MULTIPLE no barrier goes through the buffers."""
+    program = Path(__file__).with_name("trace_barriers_mpi4py.py")
+    trace = traced(built, tmp_path / level, [sys.executable, str(program), level])
+    out = tmp_path / f"{level}.goal"
+    convert(capsys, trace, out, "--algorithms", "mpich-shm")
+    sends, recvs = messages(out)
+    assert sends == recvs
+    senders, spins = {}, {}  # per barrier (the tag's sequence number)
+    for (src, _, _, tag), n in sends.items():
+        flags = tag % (1 << 20) - tag % (1 << 18)
+        assert tag >= CONTEXT and flags in (UNADMITTED, UNADMITTED + SPINNING), tag
+        k = tag % (1 << 18)
+        senders.setdefault(k, Counter())[src] += n
+        assert spins.setdefault(k, flags == UNADMITTED + SPINNING) == (flags == UNADMITTED + SPINNING)
+    assert [spins[k] for k in sorted(spins)] == spinning
+    # dissemination: 2 sends a rank; the flat barrier: 3 arrivals at rank 0, 3 releases from it
+    flat, dissemination = Counter({0: 3, 1: 1, 2: 1, 3: 1}), Counter({r: 2 for r in range(RANKS)})
+    assert [senders[k] for k in sorted(senders)] == [flat if s else dissemination for s in spinning]
     assert simulate(capsys, out)["deadlock"] is None
 
 
@@ -230,7 +259,7 @@ def test_mpi4py_collectives_on_world_and_a_split_communicator(built, capsys, tmp
     alltoallv = {(s, d): b for (s, d, b, t) in sends if t == CONTEXT + 1}  # the world's second collective
     assert alltoallv == {(j, i): (i + 1) * 16 for j in range(RANKS) for i in range(RANKS) if i != j}
     # the first collective of each split communicator (its context's first tag), passed to MPI whole
-    bcast = sorted((s, d, b) for (s, d, b, t) in sends if t >= CONTEXT + (1 << 20) and t % (1 << 20) == UNADMITTED + SPINNING)
+    bcast = sorted((s, d, b) for (s, d, b, t) in sends if t >= CONTEXT + (1 << 20) and t % (1 << 20) == UNADMITTED)
     assert bcast == [(0, 2, 512), (1, 3, 512)]
     assert simulate(capsys, out)["deadlock"] is None
 

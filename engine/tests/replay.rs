@@ -74,8 +74,30 @@ fn get_is_a_request_and_a_reply() {
 
 #[test]
 fn fence_is_a_barrier_after_the_epochs_operations() {
-    let fence = |t: u64| call(t, t + 10, Event::RmaSync { win: 7, sync: RmaSync::Fence });
-    let put = |t: u64, target: u32| call(t, t + 10, Event::Rma(Rma { op: RmaOp::Put, win: 7, target, bytes: 8, req: None, in_place: false }));
+    let fence = |t: u64| {
+        call(
+            t,
+            t + 10,
+            Event::RmaSync {
+                win: 7,
+                sync: RmaSync::Fence,
+            },
+        )
+    };
+    let put = |t: u64, target: u32| {
+        call(
+            t,
+            t + 10,
+            Event::Rma(Rma {
+                op: RmaOp::Put,
+                win: 7,
+                target,
+                bytes: 8,
+                req: None,
+                in_place: false,
+            }),
+        )
+    };
     let (text, finish) = run(vec![
         window(vec![fence(1000), put(1010, 1), fence(1020), call(1030, 1030, Event::Other)]),
         window(vec![fence(1000), put(1010, 0), fence(1020), call(1030, 1030, Event::Other)]),
@@ -142,8 +164,20 @@ fn a_post_inside_an_access_epoch_leaves_its_operations_to_the_complete() {
             sync(RmaSync::Wait)]),
     ]);
     let rank0 = text.split("rank 1 {").next().unwrap();
-    let label = |needle: &str| rank0.lines().find(|l| l.contains(needle)).unwrap().split(':').next().unwrap().to_string();
-    let (put, posts) = (label("send 8b to 1"), rank0.lines().filter(|l| l.contains("send 0b to 1")).count());
+    let label = |needle: &str| {
+        rank0
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let (put, posts) = (
+        label("send 8b to 1"),
+        rank0.lines().filter(|l| l.contains("send 0b to 1")).count(),
+    );
     assert_eq!(posts, 2, "{text}"); // the post, then the complete
     let done = rank0.lines().filter(|l| l.contains("send 0b to 1")).nth(1).unwrap().split(':').next().unwrap();
     assert!(rank0.contains(&format!("{done} requires {put}\n")), "{text}");
@@ -236,21 +270,59 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
         let text = convert_one(&|_| vec![call(2000, 3000, coll(kind, WORLD, root, 4096, p))]);
         let library = matches!(kind, Allgather | Allgatherv | Alltoall | Alltoallv);
         let tags = send_tags(&text);
-        assert!(!tags.is_empty() && tags.iter().all(|&(_, a)| a == library), "{kind:?}: {tags:?}");
-        // MPICH's shared-memory Barrier, Bcast, Reduce and Allreduce wait spinning (shared cores).
-        let spinning = matches!(kind, Barrier | Bcast | Reduce | Allreduce);
-        assert!(tags.iter().all(|&(tag, _)| spins(tag) == spinning), "{kind:?}: {tags:?}");
+        assert!(
+            !tags.is_empty() && tags.iter().all(|&(_, a)| a == library),
+            "{kind:?}: {tags:?}"
+        );
+        // MPICH's point-to-point algorithms (`mpich`) wait yielding; only `mpich-shm`'s
+        // release-gather calls spin (a_shared_memory_collective_spins_from_mpich_s_threshold).
+        assert!(
+            tags.iter().all(|&(tag, _)| !spins(tag)),
+            "{kind:?}: {tags:?}"
+        );
         // Nonblocking, the library passes it to MPI whole; its waits yield.
         let mut c = match coll(kind, WORLD, root, 4096, p) { Event::Collective(c) => c, _ => unreachable!() };
         c.req = Some(1);
-        let text = convert_one(&|_| vec![call(2000, 2100, Event::Collective(c.clone())), call(2100, 3000, Event::Complete(vec![1]))]);
-        assert!(send_tags(&text).iter().all(|&(tag, a)| !a && !spins(tag)), "I{kind:?}");
+        let text = convert_one(&|_| {
+            vec![
+                call(2000, 2100, Event::Collective(c.clone())),
+                call(2100, 3000, Event::Complete(vec![1])),
+            ]
+        });
+        assert!(
+            send_tags(&text).iter().all(|&(tag, a)| !a && !spins(tag)),
+            "I{kind:?}"
+        );
     }
     let rma = |op: RmaOp| {
-        convert_one(&|r| if r == 0 {
-            vec![call(2000, 2100, Event::Rma(Rma { op, win: 7, target: 1, bytes: 64, req: None, in_place: false })),
-                 call(2100, 3000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } })]
-        } else { Vec::new() })
+        convert_one(&|r| {
+            if r == 0 {
+                vec![
+                    call(
+                        2000,
+                        2100,
+                        Event::Rma(Rma {
+                            op,
+                            win: 7,
+                            target: 1,
+                            bytes: 64,
+                            req: None,
+                            in_place: false,
+                        }),
+                    ),
+                    call(
+                        2100,
+                        3000,
+                        Event::RmaSync {
+                            win: 7,
+                            sync: RmaSync::Flush { target: 1 },
+                        },
+                    ),
+                ]
+            } else {
+                Vec::new()
+            }
+        })
     };
     // A put: its data, admitted.
     assert!(send_tags(&rma(RmaOp::Put)).iter().all(|&(_, a)| a));
@@ -262,7 +334,16 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
     let text = rma(RmaOp::GetAccumulate);
     assert_eq!(send_tags(&text).iter().map(|&(_, a)| a).collect::<Vec<_>>(), vec![true, false], "{text}");
     // A fence: its barrier is not admitted.
-    let fence = convert_one(&|_| vec![call(2000, 2100, Event::RmaSync { win: 7, sync: RmaSync::Fence })]);
+    let fence = convert_one(&|_| {
+        vec![call(
+            2000,
+            2100,
+            Event::RmaSync {
+                win: 7,
+                sync: RmaSync::Fence,
+            },
+        )]
+    });
     assert!(!send_tags(&fence).is_empty() && send_tags(&fence).iter().all(|&(_, a)| !a));
 }
 
@@ -274,8 +355,14 @@ fn the_collectives_admitted_are_the_ones_the_library_wraps() {
     use CollKind::*;
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../native/throttle/collectives.c");
     let source = std::fs::read_to_string(&path).unwrap();
-    let mut wrapped: Vec<String> = source.lines()
-        .filter_map(|l| l.strip_prefix("int MPI_")?.split('(').next().map(|n| n.trim_end_matches("_c").to_string()))
+    let mut wrapped: Vec<String> = source
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("int MPI_")?
+                .split('(')
+                .next()
+                .map(|n| n.trim_end_matches("_c").to_string())
+        })
         .collect();
     wrapped.sort();
     wrapped.dedup();
@@ -293,7 +380,8 @@ fn the_collectives_admitted_are_the_ones_the_library_wraps() {
 
 /// MPICH's shared-memory broadcast (`mpich-shm`): a root runs at most `BCAST_CELLS` broadcasts ahead
 /// of its readers, who note each cell they copied out of. Ten broadcasts from rank 0, then 5C of its
-/// own work; its readers compute C before each receive. The root's tenth waits for the notes of its
+/// own work; its readers compute C before each receive. The first four are point-to-point (MPICH's
+/// threshold), the fifth to tenth go through the cells: the root's tenth waits for the notes of its
 /// sixth, which the readers send after about 6C, so it finishes after 11C; with MPICH's network
 /// algorithms (no cells) after 5C. Every note is received: the schedule runs through.
 #[test]
@@ -323,14 +411,94 @@ fn a_shared_memory_broadcast_root_runs_at_most_four_cells_ahead() {
         (text, r.finish[0])
     };
     let (text, cells) = root_finish(Preset::MpichShm);
-    // Each reader notes all ten broadcasts to the root, which receives every note.
+    // Each reader notes the six broadcasts through the cells to the root, which receives every note.
     let notes = |line: &str| line.contains("send 0b to 0 tag");
-    assert_eq!(text.lines().filter(|l| notes(l)).count(), 20);
-    assert_eq!(text.lines().filter(|l| l.contains("recv 0b from 1 tag") || l.contains("recv 0b from 2 tag")).count(), 20);
+    assert_eq!(text.lines().filter(|l| notes(l)).count(), 12);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("recv 0b from 1 tag") || l.contains("recv 0b from 2 tag"))
+            .count(),
+        12
+    );
     // The tenth waits for the notes of the sixth: 10 - BCAST_CELLS.
     assert_eq!(BCAST_CELLS, 4);
     // (each of the six rounds also costs the readers a receive and a note, o each)
     assert!(cells > 11 * C * NS && cells < 11 * C * NS + C * NS / 2, "{cells}");
     let (_, free) = root_finish(Preset::Mpich);
     assert!(free > 5 * C * NS && free < 5 * C * NS + C * NS / 2, "{free}");
+}
+
+/// MPICH's shared-memory collectives (`mpich-shm`) start from its threshold, per communicator: four
+/// barriers of four ranks are two dissemination barriers, whose waits yield, then two flat
+/// gather-and-release barriers whose receives spin. A program that ran with MPI_THREAD_MULTIPLE never
+/// uses them (all four are dissemination barriers).
+#[test]
+fn a_shared_memory_collective_spins_from_mpich_s_threshold() {
+    use contend_engine::replay::algorithms::{Algorithms, Preset};
+    use contend_engine::replay::{RankCalls, TraceError, TraceSet};
+    use contend_engine::schedule::{spins, OpKind, Program};
+    struct Threaded(Vec<Vec<Call>>);
+    impl TraceSet for Threaded {
+        fn num_ranks(&self) -> u32 {
+            self.0.num_ranks()
+        }
+        fn source(&self, rank: u32) -> String {
+            self.0.source(rank)
+        }
+        fn open(&self, rank: u32) -> Result<RankCalls, TraceError> {
+            self.0.open(rank)
+        }
+        fn threads_multiple(&self) -> bool {
+            true
+        }
+    }
+    let p = 4u32;
+    let calls: Vec<Vec<Call>> = (0..p)
+        .map(|_| {
+            let mut v = vec![call(0, 0, Event::Other)];
+            v.extend((0..4u64).map(|k| {
+                call(
+                    1000 * k + 100,
+                    1000 * k + 200,
+                    coll(CollKind::Barrier, WORLD, None, 0, p),
+                )
+            }));
+            v.push(call(9000, 9000, Event::Other));
+            v
+        })
+        .collect();
+    let opts = Options {
+        algorithms: Algorithms::new(Preset::MpichShm),
+        ..Options::default()
+    };
+    // Rank 1's receives per barrier (sequence number: the tag's low bits), and whether they spin.
+    let receives = |traces: &dyn TraceSet| {
+        let mut out = Vec::new();
+        convert(traces, &opts, &mut out, &mut |_, _| true).unwrap();
+        let prog = parse_goal(&out[..], "converted").unwrap();
+        let mut per: Vec<(u32, usize, bool)> = Vec::new();
+        for op in (0..prog.num_ops(1))
+            .map(|i| prog.op(1, i))
+            .filter(|op| op.kind == OpKind::Recv)
+        {
+            let seq = op.tag & ((1 << 18) - 1);
+            match per.iter_mut().find(|(s, _, _)| *s == seq) {
+                Some(e) => {
+                    e.1 += 1;
+                    assert_eq!(e.2, spins(op.tag));
+                }
+                None => per.push((seq, 1, spins(op.tag))),
+            }
+        }
+        per
+    };
+    // Dissemination on 4 ranks: 2 receives a rank; the flat barrier: rank 1 receives the release.
+    assert_eq!(
+        receives(&calls),
+        vec![(0, 2, false), (1, 2, false), (2, 1, true), (3, 1, true)]
+    );
+    assert_eq!(
+        receives(&Threaded(calls.clone())),
+        vec![(0, 2, false), (1, 2, false), (2, 2, false), (3, 2, false)]
+    );
 }

@@ -49,7 +49,7 @@ typedef struct {
     uint64_t names_bytes; /* bytes of object names after the address table */
     char host[64];
     int32_t clock_kind; /* 0: record times are CLOCK_MONOTONIC ns; 1: time-stamp counter ticks */
-    int32_t reserved;
+    int32_t thread_level; /* 0: unknown; else 1 + what MPI provided: single, funneled, serialized, multiple */
     int64_t calibration[4]; /* tick0, ns0, tick1, ns1: ticks -> ns = ns0 + (t - tick0) * (ns1 - ns0) / (tick1 - tick0) */
     uint64_t comm_words; /* int32 words of the communicator table after the names (comms.c) */
     uint64_t size_words; /* int64 words of the per-record table, at the end (per_record.c) */
@@ -129,10 +129,27 @@ static void calibrate(int64_t *pair)
     }
 }
 
+/* The header's thread level. MPICH runs no collective through its shared-memory buffers under
+ * MPI_THREAD_MULTIPLE, so the converter needs it (docs/models.md, "Replaying traces"). */
+static int32_t thread_level_code(void)
+{
+    int provided;
+    if (PMPI_Query_thread(&provided) != MPI_SUCCESS)
+        return 0;
+    switch (provided) {
+    case MPI_THREAD_SINGLE: return 1;
+    case MPI_THREAD_FUNNELED: return 2;
+    case MPI_THREAD_SERIALIZED: return 3;
+    case MPI_THREAD_MULTIPLE: return 4;
+    default: return 0;
+    }
+}
+
 static void start(void *site)
 {
     PMPI_Comm_rank(MPI_COMM_WORLD, &tracer.rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &tracer.ranks);
+    tracer.thread_level = thread_level_code();
     const char *dir = getenv("CONTEND_TRACE_DIR");
     MPI_Comm parent;
     PMPI_Comm_get_parent(&parent);
@@ -350,6 +367,7 @@ void trace_write(void)
     h.names_bytes = names_bytes;
     gethostname(h.host, sizeof h.host - 1);
     h.clock_kind = tracer.tsc;
+    h.thread_level = tracer.thread_level;
     memcpy(h.calibration, tracer.calibration, sizeof h.calibration);
     uint64_t comm_words;
     const int32_t *comms = comm_table(&comm_words);

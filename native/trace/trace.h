@@ -131,6 +131,7 @@ typedef struct {
     int64_t calibration[4]; /* tick and ns read together at start and at the end: ticks -> ns */
     int written;
     int rank, ranks;
+    int32_t thread_level; /* the header's code (init.c): 0 unknown, 1 + the level MPI provided */
     int depth;         /* frames per record, 1..TRACE_FRAMES */
     char dir[4096];
     trace_record *records;

@@ -55,6 +55,9 @@ const ADDRESS_BYTES: u64 = 24;
 const FRAMES: u32 = 6;
 const CLOCK_NS: i32 = 0;
 const CLOCK_TSC: i32 = 1;
+/// The header's thread level: 0 unknown (traces of earlier tracers), else 1 + the level
+/// MPI_Init_thread provided (single, funneled, serialized, multiple).
+const THREAD_MULTIPLE: i32 = 4;
 
 /// The header fields a conversion needs (the layout is docs/formats.md's).
 #[derive(Clone, Debug)]
@@ -70,6 +73,8 @@ struct Header {
     size_words: u64,
     /// The rank's host name (empty: unknown).
     host: Vec<u8>,
+    /// The thread level MPI provided (`THREAD_MULTIPLE`'s code, 0: unknown).
+    thread_level: i32,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -117,7 +122,11 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
     let (comm_words, size_words) = (u64_at(&b, 240), u64_at(&b, 248));
     let comm_offset = records
         .checked_mul(RECORD_BYTES)
-        .and_then(|r| addresses.checked_mul(ADDRESS_BYTES).and_then(|a| r.checked_add(a)))
+        .and_then(|r| {
+            addresses
+                .checked_mul(ADDRESS_BYTES)
+                .and_then(|a| r.checked_add(a))
+        })
         .and_then(|x| x.checked_add(HEADER_BYTES)?.checked_add(names_bytes));
     let expected = comm_offset
         .and_then(|o| o.checked_add(comm_words.checked_mul(4)?))
@@ -151,7 +160,23 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
         }
         other => return Err(err(format!("unknown clock kind {other}"))),
     };
-    Ok(Header { rank, ranks, records, ticks, comm_offset: comm_offset.unwrap(), comm_words, size_words, host })
+    let thread_level = i32_at(&b, 204);
+    if !(0..=THREAD_MULTIPLE).contains(&thread_level) {
+        return Err(err(format!(
+            "unknown thread level {thread_level} (0 to {THREAD_MULTIPLE})"
+        )));
+    }
+    Ok(Header {
+        rank,
+        ranks,
+        records,
+        ticks,
+        comm_offset: comm_offset.unwrap(),
+        comm_words,
+        size_words,
+        host,
+        thread_level,
+    })
 }
 
 /// The communicator table of a file.
@@ -180,7 +205,13 @@ fn read_per_record(path: &Path, file: &mut File, h: &Header) -> Result<PerRecord
     let mut table = HashMap::new();
     let mut at = 0usize;
     while at < words.len() {
-        let bad = || TraceError::new(name.as_str(), 0, format!("per-record table at word {at}: truncated or corrupt"));
+        let bad = || {
+            TraceError::new(
+                name.as_str(),
+                0,
+                format!("per-record table at word {at}: truncated or corrupt"),
+            )
+        };
         if at + 3 > words.len() || words[at] < 0 || words[at + 1] < 0 || words[at + 2] < 0 {
             return Err(bad());
         }
@@ -202,8 +233,13 @@ fn parse_comms(name: &str, words: &[i32], ranks: i32) -> Result<HashMap<CommId, 
     let mut table = HashMap::new();
     let mut at = 0usize;
     while at < words.len() {
-        let bad = |what: &str| TraceError::new(name, 0, format!("communicator table at word {at}: {what}"));
-        if at + 2 > words.len() || words[at + 1] < 0 || at + 2 + words[at + 1] as usize > words.len() {
+        let bad = |what: &str| {
+            TraceError::new(name, 0, format!("communicator table at word {at}: {what}"))
+        };
+        if at + 2 > words.len()
+            || words[at + 1] < 0
+            || at + 2 + words[at + 1] as usize > words.len()
+        {
             return Err(bad("truncated"));
         }
         let (id, size) = (words[at], words[at + 1] as usize);
@@ -324,6 +360,8 @@ pub struct CtraceSet {
     ranks: Vec<Source>,
     /// Each rank's host name, from the files' headers (None: records without headers).
     hosts: Option<Arc<Vec<Vec<u8>>>>,
+    /// A header says MPI provided MPI_THREAD_MULTIPLE.
+    threads_multiple: bool,
 }
 
 enum Source {
@@ -371,11 +409,14 @@ impl CtraceSet {
         }
         let mut ranks = None;
         let mut hosts = Vec::with_capacity(found.len());
+        let mut threads_multiple = false;
         for (rank, path) in &found {
-            let mut file = File::open(path)
-                .map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read ({e})")))?;
+            let mut file = File::open(path).map_err(|e| {
+                TraceError::new(path.display().to_string(), 0, format!("cannot read ({e})"))
+            })?;
             let h = read_header(path, &mut file)?;
             hosts.push(h.host.clone());
+            threads_multiple |= h.thread_level == THREAD_MULTIPLE;
             let here = path.display().to_string();
             if h.rank as u32 != *rank {
                 return Err(TraceError::new(here, 0, format!("holds rank {}, not {rank} as its name says", h.rank)));
@@ -410,7 +451,11 @@ impl CtraceSet {
                 format!("{} of {ranks} rank files missing (first: rank-{missing:05}.ctrace)", ranks as usize - found.len()),
             ));
         }
-        Ok(CtraceSet { ranks: found.into_iter().map(|(_, p)| Source::File(p)).collect(), hosts: Some(Arc::new(hosts)) })
+        Ok(CtraceSet {
+            ranks: found.into_iter().map(|(_, p)| Source::File(p)).collect(),
+            hosts: Some(Arc::new(hosts)),
+            threads_multiple,
+        })
     }
 
     /// Records built in memory, rank i's at position i (errors in their communicator tables are
@@ -423,7 +468,11 @@ impl CtraceSet {
             }
             parse_comms(&rank.name, &rank.comm_words, n)?;
         }
-        Ok(CtraceSet { ranks: ranks.into_iter().map(Source::Memory).collect(), hosts: None })
+        Ok(CtraceSet {
+            ranks: ranks.into_iter().map(Source::Memory).collect(),
+            hosts: None,
+            threads_multiple: false,
+        })
     }
 }
 
@@ -444,6 +493,10 @@ impl TraceSet for CtraceSet {
             Source::File(path) => RankReader::open(path)?.on_hosts(self.hosts.clone()),
             Source::Memory(m) => RankReader::memory(m, rank as i32, self.ranks.len() as i32)?,
         }))
+    }
+
+    fn threads_multiple(&self) -> bool {
+        self.threads_multiple
     }
 }
 
@@ -510,7 +563,17 @@ impl RankReader {
 
     fn memory(m: &MemoryRank, rank: i32, ranks: i32) -> Result<RankReader, TraceError> {
         let records = m.records.len() as u64 / RECORD_BYTES;
-        let header = Header { rank, ranks, records, ticks: None, comm_offset: 0, comm_words: 0, size_words: 0, host: Vec::new() };
+        let header = Header {
+            rank,
+            ranks,
+            records,
+            ticks: None,
+            comm_offset: 0,
+            comm_words: 0,
+            size_words: 0,
+            host: Vec::new(),
+            thread_level: 0,
+        };
         let comms = parse_comms(&m.name, &m.comm_words, ranks)?;
         let input = Box::new(std::io::Cursor::new(SharedBytes(m.records.clone())));
         Ok(RankReader::start(m.name.clone(), input, header, comms, PerRecord::new()))
@@ -546,7 +609,9 @@ impl RankReader {
         let ns = match self.header.ticks {
             None => stamp,
             // in f64 throughout: a corrupt stamp saturates instead of overflowing
-            Some((t0, n0, scale)) => (n0 as f64 + (stamp as f64 - t0 as f64) * scale).round() as i64,
+            Some((t0, n0, scale)) => {
+                (n0 as f64 + (stamp as f64 - t0 as f64) * scale).round() as i64
+            }
         };
         ns.max(0) as u64
     }
@@ -559,9 +624,13 @@ impl RankReader {
             return Ok(None);
         }
         let mut b = [0u8; RECORD_BYTES as usize];
-        self.input
-            .read_exact(&mut b)
-            .map_err(|e| TraceError::new(self.name.clone(), self.next + 1, format!("cannot read ({e})")))?;
+        self.input.read_exact(&mut b).map_err(|e| {
+            TraceError::new(
+                self.name.clone(),
+                self.next + 1,
+                format!("cannot read ({e})"),
+            )
+        })?;
         self.next += 1;
         Ok(Some(parse(&b)))
     }
@@ -694,7 +763,10 @@ impl RankReader {
     fn byte_counts(&self, number: u64, words: Vec<i64>) -> Result<Vec<u64>, TraceError> {
         words
             .into_iter()
-            .map(|w| u64::try_from(w).map_err(|_| self.bad(number, format!("a per-member size of {w} bytes"))))
+            .map(|w| {
+                u64::try_from(w)
+                    .map_err(|_| self.bad(number, format!("a per-member size of {w} bytes")))
+            })
             .collect()
     }
 
@@ -770,7 +842,9 @@ impl RankReader {
                 let in_place = self.in_place(win, target);
                 Event::Rma(Rma { op, win, target, bytes: r.bytes.max(0) as u64, req: None, in_place })
             }
-            K_WAIT | K_TEST => Event::Complete(self.pending.remove(&r.returned).unwrap_or_default()),
+            K_WAIT | K_TEST => {
+                Event::Complete(self.pending.remove(&r.returned).unwrap_or_default())
+            }
             49..=57 | K_WIN_POST..=K_WIN_WAIT => {
                 let win = self.window(number, &r, start);
                 Event::RmaSync { win, sync: self.rma_sync(number, &r)? }
@@ -785,7 +859,12 @@ impl RankReader {
             K_INIT | K_FINALIZE => Event::Other,
             K_UNCONVERTED => match usize::try_from(r.bytes).ok().and_then(|k| k.checked_sub(1)).and_then(|k| WITHOUT_ALGORITHM.iter().chain(&PERSISTENT).nth(k)) {
                 Some(&left_out) => Event::Skipped(left_out),
-                None => return Err(self.bad(number, format!("unknown call code {} of an unconverted call", r.bytes))),
+                None => {
+                    return Err(self.bad(
+                        number,
+                        format!("unknown call code {} of an unconverted call", r.bytes),
+                    ))
+                }
             },
             K_WIN_CREATE if r.bytes > 0 => {
                 if r.tag < 0 {
@@ -800,7 +879,9 @@ impl RankReader {
             K_WIN_FREE if r.tag > 0 => Event::WinFree { win: r.tag as u64 },
             K_WIN_CREATE | K_WIN_FREE => Event::Other,
             kind => match collective_kind(kind) {
-                Some((coll, nonblocking)) => self.collective(number, &r, coll, nonblocking, start)?,
+                Some((coll, nonblocking)) => {
+                    self.collective(number, &r, coll, nonblocking, start)?
+                }
                 None => return Err(self.bad(number, format!("unknown record kind {kind}"))),
             },
         };
@@ -988,6 +1069,42 @@ mod tests {
     }
 
     #[test]
+    fn the_thread_level_mpi_provided_is_read_from_the_headers() {
+        use std::io::{Seek, SeekFrom, Write};
+        let level = |d: &Path, rank: i32, code: i32| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(d.join(format!("rank-{rank:05}.ctrace")))
+                .unwrap();
+            f.seek(SeekFrom::Start(204)).unwrap();
+            f.write_all(&code.to_le_bytes()).unwrap();
+        };
+        // 0 (unknown: earlier tracers), single, funneled, serialized: not multiple; multiple on any rank.
+        for (codes, multiple) in [
+            ([0, 0], false),
+            ([1, 3], false),
+            ([4, 4], true),
+            ([0, 4], true),
+        ] {
+            let d = temp("threads");
+            for (rank, code) in codes.into_iter().enumerate() {
+                write_rank(&d, rank as i32, 2, &[], &[], None);
+                level(&d, rank as i32, code);
+            }
+            assert_eq!(
+                CtraceSet::open_dir(&d).unwrap().threads_multiple(),
+                multiple,
+                "{codes:?}"
+            );
+        }
+        let d = temp("threads-bad");
+        write_rank(&d, 0, 1, &[], &[], None);
+        level(&d, 0, 5);
+        let e = CtraceSet::open_dir(&d).err().unwrap();
+        assert!(e.to_string().contains("unknown thread level 5"), "{e}");
+    }
+
+    #[test]
     fn one_sided_operations_on_mpi_memory_of_the_same_host_are_done_in_place() {
         // Rank 0 creates windows 1 (MPI's memory) and 2 (its own), then puts to rank 1 on each.
         let put_on = |win: i32| (8, 40, 41, -1, 64, 1, win);
@@ -1000,7 +1117,13 @@ mod tests {
             patch(&d, 1, host1, None);
             let got: Vec<bool> = calls(&CtraceSet::open_dir(&d).unwrap(), 0)
                 .into_iter()
-                .filter_map(|c| if let Event::Rma(r) = c.event { Some(r.in_place) } else { None })
+                .filter_map(|c| {
+                    if let Event::Rma(r) = c.event {
+                        Some(r.in_place)
+                    } else {
+                        None
+                    }
+                })
                 .collect();
             assert_eq!(got, expected, "rank 1 on {:?}", std::str::from_utf8(host1));
         }
@@ -1059,16 +1182,37 @@ mod tests {
         write_rank(&d, 0, 2, &[(14, 10, 11, 60, 32, 1, 0), (15, 20, 21, 60, 16, 1, 0), (K_FETCH_AND_OP, 30, 31, 60, 8, 1, 0),
             (K_COMPARE_AND_SWAP, 40, 41, 60, 4, 1, 0), (51, 50, 60, 60, 0, -1, 0)], &[], None);
         write_rank(&d, 1, 2, &[], &[], None);
-        let events: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().map(|c| c.event).collect();
-        let rma = |op, bytes| Event::Rma(Rma { op, win: 0, target: 1, bytes, req: None, in_place: false });
-        assert_eq!(events, vec![
-            Event::WinCreate { win: 0, comm: WORLD },
-            rma(RmaOp::Accumulate, 32),
-            rma(RmaOp::GetAccumulate, 16),
-            rma(RmaOp::GetAccumulate, 8),
-            rma(RmaOp::GetAccumulate, 4),
-            Event::RmaSync { win: 0, sync: RmaSync::FlushAll },
-        ]);
+        let events: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0)
+            .into_iter()
+            .map(|c| c.event)
+            .collect();
+        let rma = |op, bytes| {
+            Event::Rma(Rma {
+                op,
+                win: 0,
+                target: 1,
+                bytes,
+                req: None,
+                in_place: false,
+            })
+        };
+        assert_eq!(
+            events,
+            vec![
+                Event::WinCreate {
+                    win: 0,
+                    comm: WORLD
+                },
+                rma(RmaOp::Accumulate, 32),
+                rma(RmaOp::GetAccumulate, 16),
+                rma(RmaOp::GetAccumulate, 8),
+                rma(RmaOp::GetAccumulate, 4),
+                Event::RmaSync {
+                    win: 0,
+                    sync: RmaSync::FlushAll
+                },
+            ]
+        );
     }
 
     #[test]
@@ -1081,12 +1225,47 @@ mod tests {
             (K_WIN_COMPLETE, 25, 30, 30, 0, -1, 0)], &[], None, &[0, 1, 0, 1]);
         write_rank(&d, 2, 3, &[], &[], None);
         let set = CtraceSet::open_dir(&d).unwrap();
-        let events = |rank| calls(&set, rank).into_iter().map(|c| c.event).skip(1).collect::<Vec<_>>();
-        assert_eq!(events(1), vec![Event::RmaSync { win: 0, sync: RmaSync::Post { group: vec![0, 2] } },
-            Event::RmaSync { win: 0, sync: RmaSync::Wait }]);
-        assert_eq!(events(0), vec![Event::RmaSync { win: 0, sync: RmaSync::Start { group: vec![1] } },
-            Event::Rma(Rma { op: RmaOp::Put, win: 0, target: 1, bytes: 64, req: None, in_place: false }),
-            Event::RmaSync { win: 0, sync: RmaSync::Complete }]);
+        let events = |rank| {
+            calls(&set, rank)
+                .into_iter()
+                .map(|c| c.event)
+                .skip(1)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            events(1),
+            vec![
+                Event::RmaSync {
+                    win: 0,
+                    sync: RmaSync::Post { group: vec![0, 2] }
+                },
+                Event::RmaSync {
+                    win: 0,
+                    sync: RmaSync::Wait
+                }
+            ]
+        );
+        assert_eq!(
+            events(0),
+            vec![
+                Event::RmaSync {
+                    win: 0,
+                    sync: RmaSync::Start { group: vec![1] }
+                },
+                Event::Rma(Rma {
+                    op: RmaOp::Put,
+                    win: 0,
+                    target: 1,
+                    bytes: 64,
+                    req: None,
+                    in_place: false
+                }),
+                Event::RmaSync {
+                    win: 0,
+                    sync: RmaSync::Complete
+                }
+            ]
+        );
         // a group the table does not hold, or with a member outside the run: the record is refused
         write_rank(&d, 2, 3, &[(K_WIN_POST, 10, 20, 20, 1, -1, 0)], &[], None);
         let e = CtraceSet::open_dir(&d).unwrap().open(2).unwrap().find_map(Result::err).unwrap();

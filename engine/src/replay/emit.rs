@@ -116,22 +116,17 @@ const SEQ_BITS: u32 = 20;
 const CTX_MASK: u32 = (1 << 11) - 1;
 const SEQ_MASK: u32 = (1 << 18) - 1;
 
-fn context_tag(ctx: u32, seq: u64, c: &Collective) -> u32 {
+fn context_tag(ctx: u32, seq: u64, c: &Collective, spinning: bool) -> u32 {
     let tag = CONTEXT_TAGS | ((ctx & CTX_MASK) << SEQ_BITS) | (seq as u32 & SEQ_MASK);
-    if waits_spinning(c) {
+    if spinning {
+        // MPICH's release-gather collectives (Algorithms::release_gather): their ranks spin on
+        // shared-memory flags, holding their core; the library passes them to MPI whole.
         tag | SPINNING_TAGS
     } else if admitted_by_the_library(c) {
         tag
     } else {
         tag | UNADMITTED_TAGS
     }
-}
-
-/// The collectives whose ranks wait spinning on shared memory, holding their core (MPICH's
-/// release-gather Barrier, Bcast, Reduce and Allreduce; measured in docs/measurements.md, "Shared
-/// cores"), blocking ones: the library passes them to MPI whole, so they are unadmitted too.
-pub fn waits_spinning(c: &Collective) -> bool {
-    c.req.is_none() && matches!(c.kind, CollKind::Barrier | CollKind::Bcast | CollKind::Reduce | CollKind::Allreduce)
 }
 
 /// The collectives libcontend-throttle.so admits (it runs them as sends of its own,
@@ -243,6 +238,7 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
         records: 0,
         in_place: 0,
         warn: Warnings::default(),
+        threads_multiple: traces.threads_multiple(),
     };
     let incoming = incoming_rma(traces, opts)?;
     for rank in 0..ranks {
@@ -268,7 +264,13 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
         }
     }
     let members = &e.members;
-    if let Some(m) = e.balance.check(&|ctx, i| if ctx == 0 { i } else { members[ctx as usize][i as usize] }) {
+    if let Some(m) = e.balance.check(&|ctx, i| {
+        if ctx == 0 {
+            i
+        } else {
+            members[ctx as usize][i as usize]
+        }
+    }) {
         return Err(TraceError::new(traces.source(m.at.rank), m.at.line, m.msg).into());
     }
     let ops = e.sink.ops_written();
@@ -311,6 +313,9 @@ struct RankState {
     comms: HashMap<CommId, u32>,
     /// Collectives called per context (sequence number of the next one).
     seq: HashMap<u32, u64>,
+    /// Per context, the calls counted toward MPICH's threshold of shared-memory collectives
+    /// ([`Algorithms::release_gather`]).
+    release_gather: HashMap<u32, u64>,
     window: WindowFilter,
     /// Windows: id -> (context of its communicator, one-sided operations not yet completed:
     /// (target, the operation that completes it at the origin)).
@@ -335,6 +340,7 @@ impl RankState {
             reqs: U64Map::default(),
             comms: HashMap::new(),
             seq: HashMap::new(),
+            release_gather: HashMap::new(),
             window: WindowFilter::default(),
             wins: HashMap::new(),
             posted: HashMap::new(),
@@ -384,6 +390,8 @@ struct Emitter<'a, W: Write> {
     records: u64,
     in_place: u64,
     warn: Warnings,
+    /// The traced program ran with MPI_THREAD_MULTIPLE ([`TraceSet::threads_multiple`]).
+    threads_multiple: bool,
 }
 
 impl<W: Write> Emitter<'_, W> {
@@ -508,7 +516,9 @@ impl<W: Write> Emitter<'_, W> {
                 transparent(st, &call);
             }
             Event::Rma(r) if self.opts.p2p => self.rma(st, &call, r)?,
-            Event::RmaSync { win, sync } if self.opts.p2p => self.rma_sync(st, &call, *win, sync)?,
+            Event::RmaSync { win, sync } if self.opts.p2p => {
+                self.rma_sync(st, &call, *win, sync)?
+            }
             Event::Skipped(why) => {
                 let here = st.here();
                 self.warn.add(why, || here);
@@ -598,8 +608,18 @@ impl<W: Write> Emitter<'_, W> {
         if root >= size {
             return Err(st.err(format!("root {root} out of range for a communicator of {size} ranks")));
         }
+        let bytes = self.block_bytes(c, size);
+        let counted = st.release_gather.entry(ctx).or_insert(0);
+        let released = c.req.is_none()
+            && self.opts.algorithms.release_gather(
+                c.kind,
+                size,
+                bytes,
+                self.threads_multiple,
+                counted,
+            );
         let seq = st.seq.entry(ctx).or_insert(0);
-        let (number, tag) = (*seq, context_tag(ctx, *seq, c));
+        let (number, tag) = (*seq, context_tag(ctx, *seq, c, released));
         *seq += 1;
         self.balance.collective(ctx, size, me, Origin { rank: st.rank, line: st.line });
 
@@ -618,20 +638,34 @@ impl<W: Write> Emitter<'_, W> {
             _ => self.compute(st, call.start)?,
         }
 
-        let world_of = |i: u32| if ctx == 0 { i } else { self.members[ctx as usize][i as usize] };
+        let world_of = |i: u32| {
+            if ctx == 0 {
+                i
+            } else {
+                self.members[ctx as usize][i as usize]
+            }
+        };
         // Phases run one after the other: a phase's first operations wait for the previous one's last.
         let mut phases: Vec<(Vec<Op>, Option<Generated>)> = Vec::new();
-        match self.opts.algorithms.plan(c.kind, size, self.block_bytes(c, size)) {
+        match self.opts.algorithms.plan(c.kind, size, bytes, released) {
             Plan::Nothing => {}
-            Plan::Pattern(pattern, bytes) => phases.push(self.generated(st, pattern, size, bytes, root, me, &world_of, tag)?),
+            Plan::Pattern(pattern, bytes) => {
+                phases.push(self.generated(st, pattern, size, bytes, root, me, &world_of, tag)?)
+            }
             Plan::Phases(first, second) => {
                 phases.push(self.generated(st, first.0, size, first.1, root, me, &world_of, tag)?);
                 phases.push(self.generated(st, second.0, size, second.1, root, me, &world_of, tag)?);
             }
-            Plan::Linear => phases.push((self.linear(st, c, size, me, root, &world_of, tag)?, None)),
+            Plan::Linear => {
+                phases.push((self.linear(st, c, size, me, root, &world_of, tag)?, None))
+            }
         }
-        let in_cells = c.req.is_none() && c.kind == CollKind::Bcast && self.opts.algorithms.bcast_in_cells(size, self.block_bytes(c, size));
-        let (root_world, readers): (u32, Vec<u32>) = (world_of(root), (0..size).filter(|&i| i != root).map(&world_of).collect());
+        // A broadcast through the buffers goes through one of its cells (BCAST_CELLS).
+        let in_cells = released && c.kind == CollKind::Bcast;
+        let (root_world, readers): (u32, Vec<u32>) = (
+            world_of(root),
+            (0..size).filter(|&i| i != root).map(&world_of).collect(),
+        );
         let mut entry = st.frontier.clone();
         if in_cells && me == root {
             // The root reuses the cell of its broadcast BCAST_CELLS ago once every reader has

@@ -63,6 +63,10 @@ impl<T: TraceSet> TraceSet for Extrapolated<T> {
     fn has_one_sided(&self) -> bool {
         self.inner.has_one_sided()
     }
+
+    fn threads_multiple(&self) -> bool {
+        self.inner.threads_multiple()
+    }
 }
 
 /// The mapping of one copy's rank: `base` = P*k.

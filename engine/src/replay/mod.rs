@@ -30,6 +30,11 @@ pub trait TraceSet {
     fn has_one_sided(&self) -> bool {
         true
     }
+    /// Whether the traced program initialized MPI with `MPI_THREAD_MULTIPLE` (MPICH then runs no
+    /// collective through its shared-memory buffers); false when the traces do not say.
+    fn threads_multiple(&self) -> bool {
+        false
+    }
 }
 
 /// A boxed trace set is one (readers are chosen at run time, then wrapped, e.g. extrapolated).
@@ -45,6 +50,9 @@ impl<T: TraceSet + ?Sized> TraceSet for Box<T> {
     }
     fn has_one_sided(&self) -> bool {
         (**self).has_one_sided()
+    }
+    fn threads_multiple(&self) -> bool {
+        (**self).threads_multiple()
     }
 }
 

@@ -532,8 +532,8 @@ impl<P: Program> Sim<'_, P> {
     #[inline(never)]
     fn core_free(&mut self, h: u32, t: Time) -> Time {
         let cores = self.cores.as_mut().expect("shared cores");
-        let (start, core) = cores.earliest(h, t);
-        cores.chosen = core;
+        let (start, core, took) = cores.earliest_took(h, t);
+        (cores.chosen, cores.chosen_took) = (core, took);
         start
     }
 
@@ -541,7 +541,7 @@ impl<P: Program> Sim<'_, P> {
     #[inline(never)]
     fn hold_core(&mut self, h: u32, end: Time) {
         let cores = self.cores.as_mut().expect("shared cores");
-        cores.occupy(cores.chosen, h, end);
+        cores.occupy(cores.chosen, h, cores.chosen_took, end);
     }
 
     /// When CPU work of `w` that may start at `t` on host `h` ends: `t + w`, stretched by noise.
@@ -705,7 +705,7 @@ impl<P: Program> Sim<'_, P> {
                     None => {
                         self.queues.push(&mut self.hosts.get_mut(h).queues, Queue::Posted, op.peer, op.tag, i);
                         if let Some(cores) = self.cores.as_mut() {
-                            cores.wait(h, spins(op.tag));
+                            cores.wait(h, t, spins(op.tag));
                         }
                     }
                 }
