@@ -11,7 +11,8 @@ the policy's rules fix agree exactly.
   it, since on a busy host the ranks of a node need not have their cores at the same time).
 - Waits: what the rules fix, exactly: none where the pool covers every send a node can have in flight;
   otherwise at most one per send on each side. Beyond that timing decides them, so each side has a
-  spread (the library's runs; the engine replaying this host's measured noise) and the cases of AGREE
+  spread (the library's runs; the engine replaying this host's measured noise, or, for the all-to-all,
+  whose 4 busy ranks share the host's 2 cores, sharing them in the model) and the cases of AGREE
   must overlap within TOLERANCE (test_waits_agree_within_the_spread); APART says why the others do not
   yet (docs/measurements.md, "Engine vs library").
 
