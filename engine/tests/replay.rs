@@ -74,30 +74,8 @@ fn get_is_a_request_and_a_reply() {
 
 #[test]
 fn fence_is_a_barrier_after_the_epochs_operations() {
-    let fence = |t: u64| {
-        call(
-            t,
-            t + 10,
-            Event::RmaSync {
-                win: 7,
-                sync: RmaSync::Fence,
-            },
-        )
-    };
-    let put = |t: u64, target: u32| {
-        call(
-            t,
-            t + 10,
-            Event::Rma(Rma {
-                op: RmaOp::Put,
-                win: 7,
-                target,
-                bytes: 8,
-                req: None,
-                in_place: false,
-            }),
-        )
-    };
+    let fence = |t: u64| call(t, t + 10, Event::RmaSync { win: 7, sync: RmaSync::Fence });
+    let put = |t: u64, target: u32| call(t, t + 10, Event::Rma(Rma { op: RmaOp::Put, win: 7, target, bytes: 8, req: None, in_place: false }));
     let (text, finish) = run(vec![
         window(vec![fence(1000), put(1010, 1), fence(1020), call(1030, 1030, Event::Other)]),
         window(vec![fence(1000), put(1010, 0), fence(1020), call(1030, 1030, Event::Other)]),
@@ -164,20 +142,8 @@ fn a_post_inside_an_access_epoch_leaves_its_operations_to_the_complete() {
             sync(RmaSync::Wait)]),
     ]);
     let rank0 = text.split("rank 1 {").next().unwrap();
-    let label = |needle: &str| {
-        rank0
-            .lines()
-            .find(|l| l.contains(needle))
-            .unwrap()
-            .split(':')
-            .next()
-            .unwrap()
-            .to_string()
-    };
-    let (put, posts) = (
-        label("send 8b to 1"),
-        rank0.lines().filter(|l| l.contains("send 0b to 1")).count(),
-    );
+    let label = |needle: &str| rank0.lines().find(|l| l.contains(needle)).unwrap().split(':').next().unwrap().to_string();
+    let (put, posts) = (label("send 8b to 1"), rank0.lines().filter(|l| l.contains("send 0b to 1")).count());
     assert_eq!(posts, 2, "{text}"); // the post, then the complete
     let done = rank0.lines().filter(|l| l.contains("send 0b to 1")).nth(1).unwrap().split(':').next().unwrap();
     assert!(rank0.contains(&format!("{done} requires {put}\n")), "{text}");
@@ -283,46 +249,14 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
         // Nonblocking, the library passes it to MPI whole; its waits yield.
         let mut c = match coll(kind, WORLD, root, 4096, p) { Event::Collective(c) => c, _ => unreachable!() };
         c.req = Some(1);
-        let text = convert_one(&|_| {
-            vec![
-                call(2000, 2100, Event::Collective(c.clone())),
-                call(2100, 3000, Event::Complete(vec![1])),
-            ]
-        });
-        assert!(
-            send_tags(&text).iter().all(|&(tag, a)| !a && !spins(tag)),
-            "I{kind:?}"
-        );
+        let text = convert_one(&|_| vec![call(2000, 2100, Event::Collective(c.clone())), call(2100, 3000, Event::Complete(vec![1]))]);
+        assert!(send_tags(&text).iter().all(|&(tag, a)| !a && !spins(tag)), "I{kind:?}");
     }
     let rma = |op: RmaOp| {
-        convert_one(&|r| {
-            if r == 0 {
-                vec![
-                    call(
-                        2000,
-                        2100,
-                        Event::Rma(Rma {
-                            op,
-                            win: 7,
-                            target: 1,
-                            bytes: 64,
-                            req: None,
-                            in_place: false,
-                        }),
-                    ),
-                    call(
-                        2100,
-                        3000,
-                        Event::RmaSync {
-                            win: 7,
-                            sync: RmaSync::Flush { target: 1 },
-                        },
-                    ),
-                ]
-            } else {
-                Vec::new()
-            }
-        })
+        convert_one(&|r| if r == 0 {
+            vec![call(2000, 2100, Event::Rma(Rma { op, win: 7, target: 1, bytes: 64, req: None, in_place: false })),
+                 call(2100, 3000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } })]
+        } else { Vec::new() })
     };
     // A put: its data, admitted.
     assert!(send_tags(&rma(RmaOp::Put)).iter().all(|&(_, a)| a));
@@ -334,16 +268,7 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
     let text = rma(RmaOp::GetAccumulate);
     assert_eq!(send_tags(&text).iter().map(|&(_, a)| a).collect::<Vec<_>>(), vec![true, false], "{text}");
     // A fence: its barrier is not admitted.
-    let fence = convert_one(&|_| {
-        vec![call(
-            2000,
-            2100,
-            Event::RmaSync {
-                win: 7,
-                sync: RmaSync::Fence,
-            },
-        )]
-    });
+    let fence = convert_one(&|_| vec![call(2000, 2100, Event::RmaSync { win: 7, sync: RmaSync::Fence })]);
     assert!(!send_tags(&fence).is_empty() && send_tags(&fence).iter().all(|&(_, a)| !a));
 }
 
@@ -355,14 +280,8 @@ fn the_collectives_admitted_are_the_ones_the_library_wraps() {
     use CollKind::*;
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../native/throttle/collectives.c");
     let source = std::fs::read_to_string(&path).unwrap();
-    let mut wrapped: Vec<String> = source
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("int MPI_")?
-                .split('(')
-                .next()
-                .map(|n| n.trim_end_matches("_c").to_string())
-        })
+    let mut wrapped: Vec<String> = source.lines()
+        .filter_map(|l| l.strip_prefix("int MPI_")?.split('(').next().map(|n| n.trim_end_matches("_c").to_string()))
         .collect();
     wrapped.sort();
     wrapped.dedup();

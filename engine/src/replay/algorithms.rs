@@ -91,9 +91,7 @@ fn fits(kind: CollKind, p: Pattern) -> bool {
         C::Barrier => matches!(p, P::Dissemination),
         C::Bcast => matches!(p, P::BinomialBcast | P::Scatter),
         C::Reduce => matches!(p, P::BinomialReduce | P::Gather),
-        C::Allreduce | C::Scan | C::Exscan => {
-            matches!(p, P::Dissemination | P::AllreduceRecdoub | P::AllreduceRing)
-        }
+        C::Allreduce | C::Scan | C::Exscan => matches!(p, P::Dissemination | P::AllreduceRecdoub | P::AllreduceRing),
         C::Gather => matches!(p, P::Gather | P::BinomialReduce),
         C::Scatter => matches!(p, P::Scatter | P::BinomialBcast),
         C::Allgather => matches!(p, P::Dissemination | P::AllgatherRecdoub | P::AllgatherRing | P::AllgatherBruck),
@@ -195,9 +193,7 @@ impl Algorithms {
                 // MPICH: binomial below 12 KiB or 8 ranks; else the message scattered in P blocks
                 // (binomially; contend's scatter is linear) and allgathered by recursive doubling
                 // (P a power of two, below 512 KiB) or a ring.
-                (_, C::Bcast) if bytes < BCAST_SHORT_MSG_SIZE || p < BCAST_MIN_PROCS => {
-                    P::BinomialBcast
-                }
+                (_, C::Bcast) if bytes < BCAST_SHORT_MSG_SIZE || p < BCAST_MIN_PROCS => P::BinomialBcast,
                 (_, C::Bcast) => {
                     let block = bytes.div_ceil(p as u64);
                     let gather = if bytes < BCAST_LONG_MSG_SIZE && pof2 { P::AllgatherRecdoub } else { P::AllgatherRing };

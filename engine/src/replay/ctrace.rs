@@ -122,11 +122,7 @@ fn read_header(path: &Path, file: &mut File) -> Result<Header, TraceError> {
     let (comm_words, size_words) = (u64_at(&b, 240), u64_at(&b, 248));
     let comm_offset = records
         .checked_mul(RECORD_BYTES)
-        .and_then(|r| {
-            addresses
-                .checked_mul(ADDRESS_BYTES)
-                .and_then(|a| r.checked_add(a))
-        })
+        .and_then(|r| addresses.checked_mul(ADDRESS_BYTES).and_then(|a| r.checked_add(a)))
         .and_then(|x| x.checked_add(HEADER_BYTES)?.checked_add(names_bytes));
     let expected = comm_offset
         .and_then(|o| o.checked_add(comm_words.checked_mul(4)?))
@@ -205,13 +201,7 @@ fn read_per_record(path: &Path, file: &mut File, h: &Header) -> Result<PerRecord
     let mut table = HashMap::new();
     let mut at = 0usize;
     while at < words.len() {
-        let bad = || {
-            TraceError::new(
-                name.as_str(),
-                0,
-                format!("per-record table at word {at}: truncated or corrupt"),
-            )
-        };
+        let bad = || TraceError::new(name.as_str(), 0, format!("per-record table at word {at}: truncated or corrupt"));
         if at + 3 > words.len() || words[at] < 0 || words[at + 1] < 0 || words[at + 2] < 0 {
             return Err(bad());
         }
@@ -233,13 +223,8 @@ fn parse_comms(name: &str, words: &[i32], ranks: i32) -> Result<HashMap<CommId, 
     let mut table = HashMap::new();
     let mut at = 0usize;
     while at < words.len() {
-        let bad = |what: &str| {
-            TraceError::new(name, 0, format!("communicator table at word {at}: {what}"))
-        };
-        if at + 2 > words.len()
-            || words[at + 1] < 0
-            || at + 2 + words[at + 1] as usize > words.len()
-        {
+        let bad = |what: &str| TraceError::new(name, 0, format!("communicator table at word {at}: {what}"));
+        if at + 2 > words.len() || words[at + 1] < 0 || at + 2 + words[at + 1] as usize > words.len() {
             return Err(bad("truncated"));
         }
         let (id, size) = (words[at], words[at + 1] as usize);
@@ -411,9 +396,8 @@ impl CtraceSet {
         let mut hosts = Vec::with_capacity(found.len());
         let mut threads_multiple = false;
         for (rank, path) in &found {
-            let mut file = File::open(path).map_err(|e| {
-                TraceError::new(path.display().to_string(), 0, format!("cannot read ({e})"))
-            })?;
+            let mut file = File::open(path)
+                .map_err(|e| TraceError::new(path.display().to_string(), 0, format!("cannot read ({e})")))?;
             let h = read_header(path, &mut file)?;
             hosts.push(h.host.clone());
             threads_multiple |= h.thread_level == THREAD_MULTIPLE;
@@ -609,9 +593,7 @@ impl RankReader {
         let ns = match self.header.ticks {
             None => stamp,
             // in f64 throughout: a corrupt stamp saturates instead of overflowing
-            Some((t0, n0, scale)) => {
-                (n0 as f64 + (stamp as f64 - t0 as f64) * scale).round() as i64
-            }
+            Some((t0, n0, scale)) => (n0 as f64 + (stamp as f64 - t0 as f64) * scale).round() as i64,
         };
         ns.max(0) as u64
     }
@@ -624,13 +606,9 @@ impl RankReader {
             return Ok(None);
         }
         let mut b = [0u8; RECORD_BYTES as usize];
-        self.input.read_exact(&mut b).map_err(|e| {
-            TraceError::new(
-                self.name.clone(),
-                self.next + 1,
-                format!("cannot read ({e})"),
-            )
-        })?;
+        self.input
+            .read_exact(&mut b)
+            .map_err(|e| TraceError::new(self.name.clone(), self.next + 1, format!("cannot read ({e})")))?;
         self.next += 1;
         Ok(Some(parse(&b)))
     }
@@ -763,10 +741,7 @@ impl RankReader {
     fn byte_counts(&self, number: u64, words: Vec<i64>) -> Result<Vec<u64>, TraceError> {
         words
             .into_iter()
-            .map(|w| {
-                u64::try_from(w)
-                    .map_err(|_| self.bad(number, format!("a per-member size of {w} bytes")))
-            })
+            .map(|w| u64::try_from(w).map_err(|_| self.bad(number, format!("a per-member size of {w} bytes"))))
             .collect()
     }
 
@@ -842,9 +817,7 @@ impl RankReader {
                 let in_place = self.in_place(win, target);
                 Event::Rma(Rma { op, win, target, bytes: r.bytes.max(0) as u64, req: None, in_place })
             }
-            K_WAIT | K_TEST => {
-                Event::Complete(self.pending.remove(&r.returned).unwrap_or_default())
-            }
+            K_WAIT | K_TEST => Event::Complete(self.pending.remove(&r.returned).unwrap_or_default()),
             49..=57 | K_WIN_POST..=K_WIN_WAIT => {
                 let win = self.window(number, &r, start);
                 Event::RmaSync { win, sync: self.rma_sync(number, &r)? }
@@ -859,12 +832,7 @@ impl RankReader {
             K_INIT | K_FINALIZE => Event::Other,
             K_UNCONVERTED => match usize::try_from(r.bytes).ok().and_then(|k| k.checked_sub(1)).and_then(|k| WITHOUT_ALGORITHM.iter().chain(&PERSISTENT).nth(k)) {
                 Some(&left_out) => Event::Skipped(left_out),
-                None => {
-                    return Err(self.bad(
-                        number,
-                        format!("unknown call code {} of an unconverted call", r.bytes),
-                    ))
-                }
+                None => return Err(self.bad(number, format!("unknown call code {} of an unconverted call", r.bytes))),
             },
             K_WIN_CREATE if r.bytes > 0 => {
                 if r.tag < 0 {
@@ -879,9 +847,7 @@ impl RankReader {
             K_WIN_FREE if r.tag > 0 => Event::WinFree { win: r.tag as u64 },
             K_WIN_CREATE | K_WIN_FREE => Event::Other,
             kind => match collective_kind(kind) {
-                Some((coll, nonblocking)) => {
-                    self.collective(number, &r, coll, nonblocking, start)?
-                }
+                Some((coll, nonblocking)) => self.collective(number, &r, coll, nonblocking, start)?,
                 None => return Err(self.bad(number, format!("unknown record kind {kind}"))),
             },
         };
@@ -1117,13 +1083,7 @@ mod tests {
             patch(&d, 1, host1, None);
             let got: Vec<bool> = calls(&CtraceSet::open_dir(&d).unwrap(), 0)
                 .into_iter()
-                .filter_map(|c| {
-                    if let Event::Rma(r) = c.event {
-                        Some(r.in_place)
-                    } else {
-                        None
-                    }
-                })
+                .filter_map(|c| if let Event::Rma(r) = c.event { Some(r.in_place) } else { None })
                 .collect();
             assert_eq!(got, expected, "rank 1 on {:?}", std::str::from_utf8(host1));
         }
@@ -1182,37 +1142,16 @@ mod tests {
         write_rank(&d, 0, 2, &[(14, 10, 11, 60, 32, 1, 0), (15, 20, 21, 60, 16, 1, 0), (K_FETCH_AND_OP, 30, 31, 60, 8, 1, 0),
             (K_COMPARE_AND_SWAP, 40, 41, 60, 4, 1, 0), (51, 50, 60, 60, 0, -1, 0)], &[], None);
         write_rank(&d, 1, 2, &[], &[], None);
-        let events: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0)
-            .into_iter()
-            .map(|c| c.event)
-            .collect();
-        let rma = |op, bytes| {
-            Event::Rma(Rma {
-                op,
-                win: 0,
-                target: 1,
-                bytes,
-                req: None,
-                in_place: false,
-            })
-        };
-        assert_eq!(
-            events,
-            vec![
-                Event::WinCreate {
-                    win: 0,
-                    comm: WORLD
-                },
-                rma(RmaOp::Accumulate, 32),
-                rma(RmaOp::GetAccumulate, 16),
-                rma(RmaOp::GetAccumulate, 8),
-                rma(RmaOp::GetAccumulate, 4),
-                Event::RmaSync {
-                    win: 0,
-                    sync: RmaSync::FlushAll
-                },
-            ]
-        );
+        let events: Vec<Event> = calls(&CtraceSet::open_dir(&d).unwrap(), 0).into_iter().map(|c| c.event).collect();
+        let rma = |op, bytes| Event::Rma(Rma { op, win: 0, target: 1, bytes, req: None, in_place: false });
+        assert_eq!(events, vec![
+            Event::WinCreate { win: 0, comm: WORLD },
+            rma(RmaOp::Accumulate, 32),
+            rma(RmaOp::GetAccumulate, 16),
+            rma(RmaOp::GetAccumulate, 8),
+            rma(RmaOp::GetAccumulate, 4),
+            Event::RmaSync { win: 0, sync: RmaSync::FlushAll },
+        ]);
     }
 
     #[test]
@@ -1225,47 +1164,12 @@ mod tests {
             (K_WIN_COMPLETE, 25, 30, 30, 0, -1, 0)], &[], None, &[0, 1, 0, 1]);
         write_rank(&d, 2, 3, &[], &[], None);
         let set = CtraceSet::open_dir(&d).unwrap();
-        let events = |rank| {
-            calls(&set, rank)
-                .into_iter()
-                .map(|c| c.event)
-                .skip(1)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            events(1),
-            vec![
-                Event::RmaSync {
-                    win: 0,
-                    sync: RmaSync::Post { group: vec![0, 2] }
-                },
-                Event::RmaSync {
-                    win: 0,
-                    sync: RmaSync::Wait
-                }
-            ]
-        );
-        assert_eq!(
-            events(0),
-            vec![
-                Event::RmaSync {
-                    win: 0,
-                    sync: RmaSync::Start { group: vec![1] }
-                },
-                Event::Rma(Rma {
-                    op: RmaOp::Put,
-                    win: 0,
-                    target: 1,
-                    bytes: 64,
-                    req: None,
-                    in_place: false
-                }),
-                Event::RmaSync {
-                    win: 0,
-                    sync: RmaSync::Complete
-                }
-            ]
-        );
+        let events = |rank| calls(&set, rank).into_iter().map(|c| c.event).skip(1).collect::<Vec<_>>();
+        assert_eq!(events(1), vec![Event::RmaSync { win: 0, sync: RmaSync::Post { group: vec![0, 2] } },
+            Event::RmaSync { win: 0, sync: RmaSync::Wait }]);
+        assert_eq!(events(0), vec![Event::RmaSync { win: 0, sync: RmaSync::Start { group: vec![1] } },
+            Event::Rma(Rma { op: RmaOp::Put, win: 0, target: 1, bytes: 64, req: None, in_place: false }),
+            Event::RmaSync { win: 0, sync: RmaSync::Complete }]);
         // a group the table does not hold, or with a member outside the run: the record is refused
         write_rank(&d, 2, 3, &[(K_WIN_POST, 10, 20, 20, 1, -1, 0)], &[], None);
         let e = CtraceSet::open_dir(&d).unwrap().open(2).unwrap().find_map(Result::err).unwrap();

@@ -264,13 +264,7 @@ pub fn convert<T: TraceSet + ?Sized, W: Write>(
         }
     }
     let members = &e.members;
-    if let Some(m) = e.balance.check(&|ctx, i| {
-        if ctx == 0 {
-            i
-        } else {
-            members[ctx as usize][i as usize]
-        }
-    }) {
+    if let Some(m) = e.balance.check(&|ctx, i| if ctx == 0 { i } else { members[ctx as usize][i as usize] }) {
         return Err(TraceError::new(traces.source(m.at.rank), m.at.line, m.msg).into());
     }
     let ops = e.sink.ops_written();
@@ -516,9 +510,7 @@ impl<W: Write> Emitter<'_, W> {
                 transparent(st, &call);
             }
             Event::Rma(r) if self.opts.p2p => self.rma(st, &call, r)?,
-            Event::RmaSync { win, sync } if self.opts.p2p => {
-                self.rma_sync(st, &call, *win, sync)?
-            }
+            Event::RmaSync { win, sync } if self.opts.p2p => self.rma_sync(st, &call, *win, sync)?,
             Event::Skipped(why) => {
                 let here = st.here();
                 self.warn.add(why, || here);
@@ -638,27 +630,17 @@ impl<W: Write> Emitter<'_, W> {
             _ => self.compute(st, call.start)?,
         }
 
-        let world_of = |i: u32| {
-            if ctx == 0 {
-                i
-            } else {
-                self.members[ctx as usize][i as usize]
-            }
-        };
+        let world_of = |i: u32| if ctx == 0 { i } else { self.members[ctx as usize][i as usize] };
         // Phases run one after the other: a phase's first operations wait for the previous one's last.
         let mut phases: Vec<(Vec<Op>, Option<Generated>)> = Vec::new();
         match self.opts.algorithms.plan(c.kind, size, bytes, released) {
             Plan::Nothing => {}
-            Plan::Pattern(pattern, bytes) => {
-                phases.push(self.generated(st, pattern, size, bytes, root, me, &world_of, tag)?)
-            }
+            Plan::Pattern(pattern, bytes) => phases.push(self.generated(st, pattern, size, bytes, root, me, &world_of, tag)?),
             Plan::Phases(first, second) => {
                 phases.push(self.generated(st, first.0, size, first.1, root, me, &world_of, tag)?);
                 phases.push(self.generated(st, second.0, size, second.1, root, me, &world_of, tag)?);
             }
-            Plan::Linear => {
-                phases.push((self.linear(st, c, size, me, root, &world_of, tag)?, None))
-            }
+            Plan::Linear => phases.push((self.linear(st, c, size, me, root, &world_of, tag)?, None)),
         }
         // A broadcast through the buffers goes through one of its cells (BCAST_CELLS).
         let in_cells = released && c.kind == CollKind::Bcast;

@@ -57,13 +57,10 @@ impl Cores {
             since: vec![0; cores],
             spinners: vec![0; cores],
             used: vec![0; node_of.len()],
-            members: node_of
-                .iter()
-                .enumerate()
-                .fold(vec![Vec::new(); nodes], |mut m, (r, &n)| {
-                    m[n as usize].push(r as u32);
-                    m
-                }),
+            members: node_of.iter().enumerate().fold(vec![Vec::new(); nodes], |mut m, (r, &n)| {
+                m[n as usize].push(r as u32);
+                m
+            }),
             home: vec![NOBODY; node_of.len()],
             spinning: vec![0; node_of.len()],
             waited: vec![false; node_of.len()],
@@ -73,31 +70,27 @@ impl Cores {
         }
     }
 
-    /// The rank spinning on `core`, other than `h`, that has had the least of the cores.
-    fn least_spinner(&self, h: u32, core: u32) -> u32 {
+    /// The ranks of `h`'s node other than `h` that spin on `core`.
+    fn spinners_on(&self, h: u32, core: u32) -> impl Iterator<Item = u32> + '_ {
         self.members[(self.first[h as usize] / self.per_node) as usize]
             .iter()
             .copied()
-            .filter(|&r| r != h && self.spinning[r as usize] > 0 && self.home[r as usize] == core)
-            .min_by_key(|&r| (self.used[r as usize], r))
-            .unwrap_or(h)
+            .filter(move |&r| r != h && self.spinning[r as usize] > 0 && self.home[r as usize] == core)
+    }
+
+    /// The rank spinning on `core`, other than `h`, that has had the least of the cores.
+    fn least_spinner(&self, h: u32, core: u32) -> u32 {
+        self.spinners_on(h, core).min_by_key(|&r| (self.used[r as usize], r)).unwrap_or(h)
     }
 
     /// Whether rank `h`, off `core`, has had no more of the cores at `tick` than every rank
     /// spinning there (the one holding it counts its time on it until then).
     fn eligible_at(&self, h: u32, core: u32, tick: Time) -> bool {
         let holder = self.last[core as usize];
-        self.members[(self.first[h as usize] / self.per_node) as usize]
-            .iter()
-            .filter(|&&r| r != h && self.spinning[r as usize] > 0 && self.home[r as usize] == core)
-            .all(|&r| {
-                let held = if r == holder {
-                    tick.saturating_sub(self.since[core as usize])
-                } else {
-                    0
-                };
-                self.used[h as usize] <= self.used[r as usize] + held
-            })
+        self.spinners_on(h, core).all(|r| {
+            let held = if r == holder { tick.saturating_sub(self.since[core as usize]) } else { 0 };
+            self.used[h as usize] <= self.used[r as usize] + held
+        })
     }
 
     /// Whether rank `h`, holding `core` since `since[core]` and polling there at `t`, has had no
@@ -106,12 +99,7 @@ impl Cores {
     /// the average has had its share). Else: when the first spinner became eligible.
     fn owed_until(&self, h: u32, core: u32, t: Time) -> Result<(), Time> {
         let held = self.used[h as usize] + t.saturating_sub(self.since[core as usize]);
-        let least = self.members[(self.first[h as usize] / self.per_node) as usize]
-            .iter()
-            .filter(|&&r| r != h && self.spinning[r as usize] > 0 && self.home[r as usize] == core)
-            .map(|&r| self.used[r as usize])
-            .min()
-            .unwrap_or(Time::MAX);
+        let least = self.spinners_on(h, core).map(|r| self.used[r as usize]).min().unwrap_or(Time::MAX);
         if held <= least {
             Ok(())
         } else {
@@ -132,11 +120,7 @@ impl Cores {
     /// the core at a tick before its message came, that tick.
     pub(super) fn earliest_took(&self, h: u32, t: Time) -> (Time, u32, Time) {
         let base = self.first[h as usize];
-        let mine = if self.spinning[h as usize] > 0 {
-            self.home[h as usize]
-        } else {
-            NOBODY
-        };
+        let mine = if self.spinning[h as usize] > 0 { self.home[h as usize] } else { NOBODY };
         let mut best = (Time::MAX, base, Time::MAX);
         for core in base..base + self.per_node {
             let (free, last) = (self.free[core as usize], self.last[core as usize]);
@@ -150,23 +134,15 @@ impl Cores {
             let others_spin = !running_on && self.spinners[core as usize] > (mine == core) as u32;
             // A rank that waited for a message polls on while the spinners there have had more of
             // the cores; once one has caught up, it took the core then.
-            let polled = if others_spin && last == h {
-                self.owed_until(h, core, t)
-            } else {
-                Err(free)
-            };
+            let polled = if others_spin && last == h { self.owed_until(h, core, t) } else { Err(free) };
             // A rank waiting for a message is runnable (it polls and yields): at the first tick
             // after it began to wait, and after the spinners had the core back, the kernel gives it
             // the core if they have had more of the cores than it (one it ran on last: they had
             // caught up with it, and have run since); it polls there from then on.
             let ticked = match polled {
                 Err(from) if others_spin && self.waited[h as usize] && self.quantum > 0 => {
-                    let tick = from
-                        .max(self.waiting_since[h as usize])
-                        .div_ceil(self.quantum)
-                        * self.quantum;
-                    (tick + switch <= t && (last == h || self.eligible_at(h, core, tick)))
-                        .then_some(tick)
+                    let tick = from.max(self.waiting_since[h as usize]).div_ceil(self.quantum) * self.quantum;
+                    (tick + switch <= t && (last == h || self.eligible_at(h, core, tick))).then_some(tick)
                 }
                 _ => None,
             };
@@ -189,27 +165,17 @@ impl Cores {
     }
 
     /// Rank `h`, which got `core` at `took` (its start, or the tick it got the core at while it
-    /// waited), runs there until `end` (and spins there from then on, if it is spinning). The rank that held the core until then has used it that
-    /// long, or, if a spinner caught up with it while it polled, until then, and the spinner since.
+    /// waited), runs there until `end` (and spins there from then on, if it is spinning). The rank
+    /// that held the core until then has used it that long, or, if a spinner caught up with it
+    /// while it polled, until then, and the spinner since.
     #[inline]
     pub(super) fn occupy(&mut self, core: u32, h: u32, took: Time, end: Time) {
         let (held, since) = (self.last[core as usize], self.since[core as usize]);
         if held != NOBODY {
-            let mine = if self.spinning[held as usize] > 0 {
-                self.home[held as usize]
-            } else {
-                NOBODY
-            };
+            let mine = if self.spinning[held as usize] > 0 { self.home[held as usize] } else { NOBODY };
             let spinners = self.spinners[core as usize] > (mine == core) as u32;
-            let caught = if spinners && mine != core {
-                self.owed_until(held, core, took).err()
-            } else {
-                None
-            };
-            match caught
-                .map(|at| at.max(self.free[core as usize]))
-                .filter(|&at| at < took)
-            {
+            let caught = if spinners && mine != core { self.owed_until(held, core, took).err() } else { None };
+            match caught.map(|at| at.max(self.free[core as usize])).filter(|&at| at < took) {
                 Some(at) => {
                     // `least_spinner` is the one the kernel ran: the least served.
                     let s = self.least_spinner(held, core);
