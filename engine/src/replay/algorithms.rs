@@ -127,37 +127,23 @@ impl Algorithms {
     /// (MPICH then never uses them). A Barrier counts twice (MPICH runs it as the node's barrier
     /// and a 1-byte broadcast releasing it; its first part decides here); a 0-byte broadcast not at
     /// all (MPICH returns at once).
-    pub fn release_gather(
-        &self,
-        kind: CollKind,
-        p: u32,
-        bytes: u64,
-        threads_multiple: bool,
-        counted: &mut u64,
-    ) -> bool {
+    pub fn release_gather(&self, kind: CollKind, p: u32, bytes: u64, threads_multiple: bool, counted: &mut u64) -> bool {
         let counts = match kind {
             C::Barrier => 2,
             C::Bcast if bytes > 0 => 1,
             C::Reduce | C::Allreduce => 1,
             _ => return false,
         };
-        if self.preset != Preset::MpichShm
-            || threads_multiple
-            || p <= 1
-            || bytes > RELEASE_GATHER_MAX
-            || self.chosen(kind).is_some()
-        {
+        if self.preset != Preset::MpichShm || threads_multiple || p <= 1 || bytes > RELEASE_GATHER_MAX || self.chosen(kind).is_some() {
             return false;
         }
         *counted += counts;
         *counted + 1 - counts >= RELEASE_GATHER_FROM
     }
 
+    /// The algorithm the user chose for `kind`, if any.
     fn chosen(&self, kind: CollKind) -> Option<Pattern> {
-        self.overrides
-            .iter()
-            .find(|(k, _)| *k == kind)
-            .map(|&(_, pat)| pat)
+        self.overrides.iter().find(|(k, _)| *k == kind).map(|&(_, pat)| pat)
     }
 
     /// The plan for `kind` on a communicator of `p` ranks with `bytes` per rank (see
@@ -177,12 +163,8 @@ impl Algorithms {
             Some(P::AllgatherRecdoub) if !pof2 => P::AllgatherBruck,
             Some(pat) => pat,
             None => match (self.preset, kind) {
-                (_, C::Barrier) if released => {
-                    return Plan::Phases((P::Gather, 0), (P::Scatter, 0))
-                }
-                (_, C::Allreduce) if released => {
-                    return Plan::Phases((P::Gather, bytes), (P::Scatter, bytes))
-                }
+                (_, C::Barrier) if released => return Plan::Phases((P::Gather, 0), (P::Scatter, 0)),
+                (_, C::Allreduce) if released => return Plan::Phases((P::Gather, bytes), (P::Scatter, bytes)),
                 (_, C::Bcast) if released => P::Scatter,
                 (_, C::Reduce) if released => P::Gather,
                 (Preset::Schedgen, C::Barrier) => return Plan::Pattern(P::Dissemination, 1),
@@ -244,55 +226,19 @@ mod tests {
     #[test]
     fn mpich_selection_follows_the_size_cutoffs() {
         let a = Algorithms::new(Preset::Mpich);
-        assert_eq!(
-            a.plan(CollKind::Allreduce, 8, 2048, false),
-            Plan::Pattern(Pattern::Dissemination, 2048)
-        );
-        assert_eq!(
-            a.plan(CollKind::Allreduce, 8, 2049, false),
-            Plan::Pattern(Pattern::AllreduceRecdoub, 2049)
-        );
-        assert_eq!(
-            a.plan(CollKind::Allreduce, 6, 4096, false),
-            Plan::Pattern(Pattern::AllreduceRing, 4096)
-        );
-        assert_eq!(
-            a.plan(CollKind::Allgather, 8, 1024, false),
-            Plan::Pattern(Pattern::AllgatherRecdoub, 1024)
-        );
-        assert_eq!(
-            a.plan(CollKind::Allgather, 6, 1024, false),
-            Plan::Pattern(Pattern::AllgatherBruck, 1024)
-        );
-        assert_eq!(
-            a.plan(CollKind::Allgather, 8, 65536, false),
-            Plan::Pattern(Pattern::AllgatherRing, 65536)
-        );
-        assert_eq!(
-            a.plan(CollKind::Alltoall, 8, 256, false),
-            Plan::Pattern(Pattern::AlltoallBruck, 256)
-        );
-        assert_eq!(
-            a.plan(CollKind::Alltoall, 4, 256, false),
-            Plan::Pattern(Pattern::AlltoallLinear, 256)
-        );
-        assert_eq!(
-            a.plan(CollKind::Alltoall, 8, 32769, false),
-            Plan::Pattern(Pattern::AlltoallPairwise, 32769)
-        );
-        assert_eq!(
-            a.plan(CollKind::Barrier, 5, 0, false),
-            Plan::Pattern(Pattern::Dissemination, 0)
-        );
+        assert_eq!(a.plan(CollKind::Allreduce, 8, 2048, false), Plan::Pattern(Pattern::Dissemination, 2048));
+        assert_eq!(a.plan(CollKind::Allreduce, 8, 2049, false), Plan::Pattern(Pattern::AllreduceRecdoub, 2049));
+        assert_eq!(a.plan(CollKind::Allreduce, 6, 4096, false), Plan::Pattern(Pattern::AllreduceRing, 4096));
+        assert_eq!(a.plan(CollKind::Allgather, 8, 1024, false), Plan::Pattern(Pattern::AllgatherRecdoub, 1024));
+        assert_eq!(a.plan(CollKind::Allgather, 6, 1024, false), Plan::Pattern(Pattern::AllgatherBruck, 1024));
+        assert_eq!(a.plan(CollKind::Allgather, 8, 65536, false), Plan::Pattern(Pattern::AllgatherRing, 65536));
+        assert_eq!(a.plan(CollKind::Alltoall, 8, 256, false), Plan::Pattern(Pattern::AlltoallBruck, 256));
+        assert_eq!(a.plan(CollKind::Alltoall, 4, 256, false), Plan::Pattern(Pattern::AlltoallLinear, 256));
+        assert_eq!(a.plan(CollKind::Alltoall, 8, 32769, false), Plan::Pattern(Pattern::AlltoallPairwise, 32769));
+        assert_eq!(a.plan(CollKind::Barrier, 5, 0, false), Plan::Pattern(Pattern::Dissemination, 0));
         assert_eq!(a.plan(CollKind::Bcast, 1, 10, false), Plan::Nothing);
-        assert_eq!(
-            a.plan(CollKind::Bcast, 8, 12287, false),
-            Plan::Pattern(Pattern::BinomialBcast, 12287)
-        );
-        assert_eq!(
-            a.plan(CollKind::Bcast, 7, 1 << 20, false),
-            Plan::Pattern(Pattern::BinomialBcast, 1 << 20)
-        );
+        assert_eq!(a.plan(CollKind::Bcast, 8, 12287, false), Plan::Pattern(Pattern::BinomialBcast, 12287));
+        assert_eq!(a.plan(CollKind::Bcast, 7, 1 << 20, false), Plan::Pattern(Pattern::BinomialBcast, 1 << 20));
         assert_eq!(
             a.plan(CollKind::Bcast, 8, 12288, false),
             Plan::Phases((Pattern::Scatter, 1536), (Pattern::AllgatherRecdoub, 1536))
@@ -308,57 +254,21 @@ mod tests {
     fn user_choices_are_checked_and_win() {
         let mut a = Algorithms::new(Preset::Mpich);
         a.choose("allreduce=allreduce-ring").unwrap();
-        assert_eq!(
-            a.plan(CollKind::Allreduce, 8, 8, false),
-            Plan::Pattern(Pattern::AllreduceRing, 8)
-        );
-        assert!(a
-            .choose("bcast=alltoall-linear")
-            .unwrap_err()
-            .contains("does not compute"));
-        assert!(a
-            .choose("bcst=binomial-bcast")
-            .unwrap_err()
-            .contains("unknown collective"));
+        assert_eq!(a.plan(CollKind::Allreduce, 8, 8, false), Plan::Pattern(Pattern::AllreduceRing, 8));
+        assert!(a.choose("bcast=alltoall-linear").unwrap_err().contains("does not compute"));
+        assert!(a.choose("bcst=binomial-bcast").unwrap_err().contains("unknown collective"));
         a.choose("allgather=allgather-recdoub").unwrap();
-        assert_eq!(
-            a.plan(CollKind::Allgather, 6, 8, false),
-            Plan::Pattern(Pattern::AllgatherBruck, 8)
-        );
+        assert_eq!(a.plan(CollKind::Allgather, 6, 8, false), Plan::Pattern(Pattern::AllgatherBruck, 8));
         let shm = Algorithms::new(Preset::MpichShm);
-        assert_eq!(
-            shm.plan(CollKind::Barrier, 4, 0, true),
-            Plan::Phases((Pattern::Gather, 0), (Pattern::Scatter, 0))
-        );
-        assert_eq!(
-            shm.plan(CollKind::Allreduce, 4, 8, true),
-            Plan::Phases((Pattern::Gather, 8), (Pattern::Scatter, 8))
-        );
-        assert_eq!(
-            shm.plan(CollKind::Bcast, 4, 8, true),
-            Plan::Pattern(Pattern::Scatter, 8)
-        );
-        assert_eq!(
-            shm.plan(CollKind::Reduce, 4, 32768, true),
-            Plan::Pattern(Pattern::Gather, 32768)
-        );
-        assert_eq!(
-            shm.plan(CollKind::Reduce, 4, 32769, false),
-            Plan::Pattern(Pattern::BinomialReduce, 32769)
-        );
-        assert_eq!(
-            shm.plan(CollKind::Alltoall, 4, 8, false),
-            a.plan(CollKind::Alltoall, 4, 8, false)
-        );
+        assert_eq!(shm.plan(CollKind::Barrier, 4, 0, true), Plan::Phases((Pattern::Gather, 0), (Pattern::Scatter, 0)));
+        assert_eq!(shm.plan(CollKind::Allreduce, 4, 8, true), Plan::Phases((Pattern::Gather, 8), (Pattern::Scatter, 8)));
+        assert_eq!(shm.plan(CollKind::Bcast, 4, 8, true), Plan::Pattern(Pattern::Scatter, 8));
+        assert_eq!(shm.plan(CollKind::Reduce, 4, 32768, true), Plan::Pattern(Pattern::Gather, 32768));
+        assert_eq!(shm.plan(CollKind::Reduce, 4, 32769, false), Plan::Pattern(Pattern::BinomialReduce, 32769));
+        assert_eq!(shm.plan(CollKind::Alltoall, 4, 8, false), a.plan(CollKind::Alltoall, 4, 8, false));
         let s = Algorithms::new(Preset::Schedgen);
-        assert_eq!(
-            s.plan(CollKind::Barrier, 4, 0, false),
-            Plan::Pattern(Pattern::Dissemination, 1)
-        );
-        assert_eq!(
-            s.plan(CollKind::Allreduce, 4, 1 << 20, false),
-            Plan::Pattern(Pattern::Dissemination, 1 << 20)
-        );
+        assert_eq!(s.plan(CollKind::Barrier, 4, 0, false), Plan::Pattern(Pattern::Dissemination, 1));
+        assert_eq!(s.plan(CollKind::Allreduce, 4, 1 << 20, false), Plan::Pattern(Pattern::Dissemination, 1 << 20));
     }
 
     #[test]

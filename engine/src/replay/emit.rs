@@ -602,14 +602,7 @@ impl<W: Write> Emitter<'_, W> {
         }
         let bytes = self.block_bytes(c, size);
         let counted = st.release_gather.entry(ctx).or_insert(0);
-        let released = c.req.is_none()
-            && self.opts.algorithms.release_gather(
-                c.kind,
-                size,
-                bytes,
-                self.threads_multiple,
-                counted,
-            );
+        let released = c.req.is_none() && self.opts.algorithms.release_gather(c.kind, size, bytes, self.threads_multiple, counted);
         let seq = st.seq.entry(ctx).or_insert(0);
         let (number, tag) = (*seq, context_tag(ctx, *seq, c, released));
         *seq += 1;
@@ -644,10 +637,7 @@ impl<W: Write> Emitter<'_, W> {
         }
         // A broadcast through the buffers goes through one of its cells (BCAST_CELLS).
         let in_cells = released && c.kind == CollKind::Bcast;
-        let (root_world, readers): (u32, Vec<u32>) = (
-            world_of(root),
-            (0..size).filter(|&i| i != root).map(&world_of).collect(),
-        );
+        let (root_world, readers): (u32, Vec<u32>) = (world_of(root), (0..size).filter(|&i| i != root).map(&world_of).collect());
         let mut entry = st.frontier.clone();
         if in_cells && me == root {
             // The root reuses the cell of its broadcast BCAST_CELLS ago once every reader has
