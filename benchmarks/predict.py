@@ -188,8 +188,12 @@ def predict_rows(rows: list[dict], console: Console) -> None:
         console.print(f"  {label}: converting and simulating {len(row['traces'])} traces")
         try:
             with tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:
+                # Copies of a job on one host are ranks of one node still: MPICH's shared-memory algorithms
+                # (the default takes extrapolated copies for other nodes).
+                one_host = extrapolated and row["setting"].startswith("shm")
                 predict_traces([Path(d) for d in row["traces"]], row["machine"], Path(scratch), measured,
-                               row.get("noise"), row["ranks"] if extrapolated else None)
+                               row.get("noise"), row["ranks"] if extrapolated else None,
+                               algorithms="mpich-shm" if one_host else "auto")
         except UserError as exc:
             console.print(f"  [red]{label}: {exc}[/red]")
             measured.predicted_ns, measured.noisy_ns = [], []
