@@ -211,7 +211,7 @@ def test_spinners_beside_working_ranks_take_their_fair_half_of_the_cores(tmp_pat
     cores") gives the workers the cores whenever they have had less of them than the spinners, so
     they run half the time, in stretches between ticks: twice their time alone, to within 10% (the
     switches and the ticks that end each stretch); not a tick a round (the rule without it: 200
-    quanta, 9 times their time alone)."""
+    quanta and more: 18 times their time alone)."""
     rounds, calc = 200, 100_000
     text = ["num_ranks 4"]
     for r in (0, 1):
