@@ -56,7 +56,8 @@ HOST_MODEL = {"L": 160, "o": 470, "g": 640, "G": 0.098, "O": 0.051, "S": 8115}
 # This host's cores as `contend bench fit` measured them (docs/measurements.md, "Shared cores"): 2, so
 # one for each node of 2 ranks; a core passes between ranks in 3.6 us; a spinning rank keeps it to the
 # next 4 ms tick.
-HOST_CORES = "1:3.6us:4ms"
+HOST_CPUS = 2
+HOST_CORES = f"{HOST_CPUS * RANKS_PER_NODE // RANKS}:3.6us:4ms"
 # Policies as [throttle] tables: adding one to the comparison is one line.
 POLICIES: dict[str, dict[str, Any]] = {
     "token1": {"policy": "token", "tokens": 1},
@@ -94,8 +95,8 @@ class Scenario:
 
     @property
     def shares_cores(self) -> bool:
-        """More busy ranks than this host's 2 cores: the twin shares them (HOST_CORES)."""
-        return self.busy > 2
+        """More busy ranks than this host's cores: the twin shares them (HOST_CORES)."""
+        return self.busy > HOST_CPUS
 
     def native_options(self) -> dict[str, Any]:
         if self.pattern == "alltoall":
@@ -320,7 +321,9 @@ def spread(scenario: Scenario, table: Mapping[str, Any], rounds: int, scratch: P
            model: Mapping[str, float], repeats: int = 3, phases: int = 5,
            noise_ns: int = 1_000_000_000) -> dict[str, list[float]]:
     """Waits per send of ``rounds`` rounds (and the warm-up round) on both sides: the library's over
-    ``repeats`` runs, the engine's over ``phases`` points evenly into the ``noise_ns`` long trace."""
+    ``repeats`` runs, the engine's over ``phases`` points evenly into the ``noise_ns`` long trace (one
+    run where the twin shares the cores instead: it replays no noise, so every phase is the same)."""
+    phases = 1 if scenario.shares_cores else phases
     engine = [waits_per_send(run_engine(scenario, table, rounds + 1, noise, k * noise_ns // phases, model))
               for k in range(phases)]
     library = [waits_per_send(library_counters(run_library(scenario, table, rounds, scratch)))
