@@ -349,6 +349,8 @@ ranks_per_node = 2
 placement = [0, 0, 1,  # another job's
   1]
 link_bandwidth = "425MB/s"
+burst = "128KiB"
+peak_bandwidth = "850MB/s"
 """
 MAP_PLACEMENT = "# bcast.goal's 8 ranks on map-torus\n0 0 1\n1, 5\n9\n31\n30\n"
 MAP_HOSTS = "# one host per node\n" + "".join(f"n{i:02d}.cluster  # node {i}\n" for i in range(32))

@@ -52,6 +52,39 @@ def test_packet_sharing_gives_the_incast_within_a_packet_per_message(tmp_path):
     assert abs(flow.makespan - result.makespan) <= n * packet_ns
 
 
+BUCKETS = 'kind = "crossbar"\nnodes = 3\nlink_bandwidth = "1GB/s"\npacket = 1\nburst = 100000\n'
+
+
+def test_token_bucket_links_burst_at_their_peak_then_share_their_sustained_rate(tmp_path):
+    # Two senders of 1 MB into the root: 1 GB/s each at its ejection link's 2 GB/s peak until that
+    # bucket (100 KB, draining at 1 GB/s) runs out after 100 us, then 0.5 GB/s each for the other
+    # 900 KB (1800 us); the first byte crosses 2 links at the peak (0.5 ns each); the root pays o twice.
+    path = write(tmp_path, BUCKETS + 'peak_bandwidth = "2GB/s"\n')
+    o = 1000
+    result = contend.simulate(collective="gather", ranks=3, bytes=1_000_000, machine=path)
+    assert result.makespan == o + 1_900_000 + 1 + 2 * o
+    # The same links without buckets: 2 MB through 1 GB/s.
+    plain = write(tmp_path, BUCKETS.replace("burst = 100000\n", ""))
+    assert contend.simulate(collective="gather", ranks=3, bytes=1_000_000, machine=plain).makespan == o + 2_000_000 + 2 + 2 * o
+
+
+@pytest.mark.parametrize(
+    "extra, options, message",
+    [
+        ("", {}, "burst: needs peak_bandwidth too"),
+        ('peak_bandwidth = "2GB/s"\nburst = 0\n', {}, "at least 1 byte"),
+        ('peak_bandwidth = "0.5GB/s"\n', {}, r"peak_bandwidth: must be at least the fastest link's bandwidth \(1000 MB/s\)"),
+        ('peak_bandwidth = "2GB/s"\n', {"sharing": "packet"}, 'burst: token-bucket links need sharing = "flow"'),
+    ],
+)
+def test_bad_token_buckets_name_the_file_and_key(tmp_path, extra, options, message):
+    text = BUCKETS.replace("burst = 100000\n", "") + extra if "burst" in extra else BUCKETS + extra
+    path = write(tmp_path, text)
+    with pytest.raises(UserError, match=message) as err:
+        contend.simulate(collective="gather", ranks=3, bytes=8, machine=path, **options)
+    assert str(path) in str(err.value)
+
+
 def test_sharing_needs_a_network_and_a_known_model(tmp_path):
     plain = tmp_path / "plain.toml"
     plain.write_text(BASE)

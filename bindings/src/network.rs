@@ -4,7 +4,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
+use contend_engine::net::{LinkBucket, Network, NetworkSpec, Placement, Sharing, TopologySpec};
 
 use crate::results::le_bytes;
 use crate::spec_error::spec_err;
@@ -49,6 +49,12 @@ pub(crate) fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec
         Some(m) if !m.is_none() => Sharing::parse(&m.extract::<String>().map_err(|_| err("sharing", "must be a name"))?).map_err(|e| err("sharing", &e))?,
         _ => Sharing::Flow,
     };
+    // Token-bucket links: both keys or neither (the Python side checks the machine file).
+    let bucket = match (n.get_item("burst_bytes")?.filter(|v| !v.is_none()), n.get_item("peak_bandwidth")?.filter(|v| !v.is_none())) {
+        (None, None) => None,
+        (Some(_), Some(_)) => Some(LinkBucket { burst_bytes: int("burst_bytes")?, peak_bandwidth: float("peak_bandwidth")? }),
+        _ => return Err(err("burst_bytes", "burst_bytes and peak_bandwidth go together")),
+    };
     Ok(Some(NetworkSpec {
         topology,
         routing,
@@ -61,6 +67,7 @@ pub(crate) fn network_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NetworkSpec
         packet_bytes: int("packet_bytes")?,
         seed: int("seed")?,
         sharing,
+        bucket,
     }))
 }
 

@@ -2,7 +2,7 @@
 //! model is exact to the picosecond up to one rounding per flow; the packet model to within a
 //! packet time per message.
 
-use contend_engine::net::{Network, NetworkSpec, Placement, Sharing, TopologySpec};
+use contend_engine::net::{LinkBucket, Network, NetworkSpec, Placement, Sharing, TopologySpec};
 use contend_engine::schedule::collectives::{Collective, Pattern};
 use contend_engine::schedule::goal::parse_goal;
 use contend_engine::sim::{simulate, Options, Params, Scenario, SimResult};
@@ -29,6 +29,7 @@ fn spec(topology: TopologySpec, hop_latency: u64, packet: u64, sharing: Sharing)
         packet_bytes: packet,
         seed: 1,
         sharing,
+        bucket: None,
     }
 }
 
@@ -235,4 +236,51 @@ fn packet_and_flow_models_agree_on_dense_traffic_and_lose_nothing() {
             assert!(gap <= (0.05 * makespans[0]).max(3.0 * 1024.0 * NS as f64), "{topology:?} {pattern:?}: flow {} vs packet {}", makespans[0], makespans[1]);
         }
     }
+}
+
+/// Every link a token bucket of `burst` bytes with a peak of `peak` GB/s (sustained: 1 GB/s).
+fn bucketed(nodes: u32, burst: u64, peak: f64) -> NetworkSpec {
+    NetworkSpec { bucket: Some(LinkBucket { burst_bytes: burst, peak_bandwidth: peak * GBPS }), ..spec(TopologySpec::Crossbar { nodes }, 0, 1, Sharing::Flow) }
+}
+
+#[test]
+fn a_message_through_token_bucket_links_bursts_at_the_peak_then_goes_at_the_sustained_rate() {
+    let o = params().o;
+    // Peak 2 GB/s, sustained 1 GB/s, buckets of 100,000 bytes: both links of the path drain at
+    // 1 GB/s and run out together after 100 us, having passed 200,000 bytes at the peak.
+    for (s, transfer) in [(50_000u64, 25_000 * NS), (200_000, 100_000 * NS), (1_000_000, 900_000 * NS)] {
+        let g = parse_goal(format!("num_ranks 2\nrank 0 {{\nsend {s}b to 1\n}}\nrank 1 {{\nrecv {s}b from 0\n}}\n").as_bytes(), "one.goal").unwrap();
+        let r = run(&g, &bucketed(2, 100_000, 2.0), true);
+        // o, the first byte over the 2 links at the peak (0.5 ns each), the bytes, o.
+        assert_eq!(r.makespan, o + NS + transfer + o, "{s} bytes");
+        assert_eq!(r.records.unwrap().link[0], 0, "alone: no contention");
+    }
+}
+
+#[test]
+fn two_messages_into_one_bucket_share_its_peak_then_its_sustained_rate() {
+    let o = params().o;
+    // Two senders of 1 MB into node 2: they share its ejection link, 1 GB/s each at its 2 GB/s peak
+    // (their injection links carry 1 GB/s, their sustained rate: those buckets stay full). The
+    // ejection bucket drains at 1 GB/s: empty after 100 us (100 KB each), then 0.5 GB/s each for the
+    // remaining 900 KB: 1800 us. Alone each would take 900 us: 1000 us of contention.
+    let s = 1_000_000u64;
+    let c = Collective::new(Pattern::Gather, 3, s, 0, 0).unwrap();
+    let r = run(&c, &bucketed(3, 100_000, 2.0), true);
+    let rec = r.records.unwrap();
+    for k in 0..rec.len() {
+        assert_eq!(rec.arrived[k], o + 1900 * 1000 * NS + NS, "message {k}");
+        assert_eq!(rec.link[k], 1000 * 1000 * NS, "message {k}");
+    }
+}
+
+#[test]
+fn token_bucket_links_are_checked() {
+    let mut b = bucketed(2, 100_000, 0.5);
+    assert!(Network::new(&b, 2).err().unwrap().problem.contains("must be at least the fastest link"));
+    b.bucket = Some(LinkBucket { burst_bytes: 0, peak_bandwidth: 2.0 * GBPS });
+    assert!(Network::new(&b, 2).err().unwrap().problem.contains("at least 1 byte"));
+    b.bucket = Some(LinkBucket { burst_bytes: 10, peak_bandwidth: 2.0 * GBPS });
+    b.sharing = Sharing::Packet;
+    assert_eq!(Network::new(&b, 2).err().unwrap().key, "topology.burst");
 }

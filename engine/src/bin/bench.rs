@@ -141,6 +141,7 @@ fn main() {
                 packet_bytes: args.get(6).map_or(256, |p| p.parse().unwrap_or_else(|_| fail("PACKET: bytes"))),
                 seed: 1,
                 sharing: Sharing::parse(&args[5]).unwrap_or_else(|e| fail(&e)),
+                bucket: None,
             };
             let t0 = Instant::now();
             let scenario = Scenario::new(params()).with_network(spec.clone());

@@ -104,6 +104,7 @@ mod tests {
             packet_bytes: 64,
             seed: 3,
             sharing: Sharing::Flow,
+            bucket: None,
         }
     }
 

@@ -6,6 +6,11 @@
 //! owner calls [`FlowNet::settle`] before a change to advance every flow's remaining bytes, and
 //! [`FlowNet::reallocate`] after the changes of one instant to get the new rates. Per-link statistics
 //! (bytes carried, busy time, peak concurrent flows) are kept as flows come and go.
+//!
+//! Links may be token buckets (tc's tbf, a shaper): such a link carries up to its peak rate while its
+//! bucket holds tokens and its sustained rate once the bucket is empty; the bucket fills at the
+//! sustained rate less what the link carries, up to its depth. A bucket that empties changes the
+//! rates between flow starts and ends: [`FlowNet::next_bucket_empty`] says when.
 
 use crate::time::Time;
 
@@ -32,9 +37,34 @@ pub struct LinkStats {
     pub peak_flows: Vec<u32>,
 }
 
+/// The links' token buckets (all links have one, of the same depth).
+struct Buckets {
+    /// Bytes per picosecond each link carries once its bucket is empty (`FlowNet::capacity` is its peak).
+    sustained: Vec<f64>,
+    /// Bytes a full bucket holds.
+    depth: f64,
+    tokens: Vec<f64>,
+    /// Bytes per picosecond through each link at the current rates.
+    used: Vec<f64>,
+    /// When the first bucket empties at the current rates.
+    empties: Option<Time>,
+}
+
+/// Tokens below this many bytes count as none: the fluid clock rounds to picoseconds.
+const NO_TOKENS: f64 = 1e-6;
+
+impl Buckets {
+    /// The rate link `l` offers now.
+    #[inline]
+    fn capacity(&self, l: usize, peak: f64) -> f64 {
+        if self.tokens[l] > NO_TOKENS { peak } else { self.sustained[l] }
+    }
+}
+
 pub struct FlowNet {
-    /// Capacity of each link in bytes per picosecond.
+    /// Capacity of each link in bytes per picosecond (with token buckets: its peak).
     capacity: Vec<f64>,
+    buckets: Option<Buckets>,
     flows: Vec<Flow>,
     free: Vec<FlowId>,
     paths: Vec<u32>,
@@ -80,6 +110,7 @@ impl FlowNet {
         let n = capacity.len();
         FlowNet {
             capacity,
+            buckets: None,
             flows: Vec::new(),
             free: Vec::new(),
             paths: Vec::new(),
@@ -93,6 +124,24 @@ impl FlowNet {
             fixed: Vec::new(),
             heap: std::collections::BinaryHeap::new(),
         }
+    }
+
+    /// Links that are token buckets of `depth` bytes, full at the start: `capacity` (as given to
+    /// [`FlowNet::new`]) is each link's peak rate, `sustained` its rate once the bucket is empty (at
+    /// most the peak).
+    pub fn with_buckets(mut self, sustained: Vec<f64>, depth: u64) -> FlowNet {
+        let n = self.capacity.len();
+        assert_eq!(sustained.len(), n, "a sustained rate per link");
+        let depth = depth as f64;
+        self.buckets = Some(Buckets { sustained, depth, tokens: vec![depth; n], used: vec![0.0; n], empties: None });
+        self
+    }
+
+    /// When a link's bucket runs out at the current rates (the rates must then be reallocated:
+    /// [`FlowNet::settle`] to that time, then [`FlowNet::reallocate`]); None without buckets or
+    /// while none is draining.
+    pub fn next_bucket_empty(&self) -> Option<Time> {
+        self.buckets.as_ref().and_then(|b| b.empties)
     }
 
     pub fn stats(&self) -> &LinkStats {
@@ -120,6 +169,11 @@ impl FlowNet {
             for (l, &n) in self.on_link.iter().enumerate() {
                 if n > 0 {
                     self.stats.busy[l] += t - self.now;
+                }
+            }
+            if let Some(b) = &mut self.buckets {
+                for l in 0..b.tokens.len() {
+                    b.tokens[l] = (b.tokens[l] + (b.sustained[l] - b.used[l]) * dt).clamp(0.0, b.depth);
                 }
             }
         }
@@ -182,9 +236,10 @@ impl FlowNet {
         self.heap.clear();
         for (l, flows) in self.link_flows.iter().enumerate() {
             if !flows.is_empty() {
-                self.left[l] = self.capacity[l];
+                let capacity = self.buckets.as_ref().map_or(self.capacity[l], |b| b.capacity(l, self.capacity[l]));
+                self.left[l] = capacity;
                 self.unfixed[l] = flows.len() as u32;
-                self.heap.push(Share { share: self.capacity[l] / flows.len() as f64, link: l as u32 });
+                self.heap.push(Share { share: capacity / flows.len() as f64, link: l as u32 });
             }
         }
         if self.fixed.len() < self.flows.len() {
@@ -223,6 +278,24 @@ impl FlowNet {
                 }
             }
         }
+        self.drain_buckets();
+    }
+
+    /// The links' rates under the new shares, and when the first draining bucket runs out.
+    fn drain_buckets(&mut self) {
+        let Some(b) = &mut self.buckets else { return };
+        b.used.iter_mut().for_each(|u| *u = 0.0);
+        for &f in &self.active {
+            let flow = &self.flows[f as usize];
+            let (s, n) = (flow.path_start as usize, flow.path_len as usize);
+            for &l in &self.paths[s..s + n] {
+                b.used[l as usize] += flow.rate;
+            }
+        }
+        b.empties = (0..b.tokens.len())
+            .filter(|&l| b.tokens[l] > NO_TOKENS && b.used[l] > b.sustained[l])
+            .map(|l| self.now + (b.tokens[l] / (b.used[l] - b.sustained[l])).ceil() as Time)
+            .min();
     }
 
     /// Current rate of a flow in bytes per picosecond.
@@ -308,6 +381,53 @@ mod tests {
         // Two flows share a link of 1 byte/ps: 1000 and 3000 bytes. The short one ends at 2000 ps;
         // the long one then has 2000 bytes left at full rate: ends at 4000 ps.
         assert_eq!(run(vec![1.0], &[(vec![0], 1000), (vec![0], 3000)]), vec![2000, 4000]);
+    }
+
+    /// Settles to the earlier of the flow's completion and a bucket running out until the flow is done;
+    /// returns when it was.
+    fn finish_with_buckets(net: &mut FlowNet, id: FlowId) -> Time {
+        loop {
+            net.reallocate(&mut Vec::new());
+            let done = net.completion(id);
+            match net.next_bucket_empty() {
+                Some(te) if te < done => net.settle(te),
+                _ => {
+                    net.settle(done);
+                    net.finish(id);
+                    net.reallocate(&mut Vec::new());
+                    return done;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_token_bucket_link_runs_at_its_peak_until_the_bucket_is_empty_and_refills_while_idle() {
+        // Peak 2 bytes/ps, sustained 1, a bucket of 1000 bytes: at the peak the bucket drains at
+        // 1 byte/ps, so it empties after 1000 ps and 2000 bytes; the other 3000 go at 1 byte/ps.
+        let mut net = FlowNet::new(vec![2.0]).with_buckets(vec![1.0], 1000);
+        let a = net.start(&[0], 5000);
+        assert_eq!(finish_with_buckets(&mut net, a), 4000);
+        // Idle for 500 ps: 500 tokens. The next 2000 bytes go at the peak for 500 ps (1000 bytes),
+        // then at 1 byte/ps: done 1500 ps after they start.
+        net.settle(4500);
+        let b = net.start(&[0], 2000);
+        assert_eq!(finish_with_buckets(&mut net, b), 6000);
+        // Idle long enough to fill (no more than the depth): 1500 bytes pass at the peak alone.
+        net.settle(20_000);
+        let c = net.start(&[0], 1500);
+        assert_eq!(finish_with_buckets(&mut net, c), 20_750);
+    }
+
+    #[test]
+    fn a_bucket_that_is_not_the_bottleneck_does_not_drain() {
+        // Link 0 (peak 2, sustained 1) in series with link 1 (peak and sustained 0.5): the flow runs
+        // at 0.5, below link 0's sustained rate, so neither bucket drains.
+        let mut net = FlowNet::new(vec![2.0, 0.5]).with_buckets(vec![1.0, 0.5], 1000);
+        let a = net.start(&[0, 1], 1000);
+        net.reallocate(&mut Vec::new());
+        assert_eq!(net.next_bucket_empty(), None, "0.5 byte/ps drains neither bucket");
+        assert_eq!(finish_with_buckets(&mut net, a), 2000);
     }
 
     #[test]

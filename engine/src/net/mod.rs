@@ -15,7 +15,7 @@ pub mod placement;
 pub mod routing;
 pub mod topology;
 
-pub use network::{Network, NetworkSpec, Sharing};
+pub use network::{LinkBucket, Network, NetworkSpec, Sharing};
 pub use placement::{Placement, RankMap};
 pub use routing::{route, Routing};
 pub use topology::{Link, LinkClass, LinkId, Topology, TopologySpec, Vertex, OPTIONAL_SIZES, TOPOLOGY_KINDS};

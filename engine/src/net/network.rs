@@ -38,6 +38,31 @@ pub struct NetworkSpec {
     /// Seed of the random choices of Valiant and UGAL routing.
     pub seed: u64,
     pub sharing: Sharing,
+    /// Every link a token bucket (flow sharing only); None: links of one rate.
+    pub bucket: Option<LinkBucket>,
+}
+
+/// Links shaped as token buckets (tc's tbf): a link carries up to `peak_bandwidth` (times its
+/// capacity factor) while its bucket holds tokens, its nominal bandwidth once the bucket is empty;
+/// the bucket holds `burst_bytes` and fills at the nominal bandwidth less what the link carries.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkBucket {
+    pub burst_bytes: u64,
+    /// Bytes per second, at least every nominal bandwidth.
+    pub peak_bandwidth: f64,
+}
+
+impl LinkBucket {
+    /// Picoseconds for `bytes` alone on a link of `sustained` and `peak` bytes per picosecond whose
+    /// bucket is full: at the peak until the bucket runs out (it drains at peak - sustained), then
+    /// at the sustained rate.
+    pub fn alone(&self, bytes: u64, sustained: f64, peak: f64) -> Time {
+        let burst = self.burst_bytes as f64;
+        let at_peak = if peak > sustained { burst * peak / (peak - sustained) } else { f64::INFINITY };
+        let bytes = bytes as f64;
+        let t = if bytes <= at_peak { bytes / peak } else { burst / (peak - sustained) + (bytes - at_peak) / sustained };
+        t.ceil() as Time
+    }
 }
 
 impl NetworkSpec {
@@ -84,7 +109,7 @@ pub struct Started {
     pub at: Time,
     /// Time for the first packet to cross the path.
     pub head: Time,
-    /// Time to send all bytes alone on the path: bytes / slowest link.
+    /// Time to send all bytes alone on the path: bytes / slowest link (with buckets: full ones).
     pub alone: Time,
 }
 
@@ -93,8 +118,10 @@ pub struct Network {
     routing: Routing,
     ranks: RankMap,
     links: Links,
-    /// Bytes per picosecond of each link.
+    /// Bytes per picosecond of each link (with buckets: once its bucket is empty).
     capacity: Vec<f64>,
+    /// With buckets: each link's peak, bytes per picosecond.
+    bucket: Option<(LinkBucket, Vec<f64>)>,
     hop_latency: Time,
     packet_bytes: u64,
     rng: u64,
@@ -109,6 +136,18 @@ impl Network {
         for (name, v) in [("link_bandwidth", spec.link_bandwidth), ("injection_bandwidth", spec.injection_bandwidth), ("global_bandwidth", spec.global_bandwidth)] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(SpecError::new(format!("topology.{name}"), format!("{name} must be a positive bandwidth, not {v}")));
+            }
+        }
+        if let Some(b) = &spec.bucket {
+            if spec.sharing != Sharing::Flow {
+                return Err(SpecError::new("topology.burst", "token-bucket links need sharing = \"flow\" (the packet model has none)"));
+            }
+            if b.burst_bytes == 0 {
+                return Err(SpecError::new("topology.burst", "a bucket holds at least 1 byte"));
+            }
+            let fastest = spec.link_bandwidth.max(spec.injection_bandwidth).max(spec.global_bandwidth);
+            if !(b.peak_bandwidth.is_finite() && b.peak_bandwidth >= fastest) {
+                return Err(SpecError::new("topology.peak_bandwidth", format!("must be at least the fastest link's bandwidth ({} MB/s), not {} MB/s", fastest / 1e6, b.peak_bandwidth / 1e6)));
             }
         }
         if spec.packet_bytes == 0 {
@@ -134,9 +173,11 @@ impl Network {
                 nominal * link.capacity / 1e12
             })
             .collect();
-        let links = match spec.sharing {
-            Sharing::Flow => Links::Flow(FlowNet::new(capacity.clone())),
-            Sharing::Packet => Links::Packet(PacketNet::new(capacity.clone(), spec.packet_bytes, spec.hop_latency)),
+        let bucket = spec.bucket.map(|b| (b, (0..topo.num_links()).map(|l| b.peak_bandwidth * topo.link(l).capacity / 1e12).collect::<Vec<f64>>()));
+        let links = match (spec.sharing, &bucket) {
+            (Sharing::Flow, Some((b, peak))) => Links::Flow(FlowNet::new(peak.clone()).with_buckets(capacity.clone(), b.burst_bytes)),
+            (Sharing::Flow, None) => Links::Flow(FlowNet::new(capacity.clone())),
+            (Sharing::Packet, _) => Links::Packet(PacketNet::new(capacity.clone(), spec.packet_bytes, spec.hop_latency)),
         };
         Ok(Network {
             links,
@@ -144,6 +185,7 @@ impl Network {
             routing,
             ranks,
             capacity,
+            bucket,
             hop_latency: spec.hop_latency,
             packet_bytes: spec.packet_bytes,
             rng: spec.seed,
@@ -192,17 +234,22 @@ impl Network {
         route(&self.topo, self.routing, a, b, load, &mut self.rng, &mut self.path);
         let packet = self.packet_bytes.min(bytes.max(1)) as f64;
         let mut head = 0;
-        let mut slowest = f64::INFINITY;
+        let mut alone = 0;
         for &l in &self.path {
             let c = self.capacity[l as usize];
-            head += self.hop_latency + (packet / c).ceil() as Time;
-            slowest = slowest.min(c);
+            // A bucketed link's first packet goes at the peak: a message finds tokens for one packet.
+            let (first, whole) = match &self.bucket {
+                Some((b, peak)) => (peak[l as usize], b.alone(bytes, c, peak[l as usize])),
+                None => (c, (bytes as f64 / c).ceil() as Time),
+            };
+            head += self.hop_latency + (packet / first).ceil() as Time;
+            alone = alone.max(whole);
         }
         let flow = match &mut self.links {
             Links::Flow(f) => f.start(&self.path, bytes),
             Links::Packet(p) => p.start(t, &self.path, bytes),
         };
-        Started { flow, at: t, head, alone: (bytes as f64 / slowest).ceil() as Time }
+        Started { flow, at: t, head, alone }
     }
 
     /// Flow model: ends a flow at time `t` (its last byte has left).
@@ -219,6 +266,21 @@ impl Network {
         self.changed.clear();
         f.reallocate(&mut self.changed);
         out.extend(self.changed.iter().map(|&id| (id, f.completion(id))));
+    }
+
+    /// Flow model with token buckets: when a bucket runs out at the current rates (then
+    /// [`Network::bucket_empties`]).
+    pub fn next_bucket_empty(&self) -> Option<Time> {
+        match &self.links {
+            Links::Flow(f) => f.next_bucket_empty(),
+            Links::Packet(_) => None,
+        }
+    }
+
+    /// Flow model: a bucket runs out at `t`; the rates must be reallocated.
+    pub fn bucket_empties(&mut self, t: Time) {
+        let Links::Flow(f) = &mut self.links else { unreachable!("only flows have buckets") };
+        f.settle(t.max(f.now()));
     }
 
     /// Packet model: time of the next link event, if any.

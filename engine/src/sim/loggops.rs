@@ -402,6 +402,14 @@ impl<P: Program> Sim<'_, P> {
             let (flows, mut h) = self.with_flows(now);
             flows.reschedule(&mut h);
         }
+        // A link's token bucket runs out before the next event: the rates change then.
+        if let Some(te) = self.flows.as_ref().expect("a network").net.next_bucket_empty() {
+            if self.queue.peek_time().is_none_or(|t| te < t) {
+                let (flows, mut h) = self.with_flows(te);
+                flows.bucket_empties(te, &mut h);
+                return true;
+            }
+        }
         match self.flows.as_mut().expect("a network").net.next_packet_event() {
             Some(tp) if self.queue.peek_time().is_none_or(|t| tp <= t) => {
                 let (flows, mut h) = self.with_flows(tp);

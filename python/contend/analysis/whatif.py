@@ -317,7 +317,8 @@ def _scaled_network(machine: Any, speed: float) -> Any:
     if network is not None:
         network = {**network, "hop_latency": round(network["hop_latency"] / speed),
                    **{key: network[key] * speed for key in ("link_bandwidth", "injection_bandwidth",
-                                                            "global_bandwidth")}}
+                                                            "global_bandwidth", "peak_bandwidth")
+                      if key in network}}
     return dataclasses.replace(machine, params=scaled(machine.params), network=network,
                                rendezvous=scaled(machine.rendezvous) if machine.rendezvous else None)
 

@@ -17,6 +17,8 @@ that they share fairly (docs/models.md, "Links")::
     packet = "256B"                # the first packet crosses each link in packet / bandwidth
     seed = 0                       # random choices of Valiant and UGAL routing
     sharing = "flow"               # flow: fluid max-min rates; packet: packets, round robin per link
+    burst = "128KiB"               # optional, with peak_bandwidth: every link a token bucket (tc's tbf)
+    peak_bandwidth = "2Gbit/s"     # what a link carries while its bucket holds tokens (flow sharing)
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from contend.machine.quantities import parse_bandwidth, parse_bytes
 from contend.machine.tomlfile import did_you_mean, reject_unknown_keys
 
 COMMON_KEYS = ("kind", "routing", "ranks_per_node", "placement", "link_bandwidth", "injection_bandwidth",
-               "global_bandwidth", "hop_latency", "packet", "seed", "sharing")
+               "global_bandwidth", "hop_latency", "packet", "seed", "sharing", "burst", "peak_bandwidth")
 
 
 @cache
@@ -104,7 +106,23 @@ def network_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dic
     network["packet_bytes"] = packet
     network["seed"] = _count(table, "seed", where, minimum=0, default=0)
     network["sharing"] = sharing_model(table.get("sharing", "flow"), where("sharing"))
+    network.update(_bucket(table, where))
     return network
+
+
+def _bucket(table: Mapping[str, Any], where: Callable[..., str]) -> dict[str, Any]:
+    """Token-bucket links (docs/models.md, "Links"): ``burst`` and ``peak_bandwidth`` together, or
+    neither; the engine checks the peak against the links' bandwidths."""
+    given = [key for key in ("burst", "peak_bandwidth") if key in table]
+    if not given:
+        return {}
+    if len(given) == 1:
+        other = "peak_bandwidth" if given[0] == "burst" else "burst"
+        raise UserError(f"{where(given[0])}: needs {other} too (a token bucket has a depth and a peak rate)")
+    burst = parse_bytes(table["burst"], where("burst"))
+    if burst < 1:
+        raise UserError(f"{where('burst')}: a bucket holds at least 1 byte")
+    return {"burst_bytes": burst, "peak_bandwidth": _bandwidth(table, "peak_bandwidth", where)}
 
 
 def sharing_model(name: Any, where: str) -> str:

@@ -65,8 +65,10 @@ def describe_network(network: dict[str, Any]) -> str:
         size_keys, optional_keys, _ = topology_sizes()
         keys = size_keys[kind] + optional_keys.get(kind, ())
         shape = " ".join(f"{key}={network[key]}" for key in keys)
+    buckets = (f", token buckets of {network['burst_bytes']:,} B at up to {network['peak_bandwidth'] / 1e6:,.4g} MB/s"
+               if "burst_bytes" in network else "")
     return (f"{kind} {shape}, links {network['link_bandwidth'] / 1e6:,.4g} MB/s, injection "
-            f"{network['injection_bandwidth'] / 1e6:,.4g} MB/s, {network['ranks_per_node']} rank(s) per node")
+            f"{network['injection_bandwidth'] / 1e6:,.4g} MB/s{buckets}, {network['ranks_per_node']} rank(s) per node")
 
 
 def describe_busiest_link(link: dict[str, Any] | None) -> str:

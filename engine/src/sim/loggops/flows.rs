@@ -98,6 +98,12 @@ impl Flows {
         self.arrive(id, h.now() + nm.head, h);
     }
 
+    /// A link's token bucket ran out at `t`: the rates from then on.
+    pub(super) fn bucket_empties<P: Program>(&mut self, t: Time, h: &mut Handle<'_, P>) {
+        self.net.bucket_empties(t);
+        self.reschedule(h);
+    }
+
     /// New fair rates after the flow starts and ends of one instant; each flow whose completion
     /// moved gets a new completion event (the old one becomes stale through its version).
     pub(super) fn reschedule<P: Program>(&mut self, h: &mut Handle<'_, P>) {
