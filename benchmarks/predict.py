@@ -25,8 +25,8 @@ in DIR/traces, every traced run converted and simulated on the machine), and a s
 this host's noise measured just before (contend noise measure --mpi -n N --per-core). On shared memory
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
 rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine
-file is calibrated first from one flow and 1-byte round trips (contend.experiments.fabric_machine) unless
---fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
+file is calibrated first from one flow, 1-byte round trips and ping-pongs within tbf's burst (token-bucket
+links; contend.experiments.fabric_machine) unless --fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
 measures no noise. --extrapolate-from P (e.g. --ranks 4,8 --extrapolate-from 2): trace at P ranks only,
 convert each trace with `--ranks N` (K = N/P copies of the traced job, weak scaling), simulate, and
 compare with N-rank untraced runs (no host noise is measured for those rows); on the fabric the star then
@@ -61,6 +61,8 @@ from contend.analysis.predict import Measured, fifo_command, measure_runs, predi
 PREFIX = "ctdp-"  # never the user's fabric (ctd-) nor another benchmark's or test's
 TARGETS = {"shm": 10.0, "shm-fifo": 10.0, "fabric": 15.0, "fabric-fifo": 15.0}
 NOISE_SECONDS = 5
+# Ping-pongs within tbf's 128 KiB burst: their slope is the rate a burst passes at (token-bucket links).
+BURST_SIZES = (16 * 1024, 64 * 1024)
 ANCHOR = "LogGOPSim trace replay (Hoefler, Schneider, Lumsdaine 2010): <2% average error"
 
 
@@ -204,15 +206,17 @@ def predict_rows(rows: list[dict], console: Console) -> None:
 
 
 def calibrate_fabric(built, path: Path, console: Console) -> None:
-    """The fabric's machine file from one flow and 1-byte round trips (as benchmarks/fabric_vs_sim.py)."""
+    """The fabric's machine file from one flow and 1-byte round trips (as benchmarks/fabric_vs_sim.py), its
+    links token buckets whose peak the ping-pongs within the burst give."""
     from contend.experiments.fabric_check import Settings, measure
     from contend.experiments.fabric_machine import calibrate, machine_toml
 
-    settings = Settings(incasts=(), seeds=(), repeats=3)
+    settings = Settings(incasts=(), seeds=(), repeats=3, burst_sizes=BURST_SIZES)
     found = measure(settings, built, lambda text: console.print(f"  fabric calibration: {text}"))
-    text = machine_toml(calibrate(built, found.flow_runs, found.loggp_runs),
+    text = machine_toml(calibrate(built, found.flow_runs, found.loggp_runs, found.burst_runs),
                         f"one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, "
-                        f"{settings.latency_iters} round trips (benchmarks/predict.py)")
+                        f"{settings.latency_iters} round trips; ping-pongs of {' and '.join(map(str, BURST_SIZES))} B "
+                        f"(benchmarks/predict.py)")
     with atomic_path(path) as temporary:
         temporary.write_text(text)
 

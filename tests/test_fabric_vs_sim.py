@@ -38,6 +38,26 @@ def test_the_machine_file_describes_the_fabric_and_says_where_each_number_comes_
     assert ring.network["hop_latency"] == pytest.approx(hop_ns * 1000, abs=100)  # written to 0.1 ns
 
 
+def test_measured_bursts_make_the_links_token_buckets_of_the_fabric_s_burst():
+    from dataclasses import replace
+
+    cal, _ = machine("star", 4)
+    assert "burst_bytes" not in machine("star", 4)[1].network
+    # Three runs' slopes (one-way time from 16 to 64 KiB): 240 us (204.8 MB/s), twice and three times
+    # the flow's rate: the median is the peak, and a slope below the flow's rate counts as the flow's.
+    bursty = replace(cal, bursts_Bps=(48 * 1024 / 240e-6, 2 * LINK_Bps, 3 * LINK_Bps))
+    star = parse_machine(machine_toml(bursty, "a test"), "fabric.toml")
+    assert star.network["burst_bytes"] == fabric.TBF_BURST_BYTES
+    assert star.network["peak_bandwidth"] == pytest.approx(2 * LINK_Bps, rel=1e-4)
+    assert replace(cal, bursts_Bps=(LINK_Bps / 2,)).peak_Bps == LINK_Bps
+    # A message of the burst's size passes at the peak: twice as fast as without buckets.
+    plain = machine("star", 4)[1]
+    size = fabric.TBF_BURST_BYTES
+    with_buckets = native_twins.simulate_pairs(star, [1, 0], size, iters=1, warmup=0)[0]
+    without = native_twins.simulate_pairs(plain, [1, 0], size, iters=1, warmup=0)[0]
+    assert with_buckets < without * 0.6
+
+
 @pytest.mark.parametrize("senders", [1, 2, 3, 4])
 def test_simulated_incast_gives_each_sender_an_equal_share_of_the_link(senders):
     _, line = machine("line", 5)

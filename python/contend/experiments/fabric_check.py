@@ -50,6 +50,9 @@ class Settings:
     warmup: int = 1
     latency_iters: int = 200
     timeout_s: float = 300
+    # Ping-pongs at two sizes within the links' burst, whose slope is the rate a burst passes at (the
+    # machine's token-bucket links, fabric_machine.burst_rate); () leaves the links one rate.
+    burst_sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ def _values(case: Case, run: RunResult) -> dict[int, float]:
 class Measurements:
     flow_runs: list[RunResult] = field(default_factory=list)
     loggp_runs: list[RunResult] = field(default_factory=list)
+    burst_runs: list[RunResult] = field(default_factory=list)
     values: dict[str, list[dict[int, float]]] = field(default_factory=dict)  # case -> per repetition
     loads: list[float] = field(default_factory=list)
 
@@ -116,6 +120,8 @@ def measure(settings: Settings, built: fabric_module.Fabric,
         found.flow_runs.append(run("incast", 2, [settings.incast_bytes], settings.incast_iters,
                                    {"window": settings.window}))
         found.loggp_runs.append(run("loggp", 2, [1], settings.latency_iters))
+        if settings.burst_sizes:
+            found.burst_runs.append(run("pingpong", 2, list(settings.burst_sizes), settings.latency_iters))
         for case in cases(settings):
             progress(f"repetition {repeat + 1}/{settings.repeats}: {case.label}")
             size, iters = ((settings.incast_bytes, settings.incast_iters) if case.pattern == "incast"

@@ -6,6 +6,10 @@ Two calibration measurements, both between nodes 0 and 1 of the fabric, give eve
 - 1-byte round trips: the ``loggp`` benchmark (Netgauge's method) gives the endpoint costs o_s, o_r and
   the gap g, and the one-way latency, which, less the overheads, is spread over the links of the path as
   the hop latency.
+Optionally a third: ping-pongs at two sizes within tbf's burst, whose one-way times differ by the bytes'
+time at the rate a burst passes (what the host copies through the veth pairs while a link's bucket
+holds tokens): the machine's links are then token buckets of the fabric's burst (``[topology] burst``,
+``peak_bandwidth``; docs/models.md, "Links"), the one flow giving their sustained rate.
 Each is repeated; the machine file takes the medians and lists every run in ``[measured]``.
 """
 
@@ -19,7 +23,7 @@ from typing import Sequence
 
 from contend.native.bench.loggp import netgauge_table
 from contend.native.bench.results import RunResult
-from contend.native.fabric import Fabric
+from contend.native.fabric import TBF_BURST_BYTES, Fabric
 
 # The engine's topology for each fabric shape, and the links between neighbouring nodes 0 and 1.
 TOPOLOGY_KIND = {"line": "mesh", "ring": "torus", "star": "crossbar"}
@@ -47,6 +51,14 @@ def single_flow_Bps(incast_run: RunResult) -> float:
     return float(incast_run.results["bandwidth_Bps"].iloc[0])
 
 
+def burst_rate(pingpong_run: RunResult) -> float:
+    """Bytes per second of the bytes between the run's smallest and largest ping-pong sizes: the slope
+    of the one-way time, which leaves out what every message costs."""
+    rows = pingpong_run.results.sort_values("bytes")
+    small, large = rows.iloc[0], rows.iloc[-1]
+    return float((large["bytes"] - small["bytes"]) * 1e9 / (large["t_p50_ns"] - small["t_p50_ns"]))
+
+
 def link_mtu(fabric: Fabric) -> int:
     """The MTU of node 0's link: the largest packet a link forwards at once."""
     shown = subprocess.run(["ip", "-n", fabric.node_namespace(0), "-o", "link", "show", "eth0"],
@@ -62,10 +74,17 @@ class Calibration:
     flows_Bps: tuple[float, ...]
     latencies: tuple[LatencySample, ...]
     mtu: int
+    bursts_Bps: tuple[float, ...] = ()  # burst_rate of each ping-pong run; (): links of one rate
 
     @property
     def link_Bps(self) -> float:
         return median(self.flows_Bps)
+
+    @property
+    def peak_Bps(self) -> float:
+        """The rate a burst passes at; never below the sustained rate (the engine's bound: a noisy
+        slope below it says the bucket made no difference)."""
+        return max(median(self.bursts_Bps), self.link_Bps)
 
     @property
     def overheads_exceed_latency(self) -> bool:
@@ -98,9 +117,11 @@ class Calibration:
         return max(0.0, (self.one_way - 2 * self.o - (links + 1) * byte) / links)
 
 
-def calibrate(fabric: Fabric, flow_runs: Sequence[RunResult], loggp_runs: Sequence[RunResult]) -> Calibration:
+def calibrate(fabric: Fabric, flow_runs: Sequence[RunResult], loggp_runs: Sequence[RunResult],
+              burst_runs: Sequence[RunResult] = ()) -> Calibration:
     return Calibration(fabric, tuple(single_flow_Bps(r) for r in flow_runs),
-                       tuple(latency_sample(r) for r in loggp_runs), link_mtu(fabric))
+                       tuple(latency_sample(r) for r in loggp_runs), link_mtu(fabric),
+                       tuple(burst_rate(r) for r in burst_runs))
 
 
 def _list(values: Sequence[float], scale: float = 1.0, digits: int = 1) -> str:
@@ -143,7 +164,7 @@ link_bandwidth = "{bandwidth}"  # measured: one flow from node 1 to node 0 (inca
 injection_bandwidth = "{bandwidth}"  # node links carry the same tbf rate as router links
 hop_latency = "{cal.hop_latency:.1f}ns"  # measured: (1-byte one-way time - 2o - the bytes' link times) / the {NEIGHBOUR_LINKS[f.topology]} links between neighbours{hop_note}
 packet = {cal.mtu}  # the links' MTU (ip link): the largest packet a link forwards before the next hop can start
-
+{_bucket_lines(cal)}
 # The calibration runs themselves (ns, Gbit/s), one value per run.
 [measured]
 single_flow_Gbit_s = {_list(cal.flows_Bps, 8 / 1e9, 4)}
@@ -151,4 +172,13 @@ o_s_ns = {_list([s.o_s for s in cal.latencies])}
 o_r_ns = {_list([s.o_r for s in cal.latencies])}
 gap_ns = {_list([s.gap for s in cal.latencies])}
 one_way_1B_ns = {_list([s.one_way for s in cal.latencies])}
-"""
+{f"burst_Gbit_s = {_list(cal.bursts_Bps, 8 / 1e9, 4)}" if cal.bursts_Bps else ""}"""
+
+
+def _bucket_lines(cal: Calibration) -> str:
+    """The [topology] keys of token-bucket links, when the calibration measured bursts."""
+    if not cal.bursts_Bps:
+        return ""
+    return (f'burst = {TBF_BURST_BYTES}  # the fabric\'s tbf burst (bytes), as it was built\n'
+            f'peak_bandwidth = "{cal.peak_Bps * 8 / 1e9:.4f}Gbit/s"  # measured: the slope of ping-pongs within '
+            f'the burst (one-way time against size)\n')
