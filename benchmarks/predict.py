@@ -7,7 +7,7 @@ with their measured time between MPI_Init and MPI_Finalize (docs/measure.md says
         [--extrapolate-from P]
     python benchmarks/predict.py --replay-only --out DIR [--machine M] [--fabric-machine M]
 
-Programs (native/apps, built by `contend native build`; mpi4py's demos from its sdist in ~/.cache/contend):
+Programs (native/apps, built by `contend native build`; mpi4py's demos from its sdist, downloaded once into contend's cache):
 
     halo          app-halo: a periodic ring, Irecv/Isend/Waitall of the halos around a relaxation sweep,
                   an Allreduce every 10 iterations; 100,000 cells per rank (weak scaling)
@@ -67,7 +67,9 @@ ANCHOR = "LogGOPSim trace replay (Hoefler, Schneider, Lumsdaine 2010): <2% avera
 
 
 def demo_dir() -> Path:
-    return Path.home() / ".cache" / "contend" / "mpi4py-4.1.2" / "demo"
+    from contend.native.mpi4py_sdist import mpi4py_sdist
+
+    return mpi4py_sdist() / "demo"
 
 
 def programs(build: Path) -> dict[str, tuple[Callable[[int], list[str]], tuple[int, ...]]]:

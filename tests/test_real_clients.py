@@ -22,17 +22,14 @@ import contextlib
 import io
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tarfile
-from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from contend.native import mpi, libthrottle
-from contend.cachedir import cache_dir
+from contend.errors import UserError
+from contend.native.mpi4py_sdist import mpi4py_sdist
 from contend.cli import main
 
 SUITE = Path(__file__).with_name("mpi4py_suite.py")
@@ -65,34 +62,10 @@ LIBRARIES = {  # name -> the options of `contend throttle` (None: the tracer); a
 @pytest.fixture(scope="module")
 def sdist() -> Path:
     """mpi4py's sdist for the installed mpi4py (downloaded once): its test/ and demo/ directories."""
-    version = metadata.version("mpi4py")
-    root = cache_dir() / f"mpi4py-{version}"
-    if not ((root / "test" / "main.py").exists() and (root / "demo" / "osu_bw.py").exists()):
-        download = cache_dir() / "downloads"
-        download.mkdir(parents=True, exist_ok=True)
-        archive = download / f"mpi4py-{version}.tar.gz"
-        if not archive.exists():
-            try:
-                got = subprocess.run(
-                    [sys.executable, "-m", "pip", "download", f"mpi4py=={version}", "--no-binary", ":all:",
-                     "--no-deps", "-q", "-d", str(download)],
-                    capture_output=True, text=True, timeout=300)
-                why = got.stderr.strip()[-300:] if got.returncode != 0 or not archive.exists() else ""
-            except subprocess.TimeoutExpired:
-                why = "no answer within 300 s"
-            if why:
-                pytest.skip(f"cannot download the mpi4py {version} sdist (is the package registry reachable?): {why}")
-        partial = cache_dir() / f".mpi4py-{version}.partial"
-        shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
-        with tarfile.open(archive) as tar:
-            members = [m for m in tar.getmembers()
-                       if m.name.startswith((f"mpi4py-{version}/test/", f"mpi4py-{version}/demo/osu_"))]
-            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # nothing outside `partial`
-            tar.extractall(partial, members=members, **safe)
-        shutil.rmtree(root, ignore_errors=True)  # an older cache without the demos
-        os.replace(partial / f"mpi4py-{version}", root)
-        partial.rmdir()
-    return root
+    try:
+        return mpi4py_sdist()
+    except UserError as why:
+        pytest.skip(str(why))
 
 
 @pytest.fixture(scope="module")

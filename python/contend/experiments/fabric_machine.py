@@ -145,7 +145,7 @@ def machine_toml(cal: Calibration, how: str) -> str:
 [machine]
 name = "fabric-{f.topology}-{f.nodes}"
 description = "contend's emulated fabric: {f.nodes} network namespaces as nodes ({f.topology}), tbf {f.link} on every link end, {f.ppn} rank per node, MPICH over TCP"
-source = "measured {today} by benchmarks/fabric_vs_sim.py from calibration runs only (one flow; 1-byte round trips), medians of {runs} runs; {how}"
+source = "measured {today} by benchmarks/fabric_vs_sim.py from calibration runs only (one flow; 1-byte round trips{'; ping-pongs within the burst' if cal.bursts_Bps else ''}), medians of {runs} runs; {how}"
 
 # Between nodes the [topology] links replace L and G; o, g and O are paid at the endpoints.
 [loggops]
