@@ -25,7 +25,8 @@ def machine(topology: str, nodes: int, o_s: float = 12000, o_r: float = 9000, on
 def test_the_machine_file_describes_the_fabric_and_says_where_each_number_comes_from():
     cal, line = machine("line", 5)
     assert line.network["topology"] == "mesh" and line.network["dims"] == [5]
-    assert line.network["ranks_per_node"] == 1 and line.network["packet_bytes"] == 1500
+    assert line.network["ranks_per_node"] == 1 and line.network["packet_bytes"] == 1  # veth: no store-and-forward
+    assert line.document["measured"]["mtu"] == 1500
     assert line.network["link_bandwidth"] == line.network["injection_bandwidth"] == pytest.approx(LINK_Bps)
     # o_s + o_r exceed the one-way time (TCP): o is half of it, the hop latency 0, as the fit does
     assert cal.o == 5500 and line.params["o"] == 5_500_000 and line.network["hop_latency"] == 0

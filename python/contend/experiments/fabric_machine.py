@@ -163,7 +163,7 @@ ranks_per_node = {f.ppn}
 link_bandwidth = "{bandwidth}"  # measured: one flow from node 1 to node 0 (incast with 1 sender), TCP/IP headers excluded
 injection_bandwidth = "{bandwidth}"  # node links carry the same tbf rate as router links
 hop_latency = "{cal.hop_latency:.1f}ns"  # measured: (1-byte one-way time - 2o - the bytes' link times) / the {NEIGHBOUR_LINKS[f.topology]} links between neighbours{hop_note}
-packet = {cal.mtu}  # the links' MTU (ip link): the largest packet a link forwards before the next hop can start
+packet = 1  # not the MTU ({cal.mtu} B, [measured]): a veth pair hands a packet on at once and tbf releases it whole, so no link holds a message's first packet for its serialization; the bytes stream end to end
 {_bucket_lines(cal)}
 # The calibration runs themselves (ns, Gbit/s), one value per run.
 [measured]
@@ -172,6 +172,7 @@ o_s_ns = {_list([s.o_s for s in cal.latencies])}
 o_r_ns = {_list([s.o_r for s in cal.latencies])}
 gap_ns = {_list([s.gap for s in cal.latencies])}
 one_way_1B_ns = {_list([s.one_way for s in cal.latencies])}
+mtu = {cal.mtu}
 {f"burst_Gbit_s = {_list(cal.bursts_Bps, 8 / 1e9, 4)}" if cal.bursts_Bps else ""}"""
 
 
