@@ -26,7 +26,8 @@ this host's noise measured just before (contend noise measure --mpi -n N --per-c
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
 rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine
 file is calibrated first from one flow, 1-byte round trips and ping-pongs within tbf's burst (token-bucket
-links; contend.experiments.fabric_machine) unless --fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
+links; contend.experiments.fabric_machine), with the [cores] of --machine if it has them (the nodes are
+namespaces of this host: every rank shares its cores), unless --fabric-machine gives one. --fifo runs every rank under chrt -f 1 (root; at most one rank per core) and
 measures no noise. --extrapolate-from P (e.g. --ranks 4,8 --extrapolate-from 2): trace at P ranks only,
 convert each trace with `--ranks N` (K = N/P copies of the traced job, weak scaling), simulate, and
 compare with N-rank untraced runs (no host noise is measured for those rows); on the fabric the star then
@@ -207,7 +208,17 @@ def predict_rows(rows: list[dict], console: Console) -> None:
         row.update(measured.summary())
 
 
-def calibrate_fabric(built, path: Path, console: Console) -> None:
+def host_cores(machine: str | None) -> tuple[str, dict] | None:
+    """The ``[cores]`` table of the shared-memory machine file (``contend bench fit`` writes it), if any."""
+    import tomllib
+
+    if machine is None:
+        return None
+    table = tomllib.loads(Path(machine).read_text()).get("cores")
+    return (machine, table) if table else None
+
+
+def calibrate_fabric(built, path: Path, console: Console, cores: tuple[str, dict] | None) -> None:
     """The fabric's machine file from one flow and 1-byte round trips (as benchmarks/fabric_vs_sim.py), its
     links token buckets whose peak the ping-pongs within the burst give."""
     from contend.experiments.fabric_check import Settings, measure
@@ -218,7 +229,7 @@ def calibrate_fabric(built, path: Path, console: Console) -> None:
     text = machine_toml(calibrate(built, found.flow_runs, found.loggp_runs, found.burst_runs),
                         f"one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, "
                         f"{settings.latency_iters} round trips; ping-pongs of {' and '.join(map(str, BURST_SIZES))} B "
-                        f"(benchmarks/predict.py)")
+                        f"(benchmarks/predict.py)", cores)
     with atomic_path(path) as temporary:
         temporary.write_text(text)
 
@@ -366,7 +377,7 @@ def main() -> int:
                     tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:
                 machine = args.fabric_machine or str(out / "fabric.toml")
                 if not args.fabric_machine:
-                    calibrate_fabric(built, Path(machine), console)
+                    calibrate_fabric(built, Path(machine), console, host_cores(args.machine))
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
                 rows += setting_rows("fabric-fifo" if args.fifo else "fabric", machine, placement, nodes)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again

@@ -205,6 +205,25 @@ def test_a_host_s_cores_stay_shared_by_every_rank_when_a_throttle_emulates_nodes
     assert simulate(path, machine=str(host), cores="1", ranks_per_node=1).makespan == 5 * 2 * (2 * O + L)
 
 
+def test_nodes_of_a_topology_share_the_host_s_cores_when_told_one_host(tmp_path):
+    """Two nodes of a crossbar, one rank each, emulated on one host of one core (the fabric's
+    namespaces): with one_host each message waits for the core to pass to its receiver; without,
+    each node has its core and a message takes o, the link (8 bytes after a 1-byte head over 2 links
+    at 1 byte/ns: 10 ns) and o."""
+    table = ('[loggops]\nL = 0\no = "{o}ns"\ng = 0\nG = 0\nO = 0\nS = 65535\n'
+             '[topology]\nkind = "crossbar"\nnodes = 2\nlink_bandwidth = "1GB/s"\npacket = 1\n'
+             '[cores]\nper_node = 1\nswitch = "{switch}ns"\n').format(o=O, switch=SWITCH)
+    path = tmp_path / "s.goal"
+    path.write_text(pingpong(5))
+    (tmp_path / "host.toml").write_text(table + "one_host = true\n")
+    (tmp_path / "nodes.toml").write_text(table)
+    assert simulate(path, machine=str(tmp_path / "host.toml")).makespan == 5 * 2 * (2 * O + max(10, SWITCH))
+    assert simulate(path, machine=str(tmp_path / "nodes.toml")).makespan == 5 * 2 * (2 * O + 10)
+    with pytest.raises(UserError, match=r"host.toml:16: \[cores\] one_host: expected true or false, got 'yes'"):
+        (tmp_path / "host.toml").write_text(table + 'one_host = "yes"\n')
+        parse_machine((tmp_path / "host.toml").read_text(), str(tmp_path / "host.toml"))
+
+
 def test_spinners_beside_working_ranks_take_their_fair_half_of_the_cores(tmp_path):
     """4 ranks on 2 cores: ranks 0 and 1 spin from 10 us on, until ranks 2 and 3 have ping-ponged
     200 rounds with 100 us of computation each. The kernel's fair share (docs/models.md, "Shared

@@ -57,6 +57,9 @@ def test_measured_bursts_make_the_links_token_buckets_of_the_fabric_s_burst():
     with_buckets = native_twins.simulate_pairs(star, [1, 0], size, iters=1, warmup=0)[0]
     without = native_twins.simulate_pairs(plain, [1, 0], size, iters=1, warmup=0)[0]
     assert with_buckets < without * 0.6
+    # This host's cores (a `bench fit` machine's [cores]): every rank of the fabric shares them.
+    cored = parse_machine(machine_toml(cal, "a test", ("host.toml", {"per_node": 2, "switch": "3.6us"})), "f.toml")
+    assert cored.node["cores"] == {"per_node": 2, "switch": 3_600_000, "quantum": 0, "one_host": True}
 
 
 @pytest.mark.parametrize("senders", [1, 2, 3, 4])

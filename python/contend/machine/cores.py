@@ -10,6 +10,8 @@ cores than there are ranks (docs/models.md, "Shared cores"), validated into the 
     ranks_per_node = 4    # unless [topology], [nic] or [throttle] gives it; default: the machine
                           #   is one host (as `bench fit` writes): every rank shares the cores,
                           #   whatever nodes `--ranks-per-node` emulates for a throttle
+    one_host = true       # every rank shares these per_node cores whatever node it is on, also
+                          #   with a [topology]: nodes emulated on one host (the fabric's namespaces)
 
 On the command line: ``--cores 2``, ``--cores 2:3.8us`` or ``--cores 2:3.8us:4ms`` (``none``: a core
 per rank).
@@ -24,7 +26,7 @@ from contend.errors import UserError
 from contend.machine.quantities import parse_count
 from contend.machine.tomlfile import reject_unknown_keys
 
-KEYS = ("per_node", "switch", "quantum", "ranks_per_node")
+KEYS = ("per_node", "switch", "quantum", "ranks_per_node", "one_host")
 MAX_CORES = 2**32 - 1
 
 
@@ -37,7 +39,10 @@ def cores_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[
     if isinstance(per_node, bool) or not isinstance(per_node, int) or not 1 <= per_node <= MAX_CORES:
         raise UserError(f"{where('per_node')}: expected an integer >= 1, got {per_node!r}")
     times = {key: parse_quantity(table[key], where(key)) if key in table else 0 for key in ("switch", "quantum")}
-    return {"per_node": per_node, **times}
+    one_host = table.get("one_host", False)
+    if not isinstance(one_host, bool):
+        raise UserError(f"{where('one_host')}: expected true or false, got {one_host!r}")
+    return {"per_node": per_node, **times, **({"one_host": True} if one_host else {})}
 
 
 def parse_cores(text: str, what: str = "--cores") -> dict[str, int] | None:

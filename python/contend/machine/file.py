@@ -235,7 +235,8 @@ def _node_model(document: Mapping[str, Any], where: Mapping[str, Where], places:
         return None
     ranks_per_node = _ranks_per_node(document, where, places)
     if cores is not None and ranks_per_node == ALL_ON_ONE_NODE:
-        # A host's cores: shared by every rank, whatever nodes a throttle or a run emulates on it.
+        # A host's cores: shared by every rank, whatever nodes a throttle or a run emulates on it (as
+        # `one_host = true` says of a topology's nodes).
         cores["one_host"] = True
     return {"ranks_per_node": ranks_per_node, "nic": nic, "policy": policy, "cores": cores}
 
@@ -249,6 +250,8 @@ def _ranks_per_node(document: Mapping[str, Any], where: Mapping[str, Where], pla
                 raise UserError(f"{where[table]('ranks_per_node')}: expected an integer >= 1, got {value!r}")
             places["node.ranks_per_node"] = where[table]("ranks_per_node")
             return value
+    if "topology" in document:
+        return 1  # the topology's own default: its nodes hold a rank each
     if "nic" not in document and "throttle" not in document:
         return ALL_ON_ONE_NODE  # [cores] alone: the machine is one host, every rank on it
     table = "nic" if "nic" in document else "throttle"
