@@ -62,8 +62,6 @@ from contend.analysis.predict import Measured, fifo_command, measure_runs, predi
 PREFIX = "ctdp-"  # never the user's fabric (ctd-) nor another benchmark's or test's
 TARGETS = {"shm": 10.0, "shm-fifo": 10.0, "fabric": 15.0, "fabric-fifo": 15.0}
 NOISE_SECONDS = 5
-# Ping-pongs within tbf's 128 KiB burst: their slope is the rate a burst passes at (token-bucket links).
-BURST_SIZES = (16 * 1024, 64 * 1024)
 ANCHOR = "LogGOPSim trace replay (Hoefler, Schneider, Lumsdaine 2010): <2% average error"
 
 
@@ -210,26 +208,20 @@ def predict_rows(rows: list[dict], console: Console) -> None:
 
 def host_cores(machine: str | None) -> tuple[str, dict] | None:
     """The ``[cores]`` table of the shared-memory machine file (``contend bench fit`` writes it), if any."""
-    import tomllib
+    from contend.machine.file import load_machine
 
     if machine is None:
         return None
-    table = tomllib.loads(Path(machine).read_text()).get("cores")
+    table = load_machine(machine).document.get("cores")
     return (machine, table) if table else None
 
 
 def calibrate_fabric(built, path: Path, console: Console, cores: tuple[str, dict] | None) -> None:
-    """The fabric's machine file from one flow and 1-byte round trips (as benchmarks/fabric_vs_sim.py), its
-    links token buckets whose peak the ping-pongs within the burst give."""
-    from contend.experiments.fabric_check import Settings, measure
-    from contend.experiments.fabric_machine import calibrate, machine_toml
+    """The fabric's machine file (as `contend fabric calibrate` writes it)."""
+    from contend.experiments.fabric_check import calibrated_machine
 
-    settings = Settings(incasts=(), seeds=(), repeats=3, burst_sizes=BURST_SIZES)
-    found = measure(settings, built, lambda text: console.print(f"  fabric calibration: {text}"))
-    text = machine_toml(calibrate(built, found.flow_runs, found.loggp_runs, found.burst_runs),
-                        f"one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, "
-                        f"{settings.latency_iters} round trips; ping-pongs of {' and '.join(map(str, BURST_SIZES))} B "
-                        f"(benchmarks/predict.py)", cores)
+    _, text = calibrated_machine(built, 3, "benchmarks/predict.py", cores,
+                                 lambda text: console.print(f"  fabric calibration: {text}"))
     with atomic_path(path) as temporary:
         temporary.write_text(text)
 

@@ -135,6 +135,25 @@ def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
     assert "nothing was up" in capsys.readouterr().out
 
 
+def test_calibrate_writes_a_machine_of_token_bucket_links_sharing_the_host_s_cores(tmp_path, capsys):
+    host = tmp_path / "host.toml"
+    host.write_text('[loggops]\nL = 0\no = 400\ng = 500\nG = 0\nO = 0\nS = 8191\n'
+                    '[cores]\nper_node = 2\nswitch = "3.6us"\nquantum = "4ms"\n')
+    out = tmp_path / "fabric.toml"
+    assert main(["fabric", "calibrate", "-o", str(out), *ISOLATED]) == 2
+    assert "no fabric is up" in capsys.readouterr().err and not out.exists()
+    with fabric.session(2, 1, LINK, "star", PREFIX):
+        assert main(["fabric", "calibrate", "-o", str(out), "--machine", str(host), "--repeats", "1", *ISOLATED]) == 0
+    machine = contend.load_machine(out)
+    network = machine.network
+    # One flow at the shaped rate (TCP/IP headers not counted), bursts faster than that.
+    assert 0.85 * LINK_Bps < network["link_bandwidth"] <= LINK_Bps
+    assert network["burst_bytes"] == fabric.TBF_BURST_BYTES and network["peak_bandwidth"] >= network["link_bandwidth"]
+    assert network["packet_bytes"] == 1 and network["ranks_per_node"] == 1
+    assert machine.node["cores"] == {"per_node": 2, "switch": 3_600_000, "quantum": 4_000_000_000, "one_host": True}
+    assert "wrote" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "args, pattern",
     [

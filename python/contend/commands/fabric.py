@@ -34,6 +34,19 @@ def register(subparsers) -> None:
     status = actions.add_parser("status", help="show the fabric that is up")
     add_fabric_prefix(status)
     status.set_defaults(func=run_status)
+    calibrate = actions.add_parser(
+        "calibrate", help="measure the fabric that is up into a machine file (for sim, predict --fabric)",
+        description="Between nodes 0 and 1: one long flow (the links' rate), 1-byte round trips (o, g) and "
+                    "ping-pongs within tbf's burst (the rate a burst passes at), each repeated; writes a "
+                    "machine file whose [topology] is the fabric's, its links token buckets (docs/models.md, "
+                    "\"Links\"). With --machine (this host's, from `contend bench fit`), its [cores] too: the "
+                    "nodes are namespaces of this host and share its cores.")
+    calibrate.add_argument("-o", "--output", metavar="FILE.toml", default="fabric.toml",
+                           help="the machine file (default fabric.toml)")
+    calibrate.add_argument("--machine", metavar="FILE", help="this host's machine file, whose [cores] to take")
+    calibrate.add_argument("--repeats", default="3", metavar="N", help="runs of each measurement (default 3)")
+    add_fabric_prefix(calibrate)
+    calibrate.set_defaults(func=run_calibrate)
 
 
 def run_up(args: argparse.Namespace) -> int:
@@ -62,4 +75,31 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     print(f"fabric up: {current.nodes} nodes x {current.ppn} ranks, {current.topology}, links {current.link}; "
           f"namespaces {', '.join(fabric.our_namespaces(current.prefix))}")
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from contend.atomic import atomic_path, check_writable
+    from contend.experiments.fabric_check import calibrated_machine
+    from contend.machine.file import load_machine
+
+    target = check_writable(args.output, "-o")
+    repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=100)
+    cores = None
+    if args.machine is not None:
+        table = load_machine(args.machine).document.get("cores")
+        if table is None:
+            raise UserError(f"{args.machine}: has no [cores] table to take (contend bench fit writes one)")
+        cores = (args.machine, table)
+    built = fabric.require(args.fabric_prefix, "contend fabric calibrate")
+    if built.ppn != 1:
+        raise UserError(f"contend fabric calibrate: the fabric has {built.ppn} ranks per node; calibrate one with "
+                        f"--ppn 1 (the runs must cross a link), then set ranks_per_node in the file")
+    cal, text = calibrated_machine(built, repeats, "contend fabric calibrate", cores,
+                                   lambda step: print(f"calibrating: {step}", flush=True))
+    with atomic_path(target) as temporary:
+        temporary.write_text(text)
+    print(f"wrote {target}: links {cal.link_Bps * 8 / 1e9:.3f} Gbit/s, bursts of {fabric.TBF_BURST_BYTES // 1024} KiB "
+          f"at {cal.peak_Bps * 8 / 1e9:.3f} Gbit/s, o {cal.o / 1000:.2f} us, g {cal.gap / 1000:.2f} us"
+          + (f", the cores of {args.machine}" if cores else ""))
     return 0

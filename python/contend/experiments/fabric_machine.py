@@ -25,6 +25,8 @@ from contend.native.bench.loggp import netgauge_table
 from contend.native.bench.results import RunResult
 from contend.native.fabric import TBF_BURST_BYTES, Fabric
 
+# Ping-pongs within tbf's 128 KiB burst: their slope is the rate a burst passes at (burst_rate).
+BURST_SIZES = (16 * 1024, 64 * 1024)
 # The engine's topology for each fabric shape, and the links between neighbouring nodes 0 and 1.
 TOPOLOGY_KIND = {"line": "mesh", "ring": "torus", "star": "crossbar"}
 NEIGHBOUR_LINKS = {"line": 3, "ring": 3, "star": 2}  # injection, (router to router,) ejection
@@ -147,7 +149,7 @@ def machine_toml(cal: Calibration, how: str, host_cores: tuple[str, Mapping[str,
 [machine]
 name = "fabric-{f.topology}-{f.nodes}"
 description = "contend's emulated fabric: {f.nodes} network namespaces as nodes ({f.topology}), tbf {f.link} on every link end, {f.ppn} rank per node, MPICH over TCP"
-source = "measured {today} by benchmarks/fabric_vs_sim.py from calibration runs only (one flow; 1-byte round trips{'; ping-pongs within the burst' if cal.bursts_Bps else ''}), medians of {runs} runs; {how}"
+source = "measured {today} from calibration runs only (one flow; 1-byte round trips{'; ping-pongs within the burst' if cal.bursts_Bps else ''}), medians of {runs} runs; {how}"
 
 # Between nodes the [topology] links replace L and G; o, g and O are paid at the endpoints.
 [loggops]
@@ -184,7 +186,7 @@ def _cores_lines(host_cores: tuple[str, Mapping[str, Any]] | None) -> str:
         return ""
     source, table = host_cores
     keys = "".join(f"{key} = {_toml_value(table[key])}\n" for key in ("per_node", "switch", "quantum") if key in table)
-    return (f"\n[cores]  # this host's cores, as measured in {source} (contend bench fit): the nodes are its "
+    return (f"\n\n[cores]  # this host's cores, as measured in {source} (contend bench fit): the nodes are its "
             f"namespaces, so all their ranks share them\n{keys}one_host = true\n")
 
 
