@@ -205,6 +205,34 @@ def test_a_host_s_cores_stay_shared_by_every_rank_when_a_throttle_emulates_nodes
     assert simulate(path, machine=str(host), cores="1", ranks_per_node=1).makespan == 5 * 2 * (2 * O + L)
 
 
+def test_ranks_pinned_to_one_core_take_turns_on_it_whatever_the_other_cores(tmp_path):
+    """[cores] placement: the kernel keeps each task on its CPU. Two ranks pinned to core 0 of two
+    ping-pong as on one core; placed on cores 0 and 1, or left to any core, each has its own. Two
+    pairs on two cores: each pair on its own core takes the one-core time; split over the cores,
+    each core holds a rank of each pair, which wait for each other's turns."""
+    def machine(placement: str) -> str:
+        path = tmp_path / f"m{len(placement)}{placement.count('1')}.toml"
+        path.write_text(f'[loggops]\nL = "{L}ns"\no = "{O}ns"\ng = 0\nG = 0\nO = 0\nS = 65535\n'
+                        f'[cores]\nper_node = 2\nswitch = "{SWITCH}ns"\n' + (f"placement = {placement}\n" if placement else ""))
+        return str(path)
+
+    one_core = 5 * 2 * (2 * O + max(L, SWITCH))
+    path = tmp_path / "s.goal"
+    path.write_text(pingpong(5))
+    assert simulate(path, machine=machine("[0, 0]")).makespan == one_core
+    assert simulate(path, machine=machine("[0, 1]")).makespan == 5 * 2 * (2 * O + L)
+    assert simulate(path, machine=machine("")).makespan == 5 * 2 * (2 * O + L)
+    pairs = "num_ranks 4\n" + pingpong(5).split("\n", 1)[1] + pingpong(5).split("\n", 1)[1].replace(
+        "rank 0 {", "rank 2 {").replace("rank 1 {", "rank 3 {").replace("to 1", "to 3").replace(
+        "from 1", "from 3").replace("to 0", "to 2").replace("from 0", "from 2")
+    path.write_text(pairs)
+    assert simulate(path, machine=machine("[0, 0, 1, 1]")).makespan == one_core
+    assert simulate(path, machine=machine("[0, 1, 0, 1]")).makespan > one_core
+    with pytest.raises(UserError, match=r"placement: expected a list of core numbers below per_node \(2\)"):
+        parse_machine('[loggops]\nL = 1\no = 1\ng = 1\nG = 0\nO = 0\nS = 100\n[cores]\nper_node = 2\n'
+                      'placement = [0, 2]\n', "m.toml")
+
+
 def test_nodes_of_a_topology_share_the_host_s_cores_when_told_one_host(tmp_path):
     """Two nodes of a crossbar, one rank each, emulated on one host of one core (the fabric's
     namespaces): with one_host each message waits for the core to pass to its receiver; without,

@@ -19,7 +19,8 @@ fn pairs<T: Copy>(v: Vec<Vec<T>>) -> Option<Vec<(T, T)>> {
 /// Reads the optional "node" entry of the parameters (built by contend.machine.nic and .admission):
 /// "ranks_per_node", "nic" (None or a list of size classes {up_to, concurrency, outstanding} with
 /// curves as [[x, factor], ...]), "policy" (None or {kind: token | rate | proxy | adaptive, ...})
-/// and "cores" (None or {per_node, switch, quantum (ps), one_host}: built by contend.machine.cores).
+/// and "cores" (None or {per_node, switch, quantum (ps), one_host, placement (per rank its core)}: built
+/// by contend.machine.cores).
 pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
     let Some(n) = optional_dict(d, "node")? else { return Ok(None) };
     let err = |k: &str, what: &str| PyValueError::new_err(format!("{k}: {what}"));
@@ -98,7 +99,8 @@ pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
             let switch: u64 = item(c, "switch")?.map(|v| v.extract()).transpose().map_err(|_| err("switch", "must be ps"))?.unwrap_or(0);
             let quantum: u64 = item(c, "quantum")?.map(|v| v.extract()).transpose().map_err(|_| err("quantum", "must be ps"))?.unwrap_or(0);
             let one_host: bool = item(c, "one_host")?.map(|v| v.extract()).transpose().map_err(|_| err("one_host", "must be a bool"))?.unwrap_or(false);
-            let cores = CoreSpec::new(per_node, switch, quantum).map_err(spec_err)?;
+            let placement: Vec<u32> = item(c, "placement")?.map(|v| v.extract()).transpose().map_err(|_| err("placement", "must be a list of core numbers"))?.unwrap_or_default();
+            let cores = CoreSpec::new(per_node, switch, quantum).and_then(|c| c.pinned(placement)).map_err(spec_err)?;
             spec.with_cores(if one_host { cores.on_one_host() } else { cores })
         }
     }))

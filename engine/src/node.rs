@@ -36,6 +36,9 @@ pub struct CoreSpec {
     /// Every rank of the run shares the `per_node` cores, whatever node it is on: one host (whose
     /// nodes, if any, are emulated: a throttle's ranks per node, namespaces).
     pub(crate) one_host: bool,
+    /// Per rank, the one core of its node it runs on (the kernel keeps a task on its CPU's run
+    /// queue between load balances); empty: any core of its node.
+    pub(crate) core_of: Vec<u32>,
 }
 
 impl CoreSpec {
@@ -44,12 +47,27 @@ impl CoreSpec {
         if per_node == 0 {
             return Err(SpecError::new("cores.per_node", "must be at least 1"));
         }
-        Ok(CoreSpec { per_node, switch, quantum, one_host: false })
+        Ok(CoreSpec { per_node, switch, quantum, one_host: false, core_of: Vec::new() })
     }
 
     /// The same cores, shared by every rank of the run (one host).
     pub fn on_one_host(self) -> CoreSpec {
         CoreSpec { one_host: true, ..self }
+    }
+
+    /// The same cores, rank r running only on core `core_of[r]` of its node (below `per_node`; its
+    /// error names `cores.placement`). Ranks the list does not reach run on any core.
+    pub fn pinned(self, core_of: Vec<u32>) -> Result<CoreSpec, SpecError> {
+        if let Some((r, &c)) = core_of.iter().enumerate().find(|&(_, &c)| c >= self.per_node) {
+            return Err(SpecError::new("cores.placement", format!("rank {r} on core {c}: a node has cores 0..{}", self.per_node - 1)));
+        }
+        Ok(CoreSpec { core_of, ..self })
+    }
+
+    /// Whether the placement puts two ranks of one node (`node_of`, per rank) on one core.
+    pub(crate) fn pins_two_on_a_core(&self, node_of: &[u32]) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        self.core_of.iter().zip(node_of).any(|(&c, &n)| !seen.insert((n, c)))
     }
 }
 

@@ -299,7 +299,7 @@ impl<'p, P: Program> Sim<'p, P> {
             let mut ranks = vec![0u32; node_of.iter().map(|&k| k as usize + 1).max().unwrap_or(0)];
             node_of.iter().for_each(|&k| ranks[k as usize] += 1);
             // With a core for each rank, nothing is shared: exact LogGOPS.
-            ranks.iter().any(|&r| r > spec.per_node).then(|| Cores::new(spec, &node_of))
+            (ranks.iter().any(|&r| r > spec.per_node) || spec.pins_two_on_a_core(&node_of)).then(|| Cores::new(spec, &node_of))
         });
         let node = node.filter(|model| model.shares_the_nic()).map(|model| NodeSim::new(model, node_of(model)));
         Sim {

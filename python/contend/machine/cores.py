@@ -12,6 +12,8 @@ cores than there are ranks (docs/models.md, "Shared cores"), validated into the 
                           #   whatever nodes `--ranks-per-node` emulates for a throttle
     one_host = true       # every rank shares these per_node cores whatever node it is on, also
                           #   with a [topology]: nodes emulated on one host (the fabric's namespaces)
+    placement = [0, 0, 1, 1]  # optional: per rank (in rank order) the one core of its node it runs
+                          #   on, as the kernel keeps a task on its CPU; ranks beyond the list, any
 
 On the command line: ``--cores 2``, ``--cores 2:3.8us`` or ``--cores 2:3.8us:4ms`` (``none``: a core
 per rank).
@@ -26,7 +28,7 @@ from contend.errors import UserError
 from contend.machine.quantities import parse_count
 from contend.machine.tomlfile import reject_unknown_keys
 
-KEYS = ("per_node", "switch", "quantum", "ranks_per_node", "one_host")
+KEYS = ("per_node", "switch", "quantum", "ranks_per_node", "one_host", "placement")
 MAX_CORES = 2**32 - 1
 
 
@@ -42,7 +44,16 @@ def cores_params(table: Mapping[str, Any], where: Callable[[str], str]) -> dict[
     one_host = table.get("one_host", False)
     if not isinstance(one_host, bool):
         raise UserError(f"{where('one_host')}: expected true or false, got {one_host!r}")
-    return {"per_node": per_node, **times, **({"one_host": True} if one_host else {})}
+    placement = table.get("placement", [])
+    if not (isinstance(placement, list) and all(_is_core(c, per_node) for c in placement)):
+        raise UserError(f"{where('placement')}: expected a list of core numbers below per_node ({per_node}), one "
+                        f"per rank, got {placement!r}")
+    return {"per_node": per_node, **times, **({"one_host": True} if one_host else {}),
+            **({"placement": placement} if placement else {})}
+
+
+def _is_core(value: Any, per_node: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < per_node
 
 
 def parse_cores(text: str, what: str = "--cores") -> dict[str, int] | None:

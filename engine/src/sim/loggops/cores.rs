@@ -14,8 +14,10 @@ use crate::time::Time;
 const NOBODY: u32 = u32::MAX;
 
 pub(super) struct Cores {
-    /// Per rank: where its node's cores begin in `free` and `last`.
+    /// Per rank: where its node's cores begin in `free` and `last`, and how many of them it may run
+    /// on from there (1 for a rank pinned to a core: `first` is then that core).
     first: Vec<u32>,
+    choices: Vec<u32>,
     per_node: u32,
     switch: Time,
     quantum: Time,
@@ -47,8 +49,10 @@ impl Cores {
     pub(super) fn new(spec: &CoreSpec, node_of: &[u32]) -> Cores {
         let nodes = node_of.iter().map(|&n| n as usize + 1).max().unwrap_or(0);
         let (per_node, cores) = (spec.per_node, nodes * spec.per_node as usize);
+        let pinned = |r: usize| spec.core_of.get(r).copied();
         Cores {
-            first: node_of.iter().map(|&n| n * per_node).collect(),
+            first: node_of.iter().enumerate().map(|(r, &n)| n * per_node + pinned(r).unwrap_or(0)).collect(),
+            choices: (0..node_of.len()).map(|r| if pinned(r).is_some() { 1 } else { per_node }).collect(),
             per_node,
             switch: spec.switch,
             quantum: spec.quantum,
@@ -72,7 +76,7 @@ impl Cores {
 
     /// The ranks of `h`'s node other than `h` that spin on `core`.
     fn spinners_on(&self, h: u32, core: u32) -> impl Iterator<Item = u32> + '_ {
-        self.members[(self.first[h as usize] / self.per_node) as usize]
+        self.members[(core / self.per_node) as usize]
             .iter()
             .copied()
             .filter(move |&r| r != h && self.spinning[r as usize] > 0 && self.home[r as usize] == core)
@@ -122,7 +126,7 @@ impl Cores {
         let base = self.first[h as usize];
         let mine = if self.spinning[h as usize] > 0 { self.home[h as usize] } else { NOBODY };
         let mut best = (Time::MAX, base, Time::MAX);
-        for core in base..base + self.per_node {
+        for core in base..base + self.choices[h as usize] {
             let (free, last) = (self.free[core as usize], self.last[core as usize]);
             let switch = if last == h || last == NOBODY { 0 } else { self.switch };
             // A rank that ran there last runs on: it never left the core unless it waited for a
