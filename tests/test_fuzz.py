@@ -352,6 +352,32 @@ link_bandwidth = "425MB/s"
 burst = "128KiB"
 peak_bandwidth = "850MB/s"
 """
+# A fabric as `contend fabric calibrate` writes one: token-bucket links, the host's cores pinned.
+FABRIC_HOST = """[machine]
+name = "fabric-host"
+[loggops]
+L = "0ns"
+o = "3.5us"
+g = "6.9us"
+G = "0.96Gbit/s"
+O = "0ns"
+S = 65535
+[topology]
+kind = "crossbar"
+nodes = 8
+ranks_per_node = 1
+link_bandwidth = "0.96Gbit/s"
+packet = 1
+burst = 131072
+peak_bandwidth = "1.9Gbit/s"
+[cores]  # the host's
+per_node = 2
+switch = "3.6us"
+quantum = "4ms"
+one_host = true
+placement = [0, 1, 0, 1, 1, 0, 1, 0]
+"""
+MACHINE_SEEDS = [preset.name for preset in PRESETS] + ["fabric-host.toml"]
 MAP_PLACEMENT = "# bcast.goal's 8 ranks on map-torus\n0 0 1\n1, 5\n9\n31\n30\n"
 MAP_HOSTS = "# one host per node\n" + "".join(f"n{i:02d}.cluster  # node {i}\n" for i in range(32))
 THROTTLE_TEXTS = [
@@ -586,7 +612,7 @@ class Cases:
         return self.case("goal", argv, applied, names_line=None if gz else path.name)
 
     def machine(self):
-        preset = self.rng.choice(PRESETS)
+        preset = self.seeds / self.rng.choice(MACHINE_SEEDS)
         typo = self.rng.random() < 0.3
         if typo:  # a misspelt key or table name: never silently dropped
             lines = preset.read_text().splitlines(keepends=True)
@@ -1056,6 +1082,7 @@ def seeds(work, server):
     (directory / "deadlock.goal").write_text(DEADLOCK_GOAL)
     (directory / "hand.noise").write_text(NOISE_TEXT)
     (directory / "map-torus.toml").write_text(MAP_TORUS)
+    (directory / "fabric-host.toml").write_text(FABRIC_HOST)
     (directory / "map.placement").write_text(MAP_PLACEMENT)
     (directory / "map.hosts").write_text(MAP_HOSTS)
     for preset in PRESETS:

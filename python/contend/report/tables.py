@@ -114,10 +114,12 @@ def describe_cores(node: dict[str, Any] | None, ranks: int) -> str:
     per_node = ranks if cores.get("one_host") else min(node["ranks_per_node"], ranks)
     text = f"{cores['per_node']:,} for all {ranks:,} ranks (one host)" if cores.get("one_host") else \
         f"{cores['per_node']:,} per node of {per_node:,} ranks"
-    if per_node <= cores["per_node"]:
+    pinned = cores.get("placement")
+    if per_node <= cores["per_node"] and not pinned:
         return text + ": a core per rank"
     readable = [format_time(cores[key]).split(" (")[-1].rstrip(")") for key in ("switch", "quantum")]
-    return f"{text}; switch {readable[0]}, quantum {readable[1]}"
+    placed = f", {len(pinned):,} of them pinned to a core each" if pinned else ""
+    return f"{text}{placed}; switch {readable[0]}, quantum {readable[1]}"
 
 
 def describe_memory(memory: dict[str, Any] | None) -> str:
