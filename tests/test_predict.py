@@ -314,7 +314,7 @@ def test_fabric_without_a_fabric_is_one_line(fails_cleanly):
 
 
 def test_the_cpu_each_traced_rank_ran_on_is_sampled_and_replayed(built, tmp_path):
-    """A 4-rank halo exchange long enough to be sampled (every 5 ms): each rank's CPU beside its rank
+    """A 4-rank halo exchange long enough to be sampled (every 20 ms): each rank's CPU beside its rank
     file, and a machine of this host's cores (one_host) replays the run with each rank on it."""
     from contend.analysis.predict import _pinned_cores, traced_run
 
