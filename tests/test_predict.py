@@ -312,26 +312,3 @@ def test_fabric_without_a_fabric_is_one_line(fails_cleanly):
     fails_cleanly(["predict", "--machine", "loggopsim-default", "--fabric", "--fabric-prefix", "ctdnone-", "--", "mpiexec", "-n", "2", "true"],
                   r"--fabric: no fabric is up")
 
-
-def test_the_cpu_each_traced_rank_ran_on_is_sampled_and_replayed(built, tmp_path):
-    """A 4-rank halo exchange long enough to be sampled (every 20 ms): each rank's CPU beside its rank
-    file, and a machine of this host's cores (one_host) replays the run with each rank on it."""
-    from contend.analysis.predict import _pinned_cores, traced_run
-
-    cpus = sorted(os.sched_getaffinity(0))
-    directory = tmp_path / "run"
-    traced_run([str(built.mpiexec), "-n", "4", str(mpi.build_dir(built) / "app-halo"), "200", "100000", "1024", "10"],
-               directory, 1 << 16, 120)
-    sampled = json.loads((directory / "cpus.json").read_text())
-    assert sampled["ranks"] == [0, 1, 2, 3]
-    assert set(sampled["cpus"]) <= set(cpus) and all(n > 0 for n in sampled["samples"])
-    assert all(0 < share <= 1 for share in sampled["share"])
-    host = tmp_path / "host.toml"
-    host.write_text(MACHINE + f'[cores]\nper_node = {len(cpus)}\nswitch = "3us"\n')
-    pinned = _pinned_cores(str(host), directory, 4)
-    assert pinned["placement"] == [cpus.index(c) for c in sampled["cpus"]] and pinned["one_host"]
-    # cores per node (not this host's): not pinned; nor a run whose sample misses a rank
-    nodes = tmp_path / "nodes.toml"
-    nodes.write_text(MACHINE + f'[cores]\nper_node = {len(cpus)}\nranks_per_node = 4\n')
-    assert _pinned_cores(str(nodes), directory, 4) is None
-    assert _pinned_cores(str(host), directory, 5) is None

@@ -230,32 +230,12 @@ def _check_finished(finished, what: str, timeout_s: float) -> None:
 
 
 def traced_run(command: Sequence[str], directory: Path, records: int, timeout_s: float) -> None:
-    """Run the command under the tracer, its rank files into ``directory`` (`contend trace`'s run), and
-    which CPU each rank ran on (``cpus.json``, contend.native.trace.cpus)."""
-    from contend.native.trace import cpus
+    """Run the command under the tracer, its rank files into ``directory`` (`contend trace`'s run)."""
     from contend.native.trace.launch import prepare_directory, run_traced
 
     directory = prepare_directory(directory)
-    with contextlib.redirect_stdout(io.StringIO()), cpus.CpuSampler(directory) as sampler:
-        # the program's output, as the untraced runs': not ours
+    with contextlib.redirect_stdout(io.StringIO()):  # the program's output, as the untraced runs': not ours
         run_traced(list(command), directory, records=records, depth=1, clock="tsc", timeout_s=timeout_s)
-    cpus.write(directory, sampler.summary())
-
-
-def _pinned_cores(machine: str | Machine, directory: Path, ranks: int) -> dict | None:
-    """The machine's cores with each rank on the CPU the traced run had it on, when the machine's
-    [cores] are this host's (one_host) and the run was sampled (docs/models.md, "Placement")."""
-    from contend.machine.file import Machine, load_machine
-    from contend.native.trace.cpus import core_placement
-
-    node = (machine if isinstance(machine, Machine) else load_machine(machine)).node or {}
-    cores = node.get("cores")
-    if not cores or not cores.get("one_host"):
-        return None
-    placement = core_placement(directory, ranks)
-    if placement is None or max(placement) >= cores["per_node"]:
-        return None
-    return {**cores, "placement": placement}
 
 
 def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
@@ -324,15 +304,12 @@ def predicted_span(goal: Path, machine: str | Machine, directory: Path, noise: N
     (``contend.noise.settings.resolve`` of a ``--noise`` spec; False: none), e.g. this host's measured
     trace. ``ranks``: the schedule was extrapolated to that many ranks, rank r + P·k being traced rank r's
     copy k, which takes its times outside the calls too. ``throttle``: the policy simulated, replacing the
-    machine's. A run not extrapolated keeps each rank on the core it was sampled on (``_pinned_cores``)."""
+    machine's."""
     from contend.simulation.simulate import simulate
 
     policy = {} if throttle is None else {"throttle": throttle.policy}
     if throttle is not None and throttle.ranks_per_node is not None:
         policy["ranks_per_node"] = throttle.ranks_per_node
-    pinned = _pinned_cores(machine, directory, len(outside_calls(directory)[0])) if ranks is None else None
-    if pinned is not None:
-        policy["cores"] = pinned
     result = simulate(goal, machine=machine, noise=noise, critical_path=critical_path, **policy)
     if result.deadlock is not None:
         raise UserError(f"predict: the schedule converted from {directory} deadlocks in the simulation")
