@@ -206,18 +206,9 @@ def predict_rows(rows: list[dict], console: Console) -> None:
         row.update(measured.summary())
 
 
-def host_cores(machine: str | None) -> tuple[str, dict] | None:
-    """The ``[cores]`` table of the shared-memory machine file (``contend bench fit`` writes it), if any."""
-    from contend.machine.file import load_machine
-
-    if machine is None:
-        return None
-    table = load_machine(machine).document.get("cores")
-    return (machine, table) if table else None
-
-
 def calibrate_fabric(built, path: Path, console: Console, cores: tuple[str, dict] | None) -> None:
-    """The fabric's machine file (as `contend fabric calibrate` writes it)."""
+    """The fabric's machine file (as `contend fabric calibrate` writes it), with ``cores``
+    (``fabric_machine.host_cores``) if given."""
     from contend.experiments.fabric_check import calibrated_machine
 
     _, text = calibrated_machine(built, 3, "benchmarks/predict.py", cores,
@@ -362,6 +353,7 @@ def main() -> int:
         if not args.fabric_only:
             rows += setting_rows("shm-fifo" if args.fifo else "shm", args.machine, None, max(ranks))
         if args.fabric or args.fabric_only:
+            from contend.experiments.fabric_machine import host_cores
             from contend.native import fabric
 
             nodes = max(ranks + [4]) if source else 4
@@ -369,7 +361,8 @@ def main() -> int:
                     tempfile.TemporaryDirectory(prefix="contend-predict-bench-") as scratch:
                 machine = args.fabric_machine or str(out / "fabric.toml")
                 if not args.fabric_machine:
-                    calibrate_fabric(built, Path(machine), console, host_cores(args.machine))
+                    calibrate_fabric(built, Path(machine), console,
+                                     None if args.machine is None else host_cores(args.machine))
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
                 rows += setting_rows("fabric-fifo" if args.fifo else "fabric", machine, placement, nodes)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again

@@ -281,16 +281,12 @@ impl FlowNet {
         self.drain_buckets();
     }
 
-    /// The links' rates under the new shares, and when the first draining bucket runs out.
+    /// The links' rates under the new shares (what progressive filling left of each busy link's
+    /// capacity is what it does not carry), and when the first draining bucket runs out.
     fn drain_buckets(&mut self) {
         let Some(b) = &mut self.buckets else { return };
-        b.used.iter_mut().for_each(|u| *u = 0.0);
-        for &f in &self.active {
-            let flow = &self.flows[f as usize];
-            let (s, n) = (flow.path_start as usize, flow.path_len as usize);
-            for &l in &self.paths[s..s + n] {
-                b.used[l as usize] += flow.rate;
-            }
+        for (l, flows) in self.link_flows.iter().enumerate() {
+            b.used[l] = if flows.is_empty() { 0.0 } else { (b.capacity(l, self.capacity[l]) - self.left[l]).max(0.0) };
         }
         b.empties = (0..b.tokens.len())
             .filter(|&l| b.tokens[l] > NO_TOKENS && b.used[l] > b.sustained[l])

@@ -81,16 +81,13 @@ def run_status(args: argparse.Namespace) -> int:
 def run_calibrate(args: argparse.Namespace) -> int:
     from contend.atomic import atomic_path, check_writable
     from contend.experiments.fabric_check import calibrated_machine
-    from contend.machine.file import load_machine
+    from contend.experiments.fabric_machine import host_cores
 
     target = check_writable(args.output, "-o")
     repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=100)
-    cores = None
-    if args.machine is not None:
-        table = load_machine(args.machine).document.get("cores")
-        if table is None:
-            raise UserError(f"{args.machine}: has no [cores] table to take (contend bench fit writes one)")
-        cores = (args.machine, table)
+    cores = None if args.machine is None else host_cores(args.machine)
+    if args.machine is not None and cores is None:
+        raise UserError(f"{args.machine}: has no [cores] table to take (contend bench fit writes one)")
     built = fabric.require(args.fabric_prefix, "contend fabric calibrate")
     if built.ppn != 1:
         raise UserError(f"contend fabric calibrate: the fabric has {built.ppn} ranks per node; calibrate one with "

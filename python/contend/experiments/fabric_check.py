@@ -226,17 +226,17 @@ class Check:
 
 
 def calibrated_machine(built: fabric_module.Fabric, repeats: int, who: str,
-                       host_cores: tuple[str, Any] | None = None,
+                       cores: tuple[str, Any] | None = None,
                        progress: Callable[[str], None] = lambda _: None) -> tuple[Calibration, str]:
     """The fabric's machine file (text) from ``repeats`` of each calibration run, its links token
     buckets whose peak the ping-pongs within the burst give; ``who`` names the command in its source
-    line, ``host_cores`` as ``fabric_machine.machine_toml`` takes them."""
+    line, ``cores`` as ``fabric_machine.machine_toml`` takes them."""
     settings = Settings(incasts=(), seeds=(), repeats=repeats, burst_sizes=BURST_SIZES)
     found = measure(settings, built, progress)
     cal = calibrate(built, found.flow_runs, found.loggp_runs, found.burst_runs)
     how = (f"{who}: one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, {settings.latency_iters} "
            f"round trips; ping-pongs of {' and '.join(map(str, BURST_SIZES))} B")
-    return cal, machine_toml(cal, how, host_cores)
+    return cal, machine_toml(cal, how, cores)
 
 
 def run_check(settings: Settings, *, nodes: int, topology: str, link: str, machine_path: Path,

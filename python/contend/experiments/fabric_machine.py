@@ -130,10 +130,10 @@ def _list(values: Sequence[float], scale: float = 1.0, digits: int = 1) -> str:
     return "[" + ", ".join(f"{v * scale:.{digits}f}" for v in values) + "]"
 
 
-def machine_toml(cal: Calibration, how: str, host_cores: tuple[str, Mapping[str, Any]] | None = None) -> str:
+def machine_toml(cal: Calibration, how: str, cores: tuple[str, Mapping[str, Any]] | None = None) -> str:
     """The machine file; ``how`` says which runs measured it (benchmark settings), for the comments.
-    ``host_cores``: (machine file, its ``[cores]`` table) of this host as ``contend bench fit`` measured
-    it; the fabric's nodes are namespaces of this host, so every rank shares those cores (one_host)."""
+    ``cores``: (machine file, its ``[cores]`` table) of this host (``host_cores``); the fabric's nodes
+    are namespaces of this host, so every rank shares those cores (one_host)."""
     f = cal.fabric
     kind = TOPOLOGY_KIND[f.topology]
     size = f"nodes = {f.nodes}" if kind == "crossbar" else f"dims = [{f.nodes}]"
@@ -177,14 +177,23 @@ o_r_ns = {_list([s.o_r for s in cal.latencies])}
 gap_ns = {_list([s.gap for s in cal.latencies])}
 one_way_1B_ns = {_list([s.one_way for s in cal.latencies])}
 mtu = {cal.mtu}
-{f"burst_Gbit_s = {_list(cal.bursts_Bps, 8 / 1e9, 4)}" if cal.bursts_Bps else ""}{_cores_lines(host_cores)}"""
+{f"burst_Gbit_s = {_list(cal.bursts_Bps, 8 / 1e9, 4)}" if cal.bursts_Bps else ""}{_cores_lines(cores)}"""
 
 
-def _cores_lines(host_cores: tuple[str, Mapping[str, Any]] | None) -> str:
+def host_cores(machine: str) -> tuple[str, Mapping[str, Any]] | None:
+    """(``machine``, its ``[cores]`` table as written), the host's cores as ``contend bench fit``
+    measured them, for ``machine_toml``; None if the file has no such table."""
+    from contend.machine.file import load_machine
+
+    table = load_machine(machine).document.get("cores")
+    return (machine, table) if table else None
+
+
+def _cores_lines(cores: tuple[str, Mapping[str, Any]] | None) -> str:
     """A [cores] table: this host's, shared by every rank whatever namespace it runs in."""
-    if host_cores is None:
+    if cores is None:
         return ""
-    source, table = host_cores
+    source, table = cores
     keys = "".join(f"{key} = {_toml_value(table[key])}\n" for key in ("per_node", "switch", "quantum") if key in table)
     return (f"\n\n[cores]  # this host's cores, as measured in {source} (contend bench fit): the nodes are its "
             f"namespaces, so all their ranks share them\n{keys}one_host = true\n")
