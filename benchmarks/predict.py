@@ -206,12 +206,12 @@ def predict_rows(rows: list[dict], console: Console) -> None:
         row.update(measured.summary())
 
 
-def calibrate_fabric(built, path: Path, console: Console, cores: tuple[str, dict] | None) -> None:
-    """The fabric's machine file (as `contend fabric calibrate` writes it), with ``cores``
-    (``fabric_machine.host_cores``) if given."""
+def calibrate_fabric(built, path: Path, console: Console, host) -> None:
+    """The fabric's machine file (as `contend fabric calibrate` writes it), with the host's tables
+    (``fabric_machine.host_tables``) if given."""
     from contend.experiments.fabric_check import calibrated_machine
 
-    _, text = calibrated_machine(built, 3, "benchmarks/predict.py", cores,
+    _, text = calibrated_machine(built, 3, "benchmarks/predict.py", host,
                                  lambda text: console.print(f"  fabric calibration: {text}"))
     with atomic_path(path) as temporary:
         temporary.write_text(text)
@@ -353,7 +353,7 @@ def main() -> int:
         if not args.fabric_only:
             rows += setting_rows("shm-fifo" if args.fifo else "shm", args.machine, None, max(ranks))
         if args.fabric or args.fabric_only:
-            from contend.experiments.fabric_machine import host_cores
+            from contend.experiments.fabric_machine import host_tables
             from contend.native import fabric
 
             nodes = max(ranks + [4]) if source else 4
@@ -362,7 +362,7 @@ def main() -> int:
                 machine = args.fabric_machine or str(out / "fabric.toml")
                 if not args.fabric_machine:
                     calibrate_fabric(built, Path(machine), console,
-                                     None if args.machine is None else host_cores(args.machine))
+                                     None if args.machine is None else host_tables(args.machine))
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
                 rows += setting_rows("fabric-fifo" if args.fifo else "fabric", machine, placement, nodes)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again

@@ -18,6 +18,7 @@ import pytest
 from contend.native.bench import loggp, sanity
 from contend.native.bench.results import RunResult, read_run
 from contend.cli import main
+from contend.machine.file import load_machine
 
 PS = 1000  # the engine keeps times in integer picoseconds
 MEASUREMENTS = 3  # fits measured at most, when another job on this shared machine spoiled one
@@ -68,6 +69,11 @@ def test_fit_writes_a_sane_machine_file(tmp_path, capsys):
             assert "the rendezvous round trips do not grow with size" in fit["note"]
         else:
             assert 1 / above["G"] * 1e9 < sanity.copy_bandwidth(1 << 20) * sanity.COPY_MARGIN
+    # A collective's entry: a 2-rank Allgather against its Sendrecv, never negative, and the machine
+    # file's [mpi] reads back as the converter's whole ns.
+    entry_ns = float(machine["mpi"]["collective_entry"].removesuffix("ns"))
+    assert entry_ns >= 0 and "entering a collective" in out
+    assert load_machine(target).mpi == {"collective_entry": int(entry_ns + 0.5)}
     assert fit["pingpong_bytes"] == [1, 1024, 16384, 1 << 20]
     assert all(t > 0 for t in fit["pingpong_measured_ns"])
     for suffix in (".loggp.parquet", ".pingpong.parquet"):

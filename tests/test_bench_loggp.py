@@ -237,3 +237,9 @@ def test_bench_fit_exits_1_when_its_check_misses_10_percent(tmp_path, monkeypatc
     fit = tomllib.loads(target.read_text())["fit"]  # written either way, and says how far off it is
     assert fit["within_10pct"] is (code == 0)
     assert (fit["max_error_pct"] > 10) == (code == 1)
+
+
+def test_collective_entry_is_the_median_difference_and_never_negative():
+    entry = loggp.CollectiveEntry(1, (1150.0, 1190.0, 1400.0), (990.0, 1000.0, 1000.0))
+    assert entry.entry_ns == 190.0  # differences 160, 190, 400
+    assert loggp.CollectiveEntry(1, (900.0,), (1000.0,)).entry_ns == 0.0

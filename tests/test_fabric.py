@@ -138,7 +138,7 @@ def test_failed_and_stopped_runs_leave_nothing_and_down_removes_all(capsys):
 def test_calibrate_writes_a_machine_of_token_bucket_links_sharing_the_host_s_cores(tmp_path, capsys):
     host = tmp_path / "host.toml"
     host.write_text('[loggops]\nL = 0\no = 400\ng = 500\nG = 0\nO = 0\nS = 8191\n'
-                    '[cores]\nper_node = 2\nswitch = "3.6us"\nquantum = "4ms"\n')
+                    '[cores]\nper_node = 2\nswitch = "3.6us"\nquantum = "4ms"\n[mpi]\ncollective_entry = "190ns"\n')
     out = tmp_path / "fabric.toml"
     assert main(["fabric", "calibrate", "-o", str(out), *ISOLATED]) == 2
     assert "no fabric is up" in capsys.readouterr().err and not out.exists()
@@ -155,6 +155,7 @@ def test_calibrate_writes_a_machine_of_token_bucket_links_sharing_the_host_s_cor
     assert network["peak_bandwidth"] == pytest.approx(burst_Gbit_s * 1e9 / 8, rel=1e-4)
     assert network["packet_bytes"] == 1 and network["ranks_per_node"] == 1
     assert machine.node["cores"] == {"per_node": 2, "switch": 3_600_000, "quantum": 4_000_000_000, "one_host": True}
+    assert machine.mpi == {"collective_entry": 190}  # the host's MPI library, in every namespace
     assert "wrote" in capsys.readouterr().out
 
 

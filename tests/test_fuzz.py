@@ -352,7 +352,8 @@ link_bandwidth = "425MB/s"
 burst = "128KiB"
 peak_bandwidth = "850MB/s"
 """
-# A fabric as `contend fabric calibrate` writes one: token-bucket links, the host's cores pinned.
+# A fabric as `contend fabric calibrate` writes one: token-bucket links, the host's cores pinned, its MPI
+# library's collective entry.
 FABRIC_HOST = """[machine]
 name = "fabric-host"
 [loggops]
@@ -376,6 +377,8 @@ switch = "3.6us"
 quantum = "4ms"
 one_host = true
 placement = [0, 1, 0, 1, 1, 0, 1, 0]
+[mpi]
+collective_entry = "190ns"
 """
 MACHINE_SEEDS = [preset.name for preset in PRESETS] + ["fabric-host.toml"]
 MAP_PLACEMENT = "# bcast.goal's 8 ranks on map-torus\n0 0 1\n1, 5\n9\n31\n30\n"

@@ -156,6 +156,25 @@ def test_nbc_prepost_overlaps_the_computation_before_a_collective(capsys, tmp_pa
     assert ranks_of(capsys, out) == [2000 + hop(1000)] * 2 + [3000 + O] * 2
 
 
+def test_collective_entry_is_work_before_each_collective(capsys, tmp_path):
+    """--collective-entry 250ns: every member of each broadcast first spends 250 ns entering it (the
+    schedule's calcs are whole ns), so every rank finishes 250 ns later; the computation before it
+    is the trace's."""
+    out = tmp_path / "entry.goal"
+    convert(capsys, DATA / "hand" / "subcomm", out, "--collective-entry", "250.4ns")
+    tag = 2**31 + (1 << 20) + UNADMITTED
+    assert rank_blocks(out)[0] == ["l0: calc 3000", "l1: calc 250", "l1 requires l0",
+                                   f"l2: recv 1000b from 2 tag {tag}", "l2 requires l1"]
+    assert ranks_of(capsys, out) == [3250 + hop(1000)] * 2 + [3250 + O] * 2
+
+
+@pytest.mark.parametrize("value,problem", [("-3ns", "must not be negative"), ("fast", "")])
+def test_a_bad_collective_entry_is_refused(fails_cleanly, tmp_path, value, problem):
+    fails_cleanly(["goal", "convert", str(DATA / "hand" / "subcomm"), "-o", str(tmp_path / "x.goal"),
+                   f"--collective-entry={value}"], rf"contend: error: --collective-entry: .*{problem}")
+    assert not (tmp_path / "x.goal").exists()
+
+
 def test_window_keeps_a_range_of_collectives(capsys, tmp_path):
     out = tmp_path / "w.goal"
     convert(capsys, DATA / "simple", out, "--window", "1:2")

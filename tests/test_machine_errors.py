@@ -279,3 +279,28 @@ def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path):
     path.write_bytes(b"[loggops]\nL = 1\no = \"\xc7\"\n")
     with pytest.raises(UserError, match=rf"^{re.escape(str(path))}:3: byte 0xc7 is not UTF-8 text$"):
         load_machine(str(path))
+
+
+MPI_BASE = '[loggops]\nL = 1\no = 1\ng = 1\nG = 1\nO = 0\nS = 8\n'
+
+
+@pytest.mark.parametrize("table,message", [
+    ('[mpi]\ncollective_entry = "-1ns"\n', r"m\.toml:10: \[mpi\] collective_entry: must not be negative"),
+    ('[mpi]\ncollective_entry = [1]\n', r"m\.toml:10: \[mpi\] collective_entry: expected a number or a string"),
+    ('[mpi]\ncolective_entry = "1ns"\n', r"m\.toml:10: \[mpi\] colective_entry: unknown key \(did you mean "
+                                         r"'collective_entry'\?\)"),
+    ('[mpi]\ncollective_entry = "5 parsecs"\n', r"m\.toml:10: \[mpi\] collective_entry: "),
+])
+def test_the_mpi_table_names_its_key(table, message):
+    from contend.machine.file import parse_machine
+
+    with pytest.raises(UserError, match=message):
+        parse_machine(MPI_BASE + "\n" + table, "m.toml")
+
+
+def test_the_mpi_table_rounds_to_the_schedule_s_whole_ns():
+    from contend.machine.file import parse_machine
+
+    assert parse_machine(MPI_BASE, "m.toml").mpi == {"collective_entry": 0}
+    assert parse_machine(MPI_BASE + '[mpi]\ncollective_entry = "190.6ns"\n', "m.toml").mpi == {"collective_entry": 191}
+    assert parse_machine(MPI_BASE + '[mpi]\ncollective_entry = 0.2\n', "m.toml").mpi == {"collective_entry": 0}

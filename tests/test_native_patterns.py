@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from contend.errors import UserError
 from contend.native.bench import sanity
 from contend.native.bench.runner import run_benchmark
 
@@ -67,6 +68,25 @@ def test_alltoall_every_rank_sends_to_every_other():
     tallies = run.tallies.set_index("rank")
     for rank in range(4):  # 3 peers x (warmup + iterations + the checked exchange), each way
         assert tallies.loc[rank, "messages_sent"] == tallies.loc[rank, "messages_received"] == 3 * (2 + 20 + 1)
+
+
+def test_collective_times_an_allgather_and_its_sendrecv_and_checks_the_data():
+    run = sane(run_benchmark("collective", ranks=2, sizes=[1, 4096], **QUICK))
+    assert sorted(run.results["metric"].unique()) == ["allgather", "sendrecv"]
+    assert sorted(run.results["bytes"].unique()) == [1, 4096]
+    assert (run.results["t_p50_ns"] > 0).all()
+    tallies = run.tallies.set_index("rank")
+    # Per size: warmup and timed pairs of calls, and one checked Allgather; each call moves the size
+    # each way.
+    expected = sum(size * (2 * (2 + 20) + 1) for size in (1, 4096))
+    for rank in (0, 1):
+        assert tallies.loc[rank, "bytes_sent"] == tallies.loc[1 - rank, "bytes_received"] == expected
+        assert tallies.loc[rank, "verified"] == 1
+
+
+def test_collective_needs_two_ranks():
+    with pytest.raises(UserError, match="needs --np 2, got 3"):
+        run_benchmark("collective", ranks=3, sizes=[1], **QUICK)
 
 
 def test_loggp_parameters_are_physical():

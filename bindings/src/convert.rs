@@ -56,7 +56,7 @@ fn open_records(ranks: Vec<(String, Vec<u8>, Vec<i32>)>) -> PyResult<Box<dyn Tra
 /// one-sided operation a message. Returns {ranks, records, ops, in_place, warnings}.
 #[pyfunction]
 #[pyo3(signature = (input, output, format="liballprof", cpu_scale=1.0, p2p=true, collectives=true, nbc_prepost=0, window=None,
-                    copy_per_byte=0.0, preset="mpich", algorithms=Vec::new(), progress=None, ranks=None, in_place=true))]
+                    copy_per_byte=0.0, collective_entry=0, preset="mpich", algorithms=Vec::new(), progress=None, ranks=None, in_place=true))]
 #[allow(clippy::too_many_arguments)]
 fn convert_trace(
     py: Python<'_>,
@@ -69,6 +69,7 @@ fn convert_trace(
     nbc_prepost: u64,
     window: Option<(u64, u64)>,
     copy_per_byte: f64,
+    collective_entry: u64,
     preset: &str,
     algorithms: Vec<String>,
     progress: Option<Py<PyAny>>,
@@ -89,7 +90,7 @@ fn convert_trace(
             return Err(PyValueError::new_err(format!("{what}: must be a finite number >= 0, not {x}")));
         }
     }
-    let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, algorithms: algos, in_place };
+    let opts = Options { cpu_scale, p2p, collectives, nbc_prepost_ns: nbc_prepost, window, copy_ns_per_byte: copy_per_byte, collective_entry_ns: collective_entry, algorithms: algos, in_place };
     let traces = if format == "records" {
         open_records(input.extract()?)?
     } else {

@@ -421,3 +421,52 @@ fn a_shared_memory_collective_spins_from_mpich_s_threshold() {
         vec![(0, 2, false), (1, 2, false), (2, 2, false), (3, 2, false)]
     );
 }
+
+/// The library's cost of entering a collective (`Options::collective_entry_ns`) is a calc at the
+/// start of every collective call of every rank, before its messages, blocking or not, and it is
+/// not scaled with the CPU: a 2-rank Allgather (one exchange, `hop`) after 1 us of work takes
+/// `1 us + entry + hop` on each rank, with `cpu_scale` 2 as well as 1, and an Iallgather's
+/// entry delays the work after its call by as much.
+#[test]
+fn a_collective_s_entry_is_work_before_its_messages() {
+    const ENTRY: u64 = 190;
+    let blocking = |_: u32| {
+        vec![call(0, 0, Event::Other), call(1000, 3000, coll(CollKind::Allgather, WORLD, None, 8, 2)), call(3000, 3000, Event::Other)]
+    };
+    let converted = |calls: Vec<Vec<Call>>, opts: &Options| {
+        let mut out = Vec::new();
+        convert(&calls, opts, &mut out, &mut |_, _| true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let prog = parse_goal(text.as_bytes(), "converted").unwrap();
+        let r = simulate(&prog, &Scenario::new(PAR), &SimOptions::default(), |_| true).unwrap();
+        assert!(r.deadlock.is_none(), "{text}");
+        (text, r.finish)
+    };
+    let plain = converted((0..2).map(blocking).collect(), &Options::default()).1;
+    assert_eq!(plain, vec![1000 * NS + hop(8); 2]);
+    for cpu_scale in [1.0, 2.0] {
+        let opts = Options { collective_entry_ns: ENTRY, cpu_scale, ..Options::default() };
+        let (text, finish) = converted((0..2).map(blocking).collect(), &opts);
+        assert!(text.contains(&format!("calc {ENTRY}\n")), "{text}");
+        let work = (1000.0 * cpu_scale) as u64 * NS;
+        assert_eq!(finish, vec![work + ENTRY * NS + hop(8); 2]);
+    }
+    // Nonblocking: the entry is paid in the Iallgather's call, then its send's o; the 5 us of work
+    // after the call follow, and the partner's message, which arrived during them, is handled after
+    // them: entry, both overheads and the work, the latency hidden.
+    let nonblocking = |_: u32| {
+        let mut c = coll(CollKind::Allgather, WORLD, None, 8, 2);
+        if let Event::Collective(ref mut x) = c {
+            x.req = Some(1);
+        }
+        vec![
+            call(0, 0, Event::Other),
+            call(1000, 1100, c),
+            call(6100, 6200, Event::Complete(vec![1])),
+            call(6200, 6200, Event::Other),
+        ]
+    };
+    let opts = Options { collective_entry_ns: ENTRY, ..Options::default() };
+    let finish = converted((0..2).map(nonblocking).collect(), &opts).1;
+    assert_eq!(finish, vec![1000 * NS + ENTRY * NS + 5000 * NS + hop(8) - PAR.L; 2]);
+}

@@ -3,6 +3,7 @@
 
 int run_pingpong(bench *b);
 int run_barrier(bench *b);
+int run_collective(bench *b);
 int run_put(bench *b);
 int run_get(bench *b);
 int run_msgrate(bench *b);
@@ -25,6 +26,8 @@ int run_nimc(bench *b);
 const pattern patterns[] = {
     {"pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, 0, run_pingpong},
     {"barrier", "MPI_Barrier of all ranks: its time on rank 0 (the size is ignored)", 2, 0, run_barrier},
+    {"collective", "a 2-rank MPI_Allgather against one MPI_Sendrecv: a collective's cost beyond its messages", 2, 0,
+     run_collective},
     {"put", "one-sided put latency and bandwidth, passive target, flush", 2, 0, run_put},
     {"get", "one-sided get latency and bandwidth, passive target, flush", 2, 0, run_get},
     {"msgrate", "message rate and bandwidth of disjoint pairs streaming windows", 2, 1, run_msgrate},

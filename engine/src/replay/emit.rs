@@ -43,6 +43,10 @@ pub struct Options {
     /// Emulated copy time of a received message: a calc of this many ns per byte after each
     /// point-to-point receive.
     pub copy_ns_per_byte: f64,
+    /// CPU time every rank spends entering a collective beyond the collective's messages (the MPI
+    /// library's argument checks and algorithm selection): a calc at the start of each collective
+    /// call. Not scaled by `cpu_scale`: it is the library's, as `o` is.
+    pub collective_entry_ns: u64,
     pub algorithms: Algorithms,
     /// One-sided operations that MPI does in place (`Rma::in_place`) are the origin's work, not
     /// messages; false: every one is a message (ranks on one host standing for several nodes).
@@ -58,6 +62,7 @@ impl Default for Options {
             nbc_prepost_ns: 0,
             window: None,
             copy_ns_per_byte: 0.0,
+            collective_entry_ns: 0,
             algorithms: Algorithms::new(Preset::Mpich),
             in_place: true,
         }
@@ -621,6 +626,10 @@ impl<W: Write> Emitter<'_, W> {
                 }
             }
             _ => self.compute(st, call.start)?,
+        }
+        if self.opts.collective_entry_ns > 0 {
+            let entered = self.put(Op::calc(self.opts.collective_entry_ns), &st.frontier)?;
+            st.frontier = vec![(entered, false)];
         }
 
         let world_of = |i: u32| if ctx == 0 { i } else { self.members[ctx as usize][i as usize] };

@@ -258,16 +258,17 @@ def traced_span(directory: str | os.PathLike) -> tuple[int, int]:
 
 
 def convert(directory: Path, goal: Path, ranks: int | None = None, algorithms: str = "auto",
-            in_place: bool = True) -> list[str]:
+            in_place: bool = True, mpi: Mapping[str, int] | None = None) -> list[str]:
     """The trace directory's schedule (``contend goal convert``'s engine conversion, with the collective
     algorithms of preset ``algorithms``, ``auto`` by the trace's hosts: ``algorithms_of``), extrapolated
     to ``ranks`` if given (``--ranks``), one-sided operations MPI does in place as work unless
-    ``in_place`` is false (``--no-in-place``); returns its warnings."""
+    ``in_place`` is false (``--no-in-place``), with the MPI library's costs ``mpi`` (a machine's
+    ``Machine.mpi``: ``--collective-entry``); returns its warnings."""
     from contend.native.trace.replay import algorithms_of, convert_input
 
     preset = algorithms_of(directory, algorithms, extrapolated=ranks is not None)
     summary, read_warnings = convert_input(str(directory), str(goal), ranks=ranks, preset=preset,
-                                           in_place=in_place)
+                                           in_place=in_place, **(mpi or {}))
     return read_warnings + list(summary["warnings"])
 
 
@@ -330,12 +331,15 @@ def predict_traces(directories: Sequence[Path], machine: str | Machine, work: Pa
     ``ranks`` if given); its prediction joins ``measured``, with ``noise`` a second one with that noise,
     and with ``throttle`` the predictions simulate the policy and the unthrottled ones join
     ``plain_ns``."""
+    from contend.machine.file import machine_of
+
+    mpi = machine_of(machine).mpi
     for directory in directories:
         goal = work / "app.goal"
         # Nodes emulated on one host (--ranks-per-node) are separate nodes to the model: no window is
         # shared between them.
         emulated = throttle is not None and throttle.ranks_per_node is not None
-        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks, algorithms, not emulated)]
+        measured.warnings += [f"{directory}: {w}" for w in convert(directory, goal, ranks, algorithms, not emulated, mpi)]
         predicted, makespan, measured.operations, measured.critical_path = predicted_span(
             goal, machine, directory, ranks=ranks, throttle=throttle, critical_path=True)
         measured.predicted_ns.append(predicted)

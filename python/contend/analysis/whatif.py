@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from contend.errors import UserError
 
@@ -76,10 +76,10 @@ class Workload:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("schedule", "trace", "converted")}
 
 
-def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workload:
+def convert_trace(workload: Workload, axes: list[Axis], directory: str, mpi: Mapping[str, int]) -> Workload:
     """A trace workload with its schedules written in ``directory``: extrapolated to each rank count of
     the ranks axis (``contend goal convert --ranks``, docs/models.md "Extrapolating a trace"), else at
-    its traced size."""
+    its traced size, with the MPI library's costs ``mpi`` (the machine's ``[mpi]``)."""
     from contend.native.trace.replay import convert_input
 
     counts = next((list(axis.values) for axis in axes if axis.name == "ranks"), [None])
@@ -87,7 +87,7 @@ def convert_trace(workload: Workload, axes: list[Axis], directory: str) -> Workl
     for ranks in counts:
         converted[ranks] = f"{directory}/app-{ranks or 'traced'}.goal"
         # Every one-sided operation a message: the axes move the ranks onto other machines and nodes.
-        convert_input(workload.trace, converted[ranks], ranks=ranks, in_place=False)
+        convert_input(workload.trace, converted[ranks], ranks=ranks, in_place=False, **mpi)
     return dataclasses.replace(workload, converted=converted)
 
 

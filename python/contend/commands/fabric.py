@@ -81,22 +81,22 @@ def run_status(args: argparse.Namespace) -> int:
 def run_calibrate(args: argparse.Namespace) -> int:
     from contend.atomic import atomic_path, check_writable
     from contend.experiments.fabric_check import calibrated_machine
-    from contend.experiments.fabric_machine import host_cores
+    from contend.experiments.fabric_machine import host_tables
 
     target = check_writable(args.output, "-o")
     repeats = parse_count(args.repeats, "--repeats", minimum=1, maximum=100)
-    cores = None if args.machine is None else host_cores(args.machine)
-    if args.machine is not None and cores is None:
+    host = None if args.machine is None else host_tables(args.machine)
+    if args.machine is not None and host is None:
         raise UserError(f"{args.machine}: has no [cores] table to take (contend bench fit writes one)")
     built = fabric.require(args.fabric_prefix, "contend fabric calibrate")
     if built.ppn != 1:
         raise UserError(f"contend fabric calibrate: the fabric has {built.ppn} ranks per node; calibrate one with "
                         f"--ppn 1 (the runs must cross a link), then set ranks_per_node in the file")
-    cal, text = calibrated_machine(built, repeats, "contend fabric calibrate", cores,
+    cal, text = calibrated_machine(built, repeats, "contend fabric calibrate", host,
                                    lambda step: print(f"calibrating: {step}", flush=True))
     with atomic_path(target) as temporary:
         temporary.write_text(text)
     print(f"wrote {target}: links {cal.link_Bps * 8 / 1e9:.3f} Gbit/s, bursts of {fabric.TBF_BURST_BYTES // 1024} KiB "
           f"at {cal.peak_Bps * 8 / 1e9:.3f} Gbit/s, o {cal.o / 1000:.2f} us, g {cal.gap / 1000:.2f} us"
-          + (f", the cores of {args.machine}" if cores else ""))
+          + (f", the cores{' and MPI costs' if host and host.mpi else ''} of {args.machine}" if host else ""))
     return 0

@@ -12,6 +12,7 @@ from contend.atomic import atomic_path, check_writable
 from contend.commands.options import add_collective_options
 from contend.engine import engine, user_errors
 from contend.errors import UserError
+from contend.machine.mpi_library import collective_entry_ns
 from contend.machine.quantities import parse_count
 from contend.native.trace.replay import ALGORITHMS, convert_input, trace_format
 from contend.report.progress import simulation_progress
@@ -61,6 +62,10 @@ def register(subparsers) -> None:
                          help="only the calls from each rank's FIRST-th collective on, for COUNT collectives (0-based)")
     convert.add_argument("--copy-time", metavar="PER_BYTE", default="0",
                          help="emulated copy time of received messages: a calc per byte after each receive (e.g. 0.1ns)")
+    convert.add_argument("--collective-entry", metavar="TIME", default="0",
+                         help="CPU time of entering a collective beyond its messages: a calc before each collective "
+                              "call of every rank (e.g. 190ns; a machine's [mpi] collective_entry, which contend "
+                              "predict uses)")
     convert.add_argument("--ranks", metavar="N",
                          help="extrapolate to N ranks: N/P copies of the P traced ranks, talking to each other only in "
                               "collectives on the world (weak scaling; docs/models.md, 'Extrapolating a trace')")
@@ -116,6 +121,7 @@ def run_convert(args: argparse.Namespace) -> int:
         prepost_ns = engine().parse_time(args.nbc_prepost) // 1000
     with user_errors("--copy-time"):
         copy_ns = engine().parse_per_byte(args.copy_time) / 1000
+    entry_ns = collective_entry_ns(args.collective_entry, "--collective-entry")
     kind = trace_format(args.input)  # a missing or unreadable input before the output's checks
     target = check_writable(args.output, "-o")
     start = time.perf_counter()
@@ -124,7 +130,7 @@ def run_convert(args: argparse.Namespace) -> int:
         summary, read_warnings = convert_input(
             args.input, str(temporary), progress=lambda rank, total, records: progress(rank, total), kind=kind,
             cpu_scale=args.cpu_scale, p2p=not args.no_p2p, collectives=not args.no_collectives,
-            nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns, preset=args.algorithms,
+            nbc_prepost=prepost_ns, window=window, copy_per_byte=copy_ns, collective_entry=entry_ns, preset=args.algorithms,
             algorithms=args.algorithm, ranks=ranks, in_place=not args.no_in_place)
     elapsed = max(time.perf_counter() - start, 1e-9)
     for warning in read_warnings + summary["warnings"]:

@@ -183,10 +183,9 @@ def _status():
 
 def _shares_cores(machine) -> bool:
     """Whether the machine's ranks take turns on shared cores (its [cores])."""
-    from contend.machine.file import load_machine
+    from contend.machine.file import machine_of
 
-    loaded = machine if not isinstance(machine, str) else load_machine(machine)
-    return bool((loaded.node or {}).get("cores"))
+    return bool((machine_of(machine).node or {}).get("cores"))
 
 
 def _check_machine(machine: str, noise: str | None) -> NoiseSettings | bool | None:

@@ -51,21 +51,21 @@ def run(args: argparse.Namespace) -> int:
 
     from contend.analysis.whatif import convert_trace, parse_axes, whatif
     from contend.atomic import atomic_directory, check_directory
-    from contend.machine.file import DEFAULT_MACHINE, load_machine
+    from contend.machine.file import machine_of
     from contend.parallel import is_root
     from contend.machine.quantities import parse_count
     from contend.report.progress import simulation_progress
     from contend.report.whatif import whatif_table, write_report
 
     workload = _workload(args)
-    machine = load_machine(args.machine or DEFAULT_MACHINE)
+    machine = machine_of(args.machine)
     axes = parse_axes(args.vary, workload, machine)
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
     check_directory(args.output, "-o")  # on every rank: one refusing alone would leave the others waiting
     with tempfile.TemporaryDirectory(prefix="contend-whatif-") as converted:
         if workload.trace is not None:  # each rank of an MPI fan-out converts its own copy
-            workload = convert_trace(workload, axes, converted)
+            workload = convert_trace(workload, axes, converted, machine.mpi)
         with simulation_progress("what if", unit="runs") as bar:
             result = whatif(workload, machine, axes, workers=workers, progress=bar if root else None,
                             critical_path=args.critical_path)

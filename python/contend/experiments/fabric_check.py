@@ -26,7 +26,7 @@ from contend.atomic import atomic_path
 from contend.native.bench.results import RunResult
 from contend.native.bench.runner import run_benchmark
 from contend.experiments import native_twins
-from contend.experiments.fabric_machine import BURST_SIZES, Calibration, calibrate, machine_toml
+from contend.experiments.fabric_machine import BURST_SIZES, Calibration, HostTables, calibrate, machine_toml
 from contend.machine.file import parse_machine
 
 TOLERANCE = 0.15  # the bound we hold |simulated / measured - 1| to
@@ -226,17 +226,17 @@ class Check:
 
 
 def calibrated_machine(built: fabric_module.Fabric, repeats: int, who: str,
-                       cores: tuple[str, Any] | None = None,
+                       host: HostTables | None = None,
                        progress: Callable[[str], None] = lambda _: None) -> tuple[Calibration, str]:
     """The fabric's machine file (text) from ``repeats`` of each calibration run, its links token
     buckets whose peak the ping-pongs within the burst give; ``who`` names the command in its source
-    line, ``cores`` as ``fabric_machine.machine_toml`` takes them."""
+    line, ``host`` as ``fabric_machine.machine_toml`` takes it."""
     settings = Settings(incasts=(), seeds=(), repeats=repeats, burst_sizes=BURST_SIZES)
     found = measure(settings, built, progress)
     cal = calibrate(built, found.flow_runs, found.loggp_runs, found.burst_runs)
     how = (f"{who}: one flow {settings.window} x {settings.incast_bytes} B; loggp at 1 B, {settings.latency_iters} "
            f"round trips; ping-pongs of {' and '.join(map(str, BURST_SIZES))} B")
-    return cal, machine_toml(cal, how, cores)
+    return cal, machine_toml(cal, how, host)
 
 
 def run_check(settings: Settings, *, nodes: int, topology: str, link: str, machine_path: Path,

@@ -130,10 +130,10 @@ def _list(values: Sequence[float], scale: float = 1.0, digits: int = 1) -> str:
     return "[" + ", ".join(f"{v * scale:.{digits}f}" for v in values) + "]"
 
 
-def machine_toml(cal: Calibration, how: str, cores: tuple[str, Mapping[str, Any]] | None = None) -> str:
+def machine_toml(cal: Calibration, how: str, host: HostTables | None = None) -> str:
     """The machine file; ``how`` says which runs measured it (benchmark settings), for the comments.
-    ``cores``: (machine file, its ``[cores]`` table) of this host (``host_cores``); the fabric's nodes
-    are namespaces of this host, so every rank shares those cores (one_host)."""
+    ``host``: this host's tables (``host_tables``); the fabric's nodes are namespaces of this host, so
+    every rank shares its cores (one_host) and its MPI library."""
     f = cal.fabric
     kind = TOPOLOGY_KIND[f.topology]
     size = f"nodes = {f.nodes}" if kind == "crossbar" else f"dims = [{f.nodes}]"
@@ -177,26 +177,40 @@ o_r_ns = {_list([s.o_r for s in cal.latencies])}
 gap_ns = {_list([s.gap for s in cal.latencies])}
 one_way_1B_ns = {_list([s.one_way for s in cal.latencies])}
 mtu = {cal.mtu}
-{f"burst_Gbit_s = {_list(cal.bursts_Bps, 8 / 1e9, 4)}" if cal.bursts_Bps else ""}{_cores_lines(cores)}"""
+{f"burst_Gbit_s = {_list(cal.bursts_Bps, 8 / 1e9, 4)}" if cal.bursts_Bps else ""}{_host_lines(host)}"""
 
 
-def host_cores(machine: str) -> tuple[str, Mapping[str, Any]] | None:
-    """(``machine``, its ``[cores]`` table as written), the host's cores as ``contend bench fit``
-    measured them, for ``machine_toml``; None if the file has no such table."""
+@dataclass(frozen=True)
+class HostTables:
+    """What a fabric of this host's namespaces takes from the host's machine file (``source``, written
+    by ``contend bench fit``): its ``[cores]``, which every namespace's ranks share, and its ``[mpi]``
+    (the MPI library's costs, the same library in every namespace; empty if the file has none)."""
+
+    source: str
+    cores: Mapping[str, Any]
+    mpi: Mapping[str, Any]
+
+
+def host_tables(machine: str) -> HostTables | None:
+    """``machine``'s tables as written, for ``machine_toml``; None if it has no ``[cores]``."""
     from contend.machine.file import load_machine
 
-    table = load_machine(machine).document.get("cores")
-    return (machine, table) if table else None
+    document = load_machine(machine).document
+    return HostTables(machine, document["cores"], document.get("mpi", {})) if document.get("cores") else None
 
 
-def _cores_lines(cores: tuple[str, Mapping[str, Any]] | None) -> str:
-    """A [cores] table: this host's, shared by every rank whatever namespace it runs in."""
-    if cores is None:
+def _host_lines(host: HostTables | None) -> str:
+    """The host's [cores], shared by every rank whatever namespace it runs in, and its [mpi]."""
+    if host is None:
         return ""
-    source, table = cores
-    keys = "".join(f"{key} = {_toml_value(table[key])}\n" for key in ("per_node", "switch", "quantum") if key in table)
-    return (f"\n\n[cores]  # this host's cores, as measured in {source} (contend bench fit): the nodes are its "
-            f"namespaces, so all their ranks share them\n{keys}one_host = true\n")
+    keys = "".join(f"{key} = {_toml_value(host.cores[key])}\n" for key in ("per_node", "switch", "quantum")
+                   if key in host.cores)
+    text = (f"\n\n[cores]  # this host's cores, as measured in {host.source} (contend bench fit): the nodes are "
+            f"its namespaces, so all their ranks share them\n{keys}one_host = true\n")
+    if host.mpi:
+        keys = "".join(f"{key} = {_toml_value(value)}\n" for key, value in host.mpi.items())
+        text += f"\n[mpi]  # this host's MPI library, as measured in {host.source}: the same in every namespace\n{keys}"
+    return text
 
 
 def _toml_value(value: Any) -> str:

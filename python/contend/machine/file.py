@@ -23,7 +23,8 @@ An optional ``[loggops.rendezvous]`` table gives a second set of costs for messa
 An optional ``[topology]`` table adds a network with link contention (``contend.machine.topology``), an
 optional ``[noise]`` table OS noise (``contend.noise.settings``), an optional ``[nic]`` table NIC
 congestion curves (``contend.machine.nic``), an optional ``[throttle]`` table admission control
-(``contend.machine.admission``) and an optional ``[memory]`` table memory contention (``contend.machine.memory``).
+(``contend.machine.admission``), an optional ``[memory]`` table memory contention (``contend.machine.memory``)
+and an optional ``[mpi]`` table costs of the MPI library that replayed traces take (``contend.machine.mpi_library``).
 ``[fit]`` and ``[measured]`` are records of how the numbers were measured (``contend bench fit``
 writes them, with ``o_s`` and ``o_r`` in ``[loggops]``): kept in ``Machine.document``, not checked.
 Any other table or key is an error that names the closest known one: a misspelt ``[topology]``
@@ -47,6 +48,7 @@ from contend.machine.cores import cores_params
 from contend.engine import engine, parse_quantity
 from contend.errors import UserError
 from contend.machine.memory import memory_params
+from contend.machine.mpi_library import mpi_params
 from contend.machine.nic import nic_classes
 from contend.noise.settings import NoiseSettings, from_table as noise_from_table
 from contend.machine.quantities import parse_bytes
@@ -63,7 +65,7 @@ PARAMETER_KEYS = COST_KEYS + ("S",)
 RENDEZVOUS = "rendezvous"  # [loggops.rendezvous]: the costs of messages larger than S
 RECORD_KEYS = ("o_s", "o_r")  # [loggops] keys that record measured overheads; no model reads them
 HEADER_KEYS = ("name", "description", "source")
-TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "cores", "memory")
+TABLES = ("machine", "loggops", "topology", "noise", "nic", "throttle", "cores", "memory", "mpi")
 RECORD_TABLES = ("fit", "measured")  # how the numbers were measured: free-form, not checked
 ALL_ON_ONE_NODE = 2**32 - 1  # ranks per node of a host file's [cores] without ranks_per_node
 # S is stored by the engine as a u64, but no message is larger than this in practice.
@@ -80,6 +82,7 @@ class Machine:
     ``noise``: the OS noise of ``[noise]``, or None. ``node``: the engine's node model (ranks per
     node, NIC curves of ``[nic]``, policy of ``[throttle]``), or None when neither table is there.
     ``memory``: the engine's memory model of ``[memory]`` (bandwidths in bytes/s), or None.
+    ``mpi``: the trace converter's options of ``[mpi]`` (``collective_entry`` in ns; 0 without it).
     ``loggops`` keeps the values as written, ``document`` the whole parsed file. ``where`` locates
     the file's keys for errors found later (``located_engine_errors``), ``places`` the engine's keys
     that are not a plain ``table.key`` of the file (size classes, a ranks per node another table gave).
@@ -97,6 +100,7 @@ class Machine:
     noise: NoiseSettings | None = None
     node: Mapping[str, Any] | None = None
     memory: Mapping[str, Any] | None = None
+    mpi: Mapping[str, int] = field(default_factory=lambda: {"collective_entry": 0})
     where: Where | None = field(default=None, repr=False, compare=False)
     places: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -152,6 +156,11 @@ def load_machine(spec: str | os.PathLike) -> Machine:
     return parse_machine(text, str(path))
 
 
+def machine_of(spec: "str | os.PathLike | Machine | None") -> Machine:
+    """``spec`` itself when it is a loaded machine, else the machine it names (None: the default)."""
+    return spec if isinstance(spec, Machine) else load_machine(spec or DEFAULT_MACHINE)
+
+
 def parse_machine(text: str, origin: str = "<machine>") -> Machine:
     """Parse and validate the text of a machine file; every error names ``origin``, the line and the key."""
     try:
@@ -197,6 +206,7 @@ def parse_machine(text: str, origin: str = "<machine>") -> Machine:
         node=_node_model(document, where, places),
         memory=memory_params(document["memory"], where["memory"], _other_ranks_per_node(document), params["G"])
         if "memory" in document else None,
+        mpi=mpi_params(document.get("mpi", {}), where["mpi"]),
         where=root,
         places=places,
     )
@@ -285,10 +295,7 @@ def loggops_params(machine: Machine | str | os.PathLike | None = None, **overrid
     unknown = sorted(set(overrides) - set(PARAMETER_KEYS))
     if unknown:
         raise UserError(f"unknown LogGOPS parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMETER_KEYS)}")
-    if machine is None:
-        machine = DEFAULT_MACHINE
-    if not isinstance(machine, Machine):
-        machine = load_machine(machine)
+    machine = machine_of(machine)
     params: dict[str, Any] = dict(machine.params)
     for key, value in overrides.items():
         if value is not None:

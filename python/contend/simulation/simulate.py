@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from contend.cachedir import cache_dir
 from contend.engine import engine, user_errors
 from contend.errors import UserError
-from contend.machine.file import DEFAULT_MACHINE, Machine, load_machine, located_engine_errors, loggops_params
+from contend.machine.file import Machine, located_engine_errors, loggops_params, machine_of
 from contend.noise.settings import NoiseSettings, resolve
 from contend.machine.quantities import bounded_number, parse_bytes, parse_count
 from contend.machine.topology import sharing_model
@@ -127,7 +127,7 @@ def simulate(
     """
     if (schedule is None) == (collective is None):
         raise UserError("give either a GOAL schedule file or a collective, not both and not neither")
-    machine = machine if isinstance(machine, Machine) else load_machine(machine or DEFAULT_MACHINE)
+    machine = machine_of(machine)
     params = loggops_params(machine, L=L, o=o, g=g, G=G, O=O, S=S)
     if sharing is not None:
         if "network" not in params:

@@ -421,11 +421,41 @@ def shared_cores(per_node: int, one_core_ns: float, own_cores_ns: float, L_ns: f
     return SharedCores(per_node, switch, one_core_ns, own_cores_ns, size, barrier_ns / 2, barrier_ns)
 
 
+# Calls of each kind timed per run of the collective benchmark (about a microsecond each).
+COLLECTIVE_CALLS = 5000
+
+
+@dataclass(frozen=True)
+class CollectiveEntry:
+    """What entering a collective costs beyond its messages (docs/models.md, "Replaying traces"): per
+    run, the medians of a 2-rank MPI_Allgather and of the MPI_Sendrecv that is its one exchange, of
+    ``bytes`` each (the ``collective`` benchmark); the entry is the median of their differences."""
+
+    bytes: int
+    allgather_ns: tuple[float, ...]
+    sendrecv_ns: tuple[float, ...]
+
+    @property
+    def entry_ns(self) -> float:
+        """Never negative: a difference below the runs' noise means no measurable entry."""
+        return max(0.0, float(np.median(np.subtract(self.allgather_ns, self.sendrecv_ns))))
+
+
+def collective_entry(runs: Sequence[RunResult]) -> CollectiveEntry:
+    """The ``collective`` benchmark's runs at their smallest size."""
+    def p50(run: RunResult, metric: str) -> float:
+        rows = run.results[run.results["metric"] == metric].sort_values("bytes")
+        return float(rows["t_p50_ns"].iloc[0])
+
+    size = int(runs[0].results["bytes"].min())
+    return CollectiveEntry(size, tuple(p50(r, "allgather") for r in runs), tuple(p50(r, "sendrecv") for r in runs))
+
+
 def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "this-host",
-                 cores: SharedCores | None = None) -> str:
+                 cores: SharedCores | None = None, entry: CollectiveEntry | None = None) -> str:
     """The machine file text: [machine], [loggops] (and [loggops.rendezvous]) for the engine, [cores]
-    when measured, [fit] for the record, including the per-size table of predicted vs measured round
-    trips."""
+    and [mpi] when measured, [fit] for the record, including the per-size table of predicted vs
+    measured round trips."""
     host = ",".join(meta.get("hosts", [])) or "this host"
     library = meta.get("mpi_library", "unknown MPI")
     errors = table["error_pct"].abs()
@@ -455,6 +485,11 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
                   f"both ranks on one core, {cores.own_cores_ns:.1f} ns a core each",
                   f'quantum = "{cores.quantum_ns:.1f}ns"   # half a barrier of two ranks on one core '
                   f"({cores.barrier_ns:.1f} ns)"]
+    if entry is not None:
+        lines += ["", "[mpi]   # the MPI library's costs that replayed traces take (contend goal convert)",
+                  f'collective_entry = "{entry.entry_ns:.1f}ns"   # {entry.bytes} B: a 2-rank Allgather '
+                  f"{float(np.median(entry.allgather_ns)):.1f} ns against its one Sendrecv "
+                  f"{float(np.median(entry.sendrecv_ns)):.1f} ns (medians of {len(entry.allgather_ns)} runs)"]
     lines += [
         "",
         "[fit]",

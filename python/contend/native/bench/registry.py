@@ -82,6 +82,8 @@ _ALL = (
               POWERS_OF_4, "latency"),
     Benchmark("barrier", "MPI_Barrier of all ranks: its time on rank 0 (the size is ignored)", 2, False, 2,
               (0,), "latency"),
+    Benchmark("collective", "a 2-rank MPI_Allgather against one MPI_Sendrecv: a collective's cost beyond its "
+              "messages", 2, False, 2, (1,), "latency"),
     Benchmark("put", "one-sided put latency and bandwidth, passive target, flush", 2, False, 2,
               POWERS_OF_4, "latency", ("window",)),
     Benchmark("get", "one-sided get latency and bandwidth, passive target, flush", 2, False, 2,
