@@ -100,6 +100,7 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
     """Every program at every rank count it runs at: the runs, their traces kept in out/traces/LABEL."""
     library = mpi.find_mpi()
     found = programs(mpi.build_dir(library))
+    shared = shared_cores(machine)
     rows = []
     for name in names:
         argv, allowed = found[name]
@@ -114,8 +115,8 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
             row = {"program": name, "setting": setting, "ranks": n, "machine": machine,
                    "command": command, "loadavg_1min_before": load,
                    # ranks that cannot be preempted (-fifo) have no host noise to add
-                   "noise": None if setting.endswith("-fifo") else host_noise(out / "noise" / f"{label}.noise", n,
-                                                                               console)}
+                   "noise": None if setting.endswith("-fifo") else host_noise(out / "noise" / f"{label}.noise",
+                                                                               min(n, shared or n), console)}
             try:
                 measured, directories = measure_runs(
                     command, runs, out / "traces" / label, timeout_s=timeout_s,
@@ -130,10 +131,20 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
     return rows
 
 
+def shared_cores(machine: str) -> int | None:
+    """The cores the machine's ranks share (its [cores] per_node), None without the table."""
+    from contend.machine.file import load_machine
+
+    cores = (load_machine(machine).node or {}).get("cores")
+    return cores["per_node"] if cores else None
+
+
 def host_noise(path: Path, ranks: int, console: Console) -> str:
     """This host's CPU noise for ``ranks`` busy ranks, measured now (contend noise measure --mpi --per-core:
     rank r pinned to core r mod cores, so ranks beyond the cores share them): what the other jobs on the
-    machine and the ranks' own oversubscription take from each rank. A noise spec for the simulation."""
+    machine take from each rank, and the ranks' own oversubscription beyond the cores. A machine with
+    [cores] models that oversubscription itself, so its rows measure no more ranks than its cores (the
+    simulation's rank r replays trace r mod n). A noise spec for the simulation."""
     path.parent.mkdir(parents=True, exist_ok=True)
     console.print(f"  measuring this host's noise for {ranks} ranks ({NOISE_SECONDS} s)")
     done = subprocess.run([str(Path(sys.executable).parent / "contend"), "noise", "measure", "--mpi", "-n", str(ranks), "--per-core",
@@ -152,6 +163,7 @@ def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ran
 
     library = mpi.find_mpi()
     found = programs(mpi.build_dir(library))
+    shared = shared_cores(machine)
     rows = []
     for source in traced:
         name, p = source["program"], source["ranks"]
