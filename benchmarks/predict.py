@@ -22,7 +22,8 @@ Programs (native/apps, built by `contend native build`; mpi4py's demos from its 
 
 Each program at each rank count: `contend predict`'s runs (untraced and traced alternating, the traces kept
 in DIR/traces, every traced run converted and simulated on the machine), and a second prediction with
-this host's noise measured just before (contend noise measure --mpi -n N --per-core). On shared memory
+this host's noise measured just before (contend noise measure --mpi -n N --per-core, N at most the
+machine's [cores] per_node, whose model already shares the cores among the ranks). On shared memory
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
 rank per node, 1 Gbit/s links or --link; prefix ctdp-, removed afterwards, also on failure), whose machine
 file is calibrated first from one flow, 1-byte round trips and ping-pongs within tbf's burst (token-bucket
