@@ -269,6 +269,7 @@ def test_mpi4py_collectives_on_world_and_a_split_communicator(built, capsys, tmp
 RMA_DATA = CONTEXT + (2047 << 20)
 RMA_GET_ACCUMULATE, RMA_REPLY = RMA_DATA + 2, RMA_DATA + UNADMITTED + 2
 RMA_POST, RMA_DONE = RMA_DATA + UNADMITTED + 3, RMA_DATA + UNADMITTED + 4
+RMA_ACK = RMA_DATA + UNADMITTED + (1 << 18) + 5  # a put's acknowledgement, spinning (docs/formats.md)
 # tests/trace_rma_mpi4py.py's blocking/nonblocking pairs, in its order
 PAIRS = ("gather", "scatter", "alltoallv", "allgatherv", "reduce_scatter", "reduce_scatter_block", "scan", "exscan",
          "gatherv", "scatterv")
@@ -328,6 +329,7 @@ def test_mpi4py_atomics_pscw_and_nonblocking_collectives(built, capsys, tmp_path
             expected[(r, right, size, RMA_GET_ACCUMULATE)] += 1
             expected[(right, r, size, RMA_REPLY)] += 1
         expected[(r, right, 16, RMA_DATA)] += 2  # raccumulate, the PSCW put
+        expected[(right, r, 0, RMA_ACK)] += 2  # and the target's acknowledgement of each
         expected[(r, left, 0, RMA_POST)] += 1
         expected[(r, right, 0, RMA_DONE)] += 1
     assert rma == expected

@@ -4,7 +4,7 @@
 use contend_engine::replay::emit::{convert, Options};
 use contend_engine::replay::event::{Call, Event, Rma, RmaOp, RmaSync, WORLD};
 use contend_engine::schedule::goal::parse_goal;
-use contend_engine::schedule::CONTEXT_TAGS;
+use contend_engine::schedule::{CONTEXT_TAGS, SPINNING_TAGS};
 use contend_engine::sim::{simulate, Options as SimOptions, Params, Scenario};
 
 fn call(start: u64, end: u64, event: Event) -> Call {
@@ -38,6 +38,7 @@ fn window(rank_calls: Vec<Call>) -> Vec<Call> {
 #[test]
 fn put_then_flush() {
     let data = CONTEXT_TAGS | (2047 << 20);
+    let ack = SPINNING_TAGS | (2047 << 20) | 5;
     let (text, finish) = run(vec![
         window(vec![
             call(2000, 2100, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 1000, req: None, in_place: false })),
@@ -47,13 +48,15 @@ fn put_then_flush() {
         window(vec![call(5000, 5000, Event::Other)]),
     ]);
     let expect = format!(
-        "num_ranks 2\n\nrank 0 {{\nl0: calc 1000\nl1: send 1000b to 1 tag {data}\nl1 requires l0\nl2: calc 3000\nl2 requires l1\n}}\n\n\
-         rank 1 {{\nl0: recv 1000b from 0 tag {data}\nl1: calc 4000\n}}\n"
+        "num_ranks 2\n\nrank 0 {{\nl0: calc 1000\nl1: send 1000b to 1 tag {data}\nl1 requires l0\n\
+         l2: recv 0b from 1 tag {ack}\nl2 irequires l1\nl3: calc 3000\nl3 requires l1\nl3 requires l2\n}}\n\n\
+         rank 1 {{\nl0: recv 1000b from 0 tag {data}\nl1: send 0b to 0 tag {ack}\nl1 requires l0\nl2: calc 4000\n}}\n"
     );
     assert_eq!(text, expect);
-    // The origin: 1 us, the put's o, then 3 us after the flush; the target receives the data while
-    // its program runs.
-    assert_eq!(finish, vec![1000 * NS + PAR.o + 3000 * NS, 1000 * NS + hop(1000)]);
+    // The flush completes the put at the target: the origin waits (spinning) for the target's
+    // acknowledgement, sent once the data is in, then computes 3 us. The target receives the data
+    // while its program runs (its 4 us end before the data arrives) and acknowledges it.
+    assert_eq!(finish, vec![1000 * NS + hop(1000) + hop(0) + 3000 * NS, 1000 * NS + hop(1000) + PAR.o]);
 }
 
 #[test]
@@ -80,12 +83,13 @@ fn fence_is_a_barrier_after_the_epochs_operations() {
         window(vec![fence(1000), put(1010, 1), fence(1020), call(1030, 1030, Event::Other)]),
         window(vec![fence(1000), put(1010, 0), fence(1020), call(1030, 1030, Event::Other)]),
     ]);
-    // each rank: its incoming put, a barrier (one exchange), the put, the closing barrier requiring it
+    // each rank: its incoming put and its acknowledgement, a barrier (one exchange), the put, the
+    // closing barrier requiring the put's acknowledgement
     assert_eq!(text.matches("send 8b").count(), 2, "{text}");
-    assert_eq!(text.matches("send 0b").count(), 4, "{text}");
-    // first barrier: one 0-byte exchange; the put leaves, the second barrier's message leaves o later
-    // but is received only after the put's receive has taken its o on the CPU
-    assert_eq!(finish, vec![hop(0) + hop(8) + PAR.o; 2]);
+    assert_eq!(text.matches("send 0b").count(), 6, "{text}");
+    // first barrier: one 0-byte exchange; the puts cross (hop(8)), each target acknowledges
+    // (hop(0)), then the second barrier's exchange
+    assert_eq!(finish, vec![3 * hop(0) + hop(8); 2]);
 }
 
 /// A fetch-and-op of 8 bytes, flushed: the operand goes to the target, its old value comes back, and
@@ -105,10 +109,10 @@ fn fetch_and_op_is_a_hop_there_and_a_hop_back() {
 }
 
 /// One post/start/complete/wait epoch, rank 0 putting 8 bytes into rank 1: the target's post reaches
-/// the origin (hop(0)), whose start returns and whose put leaves (its o); the put's data takes the
-/// target's CPU when it arrives (hop(8) after the put), and the origin's complete, sent once the put
-/// has left (its o), arrives while the target still receives the data, so the target's wait ends one
-/// o after. The origin ends when its complete has left.
+/// the origin (hop(0)), whose start returns and whose put leaves; the put's data takes the target's
+/// CPU when it arrives (hop(8) after the put), and the target acknowledges it (hop(0)). The origin's
+/// complete waits for the acknowledgement, then sends its note (its o: the origin ends), which the
+/// target's wait receives a hop(0) after the acknowledgement.
 #[test]
 fn a_pscw_epoch_completes_the_put_before_the_targets_wait() {
     let sync = |sync: RmaSync| call(1000, 1000, Event::RmaSync { win: 7, sync });
@@ -121,8 +125,8 @@ fn a_pscw_epoch_completes_the_put_before_the_targets_wait() {
         ]),
         window(vec![sync(RmaSync::Post { group: vec![0] }), sync(RmaSync::Wait), call(1000, 1000, Event::Other)]),
     ]);
-    assert_eq!(text.matches("send 0b").count(), 2, "{text}");
-    assert_eq!(finish, vec![hop(0) + 2 * PAR.o, hop(0) + hop(8) + PAR.o], "{text}");
+    assert_eq!(text.matches("send 0b").count(), 3, "{text}");
+    assert_eq!(finish, vec![2 * hop(0) + hop(8) + PAR.o, 3 * hop(0) + hop(8)], "{text}");
 }
 
 /// A post between an access epoch's put and its complete (a rank both origin and target) completes
@@ -258,8 +262,8 @@ fn converted_traffic_is_admitted_where_the_library_admits_it() {
                  call(2100, 3000, Event::RmaSync { win: 7, sync: RmaSync::Flush { target: 1 } })]
         } else { Vec::new() })
     };
-    // A put: its data, admitted.
-    assert!(send_tags(&rma(RmaOp::Put)).iter().all(|&(_, a)| a));
+    // A put: its data admitted, the target's acknowledgement (MPICH's, below the PMPI layer) not.
+    assert_eq!(send_tags(&rma(RmaOp::Put)).iter().map(|&(_, a)| a).collect::<Vec<_>>(), vec![true, false]);
     // A get: the request admitted (rank 0 sends 0 bytes), the reply (rank 1 sends the data) not.
     let text = rma(RmaOp::Get);
     assert!(text.contains("send 0b to 1 tag") && text.contains("send 64b to 0 tag"), "{text}");

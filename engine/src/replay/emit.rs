@@ -180,6 +180,10 @@ const RMA_GET_ACCUMULATE: u32 = RMA_DATA + 2;
 const RMA_REPLY: u32 = (RMA_DATA | UNADMITTED_TAGS) + 2;
 const RMA_POST: u32 = (RMA_DATA | UNADMITTED_TAGS) + 3;
 const RMA_DONE: u32 = (RMA_DATA | UNADMITTED_TAGS) + 4;
+/// The target's acknowledgement of a put's or accumulate's data (MPICH's active-message RMA): the
+/// origin waits for it at the synchronization that completes the operation at the target, spinning
+/// (MPICH's RMA synchronizations poll without yielding; docs/models.md, "Replaying traces").
+const RMA_ACK: u32 = (RMA_DATA | SPINNING_TAGS) + 5;
 
 /// One-sided operations arriving at one target: (origin, operation, bytes), in origin order.
 type Incoming = Vec<(u32, RmaOp, u64)>;
@@ -317,8 +321,9 @@ struct RankState {
     release_gather: HashMap<u32, u64>,
     window: WindowFilter,
     /// Windows: id -> (context of its communicator, one-sided operations not yet completed:
-    /// (target, the operation that completes it at the origin)).
-    wins: HashMap<WinId, (u32, Vec<(u32, u32)>)>,
+    /// (target, the operation that completes it at the origin), and the targets of puts and
+    /// accumulates whose acknowledgement no synchronization has received yet, one entry each).
+    wins: HashMap<WinId, (u32, Vec<(u32, u32)>, Vec<u32>)>,
     /// Open PSCW epochs per window: the origins of the post, the targets of the start.
     posted: HashMap<WinId, Vec<u32>>,
     started: HashMap<WinId, Vec<u32>>,
@@ -507,10 +512,13 @@ impl<W: Write> Emitter<'_, W> {
             }
             Event::WinCreate { win, comm } => {
                 let ctx = self.context(st, *comm)?;
-                st.wins.insert(*win, (ctx, Vec::new()));
+                st.wins.insert(*win, (ctx, Vec::new(), Vec::new()));
                 transparent(st, &call);
             }
             Event::WinFree { win } => {
+                // An epoch left open (a trace cut short): its acknowledgements still arrive.
+                let acks = self.acknowledgements(st, *win, None)?;
+                require(&mut st.frontier, acks);
                 st.wins.remove(win);
                 transparent(st, &call);
             }
@@ -816,7 +824,8 @@ impl<W: Write> Emitter<'_, W> {
         for &(origin, op, bytes) in incoming {
             match op {
                 RmaOp::Put | RmaOp::Accumulate => {
-                    self.sink.op(&Op::recv(origin, bytes, RMA_DATA))?;
+                    let data = self.sink.op(&Op::recv(origin, bytes, RMA_DATA))?;
+                    self.put(Op::send(origin, 0, RMA_ACK), &[(data, false)])?;
                 }
                 RmaOp::Get => {
                     let q = self.sink.op(&Op::recv(origin, 0, RMA_GET))?;
@@ -862,7 +871,11 @@ impl<W: Write> Emitter<'_, W> {
             }
         };
         st.frontier = vec![(first, true)];
-        st.wins.get_mut(&r.win).expect("checked").1.push((r.target, done));
+        let w = st.wins.get_mut(&r.win).expect("checked");
+        w.1.push((r.target, done));
+        if matches!(r.op, RmaOp::Put | RmaOp::Accumulate) {
+            w.2.push(r.target);
+        }
         if let Some(q) = r.req {
             st.reqs.insert(q, vec![done]);
         }
@@ -874,7 +887,7 @@ impl<W: Write> Emitter<'_, W> {
     /// one-sided operations they complete; a fence is also a barrier of the window's group; post,
     /// start, complete and wait exchange empty messages between the groups.
     fn rma_sync(&mut self, st: &mut RankState, call: &Call, win: WinId, sync: &RmaSync) -> Result<(), ConvertError> {
-        let Some((ctx, _)) = st.wins.get(&win).map(|w| (w.0, ())) else {
+        let Some(ctx) = st.wins.get(&win).map(|w| w.0) else {
             return Err(st.err(format!("window {win} used before it was created")));
         };
         if matches!(sync, RmaSync::Lock { .. } | RmaSync::LockAll) {
@@ -899,6 +912,10 @@ impl<W: Write> Emitter<'_, W> {
                 }
                 !hit
             });
+            // Complete at the target: the covered puts' acknowledgements, received here.
+            if !matches!(sync, RmaSync::FlushLocal { .. } | RmaSync::FlushLocalAll) {
+                done.extend(self.acknowledgements(st, win, target)?);
+            }
         }
         let at = Origin { rank: st.rank, line: st.line };
         match sync {
@@ -957,9 +974,35 @@ impl<W: Write> Emitter<'_, W> {
         Ok(())
     }
 
+    /// Receives, after the frontier, the acknowledgements still owed for the puts and accumulates
+    /// of window `win` to `target` (None: every target); returns the receives.
+    fn acknowledgements(&mut self, st: &mut RankState, win: WinId, target: Option<u32>) -> Result<Vec<u32>, ConvertError> {
+        let Some(w) = st.wins.get_mut(&win) else { return Ok(Vec::new()) };
+        let mut owed = Vec::new();
+        w.2.retain(|&t| {
+            let hit = target.is_none_or(|x| x == t);
+            if hit {
+                owed.push(t);
+            }
+            !hit
+        });
+        let mut acks = Vec::with_capacity(owed.len());
+        for t in owed {
+            acks.push(self.put(Op::recv(t, 0, RMA_ACK), &st.frontier.clone())?);
+        }
+        Ok(acks)
+    }
+
     fn finish_rank(&mut self, st: &mut RankState) -> Result<(), ConvertError> {
         if let Some(t) = st.tail_start {
             self.compute(st, t)?;
+        }
+        // Windows never freed (a trace cut short): their acknowledgements still arrive.
+        let mut open: Vec<WinId> = st.wins.keys().copied().collect();
+        open.sort_unstable();
+        for win in open {
+            let acks = self.acknowledgements(st, win, None)?;
+            require(&mut st.frontier, acks);
         }
         // The notes of the last broadcasts' readers, which no later broadcast waited for.
         for (_, old, from) in std::mem::take(&mut st.cells).into_values().flatten() {
