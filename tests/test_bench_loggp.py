@@ -45,6 +45,12 @@ def pingpong_run(sizes=SIZES) -> RunResult:
     return RunResult(meta={"pattern": "pingpong"}, results=pd.DataFrame(rows), tallies=pd.DataFrame())
 
 
+def collective_run(allgather_ns: float, sendrecv_ns: float) -> RunResult:
+    rows = [dict(pattern="collective", metric=metric, bytes=1, rank=0, peer=1, t_p50_ns=t)
+            for metric, t in (("allgather", allgather_ns), ("sendrecv", sendrecv_ns))]
+    return RunResult(meta={"pattern": "collective"}, results=pd.DataFrame(rows), tallies=pd.DataFrame())
+
+
 def test_netgauge_equations_recover_overheads_and_gap():
     table = loggp.netgauge_table(loggp_run())
     assert np.allclose(table["o_s_ns"], O_S + (table["bytes"] - 1) * O)
@@ -224,6 +230,8 @@ def test_bench_fit_exits_1_when_its_check_misses_10_percent(tmp_path, monkeypatc
     def synthetic(name, sizes, **_):  # the check's ping-pongs `slower` than the parameters say
         if name == "loggp":
             return loggp_run(sizes)
+        if name == "collective":
+            return collective_run(1190.0, 1000.0)
         run = pingpong_run(sizes)
         run.results[["t_p50_ns", "t_tmean_ns"]] *= slower
         run.results["t_min_ns"] = run.results["t_max_ns"] = run.results["t_p50_ns"]
@@ -234,9 +242,17 @@ def test_bench_fit_exits_1_when_its_check_misses_10_percent(tmp_path, monkeypatc
     assert main(["bench", "fit", "-o", str(target), "--sizes", "1,1KiB,16KiB,1MiB", "--repeats", "1"]) == code
     out = capsys.readouterr().out
     assert ("NOT within 10%" in out) == (code == 1)
-    fit = tomllib.loads(target.read_text())["fit"]  # written either way, and says how far off it is
+    machine = tomllib.loads(target.read_text())
+    fit = machine["fit"]  # written either way, and says how far off it is
     assert fit["within_10pct"] is (code == 0)
+    assert machine["mpi"]["collective_entry"] == "190.0ns"
     assert (fit["max_error_pct"] > 10) == (code == 1)
+
+
+def test_collective_entry_reads_the_benchmark_s_rows():
+    entry = loggp.collective_entry([collective_run(1150.0, 990.0), collective_run(1190.0, 1000.0),
+                                    collective_run(1400.0, 1000.0)])
+    assert (entry.bytes, entry.allgather_ns, entry.sendrecv_ns) == (1, (1150.0, 1190.0, 1400.0), (990.0, 1000.0, 1000.0))
 
 
 def test_collective_entry_is_the_median_difference_and_never_negative():

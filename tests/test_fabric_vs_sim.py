@@ -8,7 +8,7 @@ import pytest
 from contend.native import fabric
 from contend.experiments import native_twins
 from contend.experiments.fabric_check import TOLERANCE, Settings, run_check
-from contend.experiments.fabric_machine import Calibration, LatencySample, machine_toml
+from contend.experiments.fabric_machine import Calibration, HostTables, LatencySample, machine_toml
 from contend.machine.file import parse_machine
 
 PREFIX = fabric.TEST_PREFIX
@@ -58,8 +58,13 @@ def test_measured_bursts_make_the_links_token_buckets_of_the_fabric_s_burst():
     without = native_twins.simulate_pairs(plain, [1, 0], size, iters=1, warmup=0)[0]
     assert with_buckets < without * 0.6
     # This host's cores (a `bench fit` machine's [cores]): every rank of the fabric shares them.
-    cored = parse_machine(machine_toml(cal, "a test", ("host.toml", {"per_node": 2, "switch": "3.6us"})), "f.toml")
+    cored = parse_machine(machine_toml(cal, "a test", HostTables("host.toml", {"per_node": 2, "switch": "3.6us"}, {})),
+                          "f.toml")
     assert cored.node["cores"] == {"per_node": 2, "switch": 3_600_000, "quantum": 0, "one_host": True}
+    assert cored.mpi == {"collective_entry": 0} and "[mpi]" not in cored.document
+    # and its MPI library's costs, the same in every namespace
+    host = HostTables("host.toml", {"per_node": 2}, {"collective_entry": "161.0ns"})
+    assert parse_machine(machine_toml(cal, "a test", host), "f.toml").mpi == {"collective_entry": 161}
 
 
 @pytest.mark.parametrize("senders", [1, 2, 3, 4])
