@@ -164,7 +164,6 @@ def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ran
 
     library = mpi.find_mpi()
     found = programs(mpi.build_dir(library))
-    shared = shared_cores(machine)
     rows = []
     for source in traced:
         name, p = source["program"], source["ranks"]
