@@ -295,3 +295,21 @@ def test_control_characters_in_messages_are_escaped(fails_cleanly, tmp_path, cap
 def test_command_line_errors_are_one_line(fails_cleanly, capsys, args, pattern):
     err = fails_cleanly(args, pattern)
     assert "usage:" not in err
+
+
+def test_a_scratch_directory_that_cannot_be_made_or_written_is_a_user_error(tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    from contend.atomic import scratch_directory
+    from contend.errors import UserError
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    with pytest.raises(UserError, match="cannot make a temporary directory"):
+        with scratch_directory("contend-test-"):
+            pass
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(UserError, match=r"x\.bin: cannot write \(File too large\)"):
+        with scratch_directory("contend-test-") as scratch:
+            raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), f"{scratch}/x.bin")
+    assert list(tmp_path.iterdir()) == []  # removed either way

@@ -25,6 +25,24 @@ from typing import Iterator
 from contend.errors import UserError
 
 
+@contextlib.contextmanager
+def scratch_directory(prefix: str) -> Iterator[str]:
+    """A temporary directory for intermediate files, removed afterwards. Making one, or writing in it,
+    fails on a full disk or a file-size limit; that is a ``UserError`` naming it, not a traceback."""
+    try:
+        scratch = tempfile.TemporaryDirectory(prefix=prefix)
+    except OSError as exc:  # tempfile found no directory it could write a probe file into
+        raise UserError(f"cannot make a temporary directory ({exc.strerror or exc}): is TMPDIR or /tmp full "
+                        "or not writable?") from None
+    try:
+        with scratch as path:
+            yield path
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            raise
+        raise UserError(f"{exc.filename or 'a temporary file'}: cannot write ({os.strerror(exc.errno)})") from None
+
+
 def check_writable(target: str | os.PathLike, what: str) -> Path:
     """Fail early, before any long computation, when ``target`` cannot be created."""
     path = Path(target)

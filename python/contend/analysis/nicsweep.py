@@ -15,7 +15,7 @@ throughput_Bps, msg_rate), with ``source = "engine"``. Points run in parallel (`
 from __future__ import annotations
 
 import random
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -77,7 +77,7 @@ def run_point(machine: Any, p: Point) -> dict[str, Any]:
     """Simulate one point; its row of the sweep table."""
     from contend.simulation.simulate import simulate
 
-    with tempfile.TemporaryDirectory(prefix="contend-nic-") as tmp:
+    with scratch_directory("contend-nic-") as tmp:
         path = Path(tmp) / "point.goal"
         path.write_text(goal_text(p), encoding="utf-8")
         r = simulate(path, machine=machine, throttle=p.throttle)

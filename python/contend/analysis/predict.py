@@ -25,7 +25,7 @@ import contextlib
 import io
 import os
 import statistics
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -185,7 +185,7 @@ def untraced_span(command: Sequence[str], timeout_s: float, echo: Callable[[str]
     time between MPI_Init and MPI_Finalize in ns."""
     from contend.native import libthrottle, mpi
 
-    with tempfile.TemporaryDirectory(prefix="contend-span-") as scratch:
+    with scratch_directory("contend-span-") as scratch:
         span_file = Path(scratch) / "span"
         env = libthrottle.environment({})  # the caller's CONTEND_THROTTLE_* would change the policy run
         preload = [str(span_library())]  # first: its calls go on to the throttle library's (native/span)

@@ -11,7 +11,7 @@ import argparse
 import json
 import shlex
 import sys
-import tempfile
+from contend.atomic import scratch_directory
 import time
 from pathlib import Path
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     per_node = params["network"]["ranks_per_node"]
     hosts = formats.read_hosts(args.hosts, nodes) if args.hosts else formats.default_hosts(nodes)
 
-    with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
+    with scratch_directory("contend-map-") as scratch:
         graph, schedule, workload = _graph(args, Path(scratch), seed)
         if graph.ranks > nodes * per_node:
             raise UserError(f"{_what(args)}: {graph.ranks:,} ranks do not fit on {machine.name}'s {nodes:,} nodes "

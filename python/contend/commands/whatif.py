@@ -45,7 +45,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-    import tempfile
+    from contend.atomic import scratch_directory
 
     from rich.console import Console
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     workers = parse_count(args.workers, "--workers", minimum=1, maximum=256) if args.workers else None
     root = is_root()
     check_directory(args.output, "-o")  # on every rank: one refusing alone would leave the others waiting
-    with tempfile.TemporaryDirectory(prefix="contend-whatif-") as converted:
+    with scratch_directory("contend-whatif-") as converted:
         if workload.trace is not None:  # each rank of an MPI fan-out converts its own copy
             workload = convert_trace(workload, axes, converted, machine.mpi)
         with simulation_progress("what if", unit="runs") as bar:

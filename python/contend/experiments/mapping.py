@@ -19,7 +19,7 @@ bound (network links FREE_LINKS times faster), which no placement can beat. Rand
 from __future__ import annotations
 
 import dataclasses
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -130,7 +130,7 @@ def run_reproduction(out: Path, quick: bool = False,
                      for n, p in built.items()},
     }
     placements: dict[tuple[str, str, str], np.ndarray] = {}
-    with tempfile.TemporaryDirectory(prefix="contend-mapping-") as temporary:
+    with scratch_directory("contend-mapping-") as temporary:
         paths = {name: str(p.write_goal(Path(temporary) / f"{name}.goal")) for name, p in built.items()}
         for machine, t in tori.items():
             params = loggops_params(t.machine)

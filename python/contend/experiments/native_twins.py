@@ -19,7 +19,7 @@ The barrier is a dissemination barrier of zero-byte messages (what MPICH runs on
 from __future__ import annotations
 
 import math
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -115,7 +115,7 @@ def _median(samples: Sequence[float]) -> float:
 def _simulate(program: GoalProgram, machine: Machine | str | Path):
     """Simulates the program; returns when each receive completed, by (receiver, its op index), and when
     each send was ready to start, by (sender, its op index), in ns."""
-    with tempfile.TemporaryDirectory(prefix="contend-twin-") as scratch:
+    with scratch_directory("contend-twin-") as scratch:
         path = Path(scratch) / "twin.goal"
         path.write_text(program.text())
         result = simulate(schedule=path, machine=machine, records=True)

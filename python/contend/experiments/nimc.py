@@ -15,7 +15,7 @@ memory model (docs/models.md, "Memory contention (NiMC)") on Groves 2016's nodes
 from __future__ import annotations
 
 import random
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -99,7 +99,7 @@ def triad(preset: str, write_rate: float | None) -> float:
     if write_rate:
         lines.append(f"s: send {int(write_rate * 0.3)}b to 0 tag 0")  # 300 ms of writes: they outlast the triad
     lines.append("}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with scratch_directory("contend-") as tmp:
         path = Path(tmp) / "stream.goal"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         result = simulate(path, machine=machine, memory_throttle=write_rate if write_rate else None, timeline=True)

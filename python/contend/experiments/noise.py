@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tempfile
+from contend.atomic import scratch_directory
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,7 +202,7 @@ def run_reproduction(out: Path, quick: bool = False,
                                     shapes["dissemination"]["no noise"][p]) for p in coupled}
         for label, spec in SHAPES.items()})
     progress(f"looped broadcasts: {scale.loops} per loop, with and without root rotation")
-    with tempfile.TemporaryDirectory(prefix="contend-noise-") as temporary:
+    with scratch_directory("contend-noise-") as temporary:
         loops = _timed(results, "pipelining", lambda: {p: pipelining(p, scale.loops, Path(temporary))
                                                        for p in scale.pipeline_ranks})
     progress(f"Beckman's grid: allreduce on {BECKMAN['machine']}, {scale.beckman_ranks} ranks")

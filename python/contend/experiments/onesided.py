@@ -20,7 +20,7 @@ one get (docs/formats.md, "Records").
 from __future__ import annotations
 
 import os
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -199,7 +199,7 @@ def simulate_workload(workload: Workload, **machine: Any):
     """Simulate a workload (records on) on ``MACHINE``, or on these overrides."""
     from contend.simulation.simulate import simulate
 
-    with tempfile.TemporaryDirectory(prefix="contend-diagnose-") as scratch:
+    with scratch_directory("contend-diagnose-") as scratch:
         path = os.path.join(scratch, "workload.goal")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(workload.goal)

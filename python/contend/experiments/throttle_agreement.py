@@ -41,7 +41,7 @@ node-local peer of three, which neither throttles.
 
 from __future__ import annotations
 
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -232,7 +232,7 @@ def run_engine(scenario: Scenario, table: Mapping[str, Any], rounds: int, noise:
 
     if scenario.shares_cores:
         noise = None  # the model shares the cores itself
-    with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
+    with scratch_directory("contend-agree-") as scratch:
         path = Path(scratch) / f"{scenario.name}.goal"
         path.write_text(scenario.goal(rounds), encoding="utf-8")
         r = simulate(path, ranks_per_node=RANKS_PER_NODE, throttle=engine_policy(table),
@@ -277,7 +277,7 @@ def put_model(scenario: Scenario, timeout_s: float = 120) -> dict[str, float]:
         return float(run.results["t_p50_ns"].iloc[0])
 
     held = per_put(None)
-    with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
+    with scratch_directory("contend-agree-") as scratch:
         uncongested = {"policy": "token", "tokens": scenario.window}  # one origin's window never waits
         cycle = per_put(library_settings(uncongested, Path(scratch) / "cycle.jsonl"))
     # o >= g: two noisy samples must not make the token outlast the cycle

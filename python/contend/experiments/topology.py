@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tempfile
+from contend.atomic import scratch_directory
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,7 +201,7 @@ def run_reproduction(out: Path, quick: bool = False,
     results: dict[str, Any] = {"quick": quick, "scale": dataclasses.asdict(scale), "wall_seconds": {},
                                "machines": {name: {"dims": list(t.layout.dims), "ranks": t.ranks,
                                                    "diameter": t.layout.diameter} for name, t in tori.items()}}
-    with tempfile.TemporaryDirectory(prefix="contend-topology-") as temporary:
+    with scratch_directory("contend-topology-") as temporary:
         workdir = Path(temporary)
         progress("Benchmark I: latency by hops")
         one = _timed(results, "benchmark_1", lambda: {

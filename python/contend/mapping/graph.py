@@ -8,7 +8,7 @@ since no placement changes their cost.
 from __future__ import annotations
 
 import os
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,7 +80,7 @@ class CommGraph:
         reads), converted to a temporary GOAL schedule first."""
         from contend.native.trace.replay import convert_input
 
-        with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
+        with scratch_directory("contend-map-") as scratch:
             goal = os.path.join(scratch, "trace.goal")
             # Every one-sided operation a message: a mapping moves ranks off the host they shared.
             convert_input(os.fspath(path), goal, in_place=False)
@@ -92,7 +92,7 @@ class CommGraph:
         from contend.simulation.simulate import collective_arguments
 
         name, ranks, size, root, seed = collective_arguments(name, ranks, size, root, seed)
-        with tempfile.TemporaryDirectory(prefix="contend-map-") as scratch:
+        with scratch_directory("contend-map-") as scratch:
             goal = os.path.join(scratch, f"{name}.goal")
             with user_errors(f"collective {name}"):
                 engine().write_goal(name, ranks, size, goal, root=root, seed=seed)

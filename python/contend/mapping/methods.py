@@ -23,7 +23,7 @@ import itertools
 import math
 import shutil
 import subprocess
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -450,7 +450,7 @@ def _scotch(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
         raise UserError("method scotch needs Scotch's scotch_gmap on the PATH: install the Debian/Ubuntu "
                         "package scotch (apt-get install scotch; `make system-deps` does it)")
     csr = _Csr.of(graph)
-    with tempfile.TemporaryDirectory(prefix="contend-scotch-") as tmp:
+    with scratch_directory("contend-scotch-") as tmp:
         source, target, mapping = (Path(tmp) / name for name in ("job.grf", "machine.tgt", "job.map"))
         source.write_text(_scotch_graph(csr))
         target.write_text(_scotch_target(machine) + "\n")

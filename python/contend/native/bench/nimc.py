@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import tempfile
+from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -272,7 +272,7 @@ def measure(plan: Plan, *, duration_s: float, interval_s: float, chunk: int, reg
                "region": str(region), "nice": str(nice), "rate": "max" if plan.rate_Bps < 0 else str(int(plan.rate_Bps))}
     if period_s > 0:
         options.update(period=f"{period_s:g}", on=f"{on_s:g}")
-    with tempfile.TemporaryDirectory(prefix="contend-nimc-") as scratch:
+    with scratch_directory("contend-nimc-") as scratch:
         stats = Path(scratch) / "throttle.jsonl"
         throttle = library_settings(plan, memory_throttle_Bps, stats)
         run = run_benchmark("nimc", ranks=2, sizes=[chunk], options=options, timeout_s=timeout_s, throttle=throttle)

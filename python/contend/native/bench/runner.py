@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
+from contend.atomic import scratch_directory
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -115,7 +115,7 @@ def run_benchmark(
             step = json.loads(line)
             progress(step["done"], step["total"])
 
-    with tempfile.TemporaryDirectory(prefix="contend-run-") as scratch:
+    with scratch_directory("contend-run-") as scratch:
         if fabric is not None:
             placement = mpi.Placement(fabric_module.write_rank_wrapper(fabric, Path(scratch)))
         argv, launch_env = mpi.launch_command(library, ranks, program, placement)
