@@ -304,3 +304,8 @@ def test_the_mpi_table_rounds_to_the_schedule_s_whole_ns():
     assert parse_machine(MPI_BASE, "m.toml").mpi == {"collective_entry": 0}
     assert parse_machine(MPI_BASE + '[mpi]\ncollective_entry = "190.6ns"\n', "m.toml").mpi == {"collective_entry": 191}
     assert parse_machine(MPI_BASE + '[mpi]\ncollective_entry = 0.2\n', "m.toml").mpi == {"collective_entry": 0}
+
+
+def test_a_machine_name_too_long_for_a_file_is_an_unknown_machine():
+    with pytest.raises(UserError, match="unknown machine 'a{300}': not a file"):
+        load_machine("a" * 300)

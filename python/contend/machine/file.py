@@ -135,12 +135,12 @@ def preset_names() -> list[str]:
 def load_machine(spec: str | os.PathLike) -> Machine:
     """Load a preset by name (``"bgp-intrepid"``) or a machine file by path (``"my.toml"``)."""
     text_spec = os.fspath(spec)
-    looks_like_path = text_spec.endswith(".toml") or os.sep in text_spec or Path(text_spec).is_file()
+    looks_like_path = text_spec.endswith(".toml") or os.sep in text_spec or _is_file(Path(text_spec))
     if looks_like_path:
         path = Path(text_spec)
     else:
         path = PRESET_DIR / f"{text_spec}.toml"
-        if not path.is_file():
+        if not _is_file(path):
             raise UserError(
                 f"unknown machine {text_spec!r}: not a file, and the presets are {', '.join(preset_names())}"
             )
@@ -154,6 +154,14 @@ def load_machine(spec: str | os.PathLike) -> Machine:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UserError(f"{path}:{line}: byte 0x{data[exc.start]:02x} is not UTF-8 text") from None
     return parse_machine(text, str(path))
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file; a name the system refuses (too long) is not one."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def machine_of(spec: "str | os.PathLike | Machine | None") -> Machine:
