@@ -117,3 +117,12 @@ def test_console_script_prints_no_traceback(tmp_path):
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.startswith(f"contend: error: {goal}:3:") and done.stderr.count("\n") == 1
+
+
+def test_a_run_larger_than_this_machine_s_memory_is_refused_before_it_starts(fails_cleanly):
+    """2^31 - 1 ranks need 200 GiB of per-rank state at least; machines of this kind have 24 GiB. The
+    allocator used to abort the process (SIGABRT), or the kernel kill it (with --cores)."""
+    pattern = r"2147483647 ranks need at least 200\.0 GiB of simulator state .* GiB available"
+    fails_cleanly(["sim", "--collective", "dissemination", "--ranks", "2147483647", "--bytes", "8"], pattern)
+    fails_cleanly(["sim", "--collective", "dissemination", "--ranks", "2147483647", "--bytes", "8",
+                   "--cores", "2:3.8us:4ms", "--ranks-per-node", "4"], pattern)

@@ -34,6 +34,7 @@ use crate::sim::critical::Tracer;
 use crate::sim::params::{Execution, Options, Params};
 use crate::sim::result::SimResult;
 use crate::sim::scenario::{Scenario, Stopped};
+use crate::spec_error::SpecError;
 use crate::sim::hosts::{Clock, Hosts};
 use crate::sim::matching::{MatchQueues, Queue};
 use crate::sim::queue::{Entry, EventQueue};
@@ -250,8 +251,42 @@ pub const PROGRESS_EVERY: u64 = 1 << 22;
 /// [`PROGRESS_EVERY`] events. Stops with [`Stopped::Cancelled`] as soon as the callback returns
 /// false (e.g. on Ctrl-C), and with [`Stopped::Invalid`] before it starts if the scenario's models
 /// do not fit the program or each other.
+/// Bytes of simulator state every rank holds at least, whatever its program: measured 108 B a rank
+/// for a binomial broadcast of 2^22 ranks (peak resident set less that of 2^20), the least of the
+/// generated collectives (a dissemination barrier holds about 490).
+const STATE_PER_RANK: u64 = 100;
+
+/// A run whose per-rank state alone exceeds the memory this machine has available is refused
+/// before it is allocated: the allocator would abort the process, or the kernel kill it, midway.
+/// Where the available memory cannot be read (not Linux), nothing is checked.
+fn check_memory(ranks: u32) -> Result<(), SpecError> {
+    let need = ranks as u64 * STATE_PER_RANK;
+    let Some(available) = available_memory() else { return Ok(()) };
+    if need <= available {
+        return Ok(());
+    }
+    const GIB: f64 = (1u64 << 30) as f64;
+    Err(SpecError::new(
+        "ranks",
+        format!(
+            "{ranks} ranks need at least {:.1} GiB of simulator state ({STATE_PER_RANK} B a rank); this machine has {:.1} GiB available",
+            need as f64 / GIB,
+            available as f64 / GIB
+        ),
+    ))
+}
+
+/// MemAvailable of /proc/meminfo in bytes.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 pub fn simulate<P: Program, F: FnMut(u64) -> bool>(prog: &P, scenario: &Scenario, opts: &Options, mut progress: F) -> Result<SimResult, Stopped> {
     let network = scenario.check(prog.num_ranks()).map_err(Stopped::Invalid)?;
+    check_memory(prog.num_ranks()).map_err(Stopped::Invalid)?;
     let (par, noise) = (&scenario.params, scenario.noise.as_ref());
     let n = prog.num_ranks() as usize;
     // --- memory contention (NiMC): its own node map, from the network's placement if any ---
