@@ -439,3 +439,14 @@ def test_a_model_with_corrupt_trees_is_refused_not_walked(tmp_path, change, mess
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"contend: error: {model}: the classifier's tree 0: {message}")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_the_load_average_record_does_not_stop_training_when_damaged():
+    import pandas as pd
+
+    from contend.analysis.nimc import _loadavg_median
+
+    assert _loadavg_median(pd.DataFrame({"loadavg_1min": [1.0, 3.0, 2.0]})) == 2.0
+    assert _loadavg_median(pd.DataFrame({"loadavg_1min": ["1.0", "x"]})) is None  # a string column
+    assert _loadavg_median(pd.DataFrame({"loadavg_1min": [float("nan")]})) is None
+    assert _loadavg_median(pd.DataFrame({"other": [1]})) is None

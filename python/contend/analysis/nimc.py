@@ -232,9 +232,18 @@ def train(frame: pd.DataFrame, *, feature_set: str = "node", features: Sequence[
         "samples": int(len(frame)), "runs": int(frame[RUN].nunique()), "test_fraction": test_fraction,
         "seed": seed, "trees": trees,
         "sources": sorted(map(str, frame["source"].unique())) if "source" in frame else [],
-        "loadavg_median": float(frame["loadavg_1min"].median()) if "loadavg_1min" in frame else None,
+        "loadavg_median": _loadavg_median(frame),
     }
     return detector
+
+
+def _loadavg_median(frame: pd.DataFrame) -> float | None:
+    """The samples' median load average, a record of the host's state: None when the column is missing
+    or holds no numbers (it is not a feature, so a damaged one does not stop training)."""
+    if "loadavg_1min" not in frame or not pd.api.types.is_numeric_dtype(frame["loadavg_1min"]):
+        return None
+    median = frame["loadavg_1min"].median()
+    return float(median) if np.isfinite(median) else None
 
 
 def schema(detector: Detector) -> dict[str, Any]:
