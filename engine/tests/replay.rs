@@ -474,3 +474,19 @@ fn a_collective_s_entry_is_work_before_its_messages() {
     let finish = converted((0..2).map(nonblocking).collect(), &opts).1;
     assert_eq!(finish, vec![1000 * NS + ENTRY * NS + 5000 * NS + hop(8) - PAR.L; 2]);
 }
+
+/// A put that no synchronization completes (a trace that ends inside its epoch) still has its
+/// acknowledgement received, at the rank's end: no message is left without its receive, and the
+/// origin ends once the acknowledgement is in.
+#[test]
+fn an_unsynchronized_put_is_acknowledged_at_the_rank_s_end() {
+    let (text, finish) = run(vec![
+        window(vec![
+            call(2000, 2100, Event::Rma(Rma { op: RmaOp::Put, win: 7, target: 1, bytes: 8, req: None, in_place: false })),
+            call(2100, 2100, Event::Other),
+        ]),
+        window(vec![call(1000, 1000, Event::Other)]),
+    ]);
+    assert_eq!(text.matches("recv 0b from 1").count(), 1, "{text}");
+    assert_eq!(finish[0], 1000 * NS + hop(8) + hop(0), "{text}");
+}
