@@ -311,7 +311,7 @@ def run_fit(args: argparse.Namespace) -> int:
                                    fit.eager.L, sizes[0], barrier)
 
     # A collective's cost beyond its messages: 2-rank Allgathers against the Sendrecv that is their
-    # exchange, both on the cores the check ran on.
+    # exchange, the ranks placed as the check's were (unpinned).
     entry = loggp.collective_entry([measure("collective", [1], f" {repeat + 1}/{repeats}", times=loggp.COLLECTIVE_CALLS)
                                     for repeat in range(repeats)])
 
