@@ -491,3 +491,17 @@ def test_every_deferred_operation_of_the_stress_program_names_its_completing_cal
         kinds = [KINDS[int(k)] for k in rows["kind"]]
         done = [int(c) for k, c in zip(kinds, rows["completed"]) if k in deferred]
         assert len(done) > 50 and set(done) <= set(stamps.tolist()), trace.path
+
+
+def test_a_name_without_its_end_in_a_damaged_names_table_is_a_user_error():
+    from pathlib import Path
+
+    import numpy as np
+
+    from contend.errors import UserError
+    from contend.native.trace.files import RankTrace
+
+    trace = RankTrace(Path("rank-00000.ctrace"), np.zeros(1)[0], np.zeros(0), np.zeros(0), b"libc.so\0main", {})
+    assert trace.object_name(0) == "libc.so"
+    with pytest.raises(UserError, match=r"rank-00000\.ctrace: the name at offset 8 of its names table has no end"):
+        trace.object_name(8)

@@ -103,7 +103,10 @@ class RankTrace:
     def object_name(self, offset: int) -> str | None:
         if offset == NO_NAME or offset >= len(self.names):
             return None
-        return self.names[offset:self.names.index(b"\0", offset)].decode(errors="replace")
+        end = self.names.find(b"\0", offset)
+        if end < 0:
+            raise UserError(f"{self.path}: the name at offset {offset} of its names table has no end (a damaged file)")
+        return self.names[offset:end].decode(errors="replace")
 
 
 def read_rank(path: str | os.PathLike) -> RankTrace:
