@@ -48,6 +48,21 @@ def test_parquet_round_trip_keeps_rows_meta_and_tallies(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["r.parquet"]  # no temporary left, no detours file
 
 
+def test_a_column_whose_strings_are_not_utf8_is_a_user_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from contend.errors import UserError
+
+    path = write_run(parse_lines(lines()), tmp_path / "r.parquet")
+    table = pq.read_table(path)
+    at = table.column_names.index("metric")
+    damaged = pa.array([b"lat\xffency"] * table.num_rows, type=pa.binary()).cast(pa.string(), safe=False)
+    pq.write_table(table.set_column(at, "metric", damaged), path)
+    with pytest.raises(UserError, match=r"r\.parquet: damaged column data"):
+        read_run(path)
+
+
 def test_malformed_output_is_reported_with_its_line():
     with pytest.raises(ValueError, match="line 2"):
         parse_lines(['{"type":"meta"}\n', "not json\n"])

@@ -170,6 +170,12 @@ class _Csr:
         return owner, position
 
 
+def _metis_seed(seed: int) -> int:
+    """METIS takes its seed as a C int: ours (any 64-bit count, and the bisections' derived ones)
+    folded into its range."""
+    return seed % (2**31 - 1)
+
+
 def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     parts = -(-machine.ranks // machine.per_node)  # the job's nodes, as block uses
     capacity = np.full(parts, machine.per_node)
@@ -180,7 +186,7 @@ def _metis(graph: CommGraph, machine: _Machine, seed: int) -> np.ndarray:
     _, membership = pymetis.part_graph(parts, pymetis.CSRAdjacency(csr.xadj, csr.adjncy),
                                        eweights=csr.metis_weights(csr.weight),
                                        tpwgts=(capacity / machine.ranks).tolist(),
-                                       options=pymetis.Options(seed=seed))
+                                       options=pymetis.Options(seed=_metis_seed(seed)))
     part = _repair(np.asarray(membership, dtype=np.int64), capacity, csr.xadj, csr.adjncy, csr.weight)
     return part  # part i on node i: the job's nodes of the block allocation
 
@@ -409,7 +415,7 @@ def _split(csr: _Csr, inner: tuple[np.ndarray, np.ndarray, np.ndarray], pull: np
     total = n + anchors
     lower = (in_lower + anchors / 2) / total
     _, membership = pymetis.part_graph(2, pymetis.CSRAdjacency(xadj, adjncy), eweights=eweights,
-                                       tpwgts=[lower, 1 - lower], options=pymetis.Options(seed=seed, ncuts=4))
+                                       tpwgts=[lower, 1 - lower], options=pymetis.Options(seed=_metis_seed(seed), ncuts=4))
     side = np.asarray(membership[:n], dtype=bool)
     if pull[~side].sum() < pull[side].sum():  # the half the pulls favour is the lower side
         side = ~side

@@ -162,6 +162,10 @@ def read_run(path: str | os.PathLike) -> RunResult:
     missing = [column for column in _KEY_COLUMNS if column not in table.column_names]
     if missing:
         raise UserError(f"{path}: not a contend bench result (no column(s) {', '.join(missing)})")
+    try:  # a string column with bytes that are not UTF-8 would fail only later, inside pandas
+        table.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise UserError(f"{path}: damaged column data ({str(exc).splitlines()[0]})") from None
     tallies = pd.DataFrame(tallies)
     detours_file = _detours_path(path)
     detours = pq.read_table(detours_file).to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
