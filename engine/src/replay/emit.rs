@@ -988,7 +988,7 @@ impl<W: Write> Emitter<'_, W> {
         });
         let mut acks = Vec::with_capacity(owed.len());
         for t in owed {
-            acks.push(self.put(Op::recv(t, 0, RMA_ACK), &st.frontier.clone())?);
+            acks.push(self.put(Op::recv(t, 0, RMA_ACK), &st.frontier)?);
         }
         Ok(acks)
     }

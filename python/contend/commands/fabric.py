@@ -39,11 +39,11 @@ def register(subparsers) -> None:
         description="Between nodes 0 and 1: one long flow (the links' rate), 1-byte round trips (o, g) and "
                     "ping-pongs within tbf's burst (the rate a burst passes at), each repeated; writes a "
                     "machine file whose [topology] is the fabric's, its links token buckets (docs/models.md, "
-                    "\"Links\"). With --machine (this host's, from `contend bench fit`), its [cores] too: the "
-                    "nodes are namespaces of this host and share its cores.")
+                    "\"Links\"). With --machine (this host's, from `contend bench fit`), its [cores] and [mpi] too: "
+                    "the nodes are namespaces of this host and share its cores and its MPI library.")
     calibrate.add_argument("-o", "--output", metavar="FILE.toml", default="fabric.toml",
                            help="the machine file (default fabric.toml)")
-    calibrate.add_argument("--machine", metavar="FILE", help="this host's machine file, whose [cores] to take")
+    calibrate.add_argument("--machine", metavar="FILE", help="this host's machine file, whose [cores] and [mpi] to take")
     calibrate.add_argument("--repeats", default="3", metavar="N", help="runs of each measurement (default 3)")
     add_fabric_prefix(calibrate)
     calibrate.set_defaults(func=run_calibrate)
