@@ -937,11 +937,27 @@ mod tests {
         File::create(dir.join(format!("rank-{rank:05}.ctrace"))).unwrap().write_all(&b).unwrap();
     }
 
-    fn temp(name: &str) -> PathBuf {
+    /// A scratch directory of one test, removed when the test is done with it (also when it fails).
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn temp(name: &str) -> Scratch {
         let d = std::env::temp_dir().join(format!("contend-ctrace-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Scratch(d)
     }
 
     fn calls(set: &CtraceSet, rank: u32) -> Vec<Call> {
