@@ -63,6 +63,18 @@ def test_a_column_whose_strings_are_not_utf8_is_a_user_error(tmp_path):
         read_run(path)
 
 
+@pytest.mark.parametrize("p50, bandwidth, column", [(-5.0, 7e7, "t_p50_ns"), (1e308, 7e7, "t_p50_ns"),
+                                                      (float("inf"), 7e7, "t_p50_ns"), (900.0, 1e308, "bandwidth_Bps")])
+def test_a_number_no_clock_measured_is_a_user_error(tmp_path, p50, bandwidth, column):
+    from contend.errors import UserError
+
+    path = write_run(parse_lines(lines(p50=p50, bandwidth=bandwidth)), tmp_path / "r.parquet")
+    with pytest.raises(UserError, match=rf"r\.parquet: row 1: {column} is .*, not a (time|rate)"):
+        read_run(path)
+    # a quantity the row does not measure (NaN) is not an error
+    assert read_run(write_run(parse_lines(lines(p50=float("nan"))), tmp_path / "nan.parquet")).results.shape[0] == 1
+
+
 def test_malformed_output_is_reported_with_its_line():
     with pytest.raises(ValueError, match="line 2"):
         parse_lines(['{"type":"meta"}\n', "not json\n"])

@@ -166,7 +166,33 @@ def read_run(path: str | os.PathLike) -> RunResult:
         table.validate(full=True)
     except pa.ArrowInvalid as exc:
         raise UserError(f"{path}: damaged column data ({str(exc).splitlines()[0]})") from None
+    results = table.to_pandas()
+    _check_measurements(path, results)
     tallies = pd.DataFrame(tallies)
     detours_file = _detours_path(path)
     detours = pq.read_table(detours_file).to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
-    return RunResult(meta=meta, results=table.to_pandas(), tallies=tallies, detours=detours)
+    return RunResult(meta=meta, results=results, tallies=tallies, detours=detours)
+
+
+# What a 64-bit nanosecond clock can measure: a time below 2^63 ns, a rate of at most 2^63 per ns (bytes
+# or messages). Bounds, not plausibility: a number beyond them was not measured (and would overflow the
+# plots' log axes).
+_CLOCK_NS = 2.0**63
+_MEASURED = {"bandwidth_Bps": _CLOCK_NS * 1e9, "msg_rate": _CLOCK_NS * 1e9, "rank_min_Bps": _CLOCK_NS * 1e9,
+             "rank_max_Bps": _CLOCK_NS * 1e9}
+
+
+def _check_measurements(path: Path, results: pd.DataFrame) -> None:
+    """Every measured number of the rows is absent (NaN: the row does not measure it) or in [0, bound)."""
+    for column in results.columns:
+        time = (column.startswith("t_") and column.endswith("_ns")) or column == "alltoall_ns"
+        bound = _CLOCK_NS if time else _MEASURED.get(column)
+        if bound is None or not pd.api.types.is_numeric_dtype(results[column]):
+            continue
+        values = results[column].astype(float)
+        bad = values.notna() & ~((values >= 0) & (values < bound))
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            what = "a time (0 to 2^63 ns)" if bound == _CLOCK_NS else f"a rate (0 to {bound:.3g} per second)"
+            raise UserError(f"{path}: row {row + 1}: {column} is {float(values.iloc[row])!r}, not {what} "
+                            "measured with a 64-bit nanosecond clock")
