@@ -367,6 +367,8 @@ def _tree_problem(estimator, kind, n_features: int, n_values: int) -> str | None
 def detect(detector: Detector, frame: pd.DataFrame, where: str = "data") -> tuple[pd.DataFrame, dict[str, Any]]:
     """Per-sample predictions and a summary: per run when the data has runs (majority of its samples),
     and the accuracy against the labels when the data has them."""
+    if TARGET in frame and not pd.api.types.is_numeric_dtype(frame[TARGET]):  # summarised per run below
+        raise UserError(f"{where}: column {TARGET!r} is not numeric")
     predicted = detector.predict(frame, where)
     merged = pd.concat([frame, predicted], axis=1)
     summary: dict[str, Any] = {
