@@ -320,20 +320,21 @@ import numpy as np
 from mpi4py import MPI
 world = MPI.COMM_WORLD
 r = world.rank  # node 0: ranks 0 and 1, one token; node 1: ranks 2 and 3, relays
+N = 1 << 17  # node 0's messages: 1 MiB, past any eager threshold, so no send is over when its call returns
 ok = []
 if r < 2:
     # Each sends to node 1, then waits for a reply that node 1 sends only once the other rank of node 0
     # has sent too: whichever asks for node 0's token second finds it held by a rank in a receive.
     to, back = (2, 3) if r == 0 else (3, 2)
     for k in range(3):
-        request = world.isend({"k": k, "from": r}, dest=to, tag=k)
+        request = world.isend({"k": k, "from": r, "pad": bytes(8 * N)}, dest=to, tag=k)
         ok.append(world.recv(source=back, tag=k) == {"k": k, "from": back})  # MPI_Mprobe + MPI_Mrecv
         request.wait()
-        request, data = world.Isend(np.full(4, k), dest=to, tag=10 + k), np.zeros(4, int)
+        request, data = world.Isend(np.full(N, k), dest=to, tag=10 + k), np.zeros(4, int)
         world.Recv(data, source=back, tag=10 + k)  # MPI_Recv_c
         request.Wait()
         ok.append(bool((data == k).all()))
-        request = world.Isend(np.full(4, k), dest=to, tag=20 + k)
+        request = world.Isend(np.full(N, k), dest=to, tag=20 + k)
         world.Probe(source=back, tag=20 + k)
         world.Recv(data, source=back, tag=20 + k)
         request.Wait()
@@ -342,10 +343,11 @@ else:
     # rank 2 answers rank 1 once rank 0's message is in, rank 3 answers rank 0 once rank 1's is
     source, dest = (0, 1) if r == 2 else (1, 0)
     for k in range(3):
-        ok.append(world.recv(source=source, tag=k) == {"k": k, "from": source})
+        got = world.recv(source=source, tag=k)
+        ok.append((got["k"], got["from"], len(got["pad"])) == (k, source, 8 * N))
         world.isend({"k": k, "from": r}, dest=dest, tag=k).wait()
         for tag in (10 + k, 20 + k):
-            data = np.zeros(4, int)
+            data = np.zeros(N, int)
             world.Recv(data, source=source, tag=tag)
             ok.append(bool((data == k).all()))
             world.Isend(np.full(4, k), dest=dest, tag=tag).Wait()
@@ -356,11 +358,12 @@ if world.rank == 0:  # one line: the ranks' output would interleave
 
 
 def test_a_task_blocked_in_a_receive_gives_back_the_tokens_of_its_finished_sends(built, tmp_path):
-    """The two ranks of node 0 Isend a small message to node 1, then receive (comm.recv: MPI_Mprobe +
-    Mrecv; MPI_Recv; MPI_Probe) a reply node 1 sends only once both have sent, then Wait. With one token
-    per node, the second sender waits for the first's token, whose send finished at once; the first must
-    hand it back while it waits for its reply, as in a Wait. It used to keep it inside MPI, and every
-    round ended through the stall escape."""
+    """The two ranks of node 0 Isend 1 MiB to node 1, then receive (comm.recv: MPI_Mprobe + Mrecv;
+    MPI_Recv; MPI_Probe) a reply node 1 sends only once both have sent, then Wait. With one token per
+    node, the second sender waits for the first's token, whose send finishes once node 1 has received it
+    (a send that MPI finished inside its call gives its token back at once); the first must hand it back
+    while it waits for its reply, as in a Wait. It used to keep it inside MPI, and every round ended
+    through the stall escape."""
     variables = libthrottle.settings("token", tokens=1, ranks_per_node=PER_NODE, stall_ms=NO_ESCAPE_MS)
     summary, rows, stderr = stress(built, tmp_path, variables,
                                    program=[sys.executable, "-c", SEND_THEN_RECEIVE], ranks=2 * PER_NODE)

@@ -184,4 +184,9 @@ void injected(int32_t tokens, int rc, MPI_Request req, MPI_Win win, int target)
     }
     held_op op = {req, win, target, tokens};
     held_add(op);
+    /* MPI may have finished a send inside its call (MPICH: an eager send on shared memory): with the
+     * pool now empty, a node-mate asking next would wait for tokens no operation holds any more. Only
+     * requests are asked (a one-sided op would need a flush, which waits, to say). */
+    if (pool_free(&throttle.seg->pool) == 0)
+        give_back(held_poll_requests());
 }

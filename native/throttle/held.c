@@ -86,7 +86,7 @@ int32_t held_complete_window(MPI_Win win, int target)
     return tokens;
 }
 
-int32_t held_poll(void)
+static int32_t poll(int windows)
 {
     int32_t tokens = 0;
     for (size_t i = held.head; i != held.tail; i++) {
@@ -98,13 +98,23 @@ int32_t held_poll(void)
             PMPI_Request_get_status(op->req, &done, MPI_STATUS_IGNORE);
             if (done)
                 tokens += release(op);
-        } else {
+        } else if (windows) {
             PMPI_Win_flush_local(op->target, op->win); /* completes all ops to that target */
             tokens += release_window(op->win, op->target);
         }
     }
     drop_dead_front();
     return tokens;
+}
+
+int32_t held_poll(void)
+{
+    return poll(1);
+}
+
+int32_t held_poll_requests(void)
+{
+    return poll(0);
 }
 
 int32_t held_release_all(void)

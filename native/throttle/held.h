@@ -42,6 +42,9 @@ int32_t held_complete_window(MPI_Win win, int target);
  * application), a one-sided op by MPI_Win_flush_local on its target. Returns the tokens freed. */
 int32_t held_poll(void);
 
+/* The requests of held_poll only, which never wait: one-sided ops stay held. */
+int32_t held_poll_requests(void);
+
 /* Release every live op (a task leaving must not keep the node's tokens); returns their tokens. */
 int32_t held_release_all(void);
 
