@@ -1,8 +1,9 @@
 //! Shared cores (docs/models.md, "Shared cores"): a node's ranks, more than its cores, take turns on
 //! them. CPU work of a rank (a calc, a send's or a receive's overhead) needs its own CPU clock free,
 //! as in LogGOPS, and one of its node's cores; a rank that waits for a message holds none, as an MPI
-//! rank that yields while it polls. A core that last ran another rank costs `switch` before the new
-//! one runs. A rank waiting in a spinning receive (`crate::schedule::spins`) does not yield: while
+//! rank that yields while it polls, but passes its core only to a rank that has had no more of the
+//! cores than it (the kernel's fair share). A core that last ran another rank costs `switch` before
+//! the new one runs. A rank waiting in a spinning receive (`crate::schedule::spins`) does not yield: while
 //! it waits, its core goes to another rank only at the scheduler's next tick (a multiple of
 //! `quantum`), and it spins on again when that rank is done, unless that rank has had less of the
 //! cores than the spinner: the kernel's fair share lets it poll on (docs/models.md, "Shared cores").
@@ -159,7 +160,16 @@ impl Cores {
                 let taken = polled.err().unwrap_or(free).max(free);
                 t.saturating_sub(switch).max(taken).div_ceil(self.quantum) * self.quantum + switch
             } else {
-                t.max(free + switch)
+                // The rank that ran there last and now waits for a message polls and yields; the
+                // kernel passes the core on only to a rank that has had no more of the cores than
+                // it (EEVDF: a task ahead of the others' share is not eligible), else once it caught up.
+                let caught_up = if last != h && last != NOBODY && self.waited[last as usize] {
+                    let (mine, theirs) = (self.used[h as usize], self.used[last as usize]);
+                    (mine > theirs).then(|| self.since[core as usize] + (mine - theirs) + switch)
+                } else {
+                    None
+                };
+                t.max(free + switch).max(caught_up.unwrap_or(0))
             };
             if start < best.0 || (start == best.0 && last == h) {
                 best = (start, core, ticked.unwrap_or(start));
@@ -188,7 +198,8 @@ impl Cores {
                     self.since[core as usize] = took;
                 }
                 None if held != h => {
-                    self.used[held as usize] += took.saturating_sub(since);
+                    // The switch that handed the core over is nobody's share.
+                    self.used[held as usize] += took.saturating_sub(self.switch).saturating_sub(since);
                     self.since[core as usize] = took;
                 }
                 None => {}
