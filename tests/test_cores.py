@@ -63,10 +63,10 @@ def pingpong_computing(rounds: int, calc_ns: int) -> str:
 
 @pytest.mark.parametrize("calc", [0, 20_000, 2_000_000])
 def test_a_rank_waiting_on_a_shared_core_takes_its_share_of_it(tmp_path, calc):
-    # Rank 0 waits (polls and yields) while rank 1 computes on their one core; rank 1, having had more
-    # of the core, is passed it back only once rank 0 has caught up (the kernel's fair share): each
-    # round trip 2 (2o + switch + calc), the computation paid twice (this host: 9.1 + 2.0 calc us for
-    # calc from 5 us to 2 ms, docs/measurements.md). Steady rounds: the difference of 10 and 20.
+    # Rank 0 waits (polls and yields) while rank 1 computes on their one core; having taken the core
+    # from rank 1, it passes it back only after a turn as long as rank 1's work (the kernel's fair
+    # share): each round trip 2 (2o + switch + calc), the computation paid twice (this host: 9.1 +
+    # 2.0 calc us for calc from 5 us to 2 ms, docs/measurements.md). Steady rounds: 20 less 10.
     def makespan(rounds):
         return run(tmp_path, pingpong_computing(rounds, calc), f"1:{SWITCH}ns").makespan
     assert makespan(20) - makespan(10) == 10 * 2 * (2 * O + SWITCH + calc)

@@ -28,6 +28,11 @@ pub(super) struct Cores {
     last: Vec<u32>,
     since: Vec<Time>,
     spinners: Vec<u32>,
+    /// Per core: the CPU work of its holder since it got it; the rank that held it before, and its
+    /// work in that turn (what a yielding holder is owed before it passes the core back).
+    work: Vec<Time>,
+    before: Vec<u32>,
+    before_work: Vec<Time>,
     /// Per rank: the time it has held cores (its share so far, the kernel's virtual runtime).
     used: Vec<Time>,
     /// Per node: its ranks.
@@ -61,6 +66,9 @@ impl Cores {
             last: vec![NOBODY; cores],
             since: vec![0; cores],
             spinners: vec![0; cores],
+            work: vec![0; cores],
+            before: vec![NOBODY; cores],
+            before_work: vec![0; cores],
             used: vec![0; node_of.len()],
             members: node_of.iter().enumerate().fold(vec![Vec::new(); nodes], |mut m, (r, &n)| {
                 m[n as usize].push(r as u32);
@@ -160,16 +168,12 @@ impl Cores {
                 let taken = polled.err().unwrap_or(free).max(free);
                 t.saturating_sub(switch).max(taken).div_ceil(self.quantum) * self.quantum + switch
             } else {
-                // The rank that ran there last and now waits for a message polls and yields; the
-                // kernel passes the core on only to a rank that has had no more of the cores than
-                // it (EEVDF: a task ahead of the others' share is not eligible), else once it caught up.
-                let caught_up = if last != h && last != NOBODY && self.waited[last as usize] {
-                    let (mine, theirs) = (self.used[h as usize], self.used[last as usize]);
-                    (mine > theirs).then(|| self.since[core as usize] + (mine - theirs) + switch)
-                } else {
-                    None
-                };
-                t.max(free + switch).max(caught_up.unwrap_or(0))
+                // The rank that took the core from `h` and now waits for a message polls and
+                // yields; the kernel passes the core back only once it has had as long a turn as
+                // `h`'s work there before it (EEVDF: a task ahead of the other is not eligible).
+                let owed = last != h && last != NOBODY && self.waited[last as usize] && self.before[core as usize] == h;
+                let caught_up = if owed { self.since[core as usize] + self.before_work[core as usize] + switch } else { 0 };
+                t.max(free + switch).max(caught_up)
             };
             if start < best.0 || (start == best.0 && last == h) {
                 best = (start, core, ticked.unwrap_or(start));
@@ -198,8 +202,7 @@ impl Cores {
                     self.since[core as usize] = took;
                 }
                 None if held != h => {
-                    // The switch that handed the core over is nobody's share.
-                    self.used[held as usize] += took.saturating_sub(self.switch).saturating_sub(since);
+                    self.used[held as usize] += took.saturating_sub(since);
                     self.since[core as usize] = took;
                 }
                 None => {}
@@ -207,8 +210,14 @@ impl Cores {
         } else {
             self.since[core as usize] = took;
         }
-        self.free[core as usize] = end;
-        self.last[core as usize] = h;
+        let k = core as usize;
+        if held == h {
+            self.work[k] += end.saturating_sub(took);
+        } else {
+            (self.before[k], self.before_work[k], self.work[k]) = (held, self.work[k], end.saturating_sub(took));
+        }
+        self.free[k] = end;
+        self.last[k] = h;
         self.waited[h as usize] = false;
         let home = &mut self.home[h as usize];
         if self.spinning[h as usize] > 0 && *home != core {
