@@ -28,9 +28,8 @@ pub(super) struct Cores {
     last: Vec<u32>,
     since: Vec<Time>,
     spinners: Vec<u32>,
-    /// Per core: the CPU work of its holder since it got it; the rank that held it before, and its
-    /// work in that turn (what a yielding holder is owed before it passes the core back).
-    work: Vec<Time>,
+    /// Per core: the rank that held it before its holder, and that rank's last burst of work (what a
+    /// yielding holder is owed before it passes the core back).
     before: Vec<u32>,
     before_work: Vec<Time>,
     /// Per rank: the time it has held cores (its share so far, the kernel's virtual runtime).
@@ -44,6 +43,8 @@ pub(super) struct Cores {
     waited: Vec<bool>,
     /// Per rank that waited: since when (it is runnable from then on: it polls and yields).
     waiting_since: Vec<Time>,
+    /// Per rank: its CPU work since it last waited for a message (its current or last burst).
+    burst: Vec<Time>,
     /// The core the last `earliest_took` asked by the simulator gave, and when the rank got it
     /// (its caller then occupies it).
     pub(super) chosen: u32,
@@ -66,7 +67,6 @@ impl Cores {
             last: vec![NOBODY; cores],
             since: vec![0; cores],
             spinners: vec![0; cores],
-            work: vec![0; cores],
             before: vec![NOBODY; cores],
             before_work: vec![0; cores],
             used: vec![0; node_of.len()],
@@ -78,6 +78,7 @@ impl Cores {
             spinning: vec![0; node_of.len()],
             waited: vec![false; node_of.len()],
             waiting_since: vec![0; node_of.len()],
+            burst: vec![0; node_of.len()],
             chosen: NOBODY,
             chosen_took: 0,
         }
@@ -170,7 +171,7 @@ impl Cores {
             } else {
                 // The rank that took the core from `h` and now waits for a message polls and
                 // yields; the kernel passes the core back only once it has had as long a turn as
-                // `h`'s work there before it (EEVDF: a task ahead of the other is not eligible).
+                // `h`'s last burst of work there (EEVDF: a task ahead of the other is not eligible).
                 let owed = last != h && last != NOBODY && self.waited[last as usize] && self.before[core as usize] == h;
                 let caught_up = if owed { self.since[core as usize] + self.before_work[core as usize] + switch } else { 0 };
                 t.max(free + switch).max(caught_up)
@@ -211,11 +212,11 @@ impl Cores {
             self.since[core as usize] = took;
         }
         let k = core as usize;
-        if held == h {
-            self.work[k] += end.saturating_sub(took);
-        } else {
-            (self.before[k], self.before_work[k], self.work[k]) = (held, self.work[k], end.saturating_sub(took));
+        if held != h && held != NOBODY {
+            (self.before[k], self.before_work[k]) = (held, self.burst[held as usize]);
         }
+        let work = end.saturating_sub(took);
+        self.burst[h as usize] = if self.waited[h as usize] { work } else { self.burst[h as usize] + work };
         self.free[k] = end;
         self.last[k] = h;
         self.waited[h as usize] = false;
