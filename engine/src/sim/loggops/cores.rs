@@ -173,7 +173,11 @@ impl Cores {
                 // yields; the kernel passes the core back only once it has had as long a turn as
                 // `h`'s last burst of work there (EEVDF: a task ahead of the other is not eligible).
                 let owed = last != h && last != NOBODY && self.waited[last as usize] && self.before[core as usize] == h;
-                let caught_up = if owed { self.since[core as usize] + self.before_work[core as usize] + switch } else { 0 };
+                let caught_up = if owed {
+                    self.since[core as usize].saturating_add(self.before_work[core as usize]).saturating_add(switch)
+                } else {
+                    0
+                };
                 t.max(free + switch).max(caught_up)
             };
             if start < best.0 || (start == best.0 && last == h) {
@@ -216,7 +220,7 @@ impl Cores {
             (self.before[k], self.before_work[k]) = (held, self.burst[held as usize]);
         }
         let work = end.saturating_sub(took);
-        self.burst[h as usize] = if self.waited[h as usize] { work } else { self.burst[h as usize] + work };
+        self.burst[h as usize] = if self.waited[h as usize] { work } else { self.burst[h as usize].saturating_add(work) };
         self.free[k] = end;
         self.last[k] = h;
         self.waited[h as usize] = false;
@@ -281,6 +285,23 @@ mod tests {
         // Long after, a switch has passed on either core: rank 0 prefers its own.
         assert_eq!(cores.earliest(0, 100), (100, 0));
         assert_eq!(cores.earliest(2, 100), (100, 0));
+    }
+
+    #[test]
+    fn a_rank_that_took_the_core_and_waits_passes_it_back_after_as_long_a_turn() {
+        // Ranks 0..2 on one core, a switch of 5, no ticks. Rank 1 works a burst of 100 and waits.
+        let mut cores = Cores::new(&CoreSpec::new(1, 5, 0).unwrap(), &[0, 0, 0]);
+        cores.wait(1, 0, false);
+        cores.occupy(0, 1, 0, 100);
+        cores.wait(1, 100, false);
+        // Rank 0 takes the core after the switch, works to 110 and waits.
+        assert_eq!(cores.earliest(0, 100), (105, 0));
+        cores.occupy(0, 0, 105, 110);
+        cores.wait(0, 110, false);
+        // Rank 1's message comes at 120: rank 0 polls on until its turn is as long as rank 1's burst.
+        assert_eq!(cores.earliest(1, 120), (105 + 100 + 5, 0));
+        // Rank 2, which the core was not taken from, is owed nothing.
+        assert_eq!(cores.earliest(2, 120), (120, 0));
     }
 
     #[test]
