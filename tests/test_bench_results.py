@@ -123,3 +123,21 @@ def test_median_of_runs_takes_medians_per_row_and_adds_tallies():
     assert combined.results.loc[0, "host"] == "a" and combined.meta["runs"] == 3
     assert int(combined.tallies.set_index("rank").loc[0, "bytes_sent"]) == 3 * 64
     assert sanity.check_accounting(combined) == []
+
+
+def test_a_parquet_file_pyarrow_cannot_decode_is_one_line(tmp_path):
+    """A records file with one flipped byte in its schema (found by the fuzz, seed 56): pyarrow raises
+    ArrowNotImplementedError (a NotImplementedError, neither OSError nor ValueError) on it; every
+    Parquet reader (contend.parquet) makes that one UserError naming the file."""
+    from pathlib import Path
+
+    from contend.errors import UserError
+    from contend.parquet import read_schema, read_table
+
+    damaged = Path(__file__).with_name("data") / "records-bad-bit-width.parquet"
+    with pytest.raises(UserError, match=r"records-bad-bit-width\.parquet: not a readable records file \(Integers"):
+        read_table(damaged, "records file")
+    not_parquet = tmp_path / "x.parquet"
+    not_parquet.write_text("hello")
+    with pytest.raises(UserError, match=r"x\.parquet: not a readable bench result \("):
+        read_schema(not_parquet, "bench result")

@@ -370,7 +370,7 @@ def test_detect_rejects_foreign_models_and_missing_features(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "missing.parquet: missing feature column(s) the model needs: triad_cpu_Bps" in err
     assert main(["nimc", "detect", str(model), str(tmp_path / "ok.model.json")]) == 2
-    assert "not a Parquet file" in capsys.readouterr().err
+    assert "ok.model.json: not a readable Parquet file of samples" in capsys.readouterr().err
     # the slowdown is summarised per run: a column of text is one line, not a traceback (found by the fuzz)
     text = _write(frame.assign(slowdown_pct=frame["slowdown_pct"].astype(str)), tmp_path / "text.parquet")
     assert main(["nimc", "detect", str(model), text]) == 2

@@ -86,7 +86,7 @@ int32_t held_complete_window(MPI_Win win, int target)
     return tokens;
 }
 
-static int32_t poll(int windows)
+static int32_t poll_held(int windows)
 {
     int32_t tokens = 0;
     for (size_t i = held.head; i != held.tail; i++) {
@@ -109,12 +109,12 @@ static int32_t poll(int windows)
 
 int32_t held_poll(void)
 {
-    return poll(1);
+    return poll_held(1);
 }
 
 int32_t held_poll_requests(void)
 {
-    return poll(0);
+    return poll_held(0);
 }
 
 int32_t held_release_all(void)

@@ -50,13 +50,10 @@ class RecordsInput:
 
 def load_records(path: str | os.PathLike) -> RecordsInput:
     """Read and check a records Parquet file of either source; UserError on anything malformed."""
-    import pyarrow.parquet as pq
+    from contend.parquet import read_table
 
     name = os.fspath(path)
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{name}: not a readable records file ({_first_line(exc)})") from None
+    table = read_table(path, "records file")
     raw = {key.decode(): value.decode() for key, value in (table.schema.metadata or {}).items()}
     if raw.get("contend.time_unit") != "ps":
         raise UserError(f"{name}: not a contend records file (no contend.time_unit = \"ps\" metadata)")
@@ -86,10 +83,6 @@ def load_records(path: str | os.PathLike) -> RecordsInput:
     num_ranks = _ranks(table, metadata, source, name)
     frame = _frame(table, source, name)
     return RecordsInput(frame=frame, source=source, metadata=metadata, num_ranks=num_ranks)
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _check_integers(table, source: str, name: str) -> None:

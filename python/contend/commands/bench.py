@@ -216,12 +216,7 @@ def run_show(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    try:
-        run = read_run(path)
-    except UserError:
-        raise
-    except Exception as exc:  # pyarrow raises several types for files that are not Parquet
-        raise UserError(f"{path}: not a contend bench result ({exc})") from None
+    run = read_run(path)
     plot = check_writable(args.plot, "--plot") if args.plot else None
     try:
         table = results_table(run)

@@ -98,12 +98,9 @@ def write_records_parquet(
 
 def read_records_metadata(path: str | os.PathLike) -> dict[str, Any]:
     """The ``contend.*`` metadata of a records file (``params``, ``workload``), decoded from JSON."""
-    import pyarrow.parquet as pq
+    from contend.parquet import read_schema
 
-    try:
-        raw = pq.read_schema(path).metadata or {}
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{os.fspath(path)}: not a readable records file ({exc})") from None
+    raw = read_schema(path, "records file").metadata or {}
     metadata = {}
     for key, value in raw.items():
         name = key.decode()
@@ -117,12 +114,9 @@ def read_records_metadata(path: str | os.PathLike) -> dict[str, Any]:
 
 def read_records(path: str | os.PathLike):
     """Read a records Parquet file written by ``contend sim --records`` as a DataFrame in float ns."""
-    import pyarrow.parquet as pq
+    from contend.parquet import read_table
 
-    try:
-        table = pq.read_table(path)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"{os.fspath(path)}: not a readable records file ({exc})") from None
+    table = read_table(path, "records file")
     unit = (table.schema.metadata or {}).get(b"contend.time_unit", b"").decode()
     if unit != "ps":
         raise UserError(f"{os.fspath(path)}: not a contend records file (no contend.time_unit metadata)")

@@ -1,12 +1,13 @@
 //! Shared cores (docs/models.md, "Shared cores"): a node's ranks, more than its cores, take turns on
 //! them. CPU work of a rank (a calc, a send's or a receive's overhead) needs its own CPU clock free,
 //! as in LogGOPS, and one of its node's cores; a rank that waits for a message holds none, as an MPI
-//! rank that yields while it polls, but passes its core only to a rank that has had no more of the
-//! cores than it (the kernel's fair share). A core that last ran another rank costs `switch` before
-//! the new one runs. A rank waiting in a spinning receive (`crate::schedule::spins`) does not yield: while
-//! it waits, its core goes to another rank only at the scheduler's next tick (a multiple of
-//! `quantum`), and it spins on again when that rank is done, unless that rank has had less of the
-//! cores than the spinner: the kernel's fair share lets it poll on (docs/models.md, "Shared cores").
+//! rank that yields while it polls, but a rank that took a core from another passes it back only after
+//! a turn as long as that rank's last burst of work (the kernel's fair share). A core that last ran
+//! another rank costs `switch` before the new one runs. A rank waiting in a spinning receive
+//! (`crate::schedule::spins`) does not yield: while it waits, its core goes to another rank only at
+//! the scheduler's next tick (a multiple of `quantum`), and it spins on again when that rank is done,
+//! unless that rank has had less of the cores than the spinner: the kernel's fair share lets it poll
+//! on (docs/models.md, "Shared cores").
 
 use crate::node::CoreSpec;
 use crate::time::Time;

@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from contend.atomic import atomic_path
 from contend.errors import UserError
+from contend.parquet import read_table
 
 SOURCES = ("none", "spin", "memcpy", "put", "tcp", "rma")
 BASELINES = ("spin", "none")  # the first one a round has is its baseline
@@ -500,7 +501,4 @@ def read_samples(path: str | os.PathLike) -> pd.DataFrame:
         path = path / "intervals.parquet"
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    try:
-        return pq.read_table(path).to_pandas()
-    except Exception as exc:  # pyarrow raises several types for files that are not Parquet
-        raise UserError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    return read_table(path, "Parquet file of samples").to_pandas()

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from contend.atomic import atomic_path, beside
 from contend.errors import UserError
+from contend.parquet import read_table
 
 # Meta fields copied onto every result row, so a table of many runs still says where each row came from.
 META_COLUMNS = ("mpi_library", "ranks", "nodes", "ranks_per_node", "loadavg_1min", "started")
@@ -143,7 +144,7 @@ def read_run(path: str | os.PathLike) -> RunResult:
     from contend.native.bench.registry import benchmark
 
     path = Path(path)
-    table = pq.read_table(path)
+    table = read_table(path, "contend bench result")
     metadata = table.schema.metadata or {}
     if _META_KEY not in metadata:
         raise UserError(f"{path}: not a contend bench result (no contend.meta metadata)")
@@ -170,7 +171,7 @@ def read_run(path: str | os.PathLike) -> RunResult:
     _check_measurements(path, results)
     tallies = pd.DataFrame(tallies)
     detours_file = _detours_path(path)
-    detours = pq.read_table(detours_file).to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
+    detours = read_table(detours_file, "detours file").to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
     return RunResult(meta=meta, results=results, tallies=tallies, detours=detours)
 
 
