@@ -141,3 +141,23 @@ def test_a_parquet_file_pyarrow_cannot_decode_is_one_line(tmp_path):
     not_parquet.write_text("hello")
     with pytest.raises(UserError, match=r"x\.parquet: not a readable bench result \("):
         read_schema(not_parquet, "bench result")
+
+
+def test_damaged_pandas_metadata_is_one_line(tmp_path):
+    """pyarrow's pandas conversion fails in Python on damaged pandas metadata (found by the fuzz:
+    TypeError, AttributeError): read_frame makes it one UserError naming the file."""
+    import json as json_module
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from contend.errors import UserError
+    from contend.parquet import read_frame
+
+    for damage in (5, ["a"]):
+        path = tmp_path / "p.parquet"
+        table = pa.table({"x": [1, 2]})
+        pq.write_table(table.replace_schema_metadata({b"pandas": json_module.dumps({"columns": damage,
+                                                                                   "column_indexes": 1})}), path)
+        with pytest.raises(UserError, match=r"p\.parquet: not a readable samples file \("):
+            read_frame(path, "samples file")

@@ -1,6 +1,7 @@
-"""Parquet files a user hands to contend, read whole or by their schema. pyarrow fails on a damaged or
-foreign file in many ways (OSError, ValueError, NotImplementedError, MemoryError: all ArrowException
-or OSError); each is one UserError naming the file and what it should have been."""
+"""Parquet files a user hands to contend, read whole, by their schema, or as pandas. pyarrow fails on a
+damaged or foreign file in many ways (OSError, ValueError, NotImplementedError, MemoryError: all
+ArrowException or OSError; and in its pandas conversion, any Python error); each is one UserError
+naming the file and what it should have been."""
 
 from __future__ import annotations
 
@@ -35,3 +36,18 @@ def read_schema(path: str | os.PathLike, what: str) -> Any:
         return pq.read_schema(path)
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise _unreadable(path, what, exc) from None
+
+
+def to_frame(table: Any, path: str | os.PathLike, what: str) -> Any:
+    """``table`` as a pandas DataFrame. A file's pandas metadata (how it was written from pandas) can be
+    damaged too; pyarrow's pandas_compat then fails in Python with whatever its code meets (TypeError,
+    KeyError, AttributeError, ...), so any exception here is the file's."""
+    try:
+        return table.to_pandas()
+    except Exception as exc:  # noqa: BLE001 - see above: every one means damaged metadata
+        raise _unreadable(path, what, exc) from None
+
+
+def read_frame(path: str | os.PathLike, what: str) -> Any:
+    """The whole file as a pandas DataFrame."""
+    return to_frame(read_table(path, what), path, what)

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from contend.atomic import atomic_path
 from contend.errors import UserError
-from contend.parquet import read_table
+from contend.parquet import read_frame
 
 SOURCES = ("none", "spin", "memcpy", "put", "tcp", "rma")
 BASELINES = ("spin", "none")  # the first one a round has is its baseline
@@ -501,4 +501,4 @@ def read_samples(path: str | os.PathLike) -> pd.DataFrame:
         path = path / "intervals.parquet"
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    return read_table(path, "Parquet file of samples").to_pandas()
+    return read_frame(path, "Parquet file of samples")

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from contend.atomic import atomic_path, beside
 from contend.errors import UserError
-from contend.parquet import read_table
+from contend.parquet import read_frame, read_table, to_frame
 
 # Meta fields copied onto every result row, so a table of many runs still says where each row came from.
 META_COLUMNS = ("mpi_library", "ranks", "nodes", "ranks_per_node", "loadavg_1min", "started")
@@ -167,11 +167,11 @@ def read_run(path: str | os.PathLike) -> RunResult:
         table.validate(full=True)
     except pa.ArrowInvalid as exc:
         raise UserError(f"{path}: damaged column data ({str(exc).splitlines()[0]})") from None
-    results = table.to_pandas()
+    results = to_frame(table, path, "contend bench result")
     _check_measurements(path, results)
     tallies = pd.DataFrame(tallies)
     detours_file = _detours_path(path)
-    detours = read_table(detours_file, "detours file").to_pandas() if detours_file and detours_file.is_file() else pd.DataFrame()
+    detours = read_frame(detours_file, "detours file") if detours_file and detours_file.is_file() else pd.DataFrame()
     return RunResult(meta=meta, results=results, tallies=tallies, detours=detours)
 
 
