@@ -186,14 +186,15 @@ _MEASURED = {"bandwidth_Bps": _CLOCK_NS * 1e9, "msg_rate": _CLOCK_NS * 1e9, "ran
 def _check_measurements(path: Path, results: pd.DataFrame) -> None:
     """Every measured number of the rows is absent (NaN: the row does not measure it) or in [0, bound)."""
     for column in results.columns:
-        time = (column.startswith("t_") and column.endswith("_ns")) or column == "alltoall_ns"
-        bound = _CLOCK_NS if time else _MEASURED.get(column)
+        name = str(column)  # damaged pandas metadata can give columns names that are not strings
+        time = (name.startswith("t_") and name.endswith("_ns")) or name == "alltoall_ns"
+        bound = _CLOCK_NS if time else _MEASURED.get(name)
         if bound is None or not pd.api.types.is_numeric_dtype(results[column]):
             continue
         values = results[column].astype(float)
         bad = values.notna() & ~((values >= 0) & (values < bound))
         if bad.any():
             row = int(bad.to_numpy().nonzero()[0][0])
-            what = "a time (0 to 2^63 ns)" if bound == _CLOCK_NS else f"a rate (0 to {bound:.3g} per second)"
-            raise UserError(f"{path}: row {row + 1}: {column} is {float(values.iloc[row])!r}, not {what} "
+            what = "a time (0 to 2^63 ns)" if time else f"a rate (0 to {bound:.3g} per second)"
+            raise UserError(f"{path}: row {row + 1}: {name} is {float(values.iloc[row])!r}, not {what} "
                             "measured with a 64-bit nanosecond clock")
