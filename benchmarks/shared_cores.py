@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/shared_cores.py --machine this-host.toml [--calls 50]
 
 The machine file comes from `contend bench fit` (its `[cores]`: docs/measure.md). For each MPI call
-(Barrier, Bcast, Allreduce, Allgather, Alltoall, and an 8-byte ping-pong) and each setting (2 ranks
-pinned to one core; 4 ranks on the host's cores, unpinned): the measured time per call on rank 0 (median
+(Barrier, Bcast, Allreduce, Allgather, Alltoall, an 8-byte ping-pong, and the ping-pong with 20 us of
+work before each reply) and each setting (2 ranks pinned to one core; 4 ranks on the host's cores,
+unpinned): the measured time per call on rank 0 (median
 of --runs runs of N calls: --calls, 40 times more for the calls that are not spinning collectives), then
 traced runs of N and 2N calls converted with `--algorithms mpich` and `mpich-shm`
 and simulated with the machine's switch and quantum on the setting's cores, and with a core per rank;
@@ -41,6 +42,13 @@ CALLS = {
                  "MPI_Recv(b, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); } else { "
                  "MPI_Recv(b, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); "
                  "MPI_Send(a, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD); } }", 40),
+    # the same with 20 us of work (a spin on the clock) before each reply: on one core the waiting rank
+    # takes as long a turn (docs/models.md, "Fair share")
+    "ping-pong+20us": ("if (rank < 2) { if (rank == 0) { MPI_Send(a, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD); "
+                      "MPI_Recv(b, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); } else { "
+                      "MPI_Recv(b, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); "
+                      "double until = MPI_Wtime() + 20e-6; while (MPI_Wtime() < until) {} "
+                      "MPI_Send(a, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD); } }", 40),
 }
 PROGRAM = """#include <mpi.h>
 #include <stdio.h>
