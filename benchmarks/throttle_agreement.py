@@ -1,11 +1,11 @@
 """Engine vs libcontend-throttle's waits on the same scenarios, each side with its run-to-run spread.
 
-    .venv/bin/python benchmarks/throttle_agreement.py [--repeats 5] [--phases 5] [--rounds 8] [--json FILE]
+    .venv/bin/python benchmarks/throttle_agreement.py [--repeats 5] [--rounds 8] [--json FILE]
 
 Every scenario and policy of contend.experiments.throttle_agreement (Luo et al. 2012's Figure 1 and
 Figure 2 microbenchmarks as one-way puts, and the overlapped all-to-all; 4 ranks as two nodes of 2 on
-this host): the library ``--repeats`` times, the engine replaying this host's noise (measured first, one
-trace per busy rank) from ``--phases`` points of it. tests/test_throttle_agreement.py holds what must
+this host): the library ``--repeats`` times, each run beside its twin in the engine (started as the
+run's origins started each round). tests/test_throttle_agreement.py holds what must
 agree exactly (grants, tokens in use) and which cases' waits must agree within the spread (AGREE); this
 prints waits per send for all of them: each side's median and range, whether the ranges overlap or are
 at most TOLERANCE apart, and whether the case is in AGREE or APART. Not a test: waits depend on the
@@ -26,8 +26,7 @@ from rich import box
 from rich.console import Console
 
 from contend.report.terminal import Table
-from contend.experiments.throttle_agreement import (AGREE, POLICIES, SCENARIOS, TOLERANCE, host_noise, overlap,
-                                                    spread, twin_model)
+from contend.experiments.throttle_agreement import AGREE, POLICIES, SCENARIOS, TOLERANCE, overlap, spread, twin_model
 
 
 def span(values: list[float]) -> str:
@@ -37,31 +36,29 @@ def span(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="library runs per case")
-    parser.add_argument("--phases", type=int, default=5, help="engine replays of the noise per case")
     parser.add_argument("--rounds", type=int, default=8, help="timed rounds per run")
     parser.add_argument("--json", help="also write every case's waits per send to this file")
     args = parser.parse_args()
     load_before = os.getloadavg()
-    title = (f"waits per send: engine ({args.phases} noise replays) vs library ({args.repeats} runs), "
-             f"{args.rounds} rounds + 1")
+    title = f"waits per send: engine vs library, {args.repeats} runs and their twins, {args.rounds} rounds + 1"
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for column in ("scenario", "policy", "engine", "range", "library", "range", "agree", "case"):
         table.add_column(column, justify="left" if column in ("scenario", "policy", "agree", "case") else "right", no_wrap=True)
     out = []
     with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
-        noise = {n: host_noise(n, Path(scratch) / f"busy{n}.noise") for n in {s.busy for s in SCENARIOS.values()}}
         for name, scenario in SCENARIOS.items():
             model = twin_model(scenario)
             for policy, settings in POLICIES.items():
-                got = spread(scenario, settings, args.rounds, Path(scratch), noise[scenario.busy], model,
-                             repeats=args.repeats, phases=args.phases)
+                got = spread(scenario, settings, args.rounds, Path(scratch), model, repeats=args.repeats)
                 engine, library = got["engine"], got["library"]
                 table.add_row(name, policy, f"{statistics.median(engine):.2f}", span(engine),
                               f"{statistics.median(library):.2f}", span(library),
                               "yes" if overlap(engine, library) else "no",
                               "AGREE" if (name, policy) in AGREE else "apart")
                 out.append({"scenario": name, "policy": policy, "model": model, **got})
-                print(f"{name} {policy}: engine {span(engine)}, library {span(library)}", file=sys.stderr)
+                paired = (f", each run beside its twin: at most {max(abs(e - w) for e, w in zip(engine, library)):.2f} apart"
+                          if len(engine) == len(library) else "")
+                print(f"{name} {policy}: engine {span(engine)}, library {span(library)}{paired}", file=sys.stderr)
     console = Console(width=80)
     console.print(table)
     console.print(f"agree: the ranges overlap or are at most {TOLERANCE} apart; load average (1, 5, 15 min) "

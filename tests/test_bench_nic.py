@@ -18,6 +18,7 @@ from contend.native.bench.nic import SWEEP_COLUMNS, sweep_table
 from contend.native.bench.results import read_run
 from contend.native.bench.runner import run_benchmark
 from contend.cli import main
+from contend.errors import UserError
 
 TINY = dict(ranks=4, iters=4, warmup=1, timeout_s=120)
 MESSAGES = 4
@@ -73,6 +74,28 @@ def test_put_mode_moves_and_checks_data_one_sided():
     rounds = TINY["warmup"] + TINY["iters"]
     assert (run.tallies["rma_bytes"] == rounds * MESSAGES * 256 + 256).all()
     assert (run.tallies["bytes_sent"] == 0).all() and (run.tallies["verified"] == 1).all()
+
+
+def test_round_times_say_when_each_injecting_rank_ran_each_round():
+    run = sane(run_benchmark("outstanding", sizes=[1024], options={"messages": MESSAGES, "windows": "1,2",
+                                                                      "mode": "put-oneway"},
+                             round_times=True, **TINY))
+    rounds = run.rounds
+    # the first node's 2 ranks inject (one-way), every round of both windows, warm-up rounds negative
+    assert set(rounds["rank"]) == {0, 1} and set(rounds["window"]) == {1, 2} and set(rounds["bytes"]) == {1024}
+    assert sorted(set(rounds["round"])) == list(range(-TINY["warmup"], TINY["iters"]))
+    assert len(rounds) == 2 * 2 * (TINY["warmup"] + TINY["iters"])
+    assert (rounds["end_ns"] >= rounds["start_ns"]).all() and (rounds["start_ns"] > 0).all()
+    # a round starts after the one before it ended, on the clock the host's ranks share
+    for _, mine in rounds.groupby(["window", "rank"]):
+        mine = mine.sort_values("round")
+        assert (mine["start_ns"].to_numpy()[1:] >= mine["end_ns"].to_numpy()[:-1]).all()
+    assert sane(run_benchmark("outstanding", sizes=[1024], options={"messages": MESSAGES}, **TINY)).rounds.empty
+
+
+def test_round_times_only_where_there_are_rounds():
+    with pytest.raises(UserError, match="pingpong has no rounds to time"):
+        run_benchmark("pingpong", ranks=2, round_times=True)
 
 
 def test_sweep_table_is_tidy_and_typed(nicrate, outstanding):

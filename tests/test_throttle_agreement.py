@@ -11,9 +11,9 @@ the policy's rules fix agree exactly.
   it, since on a busy host the ranks of a node need not have their cores at the same time).
 - Waits: what the rules fix, exactly: none where the pool covers every send a node can have in flight;
   otherwise at most one per send on each side. Beyond that timing decides them, so each side has a
-  spread (the library's runs; the engine replaying this host's measured noise, or, for the all-to-all,
-  whose 4 busy ranks share the host's 2 cores, sharing them in the model) and the cases of AGREE
-  must overlap within TOLERANCE (test_waits_agree_within_the_spread); APART says why the others do not
+  spread over the library's runs (each run's twin starts its origins' rounds as the run did; the
+  all-to-all's, whose 4 busy ranks share the host's 2 cores, shares them in the model) and the cases
+  of AGREE must overlap within TOLERANCE (test_waits_agree_within_the_spread); APART says why the others do not
   yet (docs/measurements.md, "Engine vs library").
 
 A run of MPI is a second or two; the harness counts its own messages apart (MPI_Pcontrol), so one run
@@ -25,8 +25,8 @@ from __future__ import annotations
 import pytest
 
 from contend.experiments.throttle_agreement import (AGREE, APART, POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS,
-                                                    TOLERANCE, compare, engine_policy, host_noise, library_counters,
-                                                    overlap, spread, twin_model)
+                                                    TOLERANCE, compare, engine_policy, library_counters,
+                                                    overlap, round_skews, run_engine, spread, twin_model)
 
 ROUNDS = 4
 
@@ -91,11 +91,9 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
 
 @pytest.fixture(scope="module")
 def host(built, tmp_path_factory):
-    """This host now: a noise trace per number of busy ranks, and each scenario's twin model."""
-    scratch = tmp_path_factory.mktemp("host")
-    busy = {s.busy for s in SCENARIOS.values()}
-    return {"noise": {n: host_noise(n, scratch / f"busy{n}.noise") for n in busy},
-            "model": {name: twin_model(s) for name, s in SCENARIOS.items()}, "scratch": scratch}
+    """This host now: each scenario's twin model."""
+    return {"model": {name: twin_model(s) for name, s in SCENARIOS.items()},
+            "scratch": tmp_path_factory.mktemp("host")}
 
 
 def test_every_case_is_either_agreeing_or_apart_with_a_reason():
@@ -106,12 +104,33 @@ def test_every_case_is_either_agreeing_or_apart_with_a_reason():
 
 @pytest.mark.parametrize("scenario, policy", sorted(AGREE))
 def test_waits_agree_within_the_spread(host, scenario, policy):
-    """Waits per send: the library's over 3 runs, the engine's over 5 replays of this host's noise
-    (measured just before); the two intervals overlap or are at most TOLERANCE apart. Timing decides
-    waits, so this is no equality; a case apart by more fails."""
+    """Waits per send over 5 library runs, each beside its twin; the two intervals overlap or are at
+    most TOLERANCE apart. Timing decides waits, so this is no equality; a case apart by more fails."""
     s = SCENARIOS[scenario]
-    got = spread(s, POLICIES[policy], 8, host["scratch"], host["noise"][s.busy], host["model"][scenario])
+    got = spread(s, POLICIES[policy], 8, host["scratch"], host["model"][scenario], repeats=5)
     assert overlap(got["engine"], got["library"]), f"{scenario} {policy} (tolerance {TOLERANCE}): {got}"
+
+
+def test_round_skews_are_each_origin_s_start_after_the_round_s_first():
+    import pandas as pd
+
+    rounds = pd.DataFrame({"rank": [0, 1, 0, 1], "round": [-1, -1, 0, 0],
+                           "start_ns": [1_000, 1_250, 9_000, 8_000], "end_ns": [2_000, 2_000, 9_500, 9_500]})
+    assert round_skews(rounds, 2) == [[0, 250], [1_000, 0]]
+    with pytest.raises(RuntimeError, match="expected the start of 3 rounds"):
+        round_skews(rounds, 3)
+    with pytest.raises(RuntimeError, match="for each of 2 origins"):
+        round_skews(rounds[rounds["rank"] == 0], 2)
+
+
+def test_a_twin_origin_that_starts_late_puts_alone_at_the_end():
+    """Figure 1 under one token, 1 round: origins in lock step wait at every put but the first; one
+    that starts a whole round late waits at none (each puts alone, as a late real origin does)."""
+    s, table = SCENARIOS["figure1"], POLICIES["token1"]
+    together = run_engine(s, table, 1, skews=[[0, 0]])
+    apart = run_engine(s, table, 1, skews=[[0, 10**9]])
+    assert together["grants"] == apart["grants"] == 2 * s.messages
+    assert together["waits"] >= 2 * s.messages - 2 and apart["waits"] == 0, (together, apart)
 
 
 def engine_counters(tmp_path, goal: str, throttle: dict, ranks_per_node: int):

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "json.h"
 
 enum { DATA = 1, CHECK = 2 };
 
@@ -107,6 +108,37 @@ static void start_round(bench *b, MPI_Comm injectors)
     }
     if (injectors != MPI_COMM_NULL)
         MPI_Barrier(injectors);
+}
+
+/* --round-times: rank 0 writes when each injecting rank started and ended each round, warm-up rounds
+ * first (round -warmup..-1), on the host's CLOCK_MONOTONIC: one clock for all ranks of one host, so
+ * a twin can start each rank's rounds as they started here (experiments.throttle_agreement). starts
+ * and ends hold n rounds per rank; -1 marks a rank that did not inject. */
+static void round_lines(bench *b, const int64_t *starts, const int64_t *ends, int n, int64_t bytes, int active,
+                        int w)
+{
+    int64_t *all = b->rank == 0 ? malloc(sizeof(int64_t) * 2 * (size_t)n * (size_t)b->size) : NULL;
+    int64_t *mine = malloc(sizeof(int64_t) * 2 * (size_t)n);
+    memcpy(mine, starts, sizeof(int64_t) * (size_t)n);
+    memcpy(mine + n, ends, sizeof(int64_t) * (size_t)n);
+    MPI_Gather(mine, 2 * n, MPI_INT64_T, all, 2 * n, MPI_INT64_T, 0, b->comm);
+    for (int r = 0; b->rank == 0 && r < b->size; r++) {
+        const int64_t *at = all + (size_t)r * 2 * (size_t)n;
+        for (int i = 0; i < n && at[0] >= 0; i++) {
+            json_begin();
+            json_str("type", "round");
+            json_int("bytes", bytes);
+            json_int("active", active);
+            json_int("window", w);
+            json_int("rank", r);
+            json_int("round", i - b->opt.warmup);
+            json_int("start_ns", at[i]);
+            json_int("end_ns", at[n + i]);
+            json_end();
+        }
+    }
+    free(mine);
+    free(all);
 }
 
 /* Rank 0: one row per node from every rank's round times ([rank][round]). */
@@ -218,6 +250,8 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
     st.reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)wmax);
     int iters_max = b->opt.iters > b->opt.iters_large ? b->opt.iters : b->opt.iters_large;
     double *mine = malloc(sizeof(double) * iters_max);
+    int64_t *starts = malloc(sizeof(int64_t) * (size_t)(iters_max + b->opt.warmup));
+    int64_t *ends = malloc(sizeof(int64_t) * (size_t)(iters_max + b->opt.warmup));
     double *all = me == 0 ? malloc(sizeof(double) * iters_max * (size_t)b->size) : NULL;
 
     int done = 0, total = b->opt.nsizes * nactive * nwindows;
@@ -234,9 +268,14 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
                     int64_t start = now_ns();
                     if (injects)
                         round_of(b, &st, bytes, windows[v]);
+                    int64_t end = now_ns();
                     if (i >= 0)
-                        mine[i] = injects ? (double)(now_ns() - start) : 0;
+                        mine[i] = injects ? (double)(end - start) : 0;
+                    starts[b->opt.warmup + i] = injects ? start : -1;
+                    ends[b->opt.warmup + i] = injects ? end : -1;
                 }
+                if (b->opt.round_times)
+                    round_lines(b, starts, ends, b->opt.warmup + rounds, bytes, active[a], windows[v]);
                 MPI_Gather(mine, rounds, MPI_DOUBLE, all, rounds, MPI_DOUBLE, 0, b->comm);
                 if (me == 0)
                     node_rows(b, l, &st, all, rounds, bytes, active[a], windows[v]);
@@ -256,6 +295,8 @@ int nic_sweep(bench *b, const nic_layout *l, const int *active, int nactive, con
     free(st.send);
     free(st.reqs);
     free(mine);
+    free(starts);
+    free(ends);
     free(all);
     return 0;
 }

@@ -51,6 +51,7 @@ typedef struct {
     int windows[MAX_SIZES]; /* nicrate, outstanding, randomaccess: outstanding ops per rank, swept */
     int nwindows;
     int messages;       /* nicrate, outstanding: messages per active rank per round */
+    int round_times;    /* nicrate, outstanding: 1 writes a "round" line per injecting rank and round */
     int64_t table_words;/* randomaccess: 64-bit words of the table on each rank */
     double rate_Bps;    /* nimc: bytes per second the interferer injects (< 0: as fast as it can) */
     double interval_s;  /* nimc: length of one triad sample */

@@ -29,6 +29,8 @@ const char options_help[] =
     "  --windows LIST    nicrate, outstanding, randomaccess: outstanding operations per rank, swept\n"
     "                    (default: nicrate 1, outstanding 1:32, randomaccess 1,4,16,64)\n"
     "  --messages N      nicrate, outstanding: messages per active rank per round (default 64)\n"
+    "  --round-times 0|1 nicrate, outstanding: a line per injecting rank and round, with its start and\n"
+    "                    end on the host's clock (default 0)\n"
     "  --table N         randomaccess: 64-bit words of the table on each rank (default 65536)\n"
     "  --rate R          nimc: bytes/s the interferer injects, e.g. 2GB (0: none; max: unpaced;\n"
     "                    default max)\n"
@@ -303,6 +305,8 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
             rc = parse_count(name, value, 0, 10000000, &opt->max_detours, why, whylen);
         else if (!strcmp(name, "--pin"))
             rc = parse_count(name, value, 0, 1, &opt->pin, why, whylen);
+        else if (!strcmp(name, "--round-times"))
+            rc = parse_count(name, value, 0, 1, &opt->round_times, why, whylen);
         else {
             snprintf(why, whylen, "unknown option %s", name);
             rc = -1;

@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::spec_error::SpecError;
+use crate::time::Time;
 
 /// The Algorithm 1 thresholds for messages of at most `up_to` bytes (the last class: all larger).
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +78,7 @@ struct Ticket<T> {
     task: u32,
     size: u64,
     need: u64,
+    asked: Time,
     payload: T,
 }
 
@@ -90,7 +92,9 @@ pub struct TokenPool<T> {
     active: Vec<u32>,
     per_task: Vec<u32>,
     tickets: Vec<VecDeque<Ticket<T>>>,
-    /// Requests that had to wait for their tokens.
+    /// Requests granted later than they asked. One parked and granted at the same instant (a
+    /// release simultaneous with it, ordered after it among the instant's events) did not wait:
+    /// which of two simultaneous events goes first is the simulator's choice, not the policy's.
     pub waits: u64,
     /// The most tokens in use on any node, right after a grant (what the library reports as
     /// max_in_use: compared in tests/test_throttle_agreement.py).
@@ -146,16 +150,15 @@ impl<T> TokenPool<T> {
         }
     }
 
-    /// A message of `task` asks to be injected: its tokens if granted now (nobody waiting and they
-    /// fit), else None and `payload` waits in line until [`TokenPool::release`] hands it back.
-    pub fn request(&mut self, node: u32, task: u32, size: u64, payload: T) -> Option<u64> {
+    /// A message of `task` asks at `at` to be injected: its tokens if granted now (nobody waiting and
+    /// they fit), else None and `payload` waits in line until [`TokenPool::release`] hands it back.
+    pub fn request(&mut self, node: u32, task: u32, size: u64, at: Time, payload: T) -> Option<u64> {
         let need = self.need(size);
         if self.tickets[node as usize].is_empty() && self.fits(node, task, size, need) {
             self.take(node, task, need);
             return Some(need);
         }
-        self.waits += 1;
-        self.tickets[node as usize].push_back(Ticket { task, size, need, payload });
+        self.tickets[node as usize].push_back(Ticket { task, size, need, asked: at, payload });
         None
     }
 
@@ -169,9 +172,9 @@ impl<T> TokenPool<T> {
         })
     }
 
-    /// A message of `task` that held `tokens` completed: gives them back and grants the waiting
-    /// tickets, head first, while they fit; appends (payload, tokens) of each grant to `granted`.
-    pub fn release(&mut self, node: u32, task: u32, tokens: u64, granted: &mut Vec<(T, u64)>) {
+    /// A message of `task` that held `tokens` completed at `at`: gives them back and grants the
+    /// waiting tickets, head first, while they fit; appends (payload, tokens) of each grant to `granted`.
+    pub fn release(&mut self, node: u32, task: u32, tokens: u64, at: Time, granted: &mut Vec<(T, u64)>) {
         let n = node as usize;
         self.used[n] -= tokens;
         self.in_flight[n] -= 1;
@@ -184,6 +187,7 @@ impl<T> TokenPool<T> {
                 break;
             }
             let t = self.tickets[n].pop_front().expect("head exists");
+            self.waits += (at > t.asked) as u64;
             self.take(node, t.task, t.need);
             granted.push((t.payload, t.need));
         }
@@ -216,14 +220,14 @@ mod tests {
     #[test]
     fn tickets_are_served_in_order_and_a_large_request_is_not_overtaken() {
         let mut p = pool(4, 100);
-        assert_eq!(p.request(0, 0, 300, 1), Some(3));
-        assert_eq!(p.request(0, 1, 400, 2), None); // needs the whole pool
-        assert_eq!(p.request(0, 2, 50, 3), None); // would fit, but a ticket is ahead of it
+        assert_eq!(p.request(0, 0, 300, 0, 1), Some(3));
+        assert_eq!(p.request(0, 1, 400, 0, 2), None); // needs the whole pool
+        assert_eq!(p.request(0, 2, 50, 0, 3), None); // would fit, but a ticket is ahead of it
         let mut granted = Vec::new();
-        p.release(0, 0, 3, &mut granted);
+        p.release(0, 0, 3, 1, &mut granted);
         assert_eq!(granted, vec![(2, 4)]);
         granted.clear();
-        p.release(0, 1, 4, &mut granted);
+        p.release(0, 1, 4, 1, &mut granted);
         assert_eq!(granted, vec![(3, 1)]);
         assert_eq!(p.need(0), 1);
         assert_eq!(p.need(1_000_000), 4);
@@ -233,24 +237,38 @@ mod tests {
     fn thresholds_limit_cores_node_and_core_counts() {
         let spec = |nrct| TokenSpec::new(None, 0, vec![Thresholds { up_to: u64::MAX, cct: 2, nrct, crct: vec![(1, 3), (2, 1)] }]).unwrap();
         let mut p: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
-        assert_eq!(p.request(0, 0, 8, 0), Some(1)); // one core active: up to 3 per core
-        assert_eq!(p.request(0, 0, 8, 1), Some(1));
-        assert_eq!(p.request(0, 1, 8, 2), Some(1)); // a second core may join (fewer than CCT = 2 active)
+        assert_eq!(p.request(0, 0, 8, 0, 0), Some(1)); // one core active: up to 3 per core
+        assert_eq!(p.request(0, 0, 8, 0, 1), Some(1));
+        assert_eq!(p.request(0, 1, 8, 0, 2), Some(1)); // a second core may join (fewer than CCT = 2 active)
         let mut p2: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
-        p2.request(0, 0, 8, 0);
-        p2.request(0, 1, 8, 1);
-        assert_eq!(p2.request(0, 2, 8, 2), None); // a third core would reach CCT
+        p2.request(0, 0, 8, 0, 0);
+        p2.request(0, 1, 8, 0, 1);
+        assert_eq!(p2.request(0, 2, 8, 0, 2), None); // a third core would reach CCT
         let mut p3: TokenPool<u32> = TokenPool::new(spec(10), 1, 4);
-        p3.request(0, 0, 8, 0);
-        p3.request(0, 1, 8, 1);
-        assert_eq!(p3.request(0, 0, 8, 2), None); // two cores active: CRCT[2] = 1 per core
+        p3.request(0, 0, 8, 0, 0);
+        p3.request(0, 1, 8, 0, 1);
+        assert_eq!(p3.request(0, 0, 8, 0, 2), None); // two cores active: CRCT[2] = 1 per core
         let mut p4: TokenPool<u32> = TokenPool::new(spec(2), 1, 4);
-        p4.request(0, 0, 8, 0);
-        p4.request(0, 0, 8, 1);
-        assert_eq!(p4.request(0, 1, 8, 2), None); // NRCT = 2 in flight on the node
+        p4.request(0, 0, 8, 0, 0);
+        p4.request(0, 0, 8, 0, 1);
+        assert_eq!(p4.request(0, 1, 8, 0, 2), None); // NRCT = 2 in flight on the node
         let mut granted = Vec::new();
-        p4.release(0, 0, 1, &mut granted);
+        p4.release(0, 0, 1, 1, &mut granted);
         assert_eq!(granted, vec![(2, 1)]);
+    }
+
+    #[test]
+    fn a_request_granted_at_the_instant_it_asked_did_not_wait() {
+        let mut p = pool(1, 0);
+        let mut granted = Vec::new();
+        assert_eq!(p.request(0, 0, 8, 10, 1), Some(1));
+        assert_eq!(p.request(0, 1, 8, 20, 2), None); // parked at 20, the release comes at 20
+        p.release(0, 0, 1, 20, &mut granted);
+        assert_eq!((granted.as_slice(), p.waits), (&[(2, 1)][..], 0));
+        assert_eq!(p.request(0, 0, 8, 20, 3), None); // parked at 20, released at 25: waited
+        granted.clear();
+        p.release(0, 1, 1, 25, &mut granted);
+        assert_eq!((granted.as_slice(), p.waits), (&[(3, 1)][..], 1));
     }
 
     #[test]

@@ -22,12 +22,14 @@ the origins' own, after which they start together: nicstream's injectors meet am
 is modelled by one origin's measured cycle (put_model): o the whole cycle, g the part that holds the
 token, so the engine gives a put's token back when the real origin does, before its next put.
 
-Waits depend on timing, so each side has a spread: the library's over repeated runs, the engine's over
-replays of this host's noise measured just before (host_noise: one trace per busy rank, measured
-together and replayed together, so the twin's ranks lose their cores when and as often as the real
-ones did), from several points of the trace (``spread``); the all-to-all's twin shares its cores in
-the model instead (its noise trace would count that sharing a second time). ``AGREE`` lists the cases whose waits agree
-within TOLERANCE; ``APART`` the others, each with why (docs/measurements.md).
+Waits depend on timing, so each side has a spread over the library's repeated runs: each run writes
+when each origin started each round (contend-bench's round times, one clock for the host's ranks), and
+its twin starts each origin's rounds that much after the round's first origin, as the run did. Those
+start skews decide the token waits of Figures 1 and 2: two origins inject in lock step around the pool
+while both run, and the one that started first puts alone, without waiting, until the other starts
+(and the other finishes alone). The all-to-all's twin shares its cores in the model instead
+(HOST_CORES). ``AGREE`` lists the cases whose waits agree within TOLERANCE; ``APART`` the others, each
+with why (docs/measurements.md).
 
 A policy is a ``[throttle]`` table (docs/formats.md), spelled once in ``POLICIES``: the engine reads it
 through ``contend.machine.admission.policy_params``, the library as ``CONTEND_THROTTLE_*`` variables.
@@ -44,7 +46,9 @@ from __future__ import annotations
 from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
 
 from contend.experiments.native_twins import GoalProgram, Op
 
@@ -53,11 +57,11 @@ RANKS_PER_NODE = 2
 # The engine's model of this host's shared memory for sends: LogGP fit run 3 of docs/measurements.md (pip
 # MPICH, 2 ranks), rounded. Grants and in-use maxima do not depend on it; waits do (puts: put_model).
 HOST_MODEL = {"L": 160, "o": 470, "g": 640, "G": 0.098, "O": 0.051, "S": 8115}
-# This host's cores as `contend bench fit` measured them (docs/measurements.md, "Shared cores"): 2, so
-# one for each node of 2 ranks; a core passes between ranks in 3.6 us; a spinning rank keeps it to the
-# next 4 ms tick.
+# This host's cores as `contend bench fit` measured them (docs/measurements.md, "Shared cores"): 2, shared
+# by all 4 ranks whatever node they stand for (one_host: both ranks of a node may run at once); a core
+# passes between ranks in 3.6 us; a spinning rank keeps it to the next 4 ms tick.
 HOST_CPUS = 2
-HOST_CORES = f"{HOST_CPUS * RANKS_PER_NODE // RANKS}:3.6us:4ms"
+HOST_CORES = f"{HOST_CPUS}:3.6us:4ms"
 # Policies as [throttle] tables: adding one to the comparison is one line.
 POLICIES: dict[str, dict[str, Any]] = {
     "token1": {"policy": "token", "tokens": 1},
@@ -106,8 +110,9 @@ class Scenario:
     def node_of(self, rank: int) -> int:
         return rank // RANKS_PER_NODE
 
-    def goal(self, rounds: int) -> str:
-        """The engine's twin of ``rounds`` rounds: a GOAL schedule."""
+    def goal(self, rounds: int, skews: Sequence[Sequence[int]] | None = None) -> str:
+        """The engine's twin of ``rounds`` rounds: a GOAL schedule. ``skews`` (one-way only): per round,
+        how long after the round's first origin each origin started it, ns (round_skews)."""
         program = GoalProgram(RANKS)
         left: list[list[Op]] = [[] for _ in range(RANKS)]  # what each rank waits for before a round
         for k in range(rounds):
@@ -115,22 +120,25 @@ class Scenario:
                 left = self._barrier(program, k, left)
                 left = [self._exchange(program, r, left[r]) for r in range(RANKS)]
                 continue
-            start = self._round_start(program, k, left)
+            start = self._round_start(program, k, left, None if skews is None else skews[k])
             for r in range(RANKS_PER_NODE):
                 for _ in range(self.messages // self.window):
                     start[r] = self._batch(program, r, start[r])
             left = start
         return program.text()
 
-    def _round_start(self, program: GoalProgram, k: int, left: list[list[Op]]) -> list[list[Op]]:
+    def _round_start(self, program: GoalProgram, k: int, left: list[list[Op]],
+                     skew: Sequence[int] | None) -> list[list[Op]]:
         """The round's pause (the barrier the sleeping targets join), then the origins' own barrier
-        (within their node: not admitted), from which they start together."""
+        (within their node: not admitted), from which they start together, or each ``skew[r]`` ns later."""
         origins = range(RANKS_PER_NODE)
         start: list[list[Op]] = [[] for _ in range(RANKS)]
         for r in origins:
             paused = [program.calc(r, ROUND_PAUSE_NS, left[r])]
             start[r] = [program.send(r, 0, q, BARRIER_TAG + k, paused) for q in origins if q != r]
             start[r] += [program.recv(r, 0, q, BARRIER_TAG + k, paused) for q in origins if q != r]
+            if skew is not None and skew[r] > 0:
+                start[r] = [program.calc(r, skew[r], start[r])]
         return start
 
     def _batch(self, program: GoalProgram, r: int, after: list[Op]) -> list[Op]:
@@ -183,23 +191,21 @@ SCENARIOS = {  # 256 puts a round (~20 us): the origins leave their own barrier 
 TOLERANCE = 0.1
 # The cases whose waits agree in every run (tested), and those that do not, or not in every run, with
 # why (not tested as agreeing; docs/measurements.md has how often each agreed).
-AGREE = {("figure1", "token2"), ("figure1", "rate"), ("figure1", "proxy"), ("figure1", "adaptive"),
-         ("figure2", "rate"), ("figure2", "proxy"), ("alltoall", "token2"), ("alltoall", "rate"),
-         ("alltoall", "proxy"), ("alltoall", "adaptive")}
+AGREE = {("figure1", "token1"), ("figure1", "token2"), ("figure1", "rate"), ("figure1", "proxy"),
+         ("figure1", "adaptive"), ("figure2", "token1"), ("figure2", "rate"), ("figure2", "proxy"),
+         ("alltoall", "token1"), ("alltoall", "token2"), ("alltoall", "rate"), ("alltoall", "proxy"),
+         ("alltoall", "adaptive")}
+# Figure 2's two cases below: the library's origins keep a finished put's token until their next
+# admission finds the pool short, or until the flush (MPI tells a put is done only at a flush, which
+# waits), so one origin can hold both of the node's tokens while the other starts its window; the
+# twin's come back when each put is done. The library waits more than its twin in every run.
 APART = {
-    ("figure2", "token2"): "agreed in all 11 runs of 2026-11-27 (load 1-5, library 0.00..0.10) but in 5 of 7 of "
-                           "2026-11-26 at load 2, where the library waited more in runs whose origins' core turns "
-                           "fell out of step; the engine's 0.00",
-    ("figure2", "adaptive"): "agreed in 2 of 8 test runs (2026-11-27) and 2 of 7 (2026-11-26): the library's limit moves between 1 and 4 on "
-                             "this host's noisy completion rates and its origins wait 0.14..0.28 a send; the "
-                             "engine's twin origins are symmetric, never wait, and its limit never moves",
-    ("alltoall", "token1"): "agreed in 7 of 8 test runs (2026-11-27): the twin, sharing the cores, waited once a "
-                            "round (0.125 a send; 0.18 since a waiting rank takes its turn on a shared core), the "
-                            "library's runs 0.00..0.25; in the eighth all three of its runs waited 0.00",
-    ("figure1", "token1"): "under load each origin has its core in turns of up to a tick, longer than a round: the "
-                           "library's origins contend only in rounds where their turns overlap; the engine's "
-                           "noise replay does not follow what a rank does, and its barrier resynchronizes them",
-    ("figure2", "token1"): "as figure1 token1",
+    ("figure2", "token2"): "the put's token held until the origin learns the put is done (above): library "
+                           "0.00..0.17 a send, its twin 0.00, by 0.05..0.17 in each of 7 runs of 2026-11-27 "
+                           "(within TOLERANCE of the twins' range in most, not in every run)",
+    ("figure2", "adaptive"): "the same holding, and the library's limit moves between 1 and 4 on this host's noisy "
+                             "completion rates: library 0.00..0.37 a send, its twin 0.00 and its limit still "
+                             "(2026-11-27)",
 }
 
 
@@ -217,36 +223,23 @@ def library_settings(table: Mapping[str, Any], stats: Path) -> dict[str, str]:
     return libthrottle.settings(table["policy"], ranks_per_node=RANKS_PER_NODE, stats=stats, **values)
 
 
-def run_engine(scenario: Scenario, table: Mapping[str, Any], rounds: int, noise: Path | None = None,
-               phase_ns: int = 0, model: Mapping[str, float] | None = None) -> dict[str, int]:
-    """The engine's counters for ``rounds`` rounds: grants, waits, max_in_use, messages. ``noise``: a
-    noise trace of the scenario's busy ranks (host_noise), rank r replaying its trace r mod n, all from
-    ``phase_ns`` into it, so what was measured at the same moment comes at the same moment (when one
-    busy rank was descheduled and another not); ``model``: LogGP parameters instead of HOST_MODEL."""
+def run_engine(scenario: Scenario, table: Mapping[str, Any], rounds: int,
+               model: Mapping[str, float] | None = None, skews: Sequence[Sequence[int]] | None = None) -> dict[str, int]:
+    """The engine's counters for ``rounds`` rounds: grants, waits, max_in_use, messages. ``model``:
+    LogGP parameters instead of HOST_MODEL; ``skews``: a library run's round start skews (round_skews)."""
+    from contend.machine.cores import parse_cores
     from contend.simulation.simulate import simulate
 
-    if scenario.shares_cores:
-        noise = None  # the model shares the cores itself
     with scratch_directory("contend-agree-") as scratch:
         path = Path(scratch) / f"{scenario.name}.goal"
-        path.write_text(scenario.goal(rounds), encoding="utf-8")
+        path.write_text(scenario.goal(rounds, skews), encoding="utf-8")
         r = simulate(path, ranks_per_node=RANKS_PER_NODE, throttle=engine_policy(table),
-                     noise=None if noise is None else {"kind": "trace", "trace": str(noise), "phase": f"{phase_ns}ns"},
-                     cores=HOST_CORES if scenario.shares_cores else None, **(model or HOST_MODEL))
+                     cores={**parse_cores(HOST_CORES), "one_host": True} if scenario.shares_cores else None,
+                     **(model or HOST_MODEL))
     if r.deadlock is not None:
         raise RuntimeError(f"{scenario.name}: the engine's twin deadlocked")
     return {"grants": r.admission_grants, "waits": r.admission_waits, "max_in_use": r.admission_max_in_use,
             "messages": r.messages}
-
-
-def host_noise(busy: int, path: Path, seconds: float = 1.0) -> Path:
-    """This host's noise as ``busy`` ranks spinning at once see it now (contend noise measure, one trace
-    per rank, measured together): when each of a scenario's busy ranks loses its core, to the others
-    and to other jobs, as a trace for the engine."""
-    from contend.noise.measure import measure, save_trace
-
-    save_trace(measure(seconds, ranks=busy), path)
-    return path
 
 
 def twin_model(scenario: Scenario) -> dict[str, float]:
@@ -283,18 +276,39 @@ def waits_per_send(counters: Mapping[str, int]) -> float:
     return counters["waits"] / counters["grants"] if counters["grants"] else 0.0
 
 
+@dataclass(frozen=True)
+class LibraryRun:
+    """One benchmark run under the library: its per-rank counters, and (one-way scenarios) when each
+    origin started each round, as round_skews."""
+
+    rows: list[dict]
+    skews: list[list[int]] | None
+
+
+def round_skews(rounds: pd.DataFrame, expected: int) -> list[list[int]]:
+    """Per round (warm-up first), how long after the round's first origin each origin started it, ns,
+    from a run's round times (RunResult.rounds; the host's ranks share one clock)."""
+    starts = rounds.pivot(index="round", columns="rank", values="start_ns").sort_index()
+    if starts.shape != (expected, RANKS_PER_NODE) or starts.isna().any().any():
+        raise RuntimeError(f"expected the start of {expected} rounds for each of {RANKS_PER_NODE} origins, got "
+                           f"{starts.shape[0]} rounds of {starts.shape[1]} ranks")
+    return [[int(t - min(row)) for t in row] for row in starts.to_numpy().tolist()]
+
+
 def run_library(scenario: Scenario, table: Mapping[str, Any], rounds: int, scratch: Path,
-                timeout_s: float = 120) -> list[dict]:
+                timeout_s: float = 120) -> LibraryRun:
     """The library's per-rank counters of one benchmark run with ``rounds`` timed rounds (and one
-    warm-up round, so the totals count ``rounds + 1`` rounds)."""
+    warm-up round, so the totals count ``rounds + 1`` rounds), and its origins' round skews."""
     from contend.native import libthrottle
     from contend.native.bench.runner import run_benchmark
 
     stats = scratch / f"{scenario.name}-{rounds}.jsonl"
     stats.unlink(missing_ok=True)
-    run_benchmark(scenario.pattern, ranks=RANKS, sizes=[scenario.size], iters=rounds, warmup=1,
-                  options=scenario.native_options(), throttle=library_settings(table, stats), timeout_s=timeout_s)
-    return libthrottle.read_stats(stats)
+    run = run_benchmark(scenario.pattern, ranks=RANKS, sizes=[scenario.size], iters=rounds, warmup=1,
+                        options=scenario.native_options(), throttle=library_settings(table, stats),
+                        timeout_s=timeout_s, round_times=scenario.one_way)
+    skews = round_skews(run.rounds, rounds + 1) if scenario.one_way else None
+    return LibraryRun(libthrottle.read_stats(stats), skews)
 
 
 def library_counters(rows: list[dict]) -> dict[str, int]:
@@ -307,22 +321,23 @@ def library_counters(rows: list[dict]) -> dict[str, int]:
 
 def compare(scenario: Scenario, table: Mapping[str, Any], rounds: int, scratch: Path) -> dict[str, Any]:
     """Both sides of one scenario under one policy, ``rounds`` timed rounds and one warm-up round: the
-    engine's counters and the library's (and its run's per-rank rows)."""
+    engine's counters (the run's twin) and the library's (and its run's per-rank rows)."""
     run = run_library(scenario, table, rounds, scratch)
-    return {"engine": run_engine(scenario, table, rounds + 1), "library": library_counters(run), "runs": [run]}
+    return {"engine": run_engine(scenario, table, rounds + 1, skews=run.skews),
+            "library": library_counters(run.rows), "runs": [run.rows]}
 
 
-def spread(scenario: Scenario, table: Mapping[str, Any], rounds: int, scratch: Path, noise: Path,
-           model: Mapping[str, float], repeats: int = 3, phases: int = 5,
-           noise_ns: int = 1_000_000_000) -> dict[str, list[float]]:
-    """Waits per send of ``rounds`` rounds (and the warm-up round) on both sides: the library's over
-    ``repeats`` runs, the engine's over ``phases`` points evenly into the ``noise_ns`` long trace (one
-    run where the twin shares the cores instead: it replays no noise, so every phase is the same)."""
-    phases = 1 if scenario.shares_cores else phases
-    engine = [waits_per_send(run_engine(scenario, table, rounds + 1, noise, k * noise_ns // phases, model))
-              for k in range(phases)]
-    library = [waits_per_send(library_counters(run_library(scenario, table, rounds, scratch)))
-               for _ in range(repeats)]
+def spread(scenario: Scenario, table: Mapping[str, Any], rounds: int, scratch: Path,
+           model: Mapping[str, float], repeats: int = 3) -> dict[str, list[float]]:
+    """Waits per send of ``rounds`` rounds (and the warm-up round) on both sides, over ``repeats``
+    library runs, each beside its twin: the engine started with the run's round skews (the
+    all-to-all's twin has none: every run's is the same)."""
+    engine, library = [], []
+    for _ in range(repeats):
+        run = run_library(scenario, table, rounds, scratch)
+        library.append(waits_per_send(library_counters(run.rows)))
+        if run.skews is not None or not engine:
+            engine.append(waits_per_send(run_engine(scenario, table, rounds + 1, model, run.skews)))
     return {"engine": engine, "library": library}
 
 

@@ -149,7 +149,7 @@ impl NodeSim {
             self.rate_held.remove(&key);
         }
         match &mut self.tokens {
-            Some(pool) => match pool.request(self.node_of[e.host as usize], e.host, size, Held::offered(e)) {
+            Some(pool) => match pool.request(self.node_of[e.host as usize], e.host, size, t, Held::offered(e)) {
                 Some(tokens) => Admission::Now(tokens),
                 None => Admission::Parked,
             },
@@ -311,7 +311,7 @@ impl NodeSim {
         if let Some(limit) = self.adaptive.as_mut().and_then(|a| a.completed(node, h.now(), pool.waiting(node))) {
             pool.set_limit(node, limit);
         }
-        pool.release(node, task, tokens, &mut granted);
+        pool.release(node, task, tokens, h.now(), &mut granted);
         if self.proxy.is_some() {
             self.granted = granted;
             return self.proxy_dispatch(node, h);

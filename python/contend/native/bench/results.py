@@ -1,6 +1,7 @@
 """The output of one benchmark run: parsed from the harness's JSON lines, kept as pandas, stored as Parquet.
 
-A run is four things (nimc runs add their triad samples and injected bytes, kept by ``contend.native.bench.nimc``): ``meta`` (library, ranks, nodes, host names, options; plus what the launcher adds,
+A run is four things (nimc runs add their triad samples and injected bytes, kept by ``contend.native.bench.nimc``;
+nicrate and outstanding runs asked for it their rounds' times, for ``contend.experiments.throttle_agreement``): ``meta`` (library, ranks, nodes, host names, options; plus what the launcher adds,
 such as the fabric), ``results`` (one row per measured quantity), ``tallies`` (bytes and messages each
 rank really moved) and ``detours`` (noise runs only). One Parquet file holds the results as rows and
 meta and tallies as file metadata; detours, when there are any, go to ``<name>.detours.parquet``.
@@ -39,6 +40,8 @@ class RunResult:
     complete: bool = True  # the harness wrote its closing line
     intervals: pd.DataFrame = field(default_factory=pd.DataFrame)  # nimc: one row per triad sample
     injected: dict[str, Any] = field(default_factory=dict)  # nimc: the interferer's bytes per bin
+    # nicrate, outstanding with round times: when each injecting rank started and ended each round
+    rounds: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def pattern(self) -> str:
@@ -57,7 +60,7 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
     (900, 'a', True)
     """
     meta: dict[str, Any] = {}
-    rows: dict[str, list[dict[str, Any]]] = {"result": [], "tally": [], "detour": [], "interval": []}
+    rows: dict[str, list[dict[str, Any]]] = {"result": [], "tally": [], "detour": [], "interval": [], "round": []}
     injected: dict[str, Any] = {}
     complete = False
     for number, line in enumerate(lines, start=1):
@@ -94,6 +97,7 @@ def parse_lines(lines: Iterable[str], extra_meta: dict[str, Any] | None = None) 
         complete=complete,
         intervals=pd.DataFrame(rows["interval"]),
         injected=injected,
+        rounds=pd.DataFrame(rows["round"]),
     )
 
 

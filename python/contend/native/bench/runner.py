@@ -77,17 +77,23 @@ def run_benchmark(
     progress: ProgressCallback | None = None,
     throttle: Mapping[str, str] | None = None,
     cpus: str | None = None,
+    round_times: bool = False,
 ) -> RunResult:
     """Run benchmark ``name`` and return its results (a UserError on bad input or a failed run).
 
     ``fabric``: the emulated fabric to run on (``fabric.session``, ``fabric.require``), else this host.
     ``throttle``: CONTEND_THROTTLE_* variables (``contend.native.libthrottle.settings``); the ranks then run under
     libcontend-throttle.so with them, and the meta line records them. ``cpus``: the CPU list every rank
-    is pinned to (``taskset -c``), e.g. ``"0"`` for ranks that share one core."""
+    is pinned to (``taskset -c``), e.g. ``"0"`` for ranks that share one core. ``round_times``: nicrate
+    and outstanding write when each injecting rank started and ended each round (``RunResult.rounds``)."""
     bench = benchmark(name)
     program_args = harness_arguments(
         name, sizes if sizes is not None else bench.default_sizes, iters, warmup, options or {}
     )
+    if round_times:
+        if name not in ("nicrate", "outstanding"):  # the node streams (native/bench/nicstream.c)
+            raise UserError(f"{name} has no rounds to time (nicrate and outstanding have)")
+        program_args += ["--round-times", "1"]
     library = mpi.find_mpi()
     extra_meta: dict[str, Any] = {"mpi_flavor": library.flavor, "mpicc": str(library.mpicc)}
     placement = None
