@@ -43,6 +43,17 @@ def test_run_writes_parquet_and_plot_then_show_reads_them(capsys, tmp_path):
     assert "64 KiB" in capsys.readouterr().out
 
 
+def test_a_paused_pingpong_rests_after_every_round_trip(capsys, tmp_path):
+    from contend.native.bench.runner import run_benchmark
+
+    run = run_benchmark("pingpong", ranks=2, sizes=[1, 1024], iters=10, warmup=2, options={"pause": 0.01})
+    # 2 sizes x (2 + 10) round trips, each followed by at least 10 ms asleep (nanosleep never returns early)
+    assert run.meta["elapsed_s"] >= 2 * 12 * 0.01 and len(run.results) == 2
+    assert main(["bench", "run", "pingpong", "--pause", "2", "-o", str(tmp_path / "p.parquet")]) == 2
+    assert "bad --pause '2'" in capsys.readouterr().err
+    assert not (tmp_path / "p.parquet").exists()
+
+
 def test_noise_run_keeps_its_detours_beside_the_results(capsys, tmp_path):
     output = tmp_path / "noise.parquet"
     assert main(["bench", "run", "noise", "--np", "1", "--duration", "0.3", "--threshold", "50",

@@ -45,6 +45,7 @@ typedef struct {
     double threshold_ns;/* noise: an iteration longer than this is a detour (0: 10 x resolution) */
     int max_detours;    /* noise: detours kept per rank for the detour lines */
     int pin;            /* noise: 1 pins rank r to the (r mod n)-th allowed CPU */
+    double pause_s;     /* pingpong: the initiator sleeps this long after each round trip */
     double settle_s;    /* busy collectives before the first measurement */
     int active[MAX_SIZES]; /* nicrate, outstanding: ranks per node injecting at once (0 entries: default) */
     int nactive;

@@ -24,6 +24,8 @@ const char options_help[] =
     "  --threshold NS    noise: detour threshold (default 10 x measured resolution)\n"
     "  --max-detours N   noise: detours kept per rank (default 10000)\n"
     "  --pin 0|1         noise: pin each rank to its own CPU (default 0)\n"
+    "  --pause S         pingpong: seconds rank 0 sleeps after each round trip, e.g. for a shaped link's\n"
+    "                    token bucket to refill (default 0)\n"
     "  --active LIST     nicrate, outstanding: ranks per node injecting at once, e.g. 1,2,4 or 1:8\n"
     "                    (default: nicrate 1 to all, outstanding all)\n"
     "  --windows LIST    nicrate, outstanding, randomaccess: outstanding operations per rank, swept\n"
@@ -305,6 +307,8 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
             rc = parse_count(name, value, 0, 10000000, &opt->max_detours, why, whylen);
         else if (!strcmp(name, "--pin"))
             rc = parse_count(name, value, 0, 1, &opt->pin, why, whylen);
+        else if (!strcmp(name, "--pause"))
+            rc = parse_real(name, value, 0, 1, &opt->pause_s, why, whylen);
         else if (!strcmp(name, "--round-times"))
             rc = parse_count(name, value, 0, 1, &opt->round_times, why, whylen);
         else {

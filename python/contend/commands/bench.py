@@ -50,6 +50,8 @@ def register(subparsers) -> None:
     specific.add_argument("--threshold", metavar="NS", help="noise: detour threshold in ns")
     specific.add_argument("--max-detours", dest="max_detours", metavar="N", help="noise: detours kept per rank")
     specific.add_argument("--pin", choices=("0", "1"), help="noise: 1 pins each rank to its own CPU")
+    specific.add_argument("--pause", metavar="S",
+                          help="pingpong: seconds rank 0 rests after each round trip (a shaped link's bucket refills)")
     specific.add_argument("--active", metavar="LIST",
                           help="nicrate, outstanding: ranks per node injecting at once, e.g. 1,2 or 1:8")
     specific.add_argument("--windows", metavar="LIST",

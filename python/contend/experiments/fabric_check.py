@@ -26,7 +26,8 @@ from contend.atomic import atomic_path
 from contend.native.bench.results import RunResult
 from contend.native.bench.runner import run_benchmark
 from contend.experiments import native_twins
-from contend.experiments.fabric_machine import BURST_SIZES, Calibration, HostTables, calibrate, machine_toml
+from contend.experiments.fabric_machine import (BURST_SIZES, Calibration, HostTables, burst_pause_s, calibrate,
+                                                machine_toml)
 from contend.machine.file import parse_machine
 
 TOLERANCE = 0.15  # the bound we hold |simulated / measured - 1| to
@@ -121,7 +122,8 @@ def measure(settings: Settings, built: fabric_module.Fabric,
                                    {"window": settings.window}))
         found.loggp_runs.append(run("loggp", 2, [1], settings.latency_iters))
         if settings.burst_sizes:
-            found.burst_runs.append(run("pingpong", 2, list(settings.burst_sizes), settings.latency_iters))
+            found.burst_runs.append(run("pingpong", 2, list(settings.burst_sizes), settings.latency_iters,
+                                        {"pause": burst_pause_s(built)}))
         for case in cases(settings):
             progress(f"repetition {repeat + 1}/{settings.repeats}: {case.label}")
             size, iters = ((settings.incast_bytes, settings.incast_iters) if case.pattern == "incast"

@@ -27,6 +27,7 @@ PATTERN_OPTIONS = {
     "threshold": "--threshold",
     "max_detours": "--max-detours",
     "pin": "--pin",
+    "pause": "--pause",
     "active": "--active",
     "windows": "--windows",
     "messages": "--messages",
@@ -79,7 +80,7 @@ class Benchmark:
 
 _ALL = (
     Benchmark("pingpong", "ping-pong latency and bandwidth between ranks 0 and 1", 2, False, 2,
-              POWERS_OF_4, "latency"),
+              POWERS_OF_4, "latency", ("pause",)),
     Benchmark("barrier", "MPI_Barrier of all ranks: its time on rank 0 (the size is ignored)", 2, False, 2,
               (0,), "latency"),
     Benchmark("collective", "a 2-rank MPI_Allgather against one MPI_Sendrecv: a collective's cost beyond its "
