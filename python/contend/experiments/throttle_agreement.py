@@ -46,9 +46,10 @@ from __future__ import annotations
 from contend.atomic import scratch_directory
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 from contend.experiments.native_twins import GoalProgram, Op
 
