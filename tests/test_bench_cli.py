@@ -49,8 +49,8 @@ def test_a_paused_pingpong_rests_after_every_round_trip(capsys, tmp_path):
     run = run_benchmark("pingpong", ranks=2, sizes=[1, 1024], iters=10, warmup=2, options={"pause": 0.01})
     # 2 sizes x (2 + 10) round trips, each followed by at least 10 ms asleep (nanosleep never returns early)
     assert run.meta["elapsed_s"] >= 2 * 12 * 0.01 and len(run.results) == 2
-    assert main(["bench", "run", "pingpong", "--pause", "2", "-o", str(tmp_path / "p.parquet")]) == 2
-    assert "bad --pause '2'" in capsys.readouterr().err
+    assert main(["bench", "run", "pingpong", "--pause", "-1", "-o", str(tmp_path / "p.parquet")]) == 2
+    assert "bad --pause '-1'" in capsys.readouterr().err
     assert not (tmp_path / "p.parquet").exists()
 
 

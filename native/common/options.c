@@ -308,7 +308,7 @@ int parse_options(int argc, char **argv, int first, options *opt, char *why, siz
         else if (!strcmp(name, "--pin"))
             rc = parse_count(name, value, 0, 1, &opt->pin, why, whylen);
         else if (!strcmp(name, "--pause"))
-            rc = parse_real(name, value, 0, 1, &opt->pause_s, why, whylen);
+            rc = parse_real(name, value, 0, 60, &opt->pause_s, why, whylen);
         else if (!strcmp(name, "--round-times"))
             rc = parse_count(name, value, 0, 1, &opt->round_times, why, whylen);
         else {
