@@ -123,4 +123,3 @@ def test_median_of_runs_takes_medians_per_row_and_adds_tallies():
     assert combined.results.loc[0, "host"] == "a" and combined.meta["runs"] == 3
     assert int(combined.tallies.set_index("rank").loc[0, "bytes_sent"]) == 3 * 64
     assert sanity.check_accounting(combined) == []
-
