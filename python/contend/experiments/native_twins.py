@@ -41,22 +41,27 @@ class Op:
 
 
 class GoalProgram:
-    """A GOAL schedule being built: each rank's operations, each with the operations it requires."""
+    """A GOAL schedule being built: each rank's operations, each with the operations it requires (or
+    irequires)."""
 
     def __init__(self, ranks: int):
         self.ranks = ranks
         self.lines: list[list[str]] = [[] for _ in range(ranks)]
         self._count = [0] * ranks
 
-    def _add(self, rank: int, statement: str, after: Sequence[Op]) -> Op:
+    def _add(self, rank: int, statement: str, after: Sequence[Op], started: Sequence[Op] = ()) -> Op:
         op = Op(rank, self._count[rank])
         self._count[rank] += 1
         self.lines[rank].append(f"l{op.index}: {statement}")
         self.lines[rank] += [f"l{op.index} requires l{dep.index}" for dep in after]
+        self.lines[rank] += [f"l{op.index} irequires l{dep.index}" for dep in started]
         return op
 
-    def send(self, rank: int, size: int, to: int, tag: int, after: Sequence[Op] = ()) -> Op:
-        return self._add(rank, f"send {size}b to {to} tag {tag}", after)
+    def send(self, rank: int, size: int, to: int, tag: int, after: Sequence[Op] = (),
+             started: Sequence[Op] = ()) -> Op:
+        """``after``: operations it requires (waits for their completion); ``started``: those it
+        irequires (waits for their start)."""
+        return self._add(rank, f"send {size}b to {to} tag {tag}", after, started)
 
     def recv(self, rank: int, size: int, source: int, tag: int, after: Sequence[Op] = ()) -> Op:
         return self._add(rank, f"recv {size}b from {source} tag {tag}", after)
