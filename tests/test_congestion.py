@@ -116,6 +116,26 @@ def test_a_machine_file_s_adaptive_table_is_the_throttle_option(tmp_path):
     assert throttled.admission_waits > 0 and run(machine=path, throttle="none").admission_waits == 0
 
 
+def test_a_waiter_takes_its_tokens_a_handoff_later_and_holds_its_place(tmp_path):
+    """[throttle] handoff_ns (docs/models.md): ranks 0 and 1 of node 0 send at 0 under one token, rank 2
+    after a calc of 1000 ns (L 1000, o 100, g 300 ns). Without a handoff rank 1 takes the token when rank
+    0 gives it back (300), rank 2 finds it free at 1000: one wait, done at 1000 + o + L + o. With a
+    handoff of 5000 rank 1 takes it at 5300; rank 2, asking meanwhile, waits behind it (FIFO) until
+    rank 1's release (5600) and a handoff: two waits, done at 10600 + 1200."""
+    goal = tmp_path / "line.goal"
+    goal.write_text("num_ranks 6\nrank 0 {\ns: send 8b to 3\n}\nrank 1 {\ns: send 8b to 4\n}\n"
+                    "rank 2 {\nc: calc 1000\ns: send 8b to 5\ns requires c\n}\n"
+                    + "".join(f"rank {r} {{\nr: recv 8b from {r - 3}\n}}\n" for r in (3, 4, 5)))
+    machine = tmp_path / "m.toml"
+    base = '[machine]\nname = "x"\n[loggops]\nL = 1000\no = 100\ng = 300\nG = 0\nO = 0\nS = 100000\n'
+    runs = {}
+    for handoff in (0, 5000):
+        machine.write_text(base + f'[throttle]\nranks_per_node = 3\npolicy = "token"\ntokens = 1\nhandoff_ns = {handoff}\n')
+        r = simulate(goal, machine=machine)
+        runs[handoff] = (r.makespan, r.admission_waits)
+    assert runs == {0: (2200, 1), 5000: (11800, 2)}
+
+
 @pytest.mark.parametrize("throttle", ["none", "token:4", "token:6:2KiB", "rate:2us", "proxy:2", "proxy:3:5", "adaptive",
                                       "adaptive:3"])
 @pytest.mark.parametrize("collective,size", [("alltoall-linear", 1024), ("random-pairs", 20000), ("incast", 64)])
@@ -146,6 +166,8 @@ BASE = '[machine]\nname = "x"\n[loggops]\nL = 1\no = 1\ng = 1\nG = 1\nO = 0\nS =
     ("[throttle]\nranks_per_node = 2\npolicy = \"proxy\"\n", r":10: \[throttle\]: policy 'proxy' needs servers"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"adaptive\"\ngap_ns = 3\n", r":13: \[throttle\] gap_ns: gap_ns does not apply"),
     ("[throttle]\nranks_per_node = 2\npolicy = \"adaptive\"\ntokens = 0\n", r":13: \[throttle\] tokens: expected an integer >= 1"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"rate\"\ngap_ns = 5\nhandoff_ns = 3\n", r":14: \[throttle\] handoff_ns: handoff_ns does not apply"),
+    ("[throttle]\nranks_per_node = 2\npolicy = \"token\"\ntokens = 1\nhandoff_ns = -3\n", r":14: \[throttle\] handoff_ns: expected an integer >= 0"),
     ("[nic]\nranks_per_node = 2\nspeed = 3\n", r":12: \[nic\] speed: unknown key; known: ranks_per_node"),
     ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\nbogus = 1\n", r":14: \[\[nic\.class\]\] #1 bogus: unknown key; known"),
     ("[nic]\nranks_per_node = 2\n[[nic.class]]\nup_to = 64\n[[nic.class]]\nup_to = 64\n",

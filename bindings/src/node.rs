@@ -18,7 +18,7 @@ fn pairs<T: Copy>(v: Vec<Vec<T>>) -> Option<Vec<(T, T)>> {
 
 /// Reads the optional "node" entry of the parameters (built by contend.machine.nic and .admission):
 /// "ranks_per_node", "nic" (None or a list of size classes {up_to, concurrency, outstanding} with
-/// curves as [[x, factor], ...]), "policy" (None or {kind: token | rate | proxy | adaptive, ...})
+/// curves as [[x, factor], ...]), "policy" (None or {kind: token | rate | proxy | adaptive, ..., handoff: ps})
 /// and "cores" (None or {per_node, switch, quantum (ps), one_host, placement (per rank its core)}: built
 /// by contend.machine.cores).
 pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
@@ -65,10 +65,12 @@ pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
         }
         TokenSpec::new(tokens, size_per_token, thresholds).map_err(spec_err)
     };
+    let mut handoff = 0;
     let policy = match item(&n, "policy")? {
         None => None,
         Some(p) => {
             let p = p.cast::<PyDict>().map_err(|_| err("policy", "must be a dict"))?;
+            handoff = item(p, "handoff")?.map(|v| v.extract()).transpose().map_err(|_| err("handoff", "must be ps"))?.unwrap_or(0);
             let kind: String = item(p, "kind")?.ok_or_else(|| err("policy", "missing kind"))?.extract().map_err(|_| err("policy", "kind must be a name"))?;
             Some(match kind.as_str() {
                 "token" => AdmissionSpec::token(tokens_of(p)?),
@@ -90,7 +92,7 @@ pub(crate) fn node_from(d: &Bound<'_, PyDict>) -> PyResult<Option<NodeSpec>> {
             })
         }
     };
-    let spec = NodeSpec::new(ranks_per_node, nic, policy).map_err(spec_err)?;
+    let spec = NodeSpec::new(ranks_per_node, nic, policy).and_then(|s| s.with_handoff(handoff)).map_err(spec_err)?;
     Ok(Some(match item(&n, "cores")? {
         None => spec,
         Some(c) => {

@@ -22,6 +22,8 @@ pub struct NodeSpec {
     pub(crate) policy: Option<AdmissionSpec>,
     /// Cores the node's ranks share; None: a core per rank.
     pub(crate) cores: Option<CoreSpec>,
+    /// How long a rank waiting in a token pool's line takes to see its tokens (0: at once).
+    pub(crate) handoff: Time,
 }
 
 /// A node's ranks share `per_node` cores; a core passing from one rank to another costs `switch`
@@ -78,7 +80,18 @@ impl NodeSpec {
         if ranks_per_node == 0 {
             return Err(SpecError::new("node.ranks_per_node", "must be at least 1"));
         }
-        Ok(NodeSpec { ranks_per_node, nic, policy: admission, cores: None })
+        Ok(NodeSpec { ranks_per_node, nic, policy: admission, cores: None, handoff: 0 })
+    }
+
+    /// The same node, a rank waiting in its token pool's line taking `handoff` to see its tokens
+    /// once they are back: it sees them at its next poll, as the native library's waiters do (its
+    /// error names `throttle.handoff_ns`: only the ranks of a token pool wait in line).
+    pub fn with_handoff(self, handoff: Time) -> Result<NodeSpec, SpecError> {
+        let ranks_wait_in_line = matches!(self.policy, Some(AdmissionSpec::Token(_)) | Some(AdmissionSpec::Adaptive(_)));
+        if handoff > 0 && !ranks_wait_in_line {
+            return Err(SpecError::new("throttle.handoff_ns", "applies to policies token and adaptive only (their ranks wait in line)"));
+        }
+        Ok(NodeSpec { handoff, ..self })
     }
 
     /// The same node, its ranks sharing `cores`.

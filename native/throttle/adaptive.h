@@ -19,15 +19,17 @@
 /* The rule's constants (docs/models.md). */
 #define ADAPTIVE_DECREASE 0.5   /* a congested round multiplies the limit by this */
 #define ADAPTIVE_TOLERANCE 0.05 /* congested: the round's rate below (1 - this) x the best */
+#define ADAPTIVE_MIN_ROUND 16   /* the fewest completions a round has: fewer measure the clock's jitter */
 
 typedef struct {
     _Atomic int32_t busy;         /* a rank is evaluating the round */
     _Atomic int64_t completions;  /* tokens given back on the node (one per message), ever */
-    _Atomic int32_t binding;      /* some task was in line at a completion of this round */
+    _Atomic int64_t waited;       /* completions of this round that found a task in line */
     /* Written only by the rank that holds busy: */
     int64_t round_start_ns;       /* 0: before the node's first completion */
     int64_t round_first;          /* completions when the round started */
-    int32_t length;               /* the round's length: the limit when it started */
+    int32_t length;               /* the round's length: the limit when it started, at least
+                                   * ADAPTIVE_MIN_ROUND */
     int32_t slow_start;           /* the limit doubles until the first decrease */
     double best;                  /* completions per ns of the best round since the last decrease */
     int32_t min_limit, max_limit; /* what the limit was, for the counters */

@@ -3,15 +3,20 @@
 //! stated once in docs/models.md ("Adaptive limit"); native/throttle/adaptive.c is the same rule in
 //! the library, so a simulation predicts what the library does.
 //!
-//! Per node: a limit W (tokens, one per message), a round of W completions, and the best completion
-//! rate seen since the last decrease. A round in which some send waited for a token ("binding")
-//! compares its rate with the best: within the tolerance the limit grows (doubling until the first
-//! decrease, then by one), below it the limit is multiplied by `decrease`. A round nobody waited in
-//! changes nothing (the limit was not what held the node back).
+//! Per node: a limit W (tokens, one per message), a round of max(W, MIN_ROUND) completions, and the
+//! best completion rate seen since the last decrease. A round in which at least half the completions
+//! found a send waiting for a token ("binding") compares its rate with the best: within the tolerance
+//! the limit grows (doubling until the first decrease, then by one), below it the limit is
+//! multiplied by `decrease`. Any other round changes nothing (the limit was not what held the node
+//! back).
 
 use super::tokens::{TokenPool, TokenSpec};
 use crate::spec_error::SpecError;
 use crate::time::Time;
+
+/// The fewest completions a round has: on a real host a rate over fewer is mostly the clock's
+/// jitter (the library's limit moved 30-117 times in a 1 ms run with rounds of 2; docs/models.md).
+pub const MIN_ROUND: u64 = 16;
 
 /// The rule's parameters (defaults: docs/models.md), valid by construction ([`AdaptiveSpec::new`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -75,10 +80,11 @@ struct NodeLimit {
     best: f64,
     /// When the round started (None before the node's first completion).
     start: Option<Time>,
-    /// The round's length (the limit when it started) and its completions so far.
+    /// The round's length (the limit when it started, at least MIN_ROUND) and its completions so far.
     length: u64,
     done: u64,
-    binding: bool,
+    /// The round's completions that found a send of the node waiting.
+    waited: u64,
 }
 
 /// The limits of all nodes, and what they did.
@@ -103,7 +109,7 @@ impl Adaptive {
             .iter()
             .map(|&r| {
                 let limit = spec.initial.unwrap_or(r).clamp(1, spec.max_tokens);
-                NodeLimit { limit, slow_start: true, best: 0.0, start: None, length: limit, done: 0, binding: false }
+                NodeLimit { limit, slow_start: true, best: 0.0, start: None, length: limit.max(MIN_ROUND), done: 0, waited: 0 }
             })
             .collect();
         let (min_limit, max_limit) = (nodes.iter().map(|n| n.limit).min().unwrap_or(1), nodes.iter().map(|n| n.limit).max().unwrap_or(1));
@@ -121,22 +127,25 @@ impl Adaptive {
     }
 
     /// A message of `node` completed at `t` (gave back its token); `waiting`: some send of the node
-    /// waits for a token now. Returns the node's new limit when it changes.
+    /// waits for a token now. Returns the node's new limit when it changes. The node's first
+    /// completion only starts the first round.
     pub fn completed(&mut self, node: u32, t: Time, waiting: bool) -> Option<u64> {
         let s = &self.spec;
         let n = &mut self.nodes[node as usize];
-        n.binding |= waiting;
         let Some(start) = n.start else {
             n.start = Some(t); // the first completion starts the first round
             return None;
         };
         n.done += 1;
+        n.waited += waiting as u64;
         if n.done < n.length {
             return None;
         }
         let rate = n.done as f64 / (t - start).max(1) as f64;
         let old = n.limit;
-        if n.binding {
+        // Binding: the limit held the node back through the round, not for a moment (two tasks
+        // meeting on the pool make a wait of a few hundred ns on a real host at any limit).
+        if 2 * n.waited >= n.done {
             if n.best == 0.0 {
                 n.best = rate; // the first round, and the first after a decrease, only measure
             } else if rate >= (1.0 - s.tolerance) * n.best {
@@ -149,9 +158,9 @@ impl Adaptive {
             }
         }
         n.start = Some(t);
-        n.length = n.limit;
+        n.length = n.limit.max(MIN_ROUND);
         n.done = 0;
-        n.binding = false;
+        n.waited = 0;
         (n.limit != old).then(|| {
             self.adjustments += 1;
             self.min_limit = self.min_limit.min(n.limit);
@@ -173,7 +182,7 @@ mod tests {
         let mut out = Vec::new();
         for _ in 0..rounds {
             let step = (1.0 / rate(limit)).round() as Time;
-            for _ in 0..limit {
+            for _ in 0..limit.max(MIN_ROUND) {
                 t += step;
                 if let Some(l) = a.completed(0, t, true) {
                     limit = l;
@@ -199,11 +208,32 @@ mod tests {
         let mut a = Adaptive::new(AdaptiveSpec::default(), &[0, 1, 1, 1, 1]);
         assert_eq!((a.nodes[0].limit, a.nodes[1].limit), (1, 4)); // one per rank of the node
         a.completed(1, 0, false);
-        for t in 1..=4 {
+        for t in 1..=3 * MIN_ROUND {
             assert_eq!(a.completed(1, t * 1000, false), None);
         }
         assert_eq!(a.nodes[1].limit, 4);
         assert_eq!(a.completed(0, 0, true), None); // nodes are independent
+    }
+
+    #[test]
+    fn a_round_binds_when_half_its_completions_found_a_send_waiting() {
+        // Rounds of MIN_ROUND completions at one rate: a binding round measures, the next grows.
+        let round = |a: &mut Adaptive, t: &mut Time, waiting: u64| {
+            let mut out = None;
+            for k in 0..MIN_ROUND {
+                *t += 1000;
+                out = a.completed(0, *t, k < waiting).or(out);
+            }
+            out
+        };
+        let mut a = Adaptive::new(AdaptiveSpec::default(), &[0, 0]);
+        let mut t = 0;
+        a.completed(0, t, false);
+        for _ in 0..3 {
+            assert_eq!(round(&mut a, &mut t, MIN_ROUND / 2 - 1), None); // a moment's waits: not binding
+        }
+        assert_eq!(round(&mut a, &mut t, MIN_ROUND / 2), None); // binding: the first only measures
+        assert_eq!(round(&mut a, &mut t, MIN_ROUND), Some(4)); // as fast: the limit doubles
     }
 
     #[test]

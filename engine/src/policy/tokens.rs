@@ -151,7 +151,7 @@ impl<T> TokenPool<T> {
     }
 
     /// A message of `task` asks at `at` to be injected: its tokens if granted now (nobody waiting and
-    /// they fit), else None and `payload` waits in line until [`TokenPool::release`] hands it back.
+    /// they fit), else None and `payload` waits in line until [`TokenPool::serve`] hands it back.
     pub fn request(&mut self, node: u32, task: u32, size: u64, at: Time, payload: T) -> Option<u64> {
         let need = self.need(size);
         if self.tickets[node as usize].is_empty() && self.fits(node, task, size, need) {
@@ -172,9 +172,9 @@ impl<T> TokenPool<T> {
         })
     }
 
-    /// A message of `task` that held `tokens` completed at `at`: gives them back and grants the
-    /// waiting tickets, head first, while they fit; appends (payload, tokens) of each grant to `granted`.
-    pub fn release(&mut self, node: u32, task: u32, tokens: u64, at: Time, granted: &mut Vec<(T, u64)>) {
+    /// A message of `task` that held `tokens` completed: gives them back. The line waits for
+    /// [`TokenPool::serve`] (at once, or after the waiters' handoff).
+    pub fn give_back(&mut self, node: u32, task: u32, tokens: u64) {
         let n = node as usize;
         self.used[n] -= tokens;
         self.in_flight[n] -= 1;
@@ -182,6 +182,12 @@ impl<T> TokenPool<T> {
         if self.per_task[task as usize] == 0 {
             self.active[n] -= 1;
         }
+    }
+
+    /// Grants the waiting tickets of `node` at `at`, head first, while they fit; appends (payload,
+    /// tokens) of each grant to `granted`.
+    pub fn serve(&mut self, node: u32, at: Time, granted: &mut Vec<(T, u64)>) {
+        let n = node as usize;
         while let Some(head) = self.tickets[n].front() {
             if !self.fits(node, head.task, head.size, head.need) {
                 break;
@@ -215,6 +221,14 @@ mod tests {
 
     fn pool(tokens: u64, size_per_token: u64) -> TokenPool<u32> {
         TokenPool::new(TokenSpec::new(Some(tokens), size_per_token, vec![]).unwrap(), 1, 4)
+    }
+
+    impl<T> TokenPool<T> {
+        /// Gives back and serves the line at once.
+        fn release(&mut self, node: u32, task: u32, tokens: u64, at: Time, granted: &mut Vec<(T, u64)>) {
+            self.give_back(node, task, tokens);
+            self.serve(node, at, granted);
+        }
     }
 
     #[test]

@@ -98,6 +98,8 @@ const NIC_DONE: u32 = NODE | 1;
 /// Tokens come back (data: MSG_FLAG | slot in `NodeSim::releases`).
 const RELEASE: u32 = NODE | 2;
 const PROXY_DONE: u32 = NODE | 3;
+/// The line of a node's token pool is served after a handoff (data: MSG_FLAG | node).
+const SERVE: u32 = NODE | 4;
 /// An arrival that stands for its receiver's wait list (see `WaitList`); the low bits carry the
 /// list's version, so a copy left in the queue after the list moved on is recognised and skipped.
 const WAITER: u32 = 1 << 29;

@@ -31,7 +31,7 @@ int main(void)
     for (int round = 0; round < 10; round++) {
         int32_t limit = atomic_load(&pool.limit);
         int64_t step = limit <= 20 ? 1000 : 1667; /* the Rust test's round(1 / rate) */
-        for (int32_t k = 0; k < limit; k++) {
+        for (int32_t k = 0; k < round_length(limit); k++) {
             fake_ns += step;
             adaptive_completed(&a, &pool, 1);
         }

@@ -14,6 +14,8 @@ thresholds::
     gap_ns = 2000           # rate: least time between two injections of a task
     servers = 8             # proxy: servers per node
     stall_ms = 100          # token, proxy: native library only (the engine has no stall escape)
+    handoff_ns = 0          # token, adaptive (engine only): how long a rank waiting in line takes to
+                            #   see its tokens once they are back (the library's poll loop)
     ranks_per_node = 32     # when neither [topology] nor [nic] gives it
 
     [[throttle.class]]      # Algorithm 1 thresholds for messages of at most up_to bytes (the last
@@ -36,10 +38,11 @@ from contend.machine.size_classes import MAX_BYTES, class_places, sorted_by_size
 from contend.machine.tomlfile import Where, did_you_mean, reject_unknown_keys
 
 POLICIES = ("token", "rate", "proxy", "adaptive", "none")
-KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "ranks_per_node", "class")
-APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "class"}, "rate": {"gap_ns"},
-           "proxy": {"servers", "tokens", "size_per_token", "stall_ms", "class"}, "adaptive": {"tokens", "stall_ms"},
-           "none": set()}
+KEYS = ("policy", "tokens", "size_per_token", "gap_ns", "servers", "stall_ms", "handoff_ns", "ranks_per_node",
+        "class")
+APPLIES = {"token": {"tokens", "size_per_token", "stall_ms", "handoff_ns", "class"}, "rate": {"gap_ns"},
+           "proxy": {"servers", "tokens", "size_per_token", "stall_ms", "class"},
+           "adaptive": {"tokens", "stall_ms", "handoff_ns"}, "none": set()}
 CLASS_KEYS = ("up_to", "cct", "nrct", "crct")
 
 
@@ -65,9 +68,11 @@ def policy_params(table: Mapping[str, Any], where: Where, places: dict[str, str]
         if "gap_ns" not in table:
             raise UserError(f"{where('')}: policy 'rate' needs gap_ns")
         return {"kind": "rate", "gap": _count(table, "gap_ns", where, below=2**64 // 1000) * 1000}
-    if policy == "adaptive":  # docs/models.md "Adaptive limit": the rule's constants need no setting
-        return {"kind": "adaptive", **({"tokens": _count(table, "tokens", where)} if "tokens" in table else {})}
     out: dict[str, Any] = {"kind": policy}
+    if "handoff_ns" in table:
+        out["handoff"] = _count(table, "handoff_ns", where, below=2**64 // 1000) * 1000
+    if policy == "adaptive":  # docs/models.md "Adaptive limit": the rule's constants need no setting
+        return {**out, **({"tokens": _count(table, "tokens", where)} if "tokens" in table else {})}
     for key in ("tokens", "size_per_token"):
         if key in table:
             out[key] = _count(table, key, where)

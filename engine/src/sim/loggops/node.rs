@@ -16,7 +16,7 @@ use crate::time::Time;
 use crate::u64_map::U64Map;
 
 use super::handle::{Handle, Held};
-use super::{ARRIVAL, FLOW_START, MSG_FLAG, NIC_DONE, NIC_ENQUEUE, PROXY_DONE, RELEASE};
+use super::{ARRIVAL, FLOW_START, MSG_FLAG, NIC_DONE, NIC_ENQUEUE, PROXY_DONE, RELEASE, SERVE};
 
 /// The node models' state during a run.
 pub(super) struct NodeSim {
@@ -40,6 +40,10 @@ pub(super) struct NodeSim {
     /// Sends held back by the rate, by rank << 32 | op: a send the gap holds again (others of its
     /// task went first) still counts as one wait, as in the library.
     rate_held: U64Map<()>,
+    /// How long a waiting rank takes to see its tokens (`NodeSpec::handoff`), and per node whether
+    /// a SERVE event is due.
+    handoff: Time,
+    serving: Vec<bool>,
 }
 
 impl NodeSim {
@@ -77,6 +81,8 @@ impl NodeSim {
             waits: 0,
             grants: 0,
             rate_held: U64Map::default(),
+            handoff: model.handoff,
+            serving: vec![false; nodes],
         }
     }
 
@@ -177,6 +183,10 @@ impl NodeSim {
                 let (task, tokens) = self.releases[id as usize];
                 self.free_releases.push(id);
                 self.release(task, tokens, h);
+            }
+            SERVE => {
+                self.serving[id as usize] = false;
+                self.serve(id, h);
             }
             _ => self.proxy_done(id, h),
         }
@@ -301,17 +311,31 @@ impl NodeSim {
     }
 
     /// `task`'s send completed and gives back its tokens now: the waiting sends they admit are
-    /// resumed, in ticket order, keeping their keys (or the proxy's servers take them).
+    /// resumed, in ticket order, keeping their keys (or the proxy's servers take them); with a
+    /// handoff, the line is served that much later (the tickets keep their places meanwhile, so
+    /// sends asking in between wait behind them, as in the library's FIFO).
     pub(super) fn release<P: Program>(&mut self, task: u32, tokens: u64, h: &mut Handle<'_, P>) {
         let node = self.node_of[task as usize];
-        let mut granted = std::mem::take(&mut self.granted);
-        granted.clear();
         let pool = self.tokens.as_mut().expect("a token pool");
         // Adaptive policy: the completion may move the node's limit before it grants the line.
         if let Some(limit) = self.adaptive.as_mut().and_then(|a| a.completed(node, h.now(), pool.waiting(node))) {
             pool.set_limit(node, limit);
         }
-        pool.release(node, task, tokens, h.now(), &mut granted);
+        pool.give_back(node, task, tokens);
+        if self.handoff == 0 || !pool.waiting(node) {
+            return self.serve(node, h);
+        }
+        if !self.serving[node as usize] {
+            self.serving[node as usize] = true;
+            h.schedule(h.now() + self.handoff, SERVE, node);
+        }
+    }
+
+    /// The line of `node`'s pool takes the tokens that fit now.
+    fn serve<P: Program>(&mut self, node: u32, h: &mut Handle<'_, P>) {
+        let mut granted = std::mem::take(&mut self.granted);
+        granted.clear();
+        self.tokens.as_mut().expect("a token pool").serve(node, h.now(), &mut granted);
         if self.proxy.is_some() {
             self.granted = granted;
             return self.proxy_dispatch(node, h);
