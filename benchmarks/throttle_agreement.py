@@ -26,8 +26,8 @@ from rich import box
 from rich.console import Console
 
 from contend.report.terminal import Table
-from contend.experiments.throttle_agreement import (AGREE, POLICIES, SCENARIOS, TOLERANCE, library_handoff, overlap,
-                                                    spread, twin_model)
+from contend.experiments.throttle_agreement import (AGREE, HOST_HANDOFF_NS, POLICIES, SCENARIOS, TOLERANCE,
+                                                    library_handoff, overlap, spread, twin_model)
 
 
 def span(values: list[float]) -> str:
@@ -47,14 +47,13 @@ def main() -> int:
         table.add_column(column, justify="left" if column in ("scenario", "policy", "agree", "case") else "right", no_wrap=True)
     out = []
     handoff_ns = library_handoff()
-    print(f"the library's waiters see their tokens {handoff_ns} ns after they come back (library_handoff)",
-          file=sys.stderr)
+    print(f"the library's waiters see their tokens {handoff_ns} ns after they come back (library_handoff; "
+          f"the twins take {HOST_HANDOFF_NS} ns)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
         for name, scenario in SCENARIOS.items():
             model = twin_model(scenario)
             for policy, settings in POLICIES.items():
-                got = spread(scenario, settings, args.rounds, Path(scratch), model, repeats=args.repeats,
-                             handoff_ns=handoff_ns)
+                got = spread(scenario, settings, args.rounds, Path(scratch), model, repeats=args.repeats)
                 engine, library = got["engine"], got["library"]
                 table.add_row(name, policy, f"{statistics.median(engine):.2f}", span(engine),
                               f"{statistics.median(library):.2f}", span(library),
@@ -70,7 +69,8 @@ def main() -> int:
                   f"{', '.join(f'{x:.2f}' for x in load_before)} before, "
                   f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} after")
     if args.json:
-        Path(args.json).write_text(json.dumps({"rounds": args.rounds, "handoff_ns": handoff_ns, "cases": out}, indent=1))
+        Path(args.json).write_text(json.dumps({"rounds": args.rounds, "handoff_ns": handoff_ns,
+                                               "twin_handoff_ns": HOST_HANDOFF_NS, "cases": out}, indent=1))
     return 0
 
 

@@ -26,8 +26,7 @@ import pytest
 
 from contend.experiments.throttle_agreement import (AGREE, APART, POLICIES, RANKS, RANKS_PER_NODE, SCENARIOS,
                                                     TOLERANCE, compare, engine_policy, library_counters,
-                                                    library_handoff, overlap, round_skews, run_engine, spread,
-                                                    twin_model)
+                                                    overlap, round_skews, run_engine, spread, twin_model)
 
 ROUNDS = 4
 
@@ -92,9 +91,8 @@ def test_library_and_engine_counters_agree(built, tmp_path, scenario, policy):
 
 @pytest.fixture(scope="module")
 def host(built, tmp_path_factory):
-    """This host now: each scenario's twin model, and how long the library's waiters take to see
-    their tokens."""
-    return {"model": {name: twin_model(s) for name, s in SCENARIOS.items()}, "handoff_ns": library_handoff(),
+    """This host now: each scenario's twin model."""
+    return {"model": {name: twin_model(s) for name, s in SCENARIOS.items()},
             "scratch": tmp_path_factory.mktemp("host")}
 
 
@@ -109,8 +107,7 @@ def test_waits_agree_within_the_spread(host, scenario, policy):
     """Waits per send over 5 library runs, each beside its twin; the two intervals overlap or are at
     most TOLERANCE apart. Timing decides waits, so this is no equality; a case apart by more fails."""
     s = SCENARIOS[scenario]
-    got = spread(s, POLICIES[policy], 8, host["scratch"], host["model"][scenario], repeats=5,
-                 handoff_ns=host["handoff_ns"])
+    got = spread(s, POLICIES[policy], 8, host["scratch"], host["model"][scenario], repeats=5)
     assert overlap(got["engine"], got["library"]), f"{scenario} {policy} (tolerance {TOLERANCE}): {got}"
 
 
