@@ -29,8 +29,7 @@ its twin starts each origin's rounds that much after the round's first origin, a
 start skews decide the token waits of Figures 1 and 2: two origins inject in lock step around the pool
 while both run, and the one that started first puts alone, without waiting, until the other starts
 (and the other finishes alone). The all-to-all's twin shares its cores in the model instead
-(HOST_CORES). ``AGREE`` lists the cases whose waits agree within TOLERANCE; ``APART`` the others, each
-with why (docs/measurements.md).
+(HOST_CORES). Every case's waits agree within TOLERANCE (docs/measurements.md).
 
 A policy is a ``[throttle]`` table (docs/formats.md), spelled once in ``POLICIES``: the engine reads it
 through ``contend.machine.admission.policy_params``, the library as ``CONTEND_THROTTLE_*`` variables.
@@ -204,24 +203,6 @@ SCENARIOS = {
 }
 # Waits per send: how far apart the two sides' intervals may be and still agree.
 TOLERANCE = 0.1
-# The cases whose waits agree in every run (tested), and those that do not, or not in every run, with
-# why (not tested as agreeing; docs/measurements.md has how often each agreed).
-AGREE = {("figure1", "token1"), ("figure1", "token2"), ("figure1", "rate"), ("figure1", "proxy"),
-         ("figure1", "adaptive"), ("figure2", "token1"), ("figure2", "token2"), ("figure2", "rate"),
-         ("figure2", "proxy"), ("alltoall", "token1"), ("alltoall", "token2"), ("alltoall", "rate"),
-         ("alltoall", "proxy"), ("alltoall", "adaptive")}
-# Figure 2 under the adaptive policy: at a limit of 2 the library's origins do wait now and then (a
-# waiter takes its turn only at its next poll, and an origin keeps a done put's token until it next
-# asks), enough for binding rounds, whose rates on this host's clock differ by more than the rule's 5%
-# from jitter alone; its limit then moves between 1 and 4. The twin's origins never wait at 2 tokens,
-# so no round binds and its limit stays.
-APART = {
-    ("figure2", "adaptive"): "binding rounds on the host, none in the twin (above): library 0.02..0.27 a "
-                             "send with 1-20 limit changes a run, its twin 0.00 and its limit still "
-                             "(2026-11-27)",
-}
-
-
 def engine_policy(table: Mapping[str, Any]) -> dict[str, Any] | None:
     from contend.machine.admission import policy_params
     from contend.machine.tomlfile import Where
