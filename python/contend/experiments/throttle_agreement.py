@@ -203,6 +203,8 @@ SCENARIOS = {
 }
 # Waits per send: how far apart the two sides' intervals may be and still agree.
 TOLERANCE = 0.1
+
+
 def engine_policy(table: Mapping[str, Any]) -> dict[str, Any] | None:
     from contend.machine.admission import policy_params
     from contend.machine.tomlfile import Where
@@ -247,9 +249,9 @@ def twin_model(scenario: Scenario) -> dict[str, float]:
 def library_handoff(timeout_s: float = 120) -> int:
     """How long a task waiting in the library's line takes to see the tokens given back (ns): its
     poll-and-yield loop (native/throttle/admit.c); HOST_HANDOFF_NS is its fit for this host. Measured on
-    Figure 1 under one token, where the two
-    origins take turns: an origin asks o - g after giving its token back and gets it again after the
-    other's turn, so its mean wait (wait_ns / waits) is 2g + 2h - o, with o and g Figure 1's put_model."""
+    Figure 1 under one token, where the two origins take turns: an origin asks o - g after giving its
+    token back and gets it again after the other's turn, so its mean wait (wait_ns / waits) is
+    2g + 2h - o, with o and g Figure 1's put_model."""
     from contend.native import libthrottle
     from contend.native.bench.runner import run_benchmark
 
