@@ -38,6 +38,8 @@ REFILL_MARGIN = 1.5
 def burst_pause_s(fabric: Fabric) -> float:
     """The rest after each calibration round trip: long enough for an emptied bucket to fill again."""
     return REFILL_MARGIN * TBF_BURST_BYTES / fabric.link_Bps
+
+
 # The engine's topology for each fabric shape, and the links between neighbouring nodes 0 and 1.
 TOPOLOGY_KIND = {"line": "mesh", "ring": "torus", "star": "crossbar"}
 NEIGHBOUR_LINKS = {"line": 3, "ring": 3, "star": 2}  # injection, (router to router,) ejection
