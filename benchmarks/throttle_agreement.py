@@ -45,12 +45,13 @@ def main() -> int:
     for column in ("scenario", "policy", "engine", "range", "library", "range", "agree"):
         table.add_column(column, justify="left" if column in ("scenario", "policy", "agree") else "right", no_wrap=True)
     out = []
-    handoff_ns = library_handoff()
+    models = {name: twin_model(scenario) for name, scenario in SCENARIOS.items()}
+    handoff_ns = library_handoff(models["figure1"])
     print(f"the library's waiters see their tokens {handoff_ns} ns after they come back (library_handoff; "
           f"the twins take {HOST_HANDOFF_NS} ns)", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="contend-agree-") as scratch:
         for name, scenario in SCENARIOS.items():
-            model = twin_model(scenario)
+            model = models[name]
             for policy, settings in POLICIES.items():
                 got = spread(scenario, settings, args.rounds, Path(scratch), model, repeats=args.repeats)
                 engine, library = got["engine"], got["library"]

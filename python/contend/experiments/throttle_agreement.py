@@ -246,17 +246,16 @@ def twin_model(scenario: Scenario) -> dict[str, float]:
     return put_model(scenario) if scenario.one_way else dict(HOST_MODEL)
 
 
-def library_handoff(timeout_s: float = 120) -> int:
+def library_handoff(model: Mapping[str, float], timeout_s: float = 120) -> int:
     """How long a task waiting in the library's line takes to see the tokens given back (ns): its
     poll-and-yield loop (native/throttle/admit.c); HOST_HANDOFF_NS is its fit for this host. Measured on
     Figure 1 under one token, where the two origins take turns: an origin asks o - g after giving its
     token back and gets it again after the other's turn, so its mean wait (wait_ns / waits) is
-    2g + 2h - o, with o and g Figure 1's put_model."""
+    2g + 2h - o, with o and g from ``model``, Figure 1's put_model."""
     from contend.native import libthrottle
     from contend.native.bench.runner import run_benchmark
 
     scenario = SCENARIOS["figure1"]
-    model = put_model(scenario, timeout_s)
     with scratch_directory("contend-agree-") as scratch:
         stats = Path(scratch) / "handoff.jsonl"
         run_benchmark(scenario.pattern, ranks=RANKS, sizes=[scenario.size], iters=8, warmup=1,
