@@ -21,7 +21,8 @@ Programs (native/apps, built by `contend native build`; mpi4py's demos from its 
     osu_allgather mpi4py's demo/osu_allgather.py (Allgather, 1 B..16 KiB, 300 iterations per size)
 
 Each program at each rank count: `contend predict`'s runs (untraced and traced alternating, the traces kept
-in DIR/traces, every traced run converted and simulated on the machine), and a second prediction with
+in DIR/traces, every traced run converted and simulated on the machine) between two host checks (the
+machine file's 1-byte round trip measured again: contend.analysis.host_check), and a second prediction with
 this host's noise measured just before (contend noise measure --mpi -n N --per-core, N at most the
 machine's [cores] per_node, whose model already shares the cores among the ranks). On shared memory
 with --machine (from `contend bench fit`); with --fabric (root) also on an emulated star of 4 nodes (one
@@ -49,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from rich import box
 from rich.console import Console
@@ -59,10 +60,13 @@ from contend.atomic import atomic_path
 from contend.errors import UserError
 from contend.report.terminal import Table
 from contend.analysis.predict import Measured, fifo_command, measure_runs, predict_traces
+from contend.analysis.host_check import HostCheck, measure as measure_probe, probe_of
+from contend.machine.file import load_machine
 
 PREFIX = "ctdp-"  # never the user's fabric (ctd-) nor another benchmark's or test's
 TARGETS = {"shm": 10.0, "shm-fifo": 10.0, "fabric": 15.0, "fabric-fifo": 15.0}
 NOISE_SECONDS = 5
+T = TypeVar("T")
 ANCHOR = "LogGOPSim trace replay (Hoefler, Schneider, Lumsdaine 2010): <2% average error"
 
 
@@ -96,9 +100,25 @@ def programs(build: Path) -> dict[str, tuple[Callable[[int], list[str]], tuple[i
     }
 
 
+def host_checked(machine: str, built, timeout_s: float, console: Console, label: str,
+                 runs: Callable[[], T]) -> tuple[T, dict | None]:
+    """``runs()`` between two measurements of the machine file's probe (contend.analysis.host_check), on the
+    fabric ``built`` or on shared memory; the check's summary (None when the file records no probe)."""
+    probe = probe_of(load_machine(machine).document)
+    if probe is None:
+        return runs(), None
+    console.print(f"  {label}: host check")
+    check = HostCheck(probe, measure_probe(probe, built, timeout_s))
+    result = runs()
+    check.after_ns = measure_probe(probe, built, timeout_s)
+    console.print(f"  {label}: {check.describe(machine)}")
+    return result, check.summary()
+
+
 def measure_setting(setting: str, names: list[str], ranks: list[int], machine: str, runs: int,
-                    placement, out: Path, console: Console, timeout_s: float) -> list[dict]:
-    """Every program at every rank count it runs at: the runs, their traces kept in out/traces/LABEL."""
+                    placement, built, out: Path, console: Console, timeout_s: float) -> list[dict]:
+    """Every program at every rank count it runs at: the runs, their traces kept in out/traces/LABEL,
+    between two host checks (on the fabric ``built``, if given)."""
     library = mpi.find_mpi()
     found = programs(mpi.build_dir(library))
     shared = shared_cores(machine)
@@ -119,15 +139,16 @@ def measure_setting(setting: str, names: list[str], ranks: list[int], machine: s
                    "noise": None if setting.endswith("-fifo") else host_noise(out / "noise" / f"{label}.noise",
                                                                                min(n, shared or n), console)}
             try:
-                measured, directories = measure_runs(
-                    command, runs, out / "traces" / label, timeout_s=timeout_s,
-                    progress=lambda text, label=label: console.print(f"  {label}: {text}"))
+                (measured, directories), check = host_checked(
+                    machine, built, timeout_s, console, label,
+                    lambda: measure_runs(command, runs, out / "traces" / label, timeout_s=timeout_s,
+                                         progress=lambda text, label=label: console.print(f"  {label}: {text}")))
             except UserError as exc:
                 console.print(f"  [red]{label}: {exc}[/red]")
                 rows.append({**row, "failed": str(exc)})
                 continue
             row.update(loadavg_1min_after=os.getloadavg()[0], untraced_ns=measured.untraced_ns,
-                       traced_ns=measured.traced_ns, traces=[str(d) for d in directories])
+                       traced_ns=measured.traced_ns, traces=[str(d) for d in directories], host_check=check)
             rows.append(row)
     return rows
 
@@ -157,7 +178,7 @@ def host_noise(path: Path, ranks: int, console: Console) -> str:
 
 
 def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ranks: list[int], runs: int,
-                         placement, console: Console, timeout_s: float) -> list[dict]:
+                         placement, built, console: Console, timeout_s: float) -> list[dict]:
     """For every row traced at P ranks (``traced``), untraced runs at each N in ``ranks`` (N a multiple
     of P above it): rows whose prediction extrapolates the P-rank traces to N ranks (predict_rows)."""
     from contend.analysis.predict import untraced_span
@@ -177,16 +198,20 @@ def measure_extrapolated(setting: str, names: list[str], traced: list[dict], ran
             row = {"program": name, "setting": setting, "ranks": n, "traced_ranks": p,
                    "machine": source["machine"], "command": command, "loadavg_1min_before": os.getloadavg()[0],
                    "noise": None, "traces": source["traces"], "traced_ns": []}
-            try:
+            def untraced(command=command, label=label) -> list[int]:
                 spans = []
                 for run in range(runs):
                     console.print(f"  {label}: run {run + 1}/{runs}: untraced")
                     spans.append(untraced_span(command, timeout_s, lambda line: None))
+                return spans
+
+            try:
+                spans, check = host_checked(source["machine"], built, timeout_s, console, label, untraced)
             except UserError as exc:
                 console.print(f"  [red]{label}: {exc}[/red]")
                 rows.append({**row, "failed": str(exc)})
                 continue
-            row.update(loadavg_1min_after=os.getloadavg()[0], untraced_ns=spans)
+            row.update(loadavg_1min_after=os.getloadavg()[0], untraced_ns=spans, host_check=check)
             rows.append(row)
     return rows
 
@@ -242,6 +267,12 @@ def pct(value) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
+def host_moved(row: dict) -> str:
+    """How far the host's round trip was from the machine file's during the row's runs (host_check)."""
+    check = row.get("host_check")
+    return "-" if check is None else pct(check["change_pct"])
+
+
 def shown(row: dict) -> dict:
     """A row as the tables show it: a failed prediction has no error."""
     return {**row, "error_pct": None} if row.get("failed") else row
@@ -251,7 +282,9 @@ def shown(row: dict) -> dict:
 # simulated, errors; short headings, LEGEND printed before them.
 LEGEND = ("times in ms between MPI_Init and MPI_Finalize: median and range over the runs. predicted: each "
           "traced run simulated; noise: simulated with this host's noise. Errors against the untraced median "
-          "(tracer: the traced median's; vs traced: each traced run's prediction against that run's own time)")
+          "(tracer: the traced median's; vs traced: each traced run's prediction against that run's own time); "
+          "host: the 1-byte round trip around the row's runs against the machine file's (the larger of before "
+          "and after; beyond 10% the file no longer describes the host)")
 
 
 def rich_tables(rows: list[dict]) -> list[Table]:
@@ -264,14 +297,14 @@ def rich_tables(rows: list[dict]) -> list[Table]:
 
     measured = table("measured (ms)", ["untraced", "range", "traced", "range"])
     simulated = table("simulated (ms)", ["predicted", "range", "noise", "range"])
-    errors = table("errors", ["tracer", "error", "vs traced", "noise", "target"])
+    errors = table("errors", ["tracer", "error", "vs traced", "noise", "target", "host"])
     for r in map(shown, rows):
         case = f"{r['program']}, {r['setting']}, {r['ranks']} ranks" + (
             f" (traced at {r['traced_ranks']})" if "traced_ranks" in r else "")
         measured.add_row(case, ms(r["untraced"]), ms_range(r["untraced"]), ms(r["traced"]), ms_range(r["traced"]))
         simulated.add_row(case, ms(r["predicted"]), ms_range(r["predicted"]), ms(r["noisy"]), ms_range(r["noisy"]))
         errors.add_row(case, pct(r["tracing_overhead_pct"]), pct(r["error_pct"]), pct(r["error_vs_traced_pct"]),
-                       pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%")
+                       pct(r["error_noisy_pct"]), f"{TARGETS[r['setting']]:.0f}%", host_moved(r))
     return [measured, simulated, errors]
 
 
@@ -280,7 +313,7 @@ def markdown(rows: list[dict]) -> str:
         return ms(values) if values["median_ns"] is None else f"{ms(values)} [{ms_range(values)}]"
 
     head = ["program", "setting", "ranks", "traced at", "untraced (ms)", "traced (ms)", "tracer", "predicted (ms)",
-            "error", "vs traced", "with host noise (ms)", "error", "target"]
+            "error", "vs traced", "with host noise (ms)", "error", "target", "host vs machine file"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "untraced" not in r:
@@ -292,7 +325,7 @@ def markdown(rows: list[dict]) -> str:
             r["program"], r["setting"], str(r["ranks"]), str(r.get("traced_ranks", r["ranks"])), spread(r["untraced"]),
             spread(r["traced"]), pct(r["tracing_overhead_pct"]), spread(r["predicted"]), pct(r["error_pct"]),
             pct(r["error_vs_traced_pct"]), spread(r["noisy"]), pct(r["error_noisy_pct"]),
-            f"{TARGETS[r['setting']]:.0f}%"]) + " |")
+            f"{TARGETS[r['setting']]:.0f}%", host_moved(r)]) + " |")
     for key, what in (("error_pct", "without noise"), ("error_noisy_pct", "with this host's noise")):
         done = [r for r in rows if isinstance(r.get(key), float)]
         if done:
@@ -351,19 +384,19 @@ def main() -> int:
         if args.fifo and source and max(ranks) > (os.cpu_count() or 1):
             parser.error("--fifo: at most one rank per core (ranks of one priority spinning on a core starve)")
 
-        def setting_rows(setting: str, machine: str, placement, most: int) -> list[dict]:
+        def setting_rows(setting: str, machine: str, placement, built, most: int) -> list[dict]:
             """The setting's rows at the rank counts up to ``most``: traced there, or at P and extrapolated."""
             usable = [n for n in ranks if n <= most]
             traced = measure_setting(setting, names, [source] if source else usable, machine, args.runs, placement,
-                                     out, console, args.timeout)
+                                     built, out, console, args.timeout)
             if source:
-                traced += measure_extrapolated(setting, names, traced, usable, args.runs, placement, console,
+                traced += measure_extrapolated(setting, names, traced, usable, args.runs, placement, built, console,
                                                args.timeout)
             return traced
 
         rows = []
         if not args.fabric_only:
-            rows += setting_rows("shm-fifo" if args.fifo else "shm", args.machine, None, max(ranks))
+            rows += setting_rows("shm-fifo" if args.fifo else "shm", args.machine, None, None, max(ranks))
         if args.fabric or args.fabric_only:
             from contend.experiments.fabric_machine import host_tables
             from contend.native import fabric
@@ -376,7 +409,7 @@ def main() -> int:
                     calibrate_fabric(built, Path(machine), console,
                                      None if args.machine is None else host_tables(args.machine))
                 placement = mpi.Placement(fabric.write_rank_wrapper(built, Path(scratch)))
-                rows += setting_rows("fabric-fifo" if args.fifo else "fabric", machine, placement, nodes)
+                rows += setting_rows("fabric-fifo" if args.fifo else "fabric", machine, placement, built, nodes)
         save(out, rows)  # the measurements stand on their own: --replay-only predicts them again
     predict_rows(rows, console)
     save(out, rows)

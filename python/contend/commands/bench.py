@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from contend.atomic import beside, check_writable
-from contend.native.bench.registry import BENCHMARKS, PATTERN_OPTIONS, benchmark
+from contend.native.bench.registry import BENCHMARKS, FIT_ITERS, PATTERN_OPTIONS, benchmark
 from contend.errors import UserError
 from contend.commands.options import add_fabric_prefix
 from contend.machine.quantities import bounded_number, parse_bandwidth, parse_count
@@ -77,7 +77,8 @@ def register(subparsers) -> None:
                      help="machine file to write (default this-host.toml); runs and plot go beside it")
     fit.add_argument("--name", default="this-host", help="machine name in the file")
     fit.add_argument("--sizes", metavar="LIST", default="1:1MiB", help="sizes to measure (default 1:1MiB)")
-    fit.add_argument("--iters", metavar="N", default="300", help="round trips per size and run (default 300)")
+    fit.add_argument("--iters", metavar="N", default=str(FIT_ITERS),
+                     help=f"round trips per size and run (default {FIT_ITERS})")
     fit.add_argument("--repeats", metavar="R", default="9",
                      help="runs of each measurement, alternating; those in the machine's most common state "
                           "are combined by their median (default 9)")

@@ -70,6 +70,9 @@ def register(subparsers) -> None:
                         help="keep the traced runs' rank files (DIR/traces/run-K) and the last schedule in DIR")
     parser.add_argument("--timeout", default="600", metavar="S", help="end each run after S seconds (default 600)")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON (- for standard output)")
+    parser.add_argument("--no-host-check", action="store_true",
+                        help="skip the host check: the 1-byte round trip the machine file was fitted with, "
+                             "measured again before and after the runs (a warning when it moved more than 10%%)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the MPI launch command")
     parser.set_defaults(func=run)
 
@@ -92,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         predict.DEFAULT_RECORDS
     timeout = run_timeout(args.timeout)
     noise = _check_machine(args.machine, args.noise)
+    probe = None if args.no_host_check or not command else _probe(args.machine)
     throttle = _throttle(args, command)
     if args.json and args.json != "-":
         check_writable(args.json, "--json")
@@ -111,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("predict: no writable temporary directory (TMPDIR, /tmp) to work in") from None
     with scratch_directory as scratch, _status() as progress:
         work = keep if keep is not None else Path(scratch)
+        built = None  # the emulated fabric the runs go to, if any
         if args.fabric:
             from contend.native import fabric
 
@@ -124,13 +129,25 @@ def run(args: argparse.Namespace) -> int:
                 NetworkLayout.of(loggops_params(machine), len(node_of_rank))  # the engine checks it before any run
         if args.fifo:
             command = predict.fifo_command(command)
+        check = None
+        if probe is not None:
+            from contend.analysis.host_check import HostCheck, measure as measure_probe
+
+            progress("measuring the host's round trip (host check)")
+            check = HostCheck(probe, measure_probe(probe, built, timeout))
         if args.trace:
             measured = predict.predict_trace(Path(args.trace), args.machine, work, noise, args.algorithms)
         else:
             measured = predict.predict_command(command, machine, runs, work, records=records, noise=noise,
                                                timeout_s=timeout, progress=progress, throttle=throttle,
                                                algorithms=args.algorithms)
+        if check is not None:
+            progress("measuring the host's round trip again (host check)")
+            check.after_ns = measure_probe(probe, built, timeout)
     warnings = list(measured.warnings)
+    moved = None if check is None else check.warning(args.machine)
+    if moved:
+        warnings.append(moved)
     if throttle is not None and throttle.ranks_per_node is not None and measured.ranks <= throttle.ranks_per_node:
         # the library and the model alike
         warnings.append(f"predict: --ranks-per-node {throttle.ranks_per_node} puts all {measured.ranks} ranks on one "
@@ -143,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"contend: warning: {warning}", file=sys.stderr)
     summary = {"command": command or None, "trace": args.trace, "machine": args.machine,
                "throttle": None if throttle is None else {**throttle.policy, "ranks_per_node": throttle.ranks_per_node},
-               **measured.summary()}
+               **measured.summary(), "host_check": None if check is None else check.summary()}
     if args.json:
         text = json.dumps(summary, indent=2)
         if args.json == "-":
@@ -162,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
 
         console = Console()
         console.print(table([(" ".join(command) if command else args.trace, summary)]))
+        if check is not None:
+            console.print(check.describe(args.machine))
         if measured.critical_path is not None:
             console.print(measured.critical_path.table(
                 "where the predicted time goes (critical path of the last traced run's schedule)"))
@@ -199,6 +218,18 @@ def _check_machine(machine: str, noise: str | None) -> NoiseSettings | bool | No
     from contend.noise.settings import resolve
 
     return resolve(noise, None) or False
+
+
+def _probe(machine: str):
+    """The host check's probe of the machine file's records (None when it has none), or a UserError naming
+    the file, before any run."""
+    from contend.analysis.host_check import probe_of
+    from contend.machine.file import machine_of
+
+    try:
+        return probe_of(machine_of(machine).document)
+    except UserError as exc:
+        raise UserError(f"{machine}: {exc}") from None
 
 
 def _throttle(args: argparse.Namespace, command: list[str]):

@@ -496,6 +496,7 @@ def machine_toml(fit: LogGPFit, table: pd.DataFrame, meta: dict, name: str = "th
         'method = "Netgauge parametrised round trips (loggp pattern), one line per protocol regime (least '
         'squares in relative error), checked by an independent ping-pong; see docs/measure.md"',
         f"ranks = {meta.get('ranks', 2)}",
+        *([f"iters = {meta['iters']}   # round trips per size and run"] if "iters" in meta else []),
         f"repeats = {meta.get('repeats', 1)}   # runs of each measurement, parameters and check alternating",
         f"runs = {meta.get('runs', 1)}   # parameter runs in the machine's most common state, combined by per-size medians",
         f"check_runs = {meta.get('check_runs', 1)}   # check runs in that state, combined the same way",

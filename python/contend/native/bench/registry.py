@@ -13,6 +13,7 @@ KiB, MiB = 1024, 1024 * 1024
 POWERS_OF_4 = tuple(4**k for k in range(11))  # 1 B .. 1 MiB
 NIC_SIZES = (8, 256, 8 * KiB, 256 * KiB)  # Luo et al. 2012 sweeps 8 B .. 512 KiB; four sizes keep a sweep short
 NIC_OPTIONS = ("active", "windows", "messages", "mode")
+FIT_ITERS = 300  # `contend bench fit`: round trips per size and run, unless --iters says otherwise
 
 # Harness options a benchmark may take besides sizes/iterations (CLI name -> harness flag).
 PATTERN_OPTIONS = {

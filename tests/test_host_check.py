@@ -1,0 +1,110 @@
+"""The host check of `contend predict`: which probe a machine file's records give, the arithmetic of the
+verdict, damaged records as one line before any run, and a real 2-rank check against files that record
+a round trip far from any this host can take (so the verdict does not depend on the host's speed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contend.analysis.host_check import TOLERANCE_PCT, HostCheck, Probe, probe_of
+from contend.cli import main
+from contend.errors import UserError
+from contend.machine.file import load_machine
+from contend.native import mpi
+
+FIT = {"pingpong_bytes": [1, 8, 64], "pingpong_median_ns": [1500.0, 1510.0, 1600.0], "iters": 200}
+FABRIC = {"one_way_1B_ns": [8000.0, 9000.0, 8500.0]}
+
+
+def test_a_fit_gives_its_smallest_pingpong_and_a_fabric_calibration_its_loggp_runs():
+    fit = probe_of({"fit": FIT})
+    assert (fit.pattern, fit.size, fit.iters, fit.recorded_ns, fit.statistic) == ("pingpong", 1, 200, 1500.0, "median")
+    from contend.experiments.fabric_check import Settings
+
+    fabric = probe_of({"measured": FABRIC})
+    assert (fabric.pattern, fabric.size, fabric.iters, fabric.warmup) == ("loggp", 1, Settings().latency_iters,
+                                                                          Settings().warmup)
+    assert fabric.recorded_ns == 2 * 8500.0  # the median run's one-way time, as a round trip
+    # a fit written before it recorded its iterations took the command's default
+    from contend.native.bench.registry import FIT_ITERS
+
+    assert probe_of({"fit": {k: v for k, v in FIT.items() if k != "iters"}}).iters == FIT_ITERS
+
+
+def test_a_file_without_such_records_has_no_probe():
+    assert probe_of(load_machine("loggopsim-default").document) is None
+    assert probe_of({"fit": {"method": "by hand"}}) is None
+
+
+@pytest.mark.parametrize("document, pattern", [
+    ({"fit": {**FIT, "pingpong_median_ns": "fast"}}, r"\[fit\] pingpong_median_ns: a list of positive numbers"),
+    ({"fit": {**FIT, "pingpong_median_ns": [1500.0, -1.0, 2.0]}}, r"\[fit\] pingpong_median_ns"),
+    ({"fit": {**FIT, "pingpong_bytes": [1, True, 3]}}, r"\[fit\] pingpong_bytes"),
+    ({"fit": {**FIT, "pingpong_median_ns": [1500.0]}}, r"not one time per size"),
+    ({"fit": {**FIT, "iters": 0}}, r"\[fit\] iters: a positive whole number"),
+    ({"fit": {**FIT, "iters": 2.5}}, r"\[fit\] iters"),
+    ({"measured": {"one_way_1B_ns": []}}, r"\[measured\] one_way_1B_ns: no runs"),
+    ({"measured": {"one_way_1B_ns": 8000}}, r"\[measured\] one_way_1B_ns: a list"),
+])
+def test_damaged_records_are_named(document, pattern):
+    with pytest.raises(UserError, match=pattern):
+        probe_of(document)
+
+
+def probe(recorded_ns: float) -> Probe:
+    return Probe("pingpong", 1, 300, None, recorded_ns, "median", "[fit] pingpong_median_ns")
+
+
+def test_the_verdict_takes_the_larger_change_with_its_sign():
+    check = HostCheck(probe(1000.0), before_ns=1050.0, after_ns=880.0)
+    assert check.changes_pct() == pytest.approx([5.0, -12.0])
+    assert check.change_pct() == pytest.approx(-12.0)
+    assert not check.holds()
+    warning = check.warning("host.toml")
+    assert "1,050 ns before the runs and 880 ns after them" in warning and "1,000 ns in host.toml (-12%)" in warning
+    assert "\n" not in warning
+    within = HostCheck(probe(1000.0), before_ns=1000.0 + 9.5 * TOLERANCE_PCT)
+    assert within.holds() and within.warning("host.toml") is None
+    assert within.summary()["after_ns"] is None and within.summary()["change_pct"] == pytest.approx(0.95 * TOLERANCE_PCT)
+
+
+def test_damaged_records_are_one_line_before_any_run(fails_cleanly, tmp_path):
+    """`true` is not an MPI program: the error can only come from the machine file, before the runs."""
+    path = tmp_path / "host.toml"
+    path.write_text(load_machine_text() + '\n[fit]\npingpong_bytes = [1]\npingpong_median_ns = ["fast"]\n')
+    fails_cleanly(["predict", "--machine", str(path), "--runs", "1", "--", "true"],
+                  rf"{path}: \[fit\] pingpong_median_ns: a list of positive numbers")
+
+
+def load_machine_text() -> str:
+    from contend.machine.file import PRESET_DIR
+
+    return (PRESET_DIR / "loggopsim-default.toml").read_text()
+
+
+@pytest.mark.parametrize("recorded_ns, sign", [(1.0, 1), (10.0**9, -1)])
+def test_a_host_far_from_its_file_is_a_warning_and_the_json_says_so(built, tmp_path, capsys, recorded_ns, sign):
+    """No host takes a 1 ns or a 1 s round trip on shared memory: the check must find the file wrong,
+    in the right direction, before and after the runs."""
+    path = tmp_path / "host.toml"
+    path.write_text(load_machine_text() + f"\n[fit]\npingpong_bytes = [1]\npingpong_median_ns = [{recorded_ns}]\n"
+                    "iters = 50\n")
+    report = tmp_path / "predict.json"
+    command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "50", "8"]
+    assert main(["predict", "--machine", str(path), "--runs", "1", "--timeout", "120", "--json", str(report),
+                 "--", *command]) == 0
+    out, err = capsys.readouterr()
+    check = json.loads(report.read_text())["host_check"]
+    assert check["recorded_ns"] == recorded_ns and check["bytes"] == 1 and check["pattern"] == "pingpong"
+    assert check["before_ns"] > 0 and check["after_ns"] > 0
+    assert check["holds"] is False and sign * check["change_pct"] > TOLERANCE_PCT
+    assert "the machine file no longer describes the host" in err and str(path) in err
+    assert "host check: 1-byte round trip (pingpong, median of 50)" in out
+    # without the check: nothing measured, nothing said
+    assert main(["predict", "--machine", str(path), "--runs", "1", "--timeout", "120", "--json", str(report),
+                 "--no-host-check", "--", *command]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(report.read_text())["host_check"] is None
+    assert "host check" not in out and "no longer describes" not in err
