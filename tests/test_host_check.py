@@ -94,7 +94,7 @@ def test_a_host_far_from_its_file_is_a_warning_and_the_json_says_so(built, tmp_p
     report = tmp_path / "predict.json"
     command = [str(built.mpiexec), "-n", "2", str(mpi.build_dir(built) / "app-pingpong"), "50", "8"]
     assert main(["predict", "--machine", str(path), "--runs", "1", "--timeout", "120", "--json", str(report),
-                 "--", *command]) == 0
+                 "--html", str(tmp_path / "report"), "--", *command]) == 0
     out, err = capsys.readouterr()
     check = json.loads(report.read_text())["host_check"]
     assert check["recorded_ns"] == recorded_ns and check["bytes"] == 1 and check["pattern"] == "pingpong"
@@ -102,6 +102,8 @@ def test_a_host_far_from_its_file_is_a_warning_and_the_json_says_so(built, tmp_p
     assert check["holds"] is False and sign * check["change_pct"] > TOLERANCE_PCT
     assert "the machine file no longer describes the host" in err and str(path) in err
     assert "host check: 1-byte round trip (pingpong, median of 50)" in out
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Host check" in page and "[fit] pingpong_median_ns" in page and f"{check['change_pct']:+.1f}" in page
     # without the check: nothing measured, nothing said
     assert main(["predict", "--machine", str(path), "--runs", "1", "--timeout", "120", "--json", str(report),
                  "--no-host-check", "--", *command]) == 0

@@ -52,6 +52,16 @@ def _write(label: str, summary: dict[str, Any], out: Path) -> list[str]:
         page.table(["part", "time (ms)", "share"],
                    [[LABELS[part], _ms(path.split[part]), f"{path.shares[part]:.1%}"] for part in PARTS])
         written.append("critical-path.png")
+    check = summary.get("host_check")
+    if check:
+        page.heading("Host check", anchor="host-check")
+        page.paragraph(f"The machine file's {check['bytes']}-byte round trip ({check['pattern']}, {check['statistic']}) "
+                       "measured again before and after the runs; beyond "
+                       f"{check['tolerance_pct']:.0f}% the file no longer describes the host (docs/measure.md).")
+        page.table(["record", "recorded (ns)", "before (ns)", "after (ns)", "change (%)", "within"],
+                   [[check["record"], f"{check['recorded_ns']:,.0f}", f"{check['before_ns']:,.0f}",
+                     "-" if check["after_ns"] is None else f"{check['after_ns']:,.0f}", _pct(check["change_pct"]),
+                     "yes" if check["holds"] else "no"]])
     for warning in summary.get("warnings", []):
         page.paragraph(f"warning: {warning}")
     page.write(out / "index.html")
