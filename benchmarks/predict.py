@@ -104,7 +104,7 @@ def host_checked(machine: str, built, timeout_s: float, console: Console, label:
                  runs: Callable[[], T]) -> tuple[T, dict | None]:
     """``runs()`` between two measurements of the machine file's probe (contend.analysis.host_check), on the
     fabric ``built`` or on shared memory; the check's summary (None when the file records no probe)."""
-    probe = probe_of(load_machine(machine).document)
+    probe = probe_of(load_machine(machine))
     if probe is None:
         return runs(), None
     console.print(f"  {label}: host check")

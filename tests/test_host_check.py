@@ -11,46 +11,56 @@ import pytest
 from contend.analysis.host_check import TOLERANCE_PCT, HostCheck, Probe, probe_of
 from contend.cli import main
 from contend.errors import UserError
-from contend.machine.file import load_machine
+from contend.machine.file import load_machine, parse_machine
 from contend.native import mpi
 
-FIT = {"pingpong_bytes": [1, 8, 64], "pingpong_median_ns": [1500.0, 1510.0, 1600.0], "iters": 200}
-FABRIC = {"one_way_1B_ns": [8000.0, 9000.0, 8500.0]}
+FIT = '[fit]\npingpong_bytes = [1, 8, 64]\npingpong_median_ns = [1500.0, 1510.0, 1600.0]\niters = 200\n'
+FABRIC = "[measured]\none_way_1B_ns = [8000.0, 9000.0, 8500.0]\n"
+
+
+def load_machine_text() -> str:
+    from contend.machine.file import PRESET_DIR
+
+    return (PRESET_DIR / "loggopsim-default.toml").read_text()
+
+
+def machine_with(records: str):
+    return parse_machine(load_machine_text() + "\n" + records, "host.toml")
 
 
 def test_a_fit_gives_its_smallest_pingpong_and_a_fabric_calibration_its_loggp_runs():
-    fit = probe_of({"fit": FIT})
+    fit = probe_of(machine_with(FIT))
     assert (fit.pattern, fit.size, fit.iters, fit.recorded_ns, fit.statistic) == ("pingpong", 1, 200, 1500.0, "median")
     from contend.experiments.fabric_check import Settings
 
-    fabric = probe_of({"measured": FABRIC})
+    fabric = probe_of(machine_with(FABRIC))
     assert (fabric.pattern, fabric.size, fabric.iters, fabric.warmup) == ("loggp", 1, Settings().latency_iters,
                                                                           Settings().warmup)
     assert fabric.recorded_ns == 2 * 8500.0  # the median run's one-way time, as a round trip
     # a fit written before it recorded its iterations took the command's default
     from contend.native.bench.registry import FIT_ITERS
 
-    assert probe_of({"fit": {k: v for k, v in FIT.items() if k != "iters"}}).iters == FIT_ITERS
+    assert probe_of(machine_with(FIT.replace("iters = 200\n", ""))).iters == FIT_ITERS
 
 
 def test_a_file_without_such_records_has_no_probe():
-    assert probe_of(load_machine("loggopsim-default").document) is None
-    assert probe_of({"fit": {"method": "by hand"}}) is None
+    assert probe_of(load_machine("loggopsim-default")) is None
+    assert probe_of(machine_with('[fit]\nmethod = "by hand"\n')) is None
 
 
-@pytest.mark.parametrize("document, pattern", [
-    ({"fit": {**FIT, "pingpong_median_ns": "fast"}}, r"\[fit\] pingpong_median_ns: a list of positive numbers"),
-    ({"fit": {**FIT, "pingpong_median_ns": [1500.0, -1.0, 2.0]}}, r"\[fit\] pingpong_median_ns"),
-    ({"fit": {**FIT, "pingpong_bytes": [1, True, 3]}}, r"\[fit\] pingpong_bytes"),
-    ({"fit": {**FIT, "pingpong_median_ns": [1500.0]}}, r"not one time per size"),
-    ({"fit": {**FIT, "iters": 0}}, r"\[fit\] iters: a positive whole number"),
-    ({"fit": {**FIT, "iters": 2.5}}, r"\[fit\] iters"),
-    ({"measured": {"one_way_1B_ns": []}}, r"\[measured\] one_way_1B_ns: no runs"),
-    ({"measured": {"one_way_1B_ns": 8000}}, r"\[measured\] one_way_1B_ns: a list"),
+@pytest.mark.parametrize("records, pattern", [
+    (FIT.replace("[1500.0, 1510.0, 1600.0]", '"fast"'), r"\[fit\] pingpong_median_ns: a list of positive numbers"),
+    (FIT.replace("[1500.0, 1510.0, 1600.0]", "[1500.0, -1.0, 2.0]"), r"\[fit\] pingpong_median_ns"),
+    (FIT.replace("[1, 8, 64]", "[1, true, 3]"), r"\[fit\] pingpong_bytes"),
+    (FIT.replace("[1500.0, 1510.0, 1600.0]", "[1500.0]"), r"\[fit\] pingpong_bytes and pingpong_median_ns: not one time"),
+    (FIT.replace("iters = 200", "iters = 0"), r"\[fit\] iters: a positive whole number"),
+    (FIT.replace("iters = 200", "iters = 2.5"), r"\[fit\] iters"),
+    ("[measured]\none_way_1B_ns = []\n", r"\[measured\] one_way_1B_ns: no runs"),
+    ("[measured]\none_way_1B_ns = 8000\n", r"\[measured\] one_way_1B_ns: a list"),
 ])
-def test_damaged_records_are_named(document, pattern):
-    with pytest.raises(UserError, match=pattern):
-        probe_of(document)
+def test_damaged_records_are_named_with_their_file(records, pattern):
+    with pytest.raises(UserError, match=r"^host\.toml: " + pattern):
+        probe_of(machine_with(records))
 
 
 def probe(recorded_ns: float) -> Probe:
@@ -76,12 +86,6 @@ def test_damaged_records_are_one_line_before_any_run(fails_cleanly, tmp_path):
     path.write_text(load_machine_text() + '\n[fit]\npingpong_bytes = [1]\npingpong_median_ns = ["fast"]\n')
     fails_cleanly(["predict", "--machine", str(path), "--runs", "1", "--", "true"],
                   rf"{path}: \[fit\] pingpong_median_ns: a list of positive numbers")
-
-
-def load_machine_text() -> str:
-    from contend.machine.file import PRESET_DIR
-
-    return (PRESET_DIR / "loggopsim-default.toml").read_text()
 
 
 @pytest.mark.parametrize("recorded_ns, sign", [(1.0, 1), (10.0**9, -1)])

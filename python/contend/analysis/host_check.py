@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from contend.errors import UserError
 
-TOLERANCE_PCT = 10.0  # beyond this the machine file is no longer the host (a fit's own check holds 5%)
+if TYPE_CHECKING:
+    from contend.machine.file import Machine
+
+TOLERANCE_PCT = 10.0  # beyond this the host has left the file's state (runs in one state spread by a few %)
 PROBE_RUNS = 3  # each probe is the median of this many runs (a few ms each, plus the launch)
 
 
@@ -45,11 +48,18 @@ class Probe:
         return 2 * latency_sample(run).one_way
 
 
-def probe_of(document: Mapping[str, Any]) -> Probe | None:
-    """The probe of a machine file's records (``Machine.document``): `contend bench fit`'s ping-pong check
-    at its smallest size (``[fit]``), or a fabric calibration's 1-byte loggp runs (``[measured]``); None
-    when the file records neither (a preset, a hand-written file). Records that are not what those
-    commands write raise a UserError naming the key."""
+def probe_of(machine: Machine) -> Probe | None:
+    """The probe of a machine file's records: `contend bench fit`'s ping-pong check at its smallest size
+    (``[fit]``), or a fabric calibration's 1-byte loggp runs (``[measured]``); None when the file records
+    neither (a preset, a hand-written file). Records that are not what those commands write raise a
+    UserError naming the file and the key."""
+    try:
+        return _probe(machine.document)
+    except UserError as exc:
+        raise UserError(f"{machine.path or machine.name}: {exc}") from None
+
+
+def _probe(document: Mapping[str, Any]) -> Probe | None:
     from contend.native.bench.registry import FIT_ITERS
 
     fit, measured = document.get("fit"), document.get("measured")
@@ -117,20 +127,21 @@ class HostCheck:
                 "recorded_ns": p.recorded_ns, "before_ns": self.before_ns, "after_ns": self.after_ns,
                 "change_pct": self.change_pct(), "tolerance_pct": TOLERANCE_PCT, "holds": self.holds()}
 
+    def _times(self, before: str, after: str) -> str:
+        return " and ".join(f"{t:,.0f} ns {when}" for t, when in ((self.before_ns, before), (self.after_ns, after))
+                            if t is not None)
+
     def describe(self, machine: str) -> str:
         """One line for the terminal: the probe now and in the file."""
-        times = " and ".join(f"{t:,.0f} ns {when}" for t, when in ((self.before_ns, "before"),
-                                                                     (self.after_ns, "after")) if t is not None)
         return (f"host check: {self.probe.size}-byte round trip ({self.probe.pattern}, {self.probe.statistic} of "
-                f"{self.probe.iters}) {times} the runs; {machine} records {self.probe.recorded_ns:,.0f} ns "
-                f"({self.change_pct():+.1f}%, tolerance {TOLERANCE_PCT:.0f}%)")
+                f"{self.probe.iters}) {self._times('before', 'after')} the runs; {machine} records "
+                f"{self.probe.recorded_ns:,.0f} ns ({self.change_pct():+.1f}%, tolerance {TOLERANCE_PCT:.0f}%)")
 
     def warning(self, machine: str) -> str | None:
         """One line when the host is no longer the machine file's, else None."""
         if self.holds():
             return None
-        now = " and ".join(f"{t:,.0f} ns {when}" for t, when in ((self.before_ns, "before the runs"),
-                                                                   (self.after_ns, "after them")) if t is not None)
-        return (f"predict: this host's {self.probe.size}-byte round trip ({self.probe.pattern}) took {now}, against "
-                f"{self.probe.recorded_ns:,.0f} ns in {machine} ({self.change_pct():+.0f}%): the machine file no "
-                "longer describes the host; fit it again (contend bench fit) just before predicting")
+        return (f"predict: this host's {self.probe.size}-byte round trip ({self.probe.pattern}) took "
+                f"{self._times('before the runs', 'after them')}, against {self.probe.recorded_ns:,.0f} ns in "
+                f"{machine} ({self.change_pct():+.0f}%): the machine file no longer describes the host; fit it "
+                "again (contend bench fit) just before predicting")

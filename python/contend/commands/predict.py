@@ -226,10 +226,7 @@ def _probe(machine: str):
     from contend.analysis.host_check import probe_of
     from contend.machine.file import machine_of
 
-    try:
-        return probe_of(machine_of(machine).document)
-    except UserError as exc:
-        raise UserError(f"{machine}: {exc}") from None
+    return probe_of(machine_of(machine))
 
 
 def _throttle(args: argparse.Namespace, command: list[str]):
