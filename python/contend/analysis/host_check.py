@@ -33,7 +33,7 @@ class Probe:
     iters: int
     warmup: int | None  # None: the harness's default
     recorded_ns: float  # the round trip the file records
-    statistic: str  # "median" or "trimmed mean": what the record holds, and what the probe takes
+    statistic: str  # what the record holds and the probe takes: the ping-pong's median, loggp's trimmed mean
     record: str  # where the file keeps it, for messages
 
     def round_trip(self, run) -> float:
@@ -41,8 +41,7 @@ class Probe:
         if self.pattern == "pingpong":
             from contend.native.bench.loggp import measured_round_trips
 
-            column = "median_ns" if self.statistic == "median" else "measured_ns"
-            return float(measured_round_trips(run)[column].iloc[0])
+            return float(measured_round_trips(run)["median_ns"].iloc[0])
         from contend.experiments.fabric_machine import latency_sample
 
         return 2 * latency_sample(run).one_way
