@@ -52,6 +52,7 @@ def test_a_file_without_such_records_has_no_probe():
     (FIT.replace("[1500.0, 1510.0, 1600.0]", '"fast"'), r"\[fit\] pingpong_median_ns: a list of positive numbers"),
     (FIT.replace("[1500.0, 1510.0, 1600.0]", "[1500.0, -1.0, 2.0]"), r"\[fit\] pingpong_median_ns"),
     (FIT.replace("[1, 8, 64]", "[1, true, 3]"), r"\[fit\] pingpong_bytes"),
+    (FIT.replace("[1, 8, 64]", "[1.5, 8, 64]"), r"\[fit\] pingpong_bytes: sizes are whole bytes, not 1\.5"),
     (FIT.replace("[1500.0, 1510.0, 1600.0]", "[1500.0]"), r"\[fit\] pingpong_bytes and pingpong_median_ns: not one time"),
     (FIT.replace("iters = 200", "iters = 0"), r"\[fit\] iters: a positive whole number"),
     (FIT.replace("iters = 200", "iters = 2.5"), r"\[fit\] iters"),

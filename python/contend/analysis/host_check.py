@@ -66,6 +66,8 @@ def _probe(document: Mapping[str, Any]) -> Probe | None:
         sizes, times = _numbers(fit, "pingpong_bytes", "fit"), _numbers(fit, "pingpong_median_ns", "fit")
         if len(sizes) != len(times) or not sizes:
             raise UserError("[fit] pingpong_bytes and pingpong_median_ns: not one time per size")
+        if not sizes[0].is_integer():
+            raise UserError(f"[fit] pingpong_bytes: sizes are whole bytes, not {sizes[0]!r}")
         iters = fit.get("iters", FIT_ITERS)
         if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
             raise UserError(f"[fit] iters: a positive whole number of round trips, not {iters!r}")
